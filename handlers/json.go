@@ -1,0 +1,59 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// maxBody bounds every JSON request body.
+const maxBody = 1 << 20
+
+// bindJSON decodes a bounded JSON body with unknown fields refused, answering
+// 400 itself on failure.
+func bindJSON(c *gin.Context, v any) bool {
+	body, err := readBody(c)
+	if err != nil {
+		return false
+	}
+	if err := decodeStrict(body, v); err != nil {
+		c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// readBody reads at most maxBody bytes, answering 413 when there are more.
+func readBody(c *gin.Context) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge, worker.ErrorResponse{Error: "request body too large"})
+		} else {
+			c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "cannot read request body"})
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+func decodeStrict(body []byte, v any) error {
+	if len(body) == 0 {
+		return errors.New("empty body")
+	}
+	dec := json.NewDecoder(bytesReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}

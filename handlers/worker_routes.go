@@ -1,0 +1,40 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// NewWorkerRouter lists every route of the worker API.
+func NewWorkerRouter(w *worker.Worker, log *slog.Logger) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(gin.Recovery())
+	wa := &workerAPI{w: w, log: log}
+	r.GET(worker.PathHealth, wa.health)
+	r.POST(worker.PathConnect, wa.connect)
+	guarded := r.Group("/api", wa.guard)
+	guarded.POST("/server/startup", wa.startup)
+	guarded.POST("/server/shutdown", wa.shutdown)
+	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, worker.ErrorResponse{Error: "no such route"}) })
+	return r
+}
+
+type workerAPI struct {
+	w   *worker.Worker
+	log *slog.Logger
+}
+
+// guard lets a request through only with the current sm_secret. The 401 body
+// says nothing about either secret.
+func (wa *workerAPI) guard(c *gin.Context) {
+	if !wa.w.CheckSecret(c.GetHeader(worker.HeaderSecret)) {
+		c.AbortWithStatusJSON(http.StatusUnauthorized, worker.ErrorResponse{Error: "unauthorized"})
+		return
+	}
+	c.Next()
+}

@@ -1,0 +1,182 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// SweepResult counts what one health sweep did.
+type SweepResult struct {
+	Probed, Healthy, Failed, WentOffline, Recovered int
+	Took                                            time.Duration
+}
+
+// probeTargets picks the nodes a sweep probes: every worker that is not offline,
+// and, on slow sweeps, offline workers an admin or registration wanted up.
+func probeTargets(nodes []store.Node, includeOffline bool) []store.Node {
+	out := make([]store.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Type != store.TypeWorker {
+			continue
+		}
+		if n.Status != store.StatusOffline || (includeOffline && n.DesiredStatus != store.StatusOffline) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Sweep probes the nodes once, concurrently with a bounded pool, and records the
+// outcomes. The health job runs it in singleton mode so sweeps never overlap.
+func (m *Master) Sweep(ctx context.Context) SweepResult {
+	start := time.Now()
+	hc := m.cfg.Health
+	nodes, err := store.ListNodes(ctx, m.st.DB)
+	if err != nil {
+		m.log.Error("health sweep: list nodes", "err", err)
+		return SweepResult{}
+	}
+	// The master is alive if it sweeps.
+	if err := store.MarkSeen(ctx, m.st.DB, []string{m.cfg.Identity}, start); err != nil {
+		m.log.Error("health sweep: mark master seen", "err", err)
+	}
+	n := m.sweeps.Add(1)
+	targets := probeTargets(nodes, n%int64(hc.OfflineEvery) == 1 || hc.OfflineEvery == 1)
+
+	var (
+		mu      sync.Mutex
+		healthy []string
+		res     = SweepResult{Probed: len(targets)}
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, hc.Concurrency)
+	)
+	for i := range targets {
+		node := &targets[i]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			h, err := m.client.Health(ctx, node, hc.Timeout)
+			if err == nil && h.Node != node.Name {
+				err = fmt.Errorf("%w: %s answered as node %q", ErrWorker, node.Host, h.Node)
+			}
+			if err == nil && h.BootID == "" {
+				err = fmt.Errorf("%w: %s answered without a boot id", ErrWorker, node.Host)
+			}
+			switch {
+			case err != nil && node.Status == store.StatusOffline:
+				// Still down: nothing to count.
+			case err != nil:
+				off, ferr := store.RecordProbeFailure(ctx, m.st.DB, node.Name, hc.MaxFailures, shortReason(err))
+				mu.Lock()
+				res.Failed++
+				if off {
+					res.WentOffline++
+				}
+				mu.Unlock()
+				if ferr != nil {
+					m.log.Error("health sweep: record failure", "node", node.Name, "err", ferr)
+				} else if off {
+					m.log.Warn("node offline: health checks failed", "node", node.Name, "failures", hc.MaxFailures, "err", err)
+				}
+			case node.Status != store.StatusOffline && h.BootID == node.BootID:
+				mu.Lock()
+				healthy = append(healthy, node.Name)
+				res.Healthy++
+				mu.Unlock()
+			default:
+				// Offline node answering again, or a restarted worker (new boot id).
+				if m.recover(ctx, node.Name, h) {
+					mu.Lock()
+					res.Recovered++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := store.MarkSeen(ctx, m.st.DB, healthy, time.Now()); err != nil {
+		m.log.Error("health sweep: mark seen", "err", err)
+	}
+	res.Took = time.Since(start)
+	return res
+}
+
+// shortReason keeps the stored reason readable and bounded.
+func shortReason(err error) string {
+	s := err.Error()
+	if len(s) > 400 {
+		s = s[:400]
+	}
+	return s
+}
+
+// recover brings back a node that answers again: an offline node the admin or
+// its registration wanted up, or a node whose boot id changed (it restarted and
+// lost its in-memory schedule). Auto workers re-register by themselves after a
+// restart; the master reconnects manual ones and re-pushes running tasks.
+func (m *Master) recover(ctx context.Context, name string, h worker.HealthResponse) bool {
+	defer m.locks.lock(name)()
+	n, err := store.GetNode(ctx, m.st.DB, name)
+	if err != nil {
+		return false
+	}
+	restarted := h.BootID != n.BootID
+	if !restarted && n.Status != store.StatusOffline {
+		return false // someone else recovered it meanwhile
+	}
+	want := n.DesiredStatus
+	if n.Mode == store.ModeAuto {
+		if restarted {
+			// Its secret died with the old process; it registers again on start.
+			if n.Status != store.StatusOffline {
+				err := store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+					From: []int{n.Status}, To: store.StatusOffline, IfBootID: &n.BootID,
+					Reason: ptr("worker restarted; waiting for it to register again"),
+				})
+				if err != nil && !errors.Is(err, store.ErrConflict) {
+					m.log.Error("recover: mark restarted worker", "node", name, "err", err)
+				}
+			}
+			return false
+		}
+		if err := m.pushState(ctx, n, want); err != nil {
+			m.log.Warn("recover: worker answers but refused its state", "node", name, "err", err)
+			return false
+		}
+	} else {
+		resp, err := m.client.Connect(ctx, n, m.cfg.Identity, m.cfg.ClusterKey)
+		if err != nil {
+			m.log.Warn("recover: reconnect failed", "node", name, "err", err)
+			return false
+		}
+		n.Secret, n.BootID = resp.Secret, resp.BootID
+		if err := m.pushState(ctx, n, want); err != nil {
+			m.log.Warn("recover: worker reconnected but refused its state", "node", name, "err", err)
+			return false
+		}
+	}
+	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+		From: []int{n.Status}, To: want, Secret: &n.Secret, BootID: &n.BootID, Reason: ptr(""), Seen: time.Now(),
+	})
+	if err != nil {
+		m.log.Error("recover: update node", "node", name, "err", err)
+		return false
+	}
+	m.log.Info("node recovered", "node", name, "status", StatusName(want), "restarted", restarted)
+	return true
+}
+
+// pushState makes the worker schedule (running) or not (idle).
+func (m *Master) pushState(ctx context.Context, n *store.Node, want int) error {
+	if want == store.StatusRunning {
+		return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
+	}
+	return m.client.Shutdown(ctx, n, m.cfg.ShutdownWait)
+}

@@ -1,0 +1,190 @@
+// Package master is the master engine: node lifecycle, registration, the health
+// checker and the client of the worker API. It never imports gin or templ.
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// HealthConfig tunes the health checker.
+type HealthConfig struct {
+	Interval    time.Duration // between sweeps (default 10s)
+	Timeout     time.Duration // per probe (default 3s)
+	MaxFailures int           // consecutive failures before offline (default 3)
+	Concurrency int           // probes in flight at once (default 256)
+	// OfflineEvery probes offline nodes only every Nth sweep (default 3): slower re-probing.
+	OfflineEvery int
+}
+
+// Config is the master engine's configuration.
+type Config struct {
+	Identity   string // the master's node name
+	ClusterKey string
+	// AdvertiseHost is the host:port recorded for the master's own node.
+	AdvertiseHost string
+	Health        HealthConfig
+	// CallTimeout bounds one call to a worker other than a probe (default 10s).
+	CallTimeout time.Duration
+	// ShutdownWait is how long a worker may take to finish running jobs on Disable.
+	ShutdownWait time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Health.Interval <= 0 {
+		c.Health.Interval = 10 * time.Second
+	}
+	if c.Health.Timeout <= 0 {
+		c.Health.Timeout = 3 * time.Second
+	}
+	if c.Health.MaxFailures <= 0 {
+		c.Health.MaxFailures = 3
+	}
+	if c.Health.Concurrency <= 0 {
+		c.Health.Concurrency = 256
+	}
+	if c.Health.OfflineEvery <= 0 {
+		c.Health.OfflineEvery = 3
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 10 * time.Second
+	}
+	if c.ShutdownWait <= 0 {
+		c.ShutdownWait = 30 * time.Second
+	}
+}
+
+// Master runs the master engine.
+type Master struct {
+	cfg    Config
+	st     *store.Store
+	log    *slog.Logger
+	client *Client
+	nonces *worker.NonceCache
+	bootID string
+	locks  keyedMutex
+	sweeps atomic.Int64
+
+	mu    sync.Mutex
+	sched gocron.Scheduler
+}
+
+// New builds a master engine over an open store.
+func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
+	cfg.defaults()
+	return &Master{
+		cfg:    cfg,
+		st:     st,
+		log:    log,
+		client: NewClient(cfg.CallTimeout),
+		nonces: worker.NewNonceCache(100_000),
+		bootID: worker.NewNonce(),
+	}
+}
+
+// Identity is the master's node name.
+func (m *Master) Identity() string { return m.cfg.Identity }
+
+// BootID identifies this master process.
+func (m *Master) BootID() string { return m.bootID }
+
+// ClusterKey is the key workers use to register and the master to connect.
+func (m *Master) ClusterKey() string { return m.cfg.ClusterKey }
+
+// HealthConfig returns the health checker settings in force.
+func (m *Master) HealthConfig() HealthConfig { return m.cfg.Health }
+
+// Start registers the master as a node and starts the health checker.
+func (m *Master) Start(ctx context.Context) error {
+	self := &store.Node{
+		Name: m.cfg.Identity, Type: store.TypeMaster, Protocol: "http", Host: m.cfg.AdvertiseHost,
+		BootID: m.bootID, Priority: 0, MaxConcurrency: 1, MachineName: hostname(),
+	}
+	if err := store.UpsertRegisteredNode(ctx, m.st.DB, self); err != nil {
+		return fmt.Errorf("master: register self: %w", err)
+	}
+	sched, err := gocron.NewScheduler()
+	if err != nil {
+		return fmt.Errorf("master: scheduler: %w", err)
+	}
+	_, err = sched.NewJob(gocron.DurationJob(m.cfg.Health.Interval),
+		gocron.NewTask(func() { m.Sweep(context.Background()) }),
+		gocron.WithName("health-check"),
+		gocron.WithSingletonMode(gocron.LimitModeReschedule),
+		gocron.WithStartAt(gocron.WithStartImmediately()),
+	)
+	if err != nil {
+		return fmt.Errorf("master: health job: %w", err)
+	}
+	sched.Start()
+	m.mu.Lock()
+	m.sched = sched
+	m.mu.Unlock()
+	m.log.Info("health checker started", "interval", m.cfg.Health.Interval, "timeout", m.cfg.Health.Timeout, "max_failures", m.cfg.Health.MaxFailures)
+	return nil
+}
+
+// Stop stops the health checker and marks the master's own node offline.
+func (m *Master) Stop(ctx context.Context) {
+	m.mu.Lock()
+	sched := m.sched
+	m.mu.Unlock()
+	if sched != nil {
+		if err := sched.Shutdown(); err != nil {
+			m.log.Error("stop health checker", "err", err)
+		}
+	}
+	reason := "master stopped"
+	if err := store.TransitionNode(ctx, m.st.DB, m.cfg.Identity, store.Transition{
+		From: []int{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline, Reason: &reason,
+	}); err != nil && !errors.Is(err, store.ErrConflict) {
+		m.log.Error("mark master offline", "err", err)
+	}
+}
+
+// keyedMutex serialises actions on one node inside this process, so a worker
+// call and the database update that follows it are never interleaved with
+// another action on the same node. Conditional updates guard across processes.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		e.refs--
+		if e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

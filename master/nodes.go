@@ -1,0 +1,210 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// StatusName names a node status for messages.
+func StatusName(s int) string {
+	switch s {
+	case store.StatusOffline:
+		return "offline"
+	case store.StatusIdle:
+		return "idle"
+	case store.StatusRunning:
+		return "running"
+	}
+	return fmt.Sprintf("status %d", s)
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// mapStoreErr turns store sentinels into master ones, keeping the message.
+func mapStoreErr(err error, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: node %q does not exist", ErrNotFound, name)
+	case errors.Is(err, store.ErrDuplicate):
+		return fmt.Errorf("%w: a node named %q already exists", ErrDuplicate, name)
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("%w: node %q changed state meanwhile; reload and retry", ErrState, name)
+	}
+	return fmt.Errorf("master: node %q: %w", name, err)
+}
+
+// ListNodes returns every node.
+func (m *Master) ListNodes(ctx context.Context) ([]store.Node, error) {
+	return store.ListNodes(ctx, m.st.DB)
+}
+
+// GetNode returns one node.
+func (m *Master) GetNode(ctx context.Context, name string) (*store.Node, error) {
+	n, err := store.GetNode(ctx, m.st.DB, name)
+	return n, mapStoreErr(err, name)
+}
+
+// CreateNode adds a manual worker node in status offline.
+func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (*store.Node, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Name == m.cfg.Identity {
+		return nil, worker.FieldErrors{"name": "is the master's own name"}
+	}
+	n := &store.Node{
+		Name: c.Name, Type: store.TypeWorker, Protocol: c.Protocol, Host: c.Host,
+		Priority: c.Priority, MaxConcurrency: c.MaxConcurrency, Status: store.StatusOffline, Mode: store.ModeManual,
+	}
+	if err := store.CreateNode(ctx, m.st.DB, n); err != nil {
+		if errors.Is(err, store.ErrDuplicate) {
+			return nil, worker.FieldErrors{"name": "is already taken by another node"}
+		}
+		return nil, mapStoreErr(err, c.Name)
+	}
+	m.log.Info("node created", "node", n.Name, "host", n.Host)
+	return n, nil
+}
+
+// UpdateNode edits a worker's protocol, host, priority and max concurrency.
+func (m *Master) UpdateNode(ctx context.Context, name string, c worker.NodeConfig) (*store.Node, error) {
+	c.Name = name
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	defer m.locks.lock(name)()
+	n, err := store.GetNode(ctx, m.st.DB, name)
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	if n.Type == store.TypeMaster {
+		return nil, fmt.Errorf("%w: the master's own node cannot be edited", ErrState)
+	}
+	err = store.UpdateNodeConfig(ctx, m.st.DB, name, store.NodeConfig{
+		Protocol: c.Protocol, Host: c.Host, Priority: c.Priority, MaxConcurrency: c.MaxConcurrency,
+	})
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	m.log.Info("node edited", "node", name)
+	return m.GetNode(ctx, name)
+}
+
+// requireState loads a worker node and checks its status.
+func (m *Master) requireState(ctx context.Context, name, action string, want int) (*store.Node, error) {
+	n, err := store.GetNode(ctx, m.st.DB, name)
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	if n.Type == store.TypeMaster {
+		return nil, fmt.Errorf("%w: %s is the master; it cannot be %s", ErrState, name, action)
+	}
+	if n.Status != want {
+		return nil, fmt.Errorf("%w: node %s is %s; %s needs it %s", ErrState, name, StatusName(n.Status), action, StatusName(want))
+	}
+	return n, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ConnectNode performs the handshake with an offline node and makes it idle.
+func (m *Master) ConnectNode(ctx context.Context, name string) (*store.Node, error) {
+	defer m.locks.lock(name)()
+	n, err := m.requireState(ctx, name, "connected", store.StatusOffline)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.client.Connect(ctx, n, m.cfg.Identity, m.cfg.ClusterKey)
+	if err != nil {
+		return nil, err
+	}
+	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+		From: []int{store.StatusOffline}, To: store.StatusIdle,
+		Secret: &resp.Secret, BootID: &resp.BootID, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
+	})
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	m.log.Info("node connected", "node", name)
+	return m.GetNode(ctx, name)
+}
+
+// EnableNode starts scheduling on an idle node and pushes its running tasks.
+func (m *Master) EnableNode(ctx context.Context, name string) (*store.Node, error) {
+	defer m.locks.lock(name)()
+	n, err := m.requireState(ctx, name, "enabled", store.StatusIdle)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.client.Startup(ctx, n, m.tasksFor(ctx, name)); err != nil {
+		return nil, err
+	}
+	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+		From: []int{store.StatusIdle}, To: store.StatusRunning, DesiredStatus: ptr(store.StatusRunning), Reason: ptr(""), Seen: time.Now(),
+	})
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	m.log.Info("node enabled", "node", name)
+	return m.GetNode(ctx, name)
+}
+
+// DisableNode stops scheduling on a running node; it becomes idle and its locks are released.
+func (m *Master) DisableNode(ctx context.Context, name string) (*store.Node, error) {
+	defer m.locks.lock(name)()
+	n, err := m.requireState(ctx, name, "disabled", store.StatusRunning)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.client.Shutdown(ctx, n, m.cfg.ShutdownWait); err != nil {
+		return nil, err
+	}
+	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+		From: []int{store.StatusRunning}, To: store.StatusIdle, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
+	})
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	m.log.Info("node disabled", "node", name)
+	return m.GetNode(ctx, name)
+}
+
+// DeleteNode removes a worker node that is not running.
+func (m *Master) DeleteNode(ctx context.Context, name string) error {
+	defer m.locks.lock(name)()
+	n, err := store.GetNode(ctx, m.st.DB, name)
+	if err != nil {
+		return mapStoreErr(err, name)
+	}
+	if n.Type == store.TypeMaster {
+		return fmt.Errorf("%w: %s is the master; it cannot be deleted", ErrState, name)
+	}
+	if err := store.DeleteNode(ctx, m.st.DB, name); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("%w: node %s is running; disable it before deleting it", ErrState, name)
+		}
+		return mapStoreErr(err, name)
+	}
+	m.log.Info("node deleted", "node", name)
+	return nil
+}
+
+// tasksFor returns the running tasks assigned to a node, pushed on Enable,
+// registration and recovery.
+func (m *Master) tasksFor(_ context.Context, _ string) []worker.TaskSpec {
+	return []worker.TaskSpec{}
+}

@@ -1,0 +1,275 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Node status values, as in ScheduleMaster.
+const (
+	StatusOffline = 0
+	StatusIdle    = 1
+	StatusRunning = 2
+)
+
+// Node types and registration modes.
+const (
+	TypeMaster = "master"
+	TypeWorker = "worker"
+	ModeAuto   = "auto"
+	ModeManual = "manual"
+)
+
+// Node is a master or worker known to the cluster.
+type Node struct {
+	bun.BaseModel `bun:"table:nodes"`
+
+	ID          int64  `bun:"id,pk,autoincrement"`
+	Name        string `bun:"name"`
+	Type        string `bun:"type"`
+	MachineName string `bun:"machine_name"`
+	Protocol    string `bun:"protocol"`
+	Host        string `bun:"host"`
+	Secret      string `bun:"secret"`
+	Status      int    `bun:"status"`
+	// DesiredStatus is what an admin or the registration last asked for; the health
+	// checker uses it to bring a recovered node back to where it was.
+	DesiredStatus  int       `bun:"desired_status"`
+	Priority       int       `bun:"priority"`
+	MaxConcurrency int       `bun:"max_concurrency"`
+	LastSeen       time.Time `bun:"last_seen,nullzero"`
+	Failures       int       `bun:"failures"`
+	BootID         string    `bun:"boot_id"`
+	Mode           string    `bun:"mode"`
+	Reason         string    `bun:"reason"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
+}
+
+// ListNodes returns every node, the master first, then by name.
+func ListNodes(ctx context.Context, db bun.IDB) ([]Node, error) {
+	var nodes []Node
+	err := db.NewSelect().Model(&nodes).OrderExpr("type ASC, name ASC").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: list nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// ListNodesByStatus returns the nodes whose status is one of statuses.
+func ListNodesByStatus(ctx context.Context, db bun.IDB, statuses ...int) ([]Node, error) {
+	var nodes []Node
+	err := db.NewSelect().Model(&nodes).Where("status IN (?)", bun.In(statuses)).OrderExpr("name ASC").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: list nodes by status: %w", err)
+	}
+	return nodes, nil
+}
+
+// GetNode returns the node called name or ErrNotFound.
+func GetNode(ctx context.Context, db bun.IDB, name string) (*Node, error) {
+	n := new(Node)
+	err := db.NewSelect().Model(n).Where("name = ?", name).Limit(1).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: get node %q: %w", name, notFound(err))
+	}
+	return n, nil
+}
+
+// CreateNode inserts n; a taken name gives ErrDuplicate.
+func CreateNode(ctx context.Context, db bun.IDB, n *Node) error {
+	now := time.Now().UTC()
+	n.CreatedAt, n.UpdatedAt = now, now
+	if _, err := db.NewInsert().Model(n).Exec(ctx); err != nil {
+		if isDuplicate(err) {
+			return fmt.Errorf("store: node %q: %w", n.Name, ErrDuplicate)
+		}
+		return fmt.Errorf("store: create node: %w", err)
+	}
+	return nil
+}
+
+// NodeConfig is the part of a node an admin may edit in any state.
+type NodeConfig struct {
+	Protocol       string
+	Host           string
+	Priority       int
+	MaxConcurrency int
+}
+
+// UpdateNodeConfig persists an edit of protocol, host, priority and max concurrency.
+func UpdateNodeConfig(ctx context.Context, db bun.IDB, name string, c NodeConfig) error {
+	res, err := db.NewUpdate().Model((*Node)(nil)).
+		Set("protocol = ?", c.Protocol).Set("host = ?", c.Host).
+		Set("priority = ?", c.Priority).Set("max_concurrency = ?", c.MaxConcurrency).
+		Set("updated_at = ?", time.Now().UTC()).
+		Where("name = ?", name).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: node %q: %w", name, ErrNotFound)
+		}
+		return fmt.Errorf("store: update node: %w", err)
+	}
+	return nil
+}
+
+// DeleteNode removes a node that is not running, with its locks. A running node
+// gives ErrConflict, an unknown one ErrNotFound.
+func DeleteNode(ctx context.Context, db bun.IDB, name string) error {
+	res, err := db.NewDelete().Model((*Node)(nil)).
+		Where("name = ?", name).Where("status <> ?", StatusRunning).Where("type = ?", TypeWorker).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: delete node: %w", err)
+		}
+		if _, gerr := GetNode(ctx, db, name); gerr != nil {
+			return gerr
+		}
+		return fmt.Errorf("store: delete node %q: %w", name, ErrConflict)
+	}
+	return ReleaseLocks(ctx, db, name)
+}
+
+// Transition describes one conditional status change.
+type Transition struct {
+	From []int
+	To   int
+	// Optional fields set together with the status.
+	Secret        *string
+	BootID        *string
+	DesiredStatus *int
+	Reason        *string
+	// Seen sets last_seen and clears the failure counter.
+	Seen time.Time
+	// IfBootID, when set, also requires the stored boot id to equal it.
+	IfBootID *string
+}
+
+// TransitionNode applies t atomically: it changes the row only while the node's
+// status is one of t.From, and returns ErrConflict (or ErrNotFound) otherwise.
+func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) error {
+	q := db.NewUpdate().Model((*Node)(nil)).
+		Set("status = ?", t.To).Set("updated_at = ?", time.Now().UTC()).
+		Where("name = ?", name).Where("status IN (?)", bun.In(t.From))
+	if t.Secret != nil {
+		q = q.Set("secret = ?", *t.Secret)
+	}
+	if t.BootID != nil {
+		q = q.Set("boot_id = ?", *t.BootID)
+	}
+	if t.DesiredStatus != nil {
+		q = q.Set("desired_status = ?", *t.DesiredStatus)
+	}
+	if t.Reason != nil {
+		q = q.Set("reason = ?", *t.Reason)
+	}
+	if !t.Seen.IsZero() {
+		q = q.Set("last_seen = ?", t.Seen.UTC()).Set("failures = 0")
+	}
+	if t.IfBootID != nil {
+		q = q.Where("boot_id = ?", *t.IfBootID)
+	}
+	res, err := q.Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: transition node %q: %w", name, err)
+		}
+		if _, gerr := GetNode(ctx, db, name); gerr != nil {
+			return gerr
+		}
+		return fmt.Errorf("store: transition node %q: %w", name, ErrConflict)
+	}
+	if t.To == StatusOffline || t.To == StatusIdle {
+		return ReleaseLocks(ctx, db, name)
+	}
+	return nil
+}
+
+// UpsertRegisteredNode records a self-registration: it creates the node or
+// overwrites its configuration, secret and boot id, and sets it running.
+// A name that belongs to a node of another type gives ErrConflict.
+func UpsertRegisteredNode(ctx context.Context, db bun.IDB, n *Node) error {
+	now := time.Now().UTC()
+	n.Status, n.DesiredStatus, n.Mode, n.Failures, n.Reason, n.LastSeen = StatusRunning, StatusRunning, ModeAuto, 0, "", now
+	for attempt := 0; ; attempt++ {
+		old, err := GetNode(ctx, db, n.Name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			err = CreateNode(ctx, db, n)
+			if errors.Is(err, ErrDuplicate) && attempt == 0 {
+				continue // lost a race with a concurrent registration: update instead
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		if old.Type != n.Type {
+			return fmt.Errorf("store: node %q is a %s, not a %s: %w", n.Name, old.Type, n.Type, ErrConflict)
+		}
+		n.ID, n.CreatedAt, n.UpdatedAt = old.ID, old.CreatedAt, now
+		_, err = db.NewUpdate().Model(n).
+			Column("machine_name", "protocol", "host", "secret", "status", "desired_status", "priority",
+				"max_concurrency", "last_seen", "failures", "boot_id", "mode", "reason", "updated_at").
+			WherePK().Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store: register node %q: %w", n.Name, err)
+		}
+		return nil
+	}
+}
+
+// MarkSeen records successful probes of the named nodes in one statement per chunk.
+func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time) error {
+	const chunk = 500
+	for len(names) > 0 {
+		part := names[:min(chunk, len(names))]
+		names = names[len(part):]
+		_, err := db.NewUpdate().Model((*Node)(nil)).
+			Set("last_seen = ?", at.UTC()).Set("failures = 0").
+			Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store: mark nodes seen: %w", err)
+		}
+	}
+	return nil
+}
+
+// RecordProbeFailure counts one failed probe of a non-offline node. When the
+// count reaches maxFailures the node goes offline with reason, its counter is
+// reset and its locks are released; wentOffline reports that.
+func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailures int, reason string) (wentOffline bool, err error) {
+	now := time.Now().UTC()
+	res, err := db.NewUpdate().Model((*Node)(nil)).
+		Set("failures = failures + 1").Set("reason = ?", reason).Set("updated_at = ?", now).
+		Where("name = ?", name).Where("status <> ?", StatusOffline).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return false, nil // went offline meanwhile: nothing to count
+		}
+		return false, fmt.Errorf("store: record probe failure: %w", err)
+	}
+	res, err = db.NewUpdate().Model((*Node)(nil)).
+		Set("status = ?", StatusOffline).Set("failures = 0").
+		Set("reason = ?", fmt.Sprintf("offline after %d failed health checks: %s", maxFailures, reason)).
+		Set("updated_at = ?", now).
+		Where("name = ?", name).Where("status <> ?", StatusOffline).Where("failures >= ?", maxFailures).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return false, nil
+		}
+		return false, fmt.Errorf("store: take node offline: %w", err)
+	}
+	return true, ReleaseLocks(ctx, db, name)
+}
+
+// ReleaseLocks deletes every fire lock held by the node.
+func ReleaseLocks(ctx context.Context, db bun.IDB, node string) error {
+	if _, err := db.NewDelete().TableExpr("locks").Where("node = ?", node).Exec(ctx); err != nil {
+		return fmt.Errorf("store: release locks of %q: %w", node, err)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+// Package store holds the bun models and the queries of the master's database.
+// Query functions take bun.IDB so that they compose inside RunInTx.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/mysqldialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/sqliteshim"
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/schedulemaster-go/schedulemaster/migrations"
+)
+
+// Dialect names a supported database.
+type Dialect string
+
+// Supported dialects.
+const (
+	SQLite Dialect = "sqlite"
+	MySQL  Dialect = "mysql"
+)
+
+// Store is an open, migrated database.
+type Store struct {
+	DB      *bun.DB
+	Dialect Dialect
+}
+
+// DSN is a parsed --db value.
+type DSN struct {
+	Dialect Dialect
+	// Path is the SQLite file; Conn the go-sql-driver/mysql DSN.
+	Path string
+	Conn string
+}
+
+// String hides the password so a DSN can be logged.
+func (d DSN) String() string {
+	if d.Dialect == SQLite {
+		return "sqlite://" + d.Path
+	}
+	cfg, err := mysql.ParseDSN(d.Conn)
+	if err != nil {
+		return "mysql://(unparsable)"
+	}
+	if cfg.Passwd != "" {
+		cfg.Passwd = "***"
+	}
+	return "mysql://" + cfg.FormatDSN()
+}
+
+// ParseDSN parses a --db value: empty (SQLite in dataDir), "sqlite://PATH", a plain
+// file path, or "mysql://user:pass@tcp(host:3306)/db".
+func ParseDSN(raw, dataDir string) (DSN, error) {
+	switch {
+	case raw == "":
+		return DSN{Dialect: SQLite, Path: filepath.Join(dataDir, "schedulemaster.db")}, nil
+	case strings.HasPrefix(raw, "mysql://"):
+		conn := strings.TrimPrefix(raw, "mysql://")
+		cfg, err := mysql.ParseDSN(conn)
+		if err != nil {
+			return DSN{}, fmt.Errorf("store: --db: bad MySQL DSN (want mysql://user:pass@tcp(host:3306)/db): %w", err)
+		}
+		if cfg.DBName == "" {
+			return DSN{}, errors.New("store: --db: the MySQL DSN names no database (…/dbname)")
+		}
+		cfg.ParseTime = true
+		cfg.Loc = time.UTC
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params["charset"] = "utf8mb4"
+		return DSN{Dialect: MySQL, Conn: cfg.FormatDSN()}, nil
+	case strings.HasPrefix(raw, "sqlite://"):
+		p := strings.TrimPrefix(raw, "sqlite://")
+		if p == "" {
+			return DSN{}, errors.New("store: --db: sqlite:// needs a file path")
+		}
+		return DSN{Dialect: SQLite, Path: p}, nil
+	case strings.Contains(raw, "://"):
+		return DSN{}, fmt.Errorf("store: --db: unknown scheme in %q (use sqlite://PATH or mysql://…)", strings.SplitN(raw, "://", 2)[0]+"://")
+	default:
+		return DSN{Dialect: SQLite, Path: raw}, nil
+	}
+}
+
+// Open connects to the database and applies the embedded migrations under a lock.
+func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
+	var db *bun.DB
+	switch dsn.Dialect {
+	case SQLite:
+		if err := os.MkdirAll(filepath.Dir(dsn.Path), 0o700); err != nil {
+			return nil, fmt.Errorf("store: create data dir: %w", err)
+		}
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Set("_txlock", "immediate")
+		sqldb, err := sql.Open(sqliteshim.ShimName, "file:"+dsn.Path+"?"+q.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("store: open sqlite: %w", err)
+		}
+		db = bun.NewDB(sqldb, sqlitedialect.New())
+	case MySQL:
+		sqldb, err := sql.Open("mysql", dsn.Conn)
+		if err != nil {
+			return nil, fmt.Errorf("store: open mysql: %w", err)
+		}
+		sqldb.SetMaxOpenConns(32)
+		sqldb.SetMaxIdleConns(16)
+		sqldb.SetConnMaxLifetime(5 * time.Minute)
+		db = bun.NewDB(sqldb, mysqldialect.New(mysqldialect.WithTimeLocation("UTC")))
+	default:
+		return nil, fmt.Errorf("store: unknown dialect %q", dsn.Dialect)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", dsn, err)
+	}
+	s := &Store{DB: db, Dialect: dsn.Dialect}
+	if err := s.migrate(ctx, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.DB.Close() }
+
+func (s *Store) migrate(ctx context.Context, log *slog.Logger) error {
+	sub, err := fs.Sub(migrations.FS, string(s.Dialect))
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(sub); err != nil {
+		return fmt.Errorf("store: discover migrations: %w", err)
+	}
+	m := migrate.NewMigrator(s.DB, ms, migrate.WithMarkAppliedOnSuccess(true))
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("store: init migrations: %w", err)
+	}
+	// Another master may be migrating the same database: wait for its lock.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := m.Lock(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("store: migration lock held for over 60s (if no other master is starting, delete the row in bun_migration_locks): %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	defer func() {
+		if err := m.Unlock(context.WithoutCancel(ctx)); err != nil {
+			log.Error("store: release migration lock", "err", err)
+		}
+	}()
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if !group.IsZero() {
+		log.Info("database migrated", "group", group.String())
+	}
+	return nil
+}
+
+// isDuplicate reports whether err is a unique-key violation in either dialect.
+func isDuplicate(err error) bool {
+	if err == nil {
+		return false
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1062 {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "constraint failed: UNIQUE")
+}
+
+// notFound maps sql.ErrNoRows to ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// affected returns ErrConflict when a conditional update changed no row.
+func affected(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrConflict
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package worker
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names of the master/worker protocol, kept from ScheduleMaster where it had them.
+const (
+	HeaderNameTo     = "sm_nameto"
+	HeaderTimestamp  = "sm_timestamp"
+	HeaderNonce      = "sm_nonce"
+	HeaderConnection = "sm_connection"
+	HeaderMaster     = "sm_master"
+	HeaderSecret     = "sm_secret"
+	HeaderNode       = "sm_node"
+	HeaderSignature  = "sm_signature"
+)
+
+// Worker and master API paths.
+const (
+	PathHealth         = "/health"
+	PathConnect        = "/api/server/connect"
+	PathStartup        = "/api/server/startup"
+	PathShutdown       = "/api/server/shutdown"
+	PathMasterRegister = "/api/worker/register"
+	PathMasterOffline  = "/api/worker/offline"
+)
+
+// MaxClockSkew is how far a signed timestamp may be from the receiver's clock.
+const MaxClockSkew = 5 * time.Minute
+
+// Limits on node configuration values.
+const (
+	MaxNameLen        = 64
+	MaxPriority       = 1000
+	MaxMaxConcurrency = 10000
+)
+
+// HealthResponse is the body of GET /health.
+type HealthResponse struct {
+	Node         string `json:"node"`
+	BootID       string `json:"boot_id"`
+	Status       string `json:"status"`
+	RunningTasks int    `json:"running_tasks"`
+}
+
+// Worker states reported by /health.
+const (
+	StateWaiting    = "waiting"    // manual mode, not connected yet
+	StateIdle       = "idle"       // connected, not scheduling
+	StateScheduling = "scheduling" // running its tasks
+)
+
+// NodeConfig is a node's configuration as the master stores it and sends it.
+type NodeConfig struct {
+	Name           string `json:"name"`
+	Protocol       string `json:"protocol"`
+	Host           string `json:"host"`
+	Priority       int    `json:"priority"`
+	MaxConcurrency int    `json:"max_concurrency"`
+}
+
+// ConnectRequest is the body of POST /api/server/connect: the configuration the worker adopts.
+type ConnectRequest struct {
+	Node NodeConfig `json:"node"`
+}
+
+// ConnectResponse answers a successful Connect.
+type ConnectResponse struct {
+	Node   string `json:"node"`
+	Secret string `json:"secret"`
+	BootID string `json:"boot_id"`
+}
+
+// TaskSpec is a task definition pushed to a worker.
+type TaskSpec struct {
+	ID string `json:"id"`
+}
+
+// StartupRequest is the body of POST /api/server/startup.
+type StartupRequest struct {
+	Tasks []TaskSpec `json:"tasks"`
+}
+
+// RegisterRequest is the body of POST /api/worker/register (auto-registration).
+type RegisterRequest struct {
+	Node        NodeConfig `json:"node"`
+	MachineName string     `json:"machine_name"`
+	Secret      string     `json:"secret"`
+	BootID      string     `json:"boot_id"`
+}
+
+// RegisterResponse answers a registration: the master's name and the node's running tasks.
+type RegisterResponse struct {
+	Master string     `json:"master"`
+	Tasks  []TaskSpec `json:"tasks"`
+}
+
+// ErrorResponse is the JSON error body of every API.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
+
+// FieldErrors maps a field name to what is wrong with it.
+type FieldErrors map[string]string
+
+// Error lists the problems in a stable order.
+func (f FieldErrors) Error() string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + f[k]
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap makes FieldErrors match ErrInvalid.
+func (f FieldErrors) Unwrap() error { return ErrInvalid }
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ValidateName checks a node name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.
+func ValidateName(name string) string {
+	switch {
+	case name == "":
+		return "is required"
+	case len(name) > MaxNameLen:
+		return fmt.Sprintf("is longer than %d characters", MaxNameLen)
+	case !nameRE.MatchString(name):
+		return "may hold only letters, digits, '.', '_' and '-', and must start with a letter or digit"
+	}
+	return ""
+}
+
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// ValidateHost checks an "ip:port" or "hostname:port" address.
+func ValidateHost(host string) string {
+	if host == "" {
+		return "is required"
+	}
+	h, p, err := net.SplitHostPort(host)
+	if err != nil {
+		return "must be host:port, e.g. 10.0.0.5:30001"
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 {
+		return "port must be a number from 1 to 65535"
+	}
+	if h == "" {
+		return "host part is empty"
+	}
+	if net.ParseIP(h) == nil && (len(h) > 253 || !hostnameRE.MatchString(h)) {
+		return fmt.Sprintf("%q is not a valid IP address or host name", h)
+	}
+	return ""
+}
+
+// Validate checks every field and returns FieldErrors, or nil.
+func (c NodeConfig) Validate() error {
+	fe := FieldErrors{}
+	if msg := ValidateName(c.Name); msg != "" {
+		fe["name"] = msg
+	}
+	if c.Protocol != "http" && c.Protocol != "https" {
+		fe["protocol"] = "must be http or https"
+	}
+	if msg := ValidateHost(c.Host); msg != "" {
+		fe["host"] = msg
+	}
+	if c.Priority < 0 || c.Priority > MaxPriority {
+		fe["priority"] = fmt.Sprintf("must be from 0 to %d", MaxPriority)
+	}
+	if c.MaxConcurrency < 1 || c.MaxConcurrency > MaxMaxConcurrency {
+		fe["max_concurrency"] = fmt.Sprintf("must be from 1 to %d", MaxMaxConcurrency)
+	}
+	if len(fe) > 0 {
+		return fe
+	}
+	return nil
+}
+
+// NewSecret returns 32 random bytes, hex encoded.
+func NewSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("worker: crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// NewNonce returns 16 random bytes, hex encoded.
+func NewNonce() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("worker: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+func mac(key string, parts ...string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(strings.Join(parts, "\n")))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// ConnectMAC is the sm_connection value: hex(HMAC-SHA256(key, master\nnode\ntimestamp\nnonce)).
+func ConnectMAC(key, master, node, timestamp, nonce string) string {
+	return mac(key, master, node, timestamp, nonce)
+}
+
+// RegisterMAC signs a registration: the node, timestamp, nonce and a hash of the body.
+func RegisterMAC(key, node, timestamp, nonce string, body []byte) string {
+	sum := sha256.Sum256(body)
+	return mac(key, "register", node, timestamp, nonce, hex.EncodeToString(sum[:]))
+}
+
+// EqualMAC compares two hex MACs in constant time.
+func EqualMAC(got, want string) bool {
+	g, err1 := hex.DecodeString(got)
+	w, err2 := hex.DecodeString(want)
+	return err1 == nil && err2 == nil && hmac.Equal(g, w)
+}
+
+// EqualSecret compares secrets in constant time, also when their lengths differ.
+func EqualSecret(got, want string) bool {
+	if want == "" {
+		return false
+	}
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256([]byte(want))
+	return hmac.Equal(g[:], w[:])
+}
+
+// CheckTimestamp parses a Unix-seconds timestamp and checks it is within MaxClockSkew of now.
+func CheckTimestamp(ts string, now time.Time) error {
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: timestamp is not a number", ErrHandshake)
+	}
+	d := now.Sub(time.Unix(sec, 0))
+	if d > MaxClockSkew || d < -MaxClockSkew {
+		return fmt.Errorf("%w: timestamp is stale or in the future (clock skew over %s)", ErrHandshake, MaxClockSkew)
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+// Package worker is the worker engine: its connection state and secret, the
+// handshake, registration with the master, and the gocron runner. It never opens
+// the database; it needs only the master's URL and the cluster key.
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+)
+
+// Config is the worker's validated configuration (NodeSetting in ScheduleMaster).
+type Config struct {
+	Identity       string // node name; in manual mode the master may assign it at Connect
+	Protocol       string
+	IP             string // address the master reaches this worker on
+	Port           int
+	Priority       int
+	MaxConcurrency int
+	MasterURL      string
+	ClusterKey     string
+	AutoRegister   bool
+	WorkerOf       string // manual mode: the only master allowed to connect
+	AllowShell     bool
+	DataDir        string
+	MachineName    string
+	// StopTimeout bounds how long shutdown waits for running jobs.
+	StopTimeout time.Duration
+}
+
+// Host is the ip:port the master should use.
+func (c Config) Host() string { return c.IP + ":" + strconv.Itoa(c.Port) }
+
+// NodeConfig is the configuration the worker announces when it registers.
+func (c Config) NodeConfig() NodeConfig {
+	return NodeConfig{Name: c.Identity, Protocol: c.Protocol, Host: c.Host(), Priority: c.Priority, MaxConcurrency: c.MaxConcurrency}
+}
+
+// Worker is one running worker node.
+type Worker struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	bootID string
+	nonces *NonceCache
+	sched  gocron.Scheduler
+
+	mu         sync.Mutex
+	secret     string
+	node       NodeConfig
+	master     string // master name accepted for Connect; from --workerof or registration
+	connected  bool
+	scheduling bool
+	tasks      map[string]TaskSpec
+}
+
+// New builds a worker with a fresh boot id and secret. It does not start anything.
+func New(cfg Config, log *slog.Logger) (*Worker, error) {
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 30 * time.Second
+	}
+	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(cfg.StopTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("worker: create scheduler: %w", err)
+	}
+	w := &Worker{
+		cfg:    cfg,
+		log:    log,
+		client: &http.Client{Timeout: 10 * time.Second},
+		bootID: NewNonce(),
+		nonces: NewNonceCache(100_000),
+		sched:  sched,
+		secret: NewSecret(),
+		node:   cfg.NodeConfig(),
+		master: cfg.WorkerOf,
+		tasks:  map[string]TaskSpec{},
+	}
+	return w, nil
+}
+
+// BootID identifies this process; it changes at every start.
+func (w *Worker) BootID() string { return w.bootID }
+
+// Name is the node name, possibly assigned by the master at Connect.
+func (w *Worker) Name() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.node.Name
+}
+
+// Health reports the worker's identity and state.
+func (w *Worker) Health() HealthResponse {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	state := StateWaiting
+	switch {
+	case w.scheduling:
+		state = StateScheduling
+	case w.connected:
+		state = StateIdle
+	}
+	return HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: len(w.tasks)}
+}
+
+// CheckSecret reports, in constant time, whether s is the current access secret.
+func (w *Worker) CheckSecret(s string) bool {
+	w.mu.Lock()
+	cur := w.secret
+	w.mu.Unlock()
+	return EqualSecret(s, cur)
+}
+
+// ConnectHeaders are the handshake headers of a Connect request.
+type ConnectHeaders struct {
+	Master, NameTo, Timestamp, Nonce, MAC string
+}
+
+// Connect verifies the handshake, adopts the configuration sent and returns a new
+// secret; the previous secret stops working at once.
+func (w *Worker) Connect(h ConnectHeaders, req ConnectRequest, now time.Time) (ConnectResponse, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.NameTo == "" || h.Timestamp == "" || h.Nonce == "" || h.MAC == "" {
+		return ConnectResponse{}, fmt.Errorf("%w: missing handshake headers", ErrHandshake)
+	}
+	if w.master == "" {
+		return ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof master", ErrHandshake)
+	}
+	if h.Master != "" && h.Master != w.master {
+		return ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another master", ErrHandshake)
+	}
+	if err := CheckTimestamp(h.Timestamp, now); err != nil {
+		return ConnectResponse{}, err
+	}
+	if !EqualMAC(h.MAC, ConnectMAC(w.cfg.ClusterKey, w.master, h.NameTo, h.Timestamp, h.Nonce)) {
+		return ConnectResponse{}, fmt.Errorf("%w: bad signature (wrong cluster key or master name)", ErrHandshake)
+	}
+	if !w.nonces.Use(h.Nonce, now) {
+		return ConnectResponse{}, fmt.Errorf("%w: nonce already used", ErrHandshake)
+	}
+	if req.Node.Name != h.NameTo {
+		return ConnectResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, h.NameTo)
+	}
+	if w.cfg.Identity != "" && w.cfg.Identity != h.NameTo {
+		return ConnectResponse{}, fmt.Errorf("%w: this worker is %q, not %q", ErrHandshake, w.cfg.Identity, h.NameTo)
+	}
+	if err := req.Node.Validate(); err != nil {
+		return ConnectResponse{}, fmt.Errorf("worker: connect config: %w", err)
+	}
+	w.node = req.Node
+	w.secret = NewSecret()
+	w.connected = true
+	w.log.Info("connected to master", "master", w.master, "node", w.node.Name)
+	return ConnectResponse{Node: w.node.Name, Secret: w.secret, BootID: w.bootID}, nil
+}
+
+// Startup starts scheduling the given tasks. Starting a started worker only
+// replaces its task set.
+func (w *Worker) Startup(_ context.Context, req StartupRequest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tasks = make(map[string]TaskSpec, len(req.Tasks))
+	for _, t := range req.Tasks {
+		w.tasks[t.ID] = t
+	}
+	if !w.scheduling {
+		w.sched.Start()
+		w.scheduling = true
+		w.log.Info("scheduling started", "tasks", len(req.Tasks))
+	}
+	return nil
+}
+
+// Shutdown stops scheduling and waits (bounded by StopTimeout) for running jobs.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.scheduling {
+		return nil
+	}
+	w.scheduling = false
+	w.tasks = map[string]TaskSpec{}
+	if err := w.sched.StopJobsWithContext(ctx); err != nil {
+		return fmt.Errorf("worker: stop jobs: %w", err)
+	}
+	w.log.Info("scheduling stopped")
+	return nil
+}
+
+// Run registers with the master when auto-registration is on, retrying with
+// backoff until it succeeds or ctx ends. Manual workers wait for Connect.
+func (w *Worker) Run(ctx context.Context) {
+	if !w.cfg.AutoRegister {
+		w.log.Info("manual mode: waiting for the master to connect", "workerof", w.cfg.WorkerOf)
+		return
+	}
+	delay := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := w.register(ctx)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("registration with the master failed; retrying", "attempt", attempt, "in", delay.Round(time.Millisecond), "err", err)
+		jitter := time.Duration(rand.Int64N(int64(delay)/4 + 1))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay + jitter):
+		}
+		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+func (w *Worker) register(ctx context.Context) error {
+	w.mu.Lock()
+	req := RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID}
+	w.mu.Unlock()
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	nonce := NewNonce()
+	headers := map[string]string{
+		HeaderNode:      req.Node.Name,
+		HeaderTimestamp: ts,
+		HeaderNonce:     nonce,
+		HeaderSignature: RegisterMAC(w.cfg.ClusterKey, req.Node.Name, ts, nonce, body),
+	}
+	var resp RegisterResponse
+	if err := w.post(ctx, PathMasterRegister, headers, body, &resp); err != nil {
+		return err
+	}
+	if err := w.Startup(ctx, StartupRequest{Tasks: resp.Tasks}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.master = resp.Master
+	if w.cfg.WorkerOf != "" {
+		w.master = w.cfg.WorkerOf
+	}
+	w.connected = true
+	w.mu.Unlock()
+	w.log.Info("registered with the master", "master", resp.Master, "node", req.Node.Name, "tasks", len(resp.Tasks))
+	return nil
+}
+
+// Stop stops scheduling and, when connected, tells the master this node goes
+// offline. It is the graceful part of SIGTERM handling.
+func (w *Worker) Stop(ctx context.Context) error {
+	if err := w.Shutdown(ctx); err != nil {
+		w.log.Error("stop scheduling", "err", err)
+	}
+	w.mu.Lock()
+	connected, name, secret := w.connected, w.node.Name, w.secret
+	w.connected = false
+	w.mu.Unlock()
+	defer w.sched.Shutdown()
+	if !connected {
+		return nil
+	}
+	err := w.post(ctx, PathMasterOffline, map[string]string{HeaderNode: name, HeaderSecret: secret}, []byte("{}"), nil)
+	if err != nil {
+		return fmt.Errorf("worker: tell the master we go offline: %w", err)
+	}
+	w.log.Info("told the master this node goes offline")
+	return nil
+}
+
+// post sends a JSON body to the master and decodes a JSON answer into out.
+func (w *Worker) post(ctx context.Context, path string, headers map[string]string, body []byte, out any) error {
+	url := strings.TrimRight(w.cfg.MasterURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("worker: request %s: %w", url, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("worker: master at %s unreachable: %w", w.cfg.MasterURL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("worker: read answer of %s: %w", url, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e ErrorResponse
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("worker: master answered %d: %s", resp.StatusCode, e.Error)
+		}
+		return fmt.Errorf("worker: master answered %d", resp.StatusCode)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("worker: decode answer of %s: %w", url, err)
+		}
+	}
+	return nil
+}
+
+// IsHandshakeError reports whether err is a refused handshake.
+func IsHandshakeError(err error) bool { return errors.Is(err, ErrHandshake) }
