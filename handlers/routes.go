@@ -4,13 +4,18 @@ package handlers
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/sessions"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/static"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // MasterDeps is what the master's routes need.
@@ -20,12 +25,87 @@ type MasterDeps struct {
 	Log    *slog.Logger
 	// SecureCookies marks session cookies Secure; set it when serving over TLS.
 	SecureCookies bool
+	// PollInterval is how often the live tables refresh (default 2s).
+	PollInterval time.Duration
+}
+
+type server struct {
+	st       *store.Store
+	m        *master.Master
+	log      *slog.Logger
+	sessions *sessions.CookieStore
+	limiter  *loginLimiter
+	poll     string
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
+// Cross-origin unsafe requests are refused before any handler runs.
 func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
+	sess, err := newSessionStore(ctx, d.Store, d.SecureCookies)
+	if err != nil {
+		return nil, err
+	}
+	if d.PollInterval <= 0 {
+		d.PollInterval = 2 * time.Second
+	}
+	s := &server{st: d.Store, m: d.Master, log: d.Log, sessions: sess, limiter: newLoginLimiter(), poll: "every " + d.PollInterval.String()}
+
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.Use(gin.Recovery())
-	return r, nil
+	r.Use(gin.Recovery(), securityHeaders)
+
+	staticFS, _ := fs.Sub(static.FS, ".")
+	r.StaticFS("/static", http.FS(staticFS))
+	r.GET("/health", s.masterHealth)
+
+	// Worker-to-master API: authenticated by cluster-key MAC or node secret.
+	r.POST(worker.PathMasterRegister, s.registerWorker)
+	r.POST(worker.PathMasterOffline, s.offlineWorker)
+
+	// Console.
+	r.GET("/login", s.showLogin)
+	r.POST("/login", s.login)
+	r.POST("/logout", s.logout)
+
+	ui := r.Group("/", s.requireUser(false))
+	ui.GET("/", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/nodes") })
+	ui.GET("/nodes", s.listNodes)
+	ui.GET("/nodes/rows", s.nodeRows)
+	ui.GET("/nodes/command", s.nodeCommand)
+	ui.GET("/nodes/new", s.requireAdmin, s.showNewNode)
+	ui.POST("/nodes", s.requireAdmin, s.createNode)
+	ui.GET("/nodes/:name/edit", s.requireAdmin, s.showEditNode)
+	ui.POST("/nodes/:name", s.requireAdmin, s.updateNode)
+	ui.POST("/nodes/:name/connect", s.requireAdmin, s.connectNode)
+	ui.POST("/nodes/:name/enable", s.requireAdmin, s.enableNode)
+	ui.POST("/nodes/:name/disable", s.requireAdmin, s.disableNode)
+	ui.POST("/nodes/:name/delete", s.requireAdmin, s.deleteNode)
+	ui.GET("/tokens", s.listTokens)
+	ui.POST("/tokens", s.requireAdmin, s.createToken)
+	ui.POST("/tokens/:id/revoke", s.requireAdmin, s.revokeToken)
+
+	// Open API.
+	api := r.Group("/api/v1", s.requireUser(true))
+	api.GET("/nodes", s.apiListNodes)
+	api.POST("/nodes", s.requireAdmin, s.apiCreateNode)
+	api.GET("/nodes/:name", s.apiGetNode)
+	api.POST("/nodes/:name/connect", s.requireAdmin, s.apiConnectNode)
+	api.POST("/nodes/:name/enable", s.requireAdmin, s.apiEnableNode)
+	api.POST("/nodes/:name/disable", s.requireAdmin, s.apiDisableNode)
+	api.DELETE("/nodes/:name", s.requireAdmin, s.apiDeleteNode)
+
+	r.NoRoute(s.notFound)
+
+	cop := http.NewCrossOriginProtection()
+	return cop.Handler(r), nil
+}
+
+// securityHeaders sets a strict CSP (no inline script or style) and friends.
+func securityHeaders(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	c.Next()
 }

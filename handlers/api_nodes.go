@@ -1,0 +1,129 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// apiNode is a node in the open API (SPEC section 7); fields may be added, never renamed.
+type apiNode struct {
+	Name           string     `json:"name"`
+	Type           string     `json:"type"`
+	Status         int        `json:"status"`
+	Host           string     `json:"host"`
+	Protocol       string     `json:"protocol"`
+	Priority       int        `json:"priority"`
+	MaxConcurrency int        `json:"max_concurrency"`
+	LastSeen       *time.Time `json:"last_seen"`
+	Failures       int        `json:"failures"`
+	Mode           string     `json:"mode"`
+	Reason         string     `json:"reason"`
+}
+
+func toAPINode(n *store.Node) apiNode {
+	a := apiNode{
+		Name: n.Name, Type: n.Type, Status: n.Status, Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
+		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
+	}
+	if !n.LastSeen.IsZero() {
+		t := n.LastSeen.UTC()
+		a.LastSeen = &t
+	}
+	return a
+}
+
+// apiListNodes answers GET /api/v1/nodes.
+func (s *server) apiListNodes(c *gin.Context) {
+	nodes, err := s.m.ListNodes(c.Request.Context())
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	out := make([]apiNode, len(nodes))
+	for i := range nodes {
+		out[i] = toAPINode(&nodes[i])
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// apiGetNode answers GET /api/v1/nodes/{name}.
+func (s *server) apiGetNode(c *gin.Context) {
+	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPINode(n))
+}
+
+// apiCreateNodeBody is the body of POST /api/v1/nodes; omitted numbers take defaults.
+type apiCreateNodeBody struct {
+	Name           string `json:"name"`
+	Host           string `json:"host"`
+	Protocol       string `json:"protocol"`
+	Priority       *int   `json:"priority"`
+	MaxConcurrency *int   `json:"max_concurrency"`
+}
+
+// apiCreateNode answers POST /api/v1/nodes with the new manual node.
+func (s *server) apiCreateNode(c *gin.Context) {
+	var b apiCreateNodeBody
+	if !bindJSON(c, &b) {
+		return
+	}
+	cfg := worker.NodeConfig{Name: b.Name, Host: b.Host, Protocol: b.Protocol, Priority: 1, MaxConcurrency: 20}
+	if cfg.Protocol == "" {
+		cfg.Protocol = "http"
+	}
+	if b.Priority != nil {
+		cfg.Priority = *b.Priority
+	}
+	if b.MaxConcurrency != nil {
+		cfg.MaxConcurrency = *b.MaxConcurrency
+	}
+	n, err := s.m.CreateNode(c.Request.Context(), cfg)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	s.log.Info("node added", "node", n.Name, "user", currentUser(c).Name)
+	c.JSON(http.StatusCreated, toAPINode(n))
+}
+
+func (s *server) apiNodeAction(c *gin.Context, verb string, do func(context.Context, string) (*store.Node, error)) {
+	name := c.Param("name")
+	n, err := do(c.Request.Context(), name)
+	if err != nil {
+		s.log.Warn("node action failed", "action", verb, "node", name, "user", currentUser(c).Name, "err", err)
+		s.apiError(c, err)
+		return
+	}
+	s.log.Info("node action", "action", verb, "node", name, "user", currentUser(c).Name)
+	c.JSON(http.StatusOK, toAPINode(n))
+}
+
+// apiConnectNode answers POST /api/v1/nodes/{name}/connect.
+func (s *server) apiConnectNode(c *gin.Context) { s.apiNodeAction(c, "connect", s.m.ConnectNode) }
+
+// apiEnableNode answers POST /api/v1/nodes/{name}/enable.
+func (s *server) apiEnableNode(c *gin.Context) { s.apiNodeAction(c, "enable", s.m.EnableNode) }
+
+// apiDisableNode answers POST /api/v1/nodes/{name}/disable.
+func (s *server) apiDisableNode(c *gin.Context) { s.apiNodeAction(c, "disable", s.m.DisableNode) }
+
+// apiDeleteNode answers DELETE /api/v1/nodes/{name} with 204.
+func (s *server) apiDeleteNode(c *gin.Context) {
+	name := c.Param("name")
+	if err := s.m.DeleteNode(c.Request.Context(), name); err != nil {
+		s.apiError(c, err)
+		return
+	}
+	s.log.Info("node deleted", "node", name, "user", currentUser(c).Name)
+	c.Status(http.StatusNoContent)
+}

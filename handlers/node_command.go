@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/views"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// nodeCommand refreshes the worker command line while the form is typed in.
+func (s *server) nodeCommand(c *gin.Context) {
+	if currentUser(c).Role != "admin" {
+		s.render(c, http.StatusOK, views.WorkerCommand(""))
+		return
+	}
+	s.render(c, http.StatusOK, views.WorkerCommand(s.manualCommand(c, c.Query("name"), c.Query("host"), c.Query("protocol"))))
+}
+
+// masterURL is how this request reached the master: what a worker should use.
+func masterURL(c *gin.Context) string {
+	scheme := "http"
+	if c.Request.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + c.Request.Host
+}
+
+// manualCommand is the exact command line for a manual worker named name.
+func (s *server) manualCommand(c *gin.Context, name, host, protocol string) string {
+	if worker.ValidateName(name) != "" {
+		name = "NAME"
+	}
+	ip, port := "IP", "PORT"
+	if worker.ValidateHost(host) == "" {
+		ip, port, _ = net.SplitHostPort(host)
+	}
+	if protocol != "https" {
+		protocol = "http"
+	}
+	parts := []string{"schedulemaster worker", "--autor=false", "--workerof=" + s.m.Identity(),
+		"--identity=" + name, "--ip=" + ip, "--port=" + port}
+	if protocol == "https" {
+		parts = append(parts, "--protocol=https")
+	}
+	parts = append(parts, "--master="+masterURL(c), "--cluster-key="+s.m.ClusterKey())
+	return strings.Join(parts, " ")
+}
+
+// autoWorkerCommand is the command line of an auto-registered worker.
+func autoWorkerCommand(masterURL, key string) string {
+	return "schedulemaster worker --identity=w1 --ip=127.0.0.1 --port=30001 --master=" + masterURL + " --cluster-key=" + key
+}

@@ -1,0 +1,15 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+)
+
+// connectNode performs the handshake with an offline node.
+func (s *server) connectNode(c *gin.Context) {
+	s.nodeAction(c, "Connect", func(ctx context.Context, name string) error {
+		_, err := s.m.ConnectNode(ctx, name)
+		return err
+	})
+}

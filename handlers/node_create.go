@@ -1,0 +1,94 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/views"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// showNewNode shows the empty Add node form.
+func (s *server) showNewNode(c *gin.Context) {
+	vm := views.NodeFormVM{Layout: s.layout(c, "Add node", "nodes"), Protocol: "http", Priority: "1", MaxConcurrency: "20"}
+	vm.Command = s.manualCommand(c, "", "", "http")
+	s.render(c, http.StatusOK, views.NodeFormPage(vm))
+}
+
+// createNode adds a manual node, or shows the form again with inline errors.
+func (s *server) createNode(c *gin.Context) {
+	vm, cfg, fe := s.readNodeForm(c, false)
+	if len(fe) == 0 {
+		_, err := s.m.CreateNode(c.Request.Context(), cfg)
+		if err == nil {
+			s.log.Info("node added", "node", cfg.Name, "user", currentUser(c).Name)
+			s.setFlash(c, true, fmt.Sprintf("Node %s added. Start the worker, then press Connect.", cfg.Name))
+			c.Redirect(http.StatusSeeOther, "/nodes")
+			return
+		}
+		if !s.formError(c, err, &vm) {
+			return
+		}
+	} else {
+		vm.Errors = fe
+	}
+	s.render(c, http.StatusUnprocessableEntity, views.NodeFormPage(vm))
+}
+
+// readNodeForm parses the node form; number fields that do not parse are field errors.
+func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, worker.NodeConfig, worker.FieldErrors) {
+	title := "Add node"
+	if edit {
+		title = "Edit node"
+	}
+	vm := views.NodeFormVM{
+		Layout: s.layout(c, title, "nodes"), Edit: edit,
+		Name: strings.TrimSpace(c.PostForm("name")), Protocol: c.PostForm("protocol"),
+		Host: strings.TrimSpace(c.PostForm("host")), Priority: strings.TrimSpace(c.PostForm("priority")),
+		MaxConcurrency: strings.TrimSpace(c.PostForm("max_concurrency")),
+	}
+	if edit {
+		vm.Name = c.Param("name")
+	}
+	vm.Command = s.manualCommand(c, vm.Name, vm.Host, vm.Protocol)
+	cfg := worker.NodeConfig{Name: vm.Name, Protocol: vm.Protocol, Host: vm.Host}
+	fe := worker.FieldErrors{}
+	var err error
+	if cfg.Priority, err = strconv.Atoi(vm.Priority); err != nil {
+		fe["priority"] = "must be a whole number"
+	}
+	if cfg.MaxConcurrency, err = strconv.Atoi(vm.MaxConcurrency); err != nil {
+		fe["max_concurrency"] = "must be a whole number"
+	}
+	if err := cfg.Validate(); err != nil {
+		var all worker.FieldErrors
+		if errors.As(err, &all) {
+			for k, v := range all {
+				if _, ok := fe[k]; !ok {
+					fe[k] = v
+				}
+			}
+		}
+	}
+	return vm, cfg, fe
+}
+
+// formError puts an engine error into the form; false means it already answered 500.
+func (s *server) formError(c *gin.Context, err error, vm *views.NodeFormVM) bool {
+	var fe worker.FieldErrors
+	if errors.As(err, &fe) {
+		vm.Errors = fe
+		return true
+	}
+	if errorStatus(err) == 0 {
+		s.serverError(c, err)
+		return false
+	}
+	vm.FormError = userMessage(err)
+	return true
+}

@@ -1,0 +1,15 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+)
+
+// disableNode stops scheduling on a running node.
+func (s *server) disableNode(c *gin.Context) {
+	s.nodeAction(c, "Disable", func(ctx context.Context, name string) error {
+		_, err := s.m.DisableNode(ctx, name)
+		return err
+	})
+}

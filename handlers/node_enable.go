@@ -1,0 +1,15 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+)
+
+// enableNode starts scheduling on an idle node.
+func (s *server) enableNode(c *gin.Context) {
+	s.nodeAction(c, "Enable", func(ctx context.Context, name string) error {
+		_, err := s.m.EnableNode(ctx, name)
+		return err
+	})
+}

@@ -1,0 +1,129 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// listNodes shows the nodes page; htmx gets only the rows.
+func (s *server) listNodes(c *gin.Context) {
+	vm, err := s.nodesVM(c, nil)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	if isHX(c) {
+		s.render(c, http.StatusOK, views.NodeRows(vm))
+		return
+	}
+	vm.Flash = s.takeFlash(c)
+	s.render(c, http.StatusOK, views.NodesPage(vm))
+}
+
+// nodeRows is the live fragment the table polls.
+func (s *server) nodeRows(c *gin.Context) {
+	vm, err := s.nodesVM(c, nil)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, views.NodeRows(vm))
+}
+
+func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, error) {
+	nodes, err := s.m.ListNodes(c.Request.Context())
+	if err != nil {
+		return views.NodesVM{}, err
+	}
+	l := s.layout(c, "Nodes", "nodes")
+	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: !l.ReadOnly}
+	now := time.Now()
+	for _, n := range nodes {
+		vm.Rows = append(vm.Rows, nodeRow(n, now))
+		if n.Status >= 0 && n.Status < 3 {
+			vm.Counts[n.Status]++
+		}
+	}
+	if !l.ReadOnly {
+		vm.AutoCommand = autoWorkerCommand(masterURL(c), s.m.ClusterKey())
+	}
+	return vm, nil
+}
+
+func nodeRow(n store.Node, now time.Time) views.NodeRow {
+	worker := n.Type == store.TypeWorker
+	r := views.NodeRow{
+		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: n.Status,
+		StatusName: master.StatusName(n.Status), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
+		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
+		CanConnect: worker && n.Status == store.StatusOffline,
+		CanEnable:  worker && n.Status == store.StatusIdle,
+		CanDisable: worker && n.Status == store.StatusRunning,
+		CanDelete:  worker && n.Status != store.StatusRunning,
+		CanEdit:    worker,
+	}
+	if !n.LastSeen.IsZero() {
+		r.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)
+	}
+	return r
+}
+
+// ago renders a time as "12s ago".
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.UTC().Format("2006-01-02 15:04")
+}
+
+// renderNodesOutcome ends a node action: htmx gets the panel with the message,
+// a plain form post is redirected to the page with the message kept.
+func (s *server) renderNodesOutcome(c *gin.Context, status int, ok bool, msg string) {
+	if !isHX(c) {
+		s.setFlash(c, ok, msg)
+		c.Redirect(http.StatusSeeOther, "/nodes")
+		return
+	}
+	vm, err := s.nodesVM(c, &views.Flash{OK: ok, Message: msg})
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	s.render(c, status, views.NodesPanel(vm))
+}
+
+// nodeAction runs one lifecycle action and reports its outcome.
+func (s *server) nodeAction(c *gin.Context, verb string, do func(ctx context.Context, name string) error) {
+	name := c.Param("name")
+	if err := do(c.Request.Context(), name); err != nil {
+		status := errorStatus(err)
+		if status == 0 {
+			s.serverError(c, err)
+			return
+		}
+		s.log.Warn("node action failed", "action", verb, "node", name, "user", currentUser(c).Name, "err", err)
+		s.renderNodesOutcome(c, status, false, fmt.Sprintf("%s %s failed: %s", verb, name, userMessage(err)))
+		return
+	}
+	s.log.Info("node action", "action", verb, "node", name, "user", currentUser(c).Name)
+	s.renderNodesOutcome(c, http.StatusOK, true, fmt.Sprintf("%s %s: done.", verb, name))
+}

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// showEditNode shows the form filled with the node's configuration.
+func (s *server) showEditNode(c *gin.Context) {
+	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		if st := errorStatus(err); st != 0 {
+			s.errorPage(c, st, userMessage(err))
+			return
+		}
+		s.serverError(c, err)
+		return
+	}
+	vm := views.NodeFormVM{
+		Layout: s.layout(c, "Edit node", "nodes"), Edit: true, Name: n.Name, Protocol: n.Protocol, Host: n.Host,
+		Priority: strconv.Itoa(n.Priority), MaxConcurrency: strconv.Itoa(n.MaxConcurrency),
+	}
+	vm.Command = s.manualCommand(c, n.Name, n.Host, n.Protocol)
+	s.render(c, http.StatusOK, views.NodeFormPage(vm))
+}
+
+// updateNode saves an edit, or shows the form again with inline errors.
+func (s *server) updateNode(c *gin.Context) {
+	vm, cfg, fe := s.readNodeForm(c, true)
+	if len(fe) == 0 {
+		_, err := s.m.UpdateNode(c.Request.Context(), vm.Name, cfg)
+		if err == nil {
+			s.log.Info("node edited", "node", vm.Name, "user", currentUser(c).Name)
+			s.setFlash(c, true, fmt.Sprintf("Node %s saved.", vm.Name))
+			c.Redirect(http.StatusSeeOther, "/nodes")
+			return
+		}
+		if !s.formError(c, err, &vm) {
+			return
+		}
+	} else {
+		vm.Errors = fe
+	}
+	s.render(c, http.StatusUnprocessableEntity, views.NodeFormPage(vm))
+}

@@ -1,0 +1,9 @@
+// Package static embeds the console's CSS and the vendored htmx (2.0.11).
+package static
+
+import "embed"
+
+// FS holds the static files served under /static.
+//
+//go:embed app.css htmx.min.js
+var FS embed.FS

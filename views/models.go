@@ -1,0 +1,99 @@
+// Package views holds the templ components of the console: the layout, the
+// pages and the fragments htmx swaps. View models are plain structs.
+package views
+
+// LayoutVM is what every page's frame needs.
+type LayoutVM struct {
+	Title    string
+	User     string
+	Role     string
+	Active   string // nav entry: "nodes", "tokens"
+	ReadOnly bool
+}
+
+// Flash is a one-line outcome of an action.
+type Flash struct {
+	OK      bool
+	Message string
+}
+
+// NodeRow is one line of the nodes table.
+type NodeRow struct {
+	Name           string
+	Type           string
+	Host           string
+	Protocol       string
+	Status         int
+	StatusName     string
+	Priority       int
+	MaxConcurrency int
+	LastSeen       string // relative, e.g. "3s ago"
+	LastSeenAt     string // RFC 3339, for the title
+	Failures       int
+	Mode           string
+	Reason         string
+	CanConnect     bool
+	CanEnable      bool
+	CanDisable     bool
+	CanDelete      bool
+	CanEdit        bool
+}
+
+// NodesVM is the nodes page.
+type NodesVM struct {
+	Layout       LayoutVM
+	Rows         []NodeRow
+	Flash        *Flash
+	Counts       [3]int // offline, idle, running
+	AutoCommand  string // worker command line for auto-registration
+	PollInterval string // htmx trigger, e.g. "every 2s"
+	ShowActions  bool
+}
+
+// NodeFormVM is the add/edit node form.
+type NodeFormVM struct {
+	Layout         LayoutVM
+	Edit           bool
+	Name           string
+	Protocol       string
+	Host           string
+	Priority       string
+	MaxConcurrency string
+	Errors         map[string]string
+	FormError      string
+	Command        string // exact worker command line for this node
+}
+
+// LoginVM is the login page.
+type LoginVM struct {
+	Username string
+	Error    string
+	Next     string
+}
+
+// TokenRow is one API token.
+type TokenRow struct {
+	ID        int64
+	Name      string
+	CreatedBy string
+	CreatedAt string
+	LastUsed  string
+	Revoked   bool
+}
+
+// TokensVM is the API tokens page.
+type TokensVM struct {
+	Layout   LayoutVM
+	Tokens   []TokenRow
+	NewToken string // shown once, right after creation
+	Flash    *Flash
+	Error    string
+	Name     string
+}
+
+// ErrorVM is a full-page error.
+type ErrorVM struct {
+	Layout  LayoutVM
+	Status  int
+	Message string
+}
