@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,7 +42,7 @@ type Config struct {
 }
 
 // Host is the ip:port the master should use.
-func (c Config) Host() string { return c.IP + ":" + strconv.Itoa(c.Port) }
+func (c Config) Host() string { return net.JoinHostPort(c.IP, strconv.Itoa(c.Port)) }
 
 // NodeConfig is the configuration the worker announces when it registers.
 func (c Config) NodeConfig() NodeConfig {

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// Limits of the values an operator may set.
+const (
+	minClusterKeyLen    = 16
+	minAdminPasswordLen = 8
+	maxTokenNameLen     = 64
+
+	minHealthInterval = time.Second
+	maxHealthInterval = time.Hour
+	minHealthTimeout  = 100 * time.Millisecond
+	maxHealthTimeout  = 60 * time.Second
+	minMaxFailures    = 1
+	maxMaxFailures    = 100
+
+	defHealthInterval = 10 * time.Second
+	defHealthTimeout  = 3 * time.Second
+	defMaxFailures    = 3
+)
+
+// Names of the stored settings the health flags override.
+const (
+	settingHealthInterval = "health_interval"
+	settingHealthTimeout  = "health_timeout"
+	settingMaxFailures    = "max_failures"
+	settingClusterKey     = "cluster_key"
+)
+
+// lookupEnvFunc is os.LookupEnv, or a map in tests.
+type lookupEnvFunc func(string) (string, bool)
+
+// masterConfig is the validated configuration of `schedulemaster master`.
+type masterConfig struct {
+	Listen        string    // bind address of the console and API
+	DB            string    // --db as given
+	DSN           store.DSN // DB parsed, SQLite placed in DataDir
+	DataDir       string
+	Identity      string // the master's node name
+	AdminPassword string // first start only; empty means random
+	ClusterKey    string // empty means the stored (or newly generated) key
+	// Advertise is the host:port recorded for the master's own node; empty
+	// means derive it from the bound listener.
+	Advertise string
+	TLSCert   string // with TLSKey: serve HTTPS
+	TLSKey    string
+
+	HealthInterval time.Duration
+	HealthTimeout  time.Duration
+	MaxFailures    int
+	// The health settings given by flag, env or file; the others fall back to
+	// the stored settings before their defaults.
+	HealthIntervalSet, HealthTimeoutSet, MaxFailuresSet bool
+}
+
+// TLS reports whether the master serves HTTPS.
+func (c masterConfig) TLS() bool { return c.TLSCert != "" }
+
+const masterSynopsis = "master [flags]"
+
+func masterOptions(c *masterConfig) *options {
+	o := newOptions("master", "Master")
+	o.add(&option{name: "listen", key: "Listen", def: ":30000", dst: &c.Listen, usage: "address to serve the console and API on"})
+	o.add(&option{name: "db", key: "DB", dst: &c.DB, usage: "database: empty for SQLite in the data dir, sqlite://PATH or mysql://user:pass@tcp(host:3306)/db"})
+	o.add(&option{name: "data-dir", key: "DataDir", def: "./data", dst: &c.DataDir, usage: "directory for the SQLite database"})
+	o.add(&option{name: "identity", key: "Identity", def: "master", dst: &c.Identity, usage: "the master's node name"})
+	o.add(&option{name: "admin-password", key: "AdminPassword", dst: &c.AdminPassword, usage: "password of user admin, created on first start (default: random, printed once)"})
+	o.add(&option{name: "cluster-key", key: "ClusterKey", dst: &c.ClusterKey, usage: "key shared with workers (default: generated on first start and stored)"})
+	o.add(&option{name: "health-interval", key: "HealthInterval", def: defHealthInterval.String(), dst: &c.HealthInterval,
+		min: int64(minHealthInterval), max: int64(maxHealthInterval), usage: "time between health sweeps (overrides the stored setting)"})
+	o.add(&option{name: "health-timeout", key: "HealthTimeout", def: defHealthTimeout.String(), dst: &c.HealthTimeout,
+		min: int64(minHealthTimeout), max: int64(maxHealthTimeout), usage: "timeout of one health probe (overrides the stored setting)"})
+	o.add(&option{name: "max-failures", key: "MaxFailures", def: strconv.Itoa(defMaxFailures), dst: &c.MaxFailures,
+		min: minMaxFailures, max: maxMaxFailures, usage: "failed probes in a row before a node goes offline (overrides the stored setting)"})
+	o.add(&option{name: "advertise", key: "Advertise", dst: &c.Advertise, usage: "host:port recorded for the master's own node (default: from --listen, 127.0.0.1 for an unspecified host)"})
+	o.add(&option{name: "tls-cert", key: "TLSCert", dst: &c.TLSCert, usage: "TLS certificate file; with --tls-key serves HTTPS"})
+	o.add(&option{name: "tls-key", key: "TLSKey", dst: &c.TLSKey, usage: "TLS private key file"})
+	return o
+}
+
+// parseMasterConfig parses and validates the master's flags, env and config file.
+func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *options, error) {
+	var c masterConfig
+	o := masterOptions(&c)
+	problems, err := o.parse(args, lookupEnv)
+	if err != nil {
+		return c, o, err
+	}
+	bad := func(name, format string, a ...any) {
+		problems = append(problems, o.where(name)+": "+fmt.Sprintf(format, a...))
+	}
+	if err := validListen(c.Listen); err != "" {
+		bad("listen", "%s", err)
+	}
+	if c.DataDir == "" {
+		bad("data-dir", "is empty")
+	}
+	dsn, err := store.ParseDSN(c.DB, c.DataDir)
+	if err != nil {
+		bad("db", "%s", strings.TrimPrefix(err.Error(), "store: --db: "))
+	}
+	c.DSN = dsn
+	if msg := worker.ValidateName(c.Identity); msg != "" {
+		bad("identity", "%s", msg)
+	}
+	if c.AdminPassword != "" && utf8.RuneCountInString(c.AdminPassword) < minAdminPasswordLen {
+		bad("admin-password", "must be at least %d characters", minAdminPasswordLen)
+	}
+	if c.ClusterKey != "" {
+		if msg := validClusterKey(c.ClusterKey); msg != "" {
+			bad("cluster-key", "%s", msg)
+		}
+	}
+	if c.Advertise != "" {
+		if msg := worker.ValidateHost(c.Advertise); msg != "" {
+			bad("advertise", "%s", msg)
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		problems = append(problems, "--tls-cert and --tls-key go together: give both or neither")
+	}
+	c.HealthIntervalSet = o.explicit("health-interval")
+	c.HealthTimeoutSet = o.explicit("health-timeout")
+	c.MaxFailuresSet = o.explicit("max-failures")
+	if len(problems) > 0 {
+		return c, o, &configError{problems: problems}
+	}
+	return c, o, nil
+}
+
+// workerConfig is the validated configuration of `schedulemaster worker`.
+type workerConfig struct {
+	Listen        string // bind address; may differ from the IP:Port the master uses
+	worker.Config        // what the engine needs
+
+}
+
+const workerSynopsis = "worker --identity NAME --master URL --cluster-key KEY [flags]"
+
+func workerOptions(c *workerConfig) *options {
+	o := newOptions("worker", "NodeSetting")
+	o.add(&option{name: "listen", key: "Listen", dst: &c.Listen, usage: "address to bind (default \":\" + --port)"})
+	o.add(&option{name: "port", key: "Port", def: "30001", dst: &c.Port, min: 0, max: 65535, usage: "port the master reaches this worker on (0: any free port, used when --listen is not set)"})
+	o.add(&option{name: "identity", key: "IdentityName", dst: &c.Identity, usage: "node name (required unless --autor=false)"})
+	o.add(&option{name: "protocol", key: "Protocol", def: "http", dst: &c.Protocol, usage: "protocol the master uses to reach this worker: http or https"})
+	o.add(&option{name: "ip", key: "IP", def: "127.0.0.1", dst: &c.IP, usage: "IP or host name the master reaches this worker on"})
+	o.add(&option{name: "priority", key: "Priority", def: "1", dst: &c.Priority, min: 0, max: worker.MaxPriority, usage: "weight when the master picks a worker"})
+	o.add(&option{name: "maxc", key: "MaxConcurrency", def: "20", dst: &c.MaxConcurrency, min: 1, max: worker.MaxMaxConcurrency, usage: "max concurrently running jobs"})
+	o.add(&option{name: "master", key: "Master", dst: &c.MasterURL, usage: "master URL, http(s)://host[:port] (required)"})
+	o.add(&option{name: "cluster-key", key: "ClusterKey", dst: &c.ClusterKey, usage: "the master's cluster key (required)"})
+	o.add(&option{name: "autor", key: "AutoRegister", def: "true", dst: &c.AutoRegister,
+		env: []string{"SM_AUTOR", "SMCORE_AUTOR"}, looseEnvBool: true,
+		usage: "register with the master at start; env: on unless exactly \"false\""})
+	o.add(&option{name: "workerof", key: "WorkerOf", dst: &c.WorkerOf, env: []string{"SM_WORKEROF", "SMCORE_WORKEROF"},
+		usage: "name of the master allowed to connect (required with --autor=false)"})
+	o.add(&option{name: "allow-shell", key: "AllowShell", def: "false", dst: &c.AllowShell, usage: "allow shell tasks (remote command execution)"})
+	o.add(&option{name: "data-dir", key: "DataDir", dst: &c.DataDir, usage: "directory for the run-report spool (default ./data/worker-<identity>)"})
+	return o
+}
+
+// parseWorkerConfig parses and validates the worker's flags, env and config file.
+func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *options, error) {
+	var c workerConfig
+	o := workerOptions(&c)
+	problems, err := o.parse(args, lookupEnv)
+	if err != nil {
+		return c, o, err
+	}
+	bad := func(name, format string, a ...any) {
+		problems = append(problems, o.where(name)+": "+fmt.Sprintf(format, a...))
+	}
+	if c.Listen == "" {
+		c.Listen = ":" + strconv.Itoa(c.Port)
+	} else if msg := validListen(c.Listen); msg != "" {
+		bad("listen", "%s", msg)
+	}
+	if c.AutoRegister || c.Identity != "" {
+		if msg := worker.ValidateName(c.Identity); msg != "" {
+			if c.Identity == "" {
+				msg = "is required when the worker registers itself (or use --autor=false --workerof MASTER)"
+			}
+			bad("identity", "%s", msg)
+		}
+	}
+	if c.Protocol != "http" && c.Protocol != "https" {
+		bad("protocol", "%q must be http or https", c.Protocol)
+	}
+	// Validate the host exactly as the worker will announce it (port 0 is
+	// replaced by the picked port before that).
+	announced := c.Config
+	if announced.Port == 0 {
+		announced.Port = 1
+	}
+	if msg := worker.ValidateHost(announced.Host()); msg != "" {
+		bad("ip", "%s", msg)
+	}
+	if msg := validMasterURL(c.MasterURL); msg != "" {
+		bad("master", "%s", msg)
+	}
+	if msg := validClusterKey(c.ClusterKey); msg != "" {
+		bad("cluster-key", "%s", msg)
+	}
+	if c.WorkerOf != "" {
+		if msg := worker.ValidateName(c.WorkerOf); msg != "" {
+			bad("workerof", "%s", msg)
+		}
+	} else if !c.AutoRegister {
+		bad("workerof", "is required when --autor=false: name the master allowed to connect")
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data/worker"
+		if c.Identity != "" {
+			c.DataDir += "-" + c.Identity
+		}
+	}
+	if len(problems) > 0 {
+		return c, o, &configError{problems: problems}
+	}
+	return c, o, nil
+}
+
+// tokenConfig is the configuration of `schedulemaster token create`.
+type tokenConfig struct {
+	Name    string // what the token is for
+	DB      string
+	DataDir string
+	DSN     store.DSN // DB parsed, SQLite placed in DataDir
+}
+
+const tokenSynopsis = "token create --name NAME [--db DSN] [--data-dir DIR] [--config FILE]"
+
+func tokenOptions(c *tokenConfig) *options {
+	o := newOptions("token create", "Master")
+	o.add(&option{name: "name", noEnv: true, dst: &c.Name, usage: "what the token is for (1 to 64 characters)"})
+	o.add(&option{name: "db", key: "DB", dst: &c.DB, usage: "database, as for the master"})
+	o.add(&option{name: "data-dir", key: "DataDir", def: "./data", dst: &c.DataDir, usage: "directory of the SQLite database, as for the master"})
+	// The master's config file works here too; its other keys are not ours.
+	var mc masterConfig
+	for _, opt := range masterOptions(&mc).list {
+		if opt.key != "" && opt.key != "DB" && opt.key != "DataDir" {
+			o.ignoredKeys = append(o.ignoredKeys, opt.key)
+		}
+	}
+	return o
+}
+
+// parseTokenConfig parses and validates the flags of `token create`.
+func parseTokenConfig(args []string, lookupEnv lookupEnvFunc) (tokenConfig, *options, error) {
+	var c tokenConfig
+	o := tokenOptions(&c)
+	problems, err := o.parse(args, lookupEnv)
+	if err != nil {
+		return c, o, err
+	}
+	if msg := validTokenName(c.Name); msg != "" {
+		problems = append(problems, "--name: "+msg)
+	}
+	dsn, err := store.ParseDSN(c.DB, c.DataDir)
+	if err != nil {
+		problems = append(problems, o.where("db")+": "+strings.TrimPrefix(err.Error(), "store: --db: "))
+	}
+	c.DSN = dsn
+	if len(problems) > 0 {
+		return c, o, &configError{problems: problems}
+	}
+	return c, o, nil
+}
+
+func validListen(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("%q must be [host]:port, e.g. :30000 or 127.0.0.1:30000", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("%q: port must be a number from 0 to 65535", addr)
+	}
+	return ""
+}
+
+func validClusterKey(key string) string {
+	switch {
+	case key == "":
+		return "is required (the master shows it on the Nodes page)"
+	case len(key) < minClusterKeyLen:
+		return fmt.Sprintf("must be at least %d characters", minClusterKeyLen)
+	case strings.TrimSpace(key) != key:
+		return "has leading or trailing spaces"
+	}
+	return ""
+}
+
+// validMasterURL accepts http(s)://host[:port] with at most a trailing slash:
+// the worker appends API paths to it.
+func validMasterURL(raw string) string {
+	if raw == "" {
+		return "is required, e.g. http://10.0.0.1:30000"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Sprintf("%q is not a URL", raw)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("%q must start with http:// or https://", raw)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Sprintf("%q has no host", raw)
+	case u.User != nil, u.RawQuery != "", u.Fragment != "", u.Path != "" && u.Path != "/":
+		return fmt.Sprintf("%q must be just http(s)://host[:port]", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("%q: port must be from 1 to 65535", raw)
+		}
+	}
+	return ""
+}
+
+func validTokenName(name string) string {
+	n := utf8.RuneCountInString(name)
+	switch {
+	case strings.TrimSpace(name) == "":
+		return "is required"
+	case n > maxTokenNameLen:
+		return fmt.Sprintf("is longer than %d characters", maxTokenNameLen)
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "may not hold control characters"
+	}
+	return ""
+}

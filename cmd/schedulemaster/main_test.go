@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+func TestRunCommands(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		code       int
+		wantOut    string
+		wantErrOut string
+	}{
+		{"no args", nil, exitUsage, "", "commands:"},
+		{"help", []string{"help"}, exitOK, "token create", ""},
+		{"help master", []string{"help", "master"}, exitOK, "-health-interval", ""},
+		{"help unknown", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
+		{"unknown", []string{"serve"}, exitUsage, "", `unknown command "serve"`},
+		{"version", []string{"version"}, exitOK, "schedulemaster ", ""},
+		{"worker -h", []string{"worker", "-h"}, exitOK, "SMCORE_AUTOR", ""},
+		{"worker bad config", []string{"worker", "--port", "x"}, exitUsage, "",
+			`schedulemaster worker: flag --port: "x" is not a whole number`},
+		{"master unknown flag", []string{"master", "--nope"}, exitUsage, "", "flag provided but not defined: -nope"},
+		{"token without create", []string{"token"}, exitUsage, "", "token create --name NAME"},
+		{"token bad name", []string{"token", "create"}, exitUsage, "", "--name: is required"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tc.args, &out, &errOut, envMap(nil))
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.code, errOut.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tc.wantOut, out.String())
+			}
+			if !strings.Contains(errOut.String(), tc.wantErrOut) {
+				t.Errorf("stderr lacks %q:\n%s", tc.wantErrOut, errOut.String())
+			}
+		})
+	}
+}
+
+func TestHealthConfigPrecedence(t *testing.T) {
+	stored := map[string]string{settingHealthInterval: "20s", settingHealthTimeout: "5", settingMaxFailures: "7"}
+	get := func(m map[string]string) func(string) (string, error) {
+		return func(name string) (string, error) {
+			if v, ok := m[name]; ok {
+				return v, nil
+			}
+			return "", fmt.Errorf("store: setting %q: %w", name, store.ErrNotFound)
+		}
+	}
+	base := masterConfig{HealthInterval: defHealthInterval, HealthTimeout: defHealthTimeout, MaxFailures: defMaxFailures}
+	explicit := base
+	explicit.HealthInterval, explicit.HealthIntervalSet = 30*time.Second, true
+	explicit.MaxFailures, explicit.MaxFailuresSet = 2, true
+	cases := []struct {
+		name   string
+		cfg    masterConfig
+		stored map[string]string
+		want   [3]any
+	}{
+		{"defaults without stored", base, nil, [3]any{10 * time.Second, 3 * time.Second, 3}},
+		{"stored beats default", base, stored, [3]any{20 * time.Second, 5 * time.Second, 7}},
+		{"explicit beats stored", explicit, stored, [3]any{30 * time.Second, 5 * time.Second, 2}},
+		{"bad stored ignored", base, map[string]string{settingHealthInterval: "soon", settingHealthTimeout: "2h", settingMaxFailures: "0"},
+			[3]any{10 * time.Second, 3 * time.Second, 3}},
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := healthConfig(tc.cfg, get(tc.stored), log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [3]any{h.Interval, h.Timeout, h.MaxFailures}; got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	boom := errors.New("database down")
+	if _, err := healthConfig(base, func(string) (string, error) { return "", boom }, log); !errors.Is(err, boom) {
+		t.Errorf("err = %v, want the database error", err)
+	}
+}
+
+func TestAdvertiseFor(t *testing.T) {
+	cases := map[string]string{
+		"0.0.0.0:30000":  "127.0.0.1:30000",
+		"[::]:30000":     "127.0.0.1:30000",
+		"10.1.2.3:30000": "10.1.2.3:30000",
+		"[::1]:30000":    "[::1]:30000",
+	}
+	for in, want := range cases {
+		addr, err := net.ResolveTCPAddr("tcp", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := advertiseFor(addr); got != want {
+			t.Errorf("advertiseFor(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestRandomPassword(t *testing.T) {
+	seen := map[string]bool{}
+	for range 50 {
+		p, err := randomPassword(16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) != 16 || strings.Trim(p, randomPasswordLetters) != "" || seen[p] {
+			t.Fatalf("bad or repeated password %q", p)
+		}
+		seen[p] = true
+	}
+}
+
+// openTestStore opens a migrated SQLite store in a temp dir.
+func openTestStore(t *testing.T) (*store.Store, store.DSN) {
+	t.Helper()
+	dsn, err := store.ParseDSN("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), dsn, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, dsn
+}
+
+func TestEnsureAdminRandomPasswordLoggedOnce(t *testing.T) {
+	st, _ := openTestStore(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	if err := ensureAdmin(ctx, st.DB, "", log); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`password=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no password in the log:\n%s", logs.String())
+	}
+	u, err := store.GetUser(ctx, st.DB, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Role != store.RoleAdmin || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(m[1])) != nil {
+		t.Errorf("admin %+v does not match the logged password", u)
+	}
+	logs.Reset()
+	if err := ensureAdmin(ctx, st.DB, "", log); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "password=") {
+		t.Errorf("second start logged a password:\n%s", logs.String())
+	}
+}
+
+func TestEnsureAdminConfiguredPassword(t *testing.T) {
+	st, _ := openTestStore(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	if err := ensureAdmin(ctx, st.DB, "correct horse", slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "correct horse") {
+		t.Error("the configured password was logged")
+	}
+	u, err := store.GetUser(ctx, st.DB, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte("correct horse")) != nil {
+		t.Error("stored hash does not match the configured password")
+	}
+}
+
+func TestTokenCreate(t *testing.T) {
+	st, dsn := openTestStore(t)
+	var out bytes.Buffer
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", DSN: dsn}, &out, log); err != nil {
+		t.Fatal(err)
+	}
+	plain := strings.TrimSuffix(out.String(), "\n")
+	if !strings.HasPrefix(plain, store.TokenPrefix) || strings.Contains(plain, "\n") {
+		t.Fatalf("stdout = %q, want one token line", out.String())
+	}
+	tok, err := store.TokenByHash(context.Background(), st.DB, store.HashToken(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Name != "ci" || tok.CreatedBy != "cli" {
+		t.Errorf("token %+v", tok)
+	}
+	missing := store.DSN{Dialect: store.SQLite, Path: filepath.Join(t.TempDir(), "none.db")}
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", DSN: missing}, &out, log); err == nil ||
+		!strings.Contains(err.Error(), "no database at") {
+		t.Errorf("err = %v, want no database", err)
+	}
+}

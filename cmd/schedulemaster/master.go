@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/uptrace/bun"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// Time limits of the master's shutdown.
+const (
+	httpShutdownTimeout   = 15 * time.Second
+	masterStopTimeout     = 10 * time.Second
+	readHeaderTimeout     = 10 * time.Second
+	randomPasswordLen     = 16
+	randomPasswordLetters = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789" // no 0/O, 1/l/I
+)
+
+// runMaster opens the store, prepares the first start, runs the master engine
+// and serves the console until ctx ends.
+func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
+	var tlsCert tls.Certificate
+	if cfg.TLS() {
+		// Load now: a bad certificate should stop the start, not the first handshake.
+		c, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsCert = c
+	}
+
+	log.Info("opening database", "db", cfg.DSN.String())
+	st, err := store.Open(ctx, cfg.DSN, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close database", "err", err)
+		}
+	}()
+
+	clusterKey := cfg.ClusterKey
+	if clusterKey == "" {
+		clusterKey, err = store.EnsureSetting(ctx, st.DB, settingClusterKey, newClusterKey)
+		if err != nil {
+			return fmt.Errorf("cluster key: %w", err)
+		}
+	} else {
+		log.Info("using the cluster key from the configuration, not the stored one")
+	}
+
+	if err := ensureAdmin(ctx, st.DB, cfg.AdminPassword, log); err != nil {
+		return err
+	}
+
+	health, err := healthConfig(cfg, func(name string) (string, error) { return store.GetSetting(ctx, st.DB, name) }, log)
+	if err != nil {
+		return err
+	}
+
+	// Bind before registering the master's node: a taken port fails the start
+	// without leaving the node marked running.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	advertise := cfg.Advertise
+	if advertise == "" {
+		advertise = advertiseFor(ln.Addr())
+	}
+
+	m := master.New(master.Config{
+		Identity:      cfg.Identity,
+		ClusterKey:    clusterKey,
+		AdvertiseHost: advertise,
+		Health:        health,
+	}, st, log)
+	if err := m.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	stopMaster := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), masterStopTimeout)
+		defer cancel()
+		m.Stop(sctx)
+	}
+
+	router, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log, SecureCookies: cfg.TLS()})
+	if err != nil {
+		ln.Close()
+		stopMaster()
+		return fmt.Errorf("build routes: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           router,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if cfg.TLS() {
+		scheme = "https"
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12}
+	}
+	serveErr := make(chan error, 1)
+	go func() {
+		if cfg.TLS() {
+			serveErr <- srv.ServeTLS(ln, "", "")
+		} else {
+			serveErr <- srv.Serve(ln)
+		}
+	}()
+	log.Info("master serving", "url", scheme+"://"+advertise, "listen", ln.Addr().String(), "identity", cfg.Identity)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	stopMaster()
+	log.Info("master stopped")
+	return runErr
+}
+
+// newClusterKey is 32 random bytes, hex encoded.
+func newClusterKey() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("cluster key randomness: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// ensureAdmin creates user admin on first start. Without a configured password
+// it makes a random one and logs it once: there is never a fixed default.
+func ensureAdmin(ctx context.Context, db bun.IDB, password string, log *slog.Logger) error {
+	n, err := store.CountUsers(ctx, db)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		if password != "" {
+			log.Info("--admin-password ignored: users already exist (change passwords in the console)")
+		}
+		return nil
+	}
+	random := password == ""
+	if random {
+		if password, err = randomPassword(randomPasswordLen); err != nil {
+			return err
+		}
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return fmt.Errorf("hash admin password: %w", err)
+	}
+	err = store.CreateUser(ctx, db, &store.User{Username: "admin", PasswordHash: string(hash), Role: store.RoleAdmin})
+	if errors.Is(err, store.ErrDuplicate) {
+		// Another master created it at the same moment; its password stands.
+		log.Info("user admin was created by another master")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if random {
+		log.Warn("FIRST START: created user admin with a random password. It is shown only this once: log in and change it.",
+			"username", "admin", "password", password)
+	} else {
+		log.Info("first start: created user admin with the configured password")
+	}
+	return nil
+}
+
+// randomPassword draws n characters uniformly from randomPasswordLetters.
+func randomPassword(n int) (string, error) {
+	const letters = randomPasswordLetters
+	limit := byte(256 - 256%len(letters)) // reject bytes that would bias the draw
+	out := make([]byte, 0, n)
+	buf := make([]byte, 2*n)
+	for len(out) < n {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("password randomness: %w", err)
+		}
+		for _, b := range buf {
+			if b < limit && len(out) < n {
+				out = append(out, letters[int(b)%len(letters)])
+			}
+		}
+	}
+	return string(out), nil
+}
+
+// healthConfig applies the precedence flag > env > file > stored setting >
+// default to the health settings. A stored value that is bad is logged and
+// skipped so the console, where it is fixed, still comes up.
+func healthConfig(cfg masterConfig, get func(name string) (string, error), log *slog.Logger) (master.HealthConfig, error) {
+	h := master.HealthConfig{Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout, MaxFailures: cfg.MaxFailures}
+	stored := func(name string) (string, bool, error) {
+		v, err := get(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return v, true, nil
+	}
+	if !cfg.HealthIntervalSet {
+		v, ok, err := stored(settingHealthInterval)
+		if err != nil {
+			return h, err
+		}
+		if ok {
+			if d, msg := storedDuration(v, minHealthInterval, maxHealthInterval); msg != "" {
+				log.Warn("stored setting ignored", "setting", settingHealthInterval, "value", v, "problem", msg, "using", h.Interval)
+			} else {
+				h.Interval = d
+			}
+		}
+	}
+	if !cfg.HealthTimeoutSet {
+		v, ok, err := stored(settingHealthTimeout)
+		if err != nil {
+			return h, err
+		}
+		if ok {
+			if d, msg := storedDuration(v, minHealthTimeout, maxHealthTimeout); msg != "" {
+				log.Warn("stored setting ignored", "setting", settingHealthTimeout, "value", v, "problem", msg, "using", h.Timeout)
+			} else {
+				h.Timeout = d
+			}
+		}
+	}
+	if !cfg.MaxFailuresSet {
+		v, ok, err := stored(settingMaxFailures)
+		if err != nil {
+			return h, err
+		}
+		if ok {
+			n, err := strconv.Atoi(v)
+			switch {
+			case err != nil:
+				log.Warn("stored setting ignored", "setting", settingMaxFailures, "value", v, "problem", "not a whole number", "using", h.MaxFailures)
+			case n < minMaxFailures || n > maxMaxFailures:
+				log.Warn("stored setting ignored", "setting", settingMaxFailures, "value", v,
+					"problem", fmt.Sprintf("out of range (%d to %d)", minMaxFailures, maxMaxFailures), "using", h.MaxFailures)
+			default:
+				h.MaxFailures = n
+			}
+		}
+	}
+	if h.Timeout >= h.Interval {
+		log.Warn("health timeout is not shorter than the interval; sweeps will run back to back", "timeout", h.Timeout, "interval", h.Interval)
+	}
+	return h, nil
+}
+
+// storedDuration parses a stored duration: a Go duration, or whole seconds as
+// ScheduleMaster stored them.
+func storedDuration(v string, lo, hi time.Duration) (time.Duration, string) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, err2 := strconv.Atoi(v)
+		if err2 != nil {
+			return 0, "not a duration"
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < lo || d > hi {
+		return 0, fmt.Sprintf("out of range (%s to %s)", lo, hi)
+	}
+	return d, ""
+}
+
+// advertiseFor is the host:port workers and the console see for a listener
+// bound to addr; an unspecified host becomes 127.0.0.1.
+func advertiseFor(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

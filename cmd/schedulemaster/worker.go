@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// Time limits of the worker's shutdown.
+const (
+	workerStopTimeout     = 30 * time.Second
+	workerHTTPStopTimeout = 10 * time.Second
+)
+
+// runWorker serves the worker API, registers with the master (in auto mode)
+// and, on ctx end, stops scheduling, tells the master and stops serving.
+func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
+	host, err := os.Hostname()
+	if err != nil {
+		log.Warn("no machine name", "err", err)
+		host = "unknown"
+	}
+	cfg.MachineName = host
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	// Listen first: a taken port fails the start before anything registers, and
+	// --port 0 learns the port the kernel picked before announcing it.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	if cfg.Port == 0 {
+		cfg.Port = ln.Addr().(*net.TCPAddr).Port
+	}
+	w, err := worker.New(cfg.Config, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handlers.NewWorkerRouter(w, log),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	mode := "auto"
+	if !cfg.AutoRegister {
+		mode = "manual"
+	}
+	log.Info("worker serving", "listen", ln.Addr().String(), "host", cfg.Host(), "identity", cfg.Identity,
+		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell)
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	registered := make(chan struct{})
+	go func() {
+		defer close(registered)
+		w.Run(runCtx)
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	// End a registration still retrying before going offline, so the two cannot cross.
+	cancelRun()
+	<-registered
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workerStopTimeout)
+	defer cancel()
+	if err := w.Stop(sctx); err != nil {
+		// The master will notice through failed health probes instead.
+		log.Error("graceful stop incomplete", "err", err)
+	}
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), workerHTTPStopTimeout)
+	defer hcancel()
+	if err := srv.Shutdown(hctx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	log.Info("worker stopped")
+	return runErr
+}
