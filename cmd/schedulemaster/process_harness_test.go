@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binPath is the schedulemaster binary built once for the process tests.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "smbin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "schedulemaster")
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build schedulemaster for the process tests:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running schedulemaster process with its log captured.
+type proc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs []string
+	done chan struct{}
+	err  error
+}
+
+const testClusterKey = "process-test-cluster-key-0123456789"
+
+// startProc runs the binary and waits until a log line matches ready; it
+// returns the process and the submatches of ready.
+func startProc(t *testing.T, name string, ready *regexp.Regexp, args ...string) (*proc, []string) {
+	t.Helper()
+	p := &proc{t: t, name: name, cmd: exec.Command(binPath, args...), done: make(chan struct{})}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.logs = append(p.logs, line)
+			p.mu.Unlock()
+			if !sent {
+				if m := ready.FindStringSubmatch(line); m != nil {
+					found <- m
+					sent = true
+				}
+			}
+		}
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("--- log of %s:\n%s", name, strings.Join(p.snapshot(), "\n"))
+		}
+	})
+	select {
+	case m := <-found:
+		return p, m
+	case <-p.done:
+		t.Fatalf("%s exited before it was ready: %v\n%s", name, p.err, strings.Join(p.snapshot(), "\n"))
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s not ready after 60s:\n%s", name, strings.Join(p.snapshot(), "\n"))
+	}
+	return nil, nil
+}
+
+func (p *proc) snapshot() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.logs...)
+}
+
+// logged reports whether any log line contains s.
+func (p *proc) logged(s string) bool {
+	for _, l := range p.snapshot() {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// term sends SIGTERM and waits (bounded) for a clean exit.
+func (p *proc) term() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(30 * time.Second):
+		p.kill()
+		return fmt.Errorf("%s did not exit within 30s of SIGTERM", p.name)
+	}
+}
+
+var (
+	masterReady = regexp.MustCompile(`msg="master serving" url=(\S+)`)
+	workerReady = regexp.MustCompile(`msg="worker serving" listen=\S+ host=(\S+)`)
+)
+
+// masterProc is a running master and an API client logged in as admin.
+type masterProc struct {
+	*proc
+	URL     string
+	DataDir string
+	client  *http.Client
+}
+
+// startMaster runs a master on an ephemeral port with a fresh SQLite database
+// (or dataDir when reused) and fast health checks unless args override them.
+func startMaster(t *testing.T, dataDir string, args ...string) *masterProc {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	base := []string{"master", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-password", "process-test-pw",
+		"--cluster-key", testClusterKey, "--health-interval", "1s", "--health-timeout", "500ms", "--max-failures", "3"}
+	p, m := startProc(t, "master", masterReady, append(base, args...)...)
+	jar, _ := cookiejar.New(nil)
+	mp := &masterProc{proc: p, URL: m[1], DataDir: dataDir, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	resp, err := mp.client.PostForm(mp.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK { // followed the redirect to /nodes
+		t.Fatalf("login to the master: %d", resp.StatusCode)
+	}
+	return mp
+}
+
+// startWorker runs a worker of the master on an ephemeral port (or --port in args).
+func startWorker(t *testing.T, m *masterProc, name string, args ...string) (*proc, string) {
+	t.Helper()
+	base := []string{"worker", "--ip", "127.0.0.1", "--port", "0", "--master", m.URL, "--cluster-key", testClusterKey,
+		"--data-dir", t.TempDir()}
+	if name != "" {
+		base = append(base, "--identity", name)
+	}
+	p, sub := startProc(t, "worker "+name, workerReady, append(base, args...)...)
+	return p, sub[1]
+}
+
+type nodeJSON struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Status   int    `json:"status"`
+	Host     string `json:"host"`
+	Failures int    `json:"failures"`
+	Mode     string `json:"mode"`
+	Reason   string `json:"reason"`
+}
+
+// api calls the open API as admin and returns the status and body.
+func (m *masterProc) api(method, path, body string) (int, string) {
+	m.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, m.URL+path, r)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// node returns the named node from the API, or nil when it does not exist.
+func (m *masterProc) node(name string) *nodeJSON {
+	m.t.Helper()
+	status, body := m.api("GET", "/api/v1/nodes", "")
+	if status != 200 {
+		m.t.Fatalf("list nodes: %d %s", status, body)
+	}
+	var nodes []nodeJSON
+	if err := json.Unmarshal([]byte(body), &nodes); err != nil {
+		m.t.Fatal(err)
+	}
+	for i := range nodes {
+		if nodes[i].Name == name {
+			return &nodes[i]
+		}
+	}
+	return nil
+}
+
+// waitNode polls until cond holds for the named node and returns how long it took.
+func (m *masterProc) waitNode(name string, timeout time.Duration, what string, cond func(*nodeJSON) bool) time.Duration {
+	m.t.Helper()
+	start := time.Now()
+	for {
+		n := m.node(name)
+		if n != nil && cond(n) {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			m.t.Fatalf("node %s: not %s after %s (last: %+v)", name, what, timeout, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
