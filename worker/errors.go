@@ -10,4 +10,10 @@ var (
 	ErrInvalid = errors.New("worker: invalid input")
 	// ErrNotConnected means the worker has no master yet (manual mode before Connect).
 	ErrNotConnected = errors.New("worker: not connected to a master")
+	// ErrNotScheduling means a task operation reached a worker that is not scheduling.
+	ErrNotScheduling = errors.New("worker: not scheduling (enable the node first)")
+	// ErrShellRefused means a shell task reached a worker started without --allow-shell.
+	ErrShellRefused = errors.New("worker: shell tasks are refused: this worker was started without --allow-shell")
+	// ErrUnknownTask means the task is not scheduled on this worker.
+	ErrUnknownTask = errors.New("worker: task is not scheduled here")
 )

@@ -32,8 +32,15 @@ const (
 	PathConnect        = "/api/server/connect"
 	PathStartup        = "/api/server/startup"
 	PathShutdown       = "/api/server/shutdown"
+	PathTaskStart      = "/api/task/start"
+	PathTaskStop       = "/api/task/stop"
+	PathTaskPause      = "/api/task/pause"
+	PathTaskResume     = "/api/task/resume"
+	PathTaskRunOnce    = "/api/task/runonce"
 	PathMasterRegister = "/api/worker/register"
 	PathMasterOffline  = "/api/worker/offline"
+	PathMasterLock     = "/api/worker/lock"
+	PathMasterRuns     = "/api/worker/runs"
 )
 
 // MaxClockSkew is how far a signed timestamp may be from the receiver's clock.
@@ -80,11 +87,6 @@ type ConnectResponse struct {
 	Node   string `json:"node"`
 	Secret string `json:"secret"`
 	BootID string `json:"boot_id"`
-}
-
-// TaskSpec is a task definition pushed to a worker.
-type TaskSpec struct {
-	ID string `json:"id"`
 }
 
 // StartupRequest is the body of POST /api/server/startup.

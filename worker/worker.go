@@ -39,6 +39,9 @@ type Config struct {
 	MachineName    string
 	// StopTimeout bounds how long shutdown waits for running jobs.
 	StopTimeout time.Duration
+	// RetryBackoff is the delay before a failed run's first retry; it doubles
+	// with every further attempt (default 1s).
+	RetryBackoff time.Duration
 }
 
 // Host is the ip:port the master should use.
@@ -58,13 +61,18 @@ type Worker struct {
 	nonces *NonceCache
 	sched  gocron.Scheduler
 
+	runner  *runner
+	reports *reporter
+	stop    context.CancelFunc
+	regMu   sync.Mutex // one re-registration at a time
+	lastReg time.Time
+
 	mu         sync.Mutex
 	secret     string
 	node       NodeConfig
 	master     string // master name accepted for Connect; from --workerof or registration
 	connected  bool
 	scheduling bool
-	tasks      map[string]TaskSpec
 }
 
 // New builds a worker with a fresh boot id and secret. It does not start anything.
@@ -72,7 +80,13 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 30 * time.Second
 	}
-	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(cfg.StopTimeout))
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = time.Second
+	}
+	if cfg.MaxConcurrency <= 0 {
+		cfg.MaxConcurrency = 20
+	}
+	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(cfg.StopTimeout), gocron.WithLocation(time.UTC))
 	if err != nil {
 		return nil, fmt.Errorf("worker: create scheduler: %w", err)
 	}
@@ -86,8 +100,18 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		secret: NewSecret(),
 		node:   cfg.NodeConfig(),
 		master: cfg.WorkerOf,
-		tasks:  map[string]TaskSpec{},
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop = cancel
+	w.reports = newReporter(cfg.DataDir, log, w.postRuns)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	w.runner = &runner{
+		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
+		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
+		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx,
+	}
+	go w.reports.run(ctx)
 	return w, nil
 }
 
@@ -112,7 +136,7 @@ func (w *Worker) Health() HealthResponse {
 	case w.connected:
 		state = StateIdle
 	}
-	return HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: len(w.tasks)}
+	return HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count()}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -161,43 +185,152 @@ func (w *Worker) Connect(h ConnectHeaders, req ConnectRequest, now time.Time) (C
 		return ConnectResponse{}, fmt.Errorf("worker: connect config: %w", err)
 	}
 	w.node = req.Node
+	w.runner.limit.setMax(req.Node.MaxConcurrency)
 	w.secret = NewSecret()
 	w.connected = true
 	w.log.Info("connected to master", "master", w.master, "node", w.node.Name)
 	return ConnectResponse{Node: w.node.Name, Secret: w.secret, BootID: w.bootID}, nil
 }
 
-// Startup starts scheduling the given tasks. Starting a started worker only
-// replaces its task set.
+// Startup starts scheduling the given tasks; it replaces the task set of a
+// worker that already schedules. A task that cannot be scheduled is logged and
+// reported; the others run.
 func (w *Worker) Startup(_ context.Context, req StartupRequest) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.tasks = make(map[string]TaskSpec, len(req.Tasks))
-	for _, t := range req.Tasks {
-		w.tasks[t.ID] = t
-	}
 	if !w.scheduling {
 		w.sched.Start()
 		w.scheduling = true
-		w.log.Info("scheduling started", "tasks", len(req.Tasks))
 	}
-	return nil
+	w.mu.Unlock()
+	err := w.runner.replace(req.Tasks)
+	w.log.Info("scheduling started", "tasks", w.runner.count())
+	if err != nil {
+		w.log.Error("some tasks could not be scheduled", "err", err)
+	}
+	return err
 }
 
 // Shutdown stops scheduling and waits (bounded by StopTimeout) for running jobs.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if !w.scheduling {
+		w.mu.Unlock()
 		return nil
 	}
 	w.scheduling = false
-	w.tasks = map[string]TaskSpec{}
+	w.mu.Unlock()
+	w.runner.clear()
 	if err := w.sched.StopJobsWithContext(ctx); err != nil {
 		return fmt.Errorf("worker: stop jobs: %w", err)
 	}
 	w.log.Info("scheduling stopped")
 	return nil
+}
+
+// StartTask schedules a task (idempotent: a started task is updated in place).
+func (w *Worker) StartTask(spec TaskSpec) error {
+	if !w.isScheduling() {
+		return ErrNotScheduling
+	}
+	return w.runner.start(spec)
+}
+
+// StopTask removes a task; stopping a task that is not here is fine.
+func (w *Worker) StopTask(id string) { w.runner.stop(id) }
+
+// PauseTask keeps a task's schedule and skips its runs until ResumeTask.
+func (w *Worker) PauseTask(id string) error { return w.runner.setPaused(id, true) }
+
+// ResumeTask lets a paused task run again.
+func (w *Worker) ResumeTask(id string) error { return w.runner.setPaused(id, false) }
+
+// RunOnce runs a task now, once, outside its schedule. A task not scheduled
+// here needs its definition in the request.
+func (w *Worker) RunOnce(req RunOnceRequest) error {
+	spec, ok := w.runner.get(req.ID)
+	if !ok {
+		if req.Task == nil {
+			return fmt.Errorf("%w: %s (send its definition to run it once)", ErrUnknownTask, req.ID)
+		}
+		spec = *req.Task
+		spec.Normalize()
+		if err := spec.Validate(time.Now().Add(-24 * time.Hour)); err != nil {
+			return fmt.Errorf("task %s: %w", spec.ID, err)
+		}
+		if spec.ID != req.ID {
+			return fmt.Errorf("%w: body names task %q and %q", ErrInvalid, req.ID, spec.ID)
+		}
+	}
+	if spec.Type == TaskShell && !w.cfg.AllowShell {
+		return ErrShellRefused
+	}
+	w.runner.runOnce(spec)
+	return nil
+}
+
+func (w *Worker) isScheduling() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.scheduling
+}
+
+// authHeaders are the sm_node/sm_secret headers of worker-to-master calls.
+func (w *Worker) authHeaders() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return map[string]string{HeaderNode: w.node.Name, HeaderSecret: w.secret}
+}
+
+// claimFire asks the master whether this node runs the given fire.
+func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (bool, error) {
+	body, err := json.Marshal(LockRequest{TaskID: taskID, FireAt: fire})
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var resp LockResponse
+	if err := w.post(ctx, PathMasterLock, w.authHeaders(), body, &resp); err != nil {
+		w.maybeReregister(err)
+		return false, err
+	}
+	return resp.Won, nil
+}
+
+// postRuns delivers one batch of run reports.
+func (w *Worker) postRuns(ctx context.Context, runs []RunReport) error {
+	body, err := json.Marshal(RunsRequest{Runs: runs})
+	if err != nil {
+		return err
+	}
+	var resp RunsResponse
+	if err := w.post(ctx, PathMasterRuns, w.authHeaders(), body, &resp); err != nil {
+		w.maybeReregister(err)
+		return err
+	}
+	return nil
+}
+
+// maybeReregister makes an auto worker that the master no longer knows (a 401
+// on its calls) register again, at most once a minute.
+func (w *Worker) maybeReregister(err error) {
+	if !w.cfg.AutoRegister || !errors.Is(err, errMasterUnauthorized) {
+		return
+	}
+	w.regMu.Lock()
+	if time.Since(w.lastReg) < time.Minute {
+		w.regMu.Unlock()
+		return
+	}
+	w.lastReg = time.Now()
+	w.regMu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := w.register(ctx); err != nil {
+			w.log.Warn("re-registration failed", "err", err)
+		}
+	}()
 }
 
 // Run registers with the master when auto-registration is on, retrying with
@@ -247,9 +380,8 @@ func (w *Worker) register(ctx context.Context) error {
 	if err := w.post(ctx, PathMasterRegister, headers, body, &resp); err != nil {
 		return err
 	}
-	if err := w.Startup(ctx, StartupRequest{Tasks: resp.Tasks}); err != nil {
-		return err
-	}
+	// A task that cannot be scheduled is logged by Startup; the node still registers.
+	_ = w.Startup(ctx, StartupRequest{Tasks: resp.Tasks})
 	w.mu.Lock()
 	w.master = resp.Master
 	if w.cfg.WorkerOf != "" {
@@ -267,6 +399,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if err := w.Shutdown(ctx); err != nil {
 		w.log.Error("stop scheduling", "err", err)
 	}
+	// End retries still waiting, then deliver or spool the last reports.
+	w.stop()
+	<-w.reports.done
 	w.mu.Lock()
 	connected, name, secret := w.connected, w.node.Name, w.secret
 	w.connected = false
@@ -303,6 +438,9 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 	if err != nil {
 		return fmt.Errorf("worker: read answer of %s: %w", url, err)
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("worker: master answered 401: %w", errMasterUnauthorized)
+	}
 	if resp.StatusCode/100 != 2 {
 		var e ErrorResponse
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
@@ -317,6 +455,8 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 	}
 	return nil
 }
+
+var errMasterUnauthorized = errors.New("the master does not know this node or its secret")
 
 // IsHandshakeError reports whether err is a refused handshake.
 func IsHandshakeError(err error) bool { return errors.Is(err, ErrHandshake) }

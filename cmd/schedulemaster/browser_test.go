@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserNodeLifecycle drives the console in a real headless Chromium
+// against a real master process and real worker processes: log in, add a
+// manual node (first with a bad host), connect, enable, disable (confirm
+// dialog) and enable it from the live table without a page reload, watch the
+// table notice a killed worker, see a refused Connect name the node, and
+// delete it through the confirm dialog.
+//
+// With SM_SCREENSHOT=/path/to/file.png it also writes a full-page screenshot
+// of the nodes page while both workers run (the README image).
+func TestBrowserNodeLifecycle(t *testing.T) {
+	chromium := findChromium(t)
+
+	m := startMaster(t, "")
+	// An auto-registered worker: it must show up in the browser by itself.
+	startWorker(t, m, "auto1")
+	m.waitNode("auto1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+	// A manual worker: it waits for the console to add and connect it.
+	bw1, host := startWorker(t, m, "bw1", "--autor=false", "--workerof", "master")
+
+	b := newBrowser(t, chromium)
+
+	// Log in.
+	b.do("open the login page", 20*time.Second,
+		chromedp.Navigate(m.URL+"/login"),
+		chromedp.WaitVisible(chromedp.ID("username")),
+	)
+	b.do("log in", 20*time.Second,
+		chromedp.SendKeys(chromedp.ID("username"), "admin"),
+		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
+		chromedp.Click(chromedp.ID("login-submit")),
+		chromedp.WaitVisible(chromedp.ID("nodes-table")),
+	)
+	b.wait("location after login", 10*time.Second, `location.pathname`, equals("/nodes"))
+	b.wait("master row", 10*time.Second, attrJS("#node-master", "data-status"), equals("2"))
+	b.wait("auto1 row, auto-registered", 10*time.Second, textJS("#node-auto1 [data-testid=status]"), equals("running"))
+
+	// Add node: first with a bad host, which the form refuses inline.
+	b.do("open the Add node form", 20*time.Second,
+		chromedp.Click(chromedp.ID("add-node")),
+		chromedp.WaitVisible(chromedp.ID("node-form")),
+	)
+	b.do("submit the form with a bad host", 20*time.Second,
+		chromedp.SendKeys(chromedp.ID("name"), "bw1"),
+		chromedp.SendKeys(chromedp.ID("host"), "nohost"),
+		chromedp.Click(chromedp.ID("save-node")),
+		chromedp.WaitVisible(chromedp.ID("error-host")),
+	)
+	b.wait("inline host error", 5*time.Second, textJS("#error-host"), nonEmpty)
+	b.wait("no inline name error", 5*time.Second, textJS("#error-name"), equals(absent))
+	if n := m.node("bw1"); n != nil {
+		t.Fatalf("a node with a bad host was stored: %+v", n)
+	}
+
+	// Then valid values: the worker command follows the typing.
+	b.do("fix the host", 20*time.Second,
+		chromedp.WaitVisible(chromedp.ID("node-form")),
+		// Clear the refused value, then type as a user does. (SetValue with ""
+		// does not work in chromedp v0.23.0: the empty argument is dropped.)
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("host").value = ""`),
+		chromedp.SendKeys(chromedp.ID("host"), host),
+	)
+	b.wait("name kept after the refused submit", 5*time.Second, `document.getElementById("name").value`, equals("bw1"))
+	b.wait("worker command for bw1", 10*time.Second, textJS("#worker-command"), func(s string) bool {
+		return strings.Contains(s, "--identity=bw1") && strings.Contains(s, "--workerof=master") &&
+			strings.Contains(s, "--port="+host[strings.LastIndex(host, ":")+1:])
+	})
+	b.do("save the node", 20*time.Second,
+		chromedp.Click(chromedp.ID("save-node")),
+		chromedp.WaitVisible(chromedp.ID("nodes-table")),
+	)
+	b.wait("location after save", 10*time.Second, `location.pathname`, equals("/nodes"))
+	b.wait("success flash after save", 10*time.Second, textJS("#flash .flash-ok"), contains("bw1"))
+	b.wait("bw1 row offline", 10*time.Second, attrJS("#node-bw1", "data-status"), equals("0"))
+	b.wait("bw1 badge offline", 5*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("offline"))
+	if n := m.node("bw1"); n == nil || n.Status != 0 || n.Mode != "manual" || n.Host != host {
+		t.Fatalf("bw1 after save: %+v, want offline manual node on %s", n, host)
+	}
+
+	// From here on the page must never reload: every action swaps fragments.
+	b.run("set the no-reload marker", 5*time.Second, chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`))
+
+	b.do("click Connect", 20*time.Second, chromedp.Click(actionButton("connect", "bw1")))
+	b.wait("Connect flash", 20*time.Second, textJS("#flash .flash-ok"), contains("Connect bw1"))
+	b.wait("bw1 badge idle", 10*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("idle"))
+	b.wait("bw1 row idle", 5*time.Second, attrJS("#node-bw1", "data-status"), equals("1"))
+
+	b.do("click Enable", 20*time.Second, chromedp.Click(actionButton("enable", "bw1")))
+	b.wait("Enable flash", 20*time.Second, textJS("#flash .flash-ok"), contains("Enable bw1"))
+	b.wait("bw1 badge running", 10*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("running"))
+	b.wait("bw1 Disable button", 5*time.Second, existsJS(`button[data-action=disable][data-node=bw1]`), equals("true"))
+	m.waitNode("bw1", 10*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+	b.checkMarker("after Connect and Enable")
+
+	if path := os.Getenv("SM_SCREENSHOT"); path != "" {
+		b.screenshot(path)
+	}
+
+	// Disable asks a confirm dialog (accepted by the dialog handler), then
+	// Enable again: the worker is running when it dies.
+	b.do("click Disable", 20*time.Second, chromedp.Click(actionButton("disable", "bw1")))
+	b.wait("Disable flash", 20*time.Second, textJS("#flash .flash-ok"), contains("Disable bw1"))
+	b.wait("bw1 badge idle after Disable", 10*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("idle"))
+	m.waitNode("bw1", 10*time.Second, "idle", func(n *nodeJSON) bool { return n.Status == 1 })
+	b.do("click Enable again", 20*time.Second, chromedp.Click(actionButton("enable", "bw1")))
+	b.wait("second Enable flash", 20*time.Second, textJS("#flash .flash-ok"), contains("Enable bw1"))
+	b.wait("bw1 badge running again", 10*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("running"))
+	m.waitNode("bw1", 10*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+
+	// Kill the worker: the live table must show it offline without a reload.
+	bw1.kill()
+	start := time.Now()
+	b.wait("bw1 badge offline after the kill", 20*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("offline"))
+	t.Logf("the live table showed the killed worker offline after %s", time.Since(start).Round(100*time.Millisecond))
+	b.checkMarker("after the worker died")
+
+	// Connect to the dead worker is refused with a message naming the node.
+	b.do("click Connect on the dead worker", 20*time.Second, chromedp.Click(actionButton("connect", "bw1")))
+	msg := b.wait("error flash naming bw1", 20*time.Second, textJS("#flash .flash-error"), contains("bw1"))
+	t.Logf("refused Connect says: %s", msg)
+	b.wait("bw1 still offline", 5*time.Second, textJS("#node-bw1 [data-testid=status]"), equals("offline"))
+	if n := m.node("bw1"); n == nil || n.Status != 0 {
+		t.Fatalf("bw1 after a refused connect: %+v, want offline", n)
+	}
+
+	// Delete asks a confirm dialog, which the dialog handler accepts.
+	b.do("click Delete", 20*time.Second, chromedp.Click(actionButton("delete", "bw1")))
+	b.wait("bw1 row gone", 20*time.Second, existsJS("#node-bw1"), equals("false"))
+	b.wait("Delete flash", 10*time.Second, textJS("#flash .flash-ok"), contains("Delete bw1"))
+	if n := m.node("bw1"); n != nil {
+		t.Fatalf("bw1 still exists after Delete: %+v", n)
+	}
+	if d := b.dialogMessages(); len(d) != 2 || !strings.Contains(d[0], "Disable node bw1") || !strings.Contains(d[1], "Delete node bw1") {
+		t.Fatalf("confirm dialogs: %q, want one to disable bw1, then one to delete it", d)
+	}
+	b.wait("auto1 still running", 5*time.Second, textJS("#node-auto1 [data-testid=status]"), equals("running"))
+	b.checkMarker("at the end")
+	b.checkConsole()
+}
+
+// findChromium returns the Chromium binary, or skips (fails under
+// SM_TEST_REQUIRE_ALL=1) when there is none.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	path := "/usr/bin/chromium"
+	if _, err := os.Stat(path); err != nil {
+		if p, lerr := exec.LookPath("chromium"); lerr == nil {
+			path = p
+		} else {
+			msg := "no Chromium: neither /usr/bin/chromium nor chromium on PATH"
+			if os.Getenv("SM_TEST_REQUIRE_ALL") == "1" {
+				t.Fatal(msg + " (SM_TEST_REQUIRE_ALL=1)")
+			}
+			t.Skip(msg)
+		}
+	}
+	return path
+}
+
+// absent is what textJS and attrJS give when no element matches.
+const absent = "<absent>"
+
+func textJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e ? e.textContent.trim() : %q; })()`,
+		strconv.Quote(sel), absent)
+}
+
+func attrJS(sel, attr string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e ? String(e.getAttribute(%s)) : %q; })()`,
+		strconv.Quote(sel), strconv.Quote(attr), absent)
+}
+
+func existsJS(sel string) string {
+	return fmt.Sprintf(`String(document.querySelector(%s) !== null)`, strconv.Quote(sel))
+}
+
+func actionButton(action, node string) chromedp.CSS {
+	return chromedp.CSS(fmt.Sprintf(`button[data-action=%s][data-node=%s]`, action, node))
+}
+
+func equals(want string) func(string) bool { return func(s string) bool { return s == want } }
+
+func contains(want string) func(string) bool {
+	return func(s string) bool { return s != absent && strings.Contains(s, want) }
+}
+
+func nonEmpty(s string) bool { return s != "" && s != absent }
+
+// browser is one headless Chromium tab with its dialog handler and console log.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu      sync.Mutex
+	dialogs []string
+	console []chromedp.ConsoleMessage
+}
+
+// newBrowser starts Chromium with the flags this machine needs. The whole
+// browser session is bounded, so a hang fails the test instead of blocking.
+func newBrowser(t *testing.T, execPath string) *browser {
+	t.Helper()
+	root, cancelRoot := context.WithTimeout(context.Background(), 85*time.Second)
+	actx, cancelAlloc := chromedp.NewExecAllocator(root,
+		chromedp.ExecPath(execPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	)
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	b := &browser{t: t, ctx: ctx}
+
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+		cancelRoot()
+		wg.Wait()
+	})
+
+	// Start the browser and the tab now, so that the subscriptions below see
+	// every event of the pages. This first run must use the browser's own
+	// context (bounded by root): the browser lives as long as that context.
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+
+	// Accept every confirm dialog (Disable and Delete ask one), from another
+	// goroutine: the click that opened it waits until it is closed.
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.dialogs = append(b.dialogs, ev.Message)
+			b.mu.Unlock()
+			_, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			if err != nil && ctx.Err() == nil {
+				b.mu.Lock()
+				b.dialogs = append(b.dialogs, "accept failed: "+err.Error())
+				b.mu.Unlock()
+			}
+		}
+	}()
+
+	messages := chromedp.Console(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for msg, err := range messages {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, msg)
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// run runs one action with its own deadline; an error fails the test.
+func (b *browser) run(what string, timeout time.Duration, a chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, a); err != nil {
+		b.fatalf("%s: %v", what, err)
+	}
+}
+
+// do runs the steps in order with one deadline for all of them.
+func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	b.run(what, timeout, chromedp.Steps(steps...))
+}
+
+// wait polls the JavaScript expression (which gives a string) until ok holds,
+// or fails with the last value after the timeout. An evaluation error, as
+// during a navigation, is retried.
+func (b *browser) wait(what string, timeout time.Duration, expr string, ok func(string) bool) string {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	var lastErr error
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		cancel()
+		if err == nil && ok(v) {
+			return v
+		}
+		last, lastErr = v, err
+		if b.ctx.Err() != nil {
+			b.fatalf("%s: the browser session ended: %v", what, b.ctx.Err())
+		}
+		if time.Now().After(deadline) {
+			b.fatalf("%s: not there after %s (last value %q, last error %v)", what, timeout, last, lastErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkMarker proves the page was not reloaded since the marker was set.
+func (b *browser) checkMarker(when string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload`))
+	if errors.Is(err, chromedp.ErrJSUndefined) {
+		b.fatalf("%s: the page was reloaded (window.__noReload is gone)", when)
+	}
+	if err != nil || v != 42 {
+		b.fatalf("%s: window.__noReload = %d, %v; want 42", when, v, err)
+	}
+}
+
+// screenshot writes a full-page PNG of the current page at 1280x800.
+func (b *browser) screenshot(path string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.fatalf("screenshot: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		b.fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.fatalf("screenshot: %v", err)
+	}
+	b.t.Logf("wrote the nodes page screenshot to %s (%d bytes)", path, len(png))
+}
+
+func (b *browser) dialogMessages() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.dialogs...)
+}
+
+// checkConsole fails on an uncaught script error or a Content-Security-Policy
+// violation: the console must work under its strict CSP.
+func (b *browser) checkConsole() {
+	b.t.Helper()
+	b.mu.Lock()
+	msgs := append([]chromedp.ConsoleMessage(nil), b.console...)
+	b.mu.Unlock()
+	for _, msg := range msgs {
+		b.t.Logf("browser console: %s (%s)", msg, msg.URL)
+		if msg.IsException() || strings.Contains(msg.Text, "Content Security Policy") {
+			b.t.Errorf("browser console: %s (%s:%d)", msg, msg.URL, msg.Line)
+		}
+	}
+}
+
+// fatalf fails the test with the page's location and body text for context.
+func (b *browser) fatalf(format string, args ...any) {
+	b.t.Helper()
+	if b.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+		loc, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+		cancel()
+		b.t.Logf("page %s:\n%s", loc, body)
+	}
+	b.t.Fatalf(format, args...)
+}

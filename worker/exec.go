@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// tailBuffer keeps the last max bytes written to it: a run's output is bounded
+// but its end, usually the interesting part, survives.
+type tailBuffer struct {
+	mu    sync.Mutex
+	buf   []byte
+	max   int
+	trunc bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		t.trunc = true
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	trunc := t.trunc
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+		trunc = true
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if trunc {
+		s = "[output truncated to the last 64 KiB]\n" + s
+		if len(s) > t.max {
+			s = s[len(s)-t.max:]
+		}
+	}
+	return s
+}
+
+// expand replaces {{KEY}} placeholders with parameter values.
+func expand(s string, params map[string]string) string {
+	if len(params) == 0 || !strings.Contains(s, "{{") {
+		return s
+	}
+	for k, v := range params {
+		s = strings.ReplaceAll(s, "{{"+k+"}}", v)
+	}
+	return s
+}
+
+// outcome is what one execution produced.
+type outcome struct {
+	result     string
+	httpStatus int
+	exitCode   *int
+	output     string
+}
+
+// runHTTP performs an HTTP task; success is a 2xx status.
+func runHTTP(ctx context.Context, client *http.Client, def *TaskDef) outcome {
+	h := def.HTTP
+	var body io.Reader
+	if h.Body != "" {
+		body = strings.NewReader(expand(h.Body, def.Params))
+	}
+	req, err := http.NewRequestWithContext(ctx, h.Method, expand(h.URL, def.Params), body)
+	if err != nil {
+		return outcome{result: ResultFailed, output: "bad request: " + err.Error()}
+	}
+	for k, v := range h.Headers {
+		req.Header.Set(k, expand(v, def.Params))
+	}
+	if h.ContentType != "" {
+		req.Header.Set("Content-Type", h.ContentType)
+	}
+	req.Header.Set("User-Agent", "ScheduleMaster-Go")
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return outcome{result: ResultTimeout, output: fmt.Sprintf("no answer within the timeout of %s", time.Duration(def.Timeout))}
+		}
+		return outcome{result: ResultFailed, output: "request failed: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	out := &tailBuffer{max: MaxOutputBytes}
+	_, copyErr := io.Copy(out, io.LimitReader(resp.Body, 16<<20))
+	o := outcome{httpStatus: resp.StatusCode, output: out.String()}
+	switch {
+	case copyErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		o.result = ResultTimeout
+		o.output += "\n[timed out while reading the answer]"
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		o.result = ResultSuccess
+	default:
+		o.result = ResultFailed
+	}
+	return o
+}
+
+// runShell runs a shell task in its own process group, so a timeout kills the
+// command and everything it started.
+func runShell(ctx context.Context, def *TaskDef) outcome {
+	s := def.Shell
+	var cmd *exec.Cmd
+	if len(s.Args) == 0 {
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", expand(s.Command, def.Params))
+	} else {
+		args := make([]string, len(s.Args))
+		for i, a := range s.Args {
+			args[i] = expand(a, def.Params)
+		}
+		cmd = exec.CommandContext(ctx, expand(s.Command, def.Params), args...)
+	}
+	cmd.Dir = s.Dir
+	env := os.Environ()
+	for k, v := range def.Params {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range s.Env {
+		env = append(env, k+"="+expand(v, def.Params))
+	}
+	cmd.Env = env
+	out := &tailBuffer{max: MaxOutputBytes}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	err := cmd.Run()
+	o := outcome{output: out.String()}
+	if cmd.ProcessState != nil {
+		code := cmd.ProcessState.ExitCode()
+		o.exitCode = &code
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		o.result = ResultTimeout
+		o.output += fmt.Sprintf("\n[killed: timeout of %s]", time.Duration(def.Timeout))
+	case err != nil:
+		o.result = ResultFailed
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			o.output += "\n[could not run: " + err.Error() + "]"
+		}
+	default:
+		o.result = ResultSuccess
+	}
+	return o
+}
