@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Run is one run record of a task.
+type Run struct {
+	bun.BaseModel `bun:"table:runs"`
+
+	ID          string    `bun:"id,pk"`
+	TaskID      string    `bun:"task_id"`
+	Node        string    `bun:"node"`
+	ScheduledAt time.Time `bun:"scheduled_at"`
+	StartedAt   time.Time `bun:"started_at"`
+	EndedAt     time.Time `bun:"ended_at"`
+	DurationMS  int64     `bun:"duration_ms"`
+	Result      string    `bun:"result"`
+	Attempt     int       `bun:"attempt"`
+	HTTPStatus  int       `bun:"http_status"`
+	ExitCode    *int      `bun:"exit_code"`
+	Output      string    `bun:"output"`
+	Manual      bool      `bun:"manual"`
+	CreatedAt   time.Time `bun:"created_at"`
+}
+
+// InsertRuns stores the runs whose ids are new and returns those; ids already
+// stored are skipped, so a batch delivered twice is counted once. Each task's
+// run count and last run are updated from the new runs only. Run it in a
+// transaction.
+func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(runs))
+	for i := range runs {
+		ids[i] = runs[i].ID
+	}
+	var existing []string
+	if err := db.NewSelect().Model((*Run)(nil)).Column("id").Where("id IN (?)", bun.In(ids)).Scan(ctx, &existing); err != nil {
+		return nil, fmt.Errorf("store: find known runs: %w", err)
+	}
+	known := make(map[string]bool, len(existing))
+	for _, id := range existing {
+		known[id] = true
+	}
+	now := time.Now().UTC()
+	fresh := make([]Run, 0, len(runs))
+	for _, r := range runs {
+		if known[r.ID] {
+			continue
+		}
+		known[r.ID] = true // a batch may repeat an id
+		r.CreatedAt = now
+		fresh = append(fresh, r)
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	if _, err := db.NewInsert().Model(&fresh).Exec(ctx); err != nil {
+		if isDuplicate(err) {
+			return nil, fmt.Errorf("store: insert runs: %w", ErrConflict)
+		}
+		return nil, fmt.Errorf("store: insert runs: %w", err)
+	}
+	type stat struct {
+		n      int64
+		last   time.Time
+		result string
+	}
+	stats := map[string]*stat{}
+	for _, r := range fresh {
+		s := stats[r.TaskID]
+		if s == nil {
+			s = &stat{}
+			stats[r.TaskID] = s
+		}
+		s.n++
+		if r.StartedAt.After(s.last) {
+			s.last, s.result = r.StartedAt, r.Result
+		}
+	}
+	for id, s := range stats {
+		_, err := db.NewUpdate().Model((*Task)(nil)).
+			Set("run_count = run_count + ?", s.n).
+			Set("last_result = CASE WHEN last_run_at IS NULL OR last_run_at <= ? THEN ? ELSE last_result END", s.last.UTC(), s.result).
+			Set("last_run_at = CASE WHEN last_run_at IS NULL OR last_run_at < ? THEN ? ELSE last_run_at END", s.last.UTC(), s.last.UTC()).
+			Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("store: update task run stats: %w", err)
+		}
+	}
+	return fresh, nil
+}
+
+// ListRuns returns a page of a task's runs, newest first, and their total.
+func ListRuns(ctx context.Context, db bun.IDB, taskID string, limit, offset int) ([]Run, int, error) {
+	var runs []Run
+	if limit <= 0 {
+		limit = 50
+	}
+	total, err := db.NewSelect().Model(&runs).Where("task_id = ?", taskID).
+		OrderExpr("started_at DESC, id DESC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list runs: %w", err)
+	}
+	return runs, int(total), nil
+}
+
+// GetRun returns one run or ErrNotFound.
+func GetRun(ctx context.Context, db bun.IDB, id string) (*Run, error) {
+	r := new(Run)
+	if err := db.NewSelect().Model(r).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: get run: %w", notFound(err))
+	}
+	return r, nil
+}
+
+// Lock is the claim of one fire of a task by one node.
+type Lock struct {
+	bun.BaseModel `bun:"table:locks"`
+
+	TaskID    string    `bun:"task_id,pk"`
+	FireAt    time.Time `bun:"fire_at,pk"`
+	Node      string    `bun:"node"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// ClaimFire records node as the winner of a fire unless one is recorded
+// already; it returns the winner.
+func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node string) (string, error) {
+	l := &Lock{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC()}
+	_, err := db.NewInsert().Model(l).Exec(ctx)
+	if err == nil {
+		return node, nil
+	}
+	if !isDuplicate(err) {
+		return "", fmt.Errorf("store: claim fire: %w", err)
+	}
+	existing := new(Lock)
+	if err := db.NewSelect().Model(existing).Where("task_id = ?", taskID).Where("fire_at = ?", fire.UTC()).Scan(ctx); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", ErrConflict
+		}
+		return "", fmt.Errorf("store: read fire claim: %w", notFound(err))
+	}
+	return existing.Node, nil
+}
+
+// DeleteOldLocks removes fire claims older than before.
+func DeleteOldLocks(ctx context.Context, db bun.IDB, before time.Time) error {
+	if _, err := db.NewDelete().Model((*Lock)(nil)).Where("fire_at < ?", before.UTC()).Exec(ctx); err != nil {
+		return fmt.Errorf("store: delete old locks: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Task status values, as in ScheduleMaster.
+const (
+	TaskDeleted = -1
+	TaskStopped = 0
+	TaskRunning = 1
+	TaskPaused  = 2
+)
+
+// Task is a task row. Spec holds the definition (worker.TaskDef) as JSON, so
+// the store does not depend on the wire types; Keepers and Children are JSON
+// lists of user names and task ids.
+type Task struct {
+	bun.BaseModel `bun:"table:tasks"`
+
+	ID         string    `bun:"id,pk"`
+	Title      string    `bun:"title"`
+	Type       string    `bun:"type"`
+	Status     int       `bun:"status"`
+	Spec       string    `bun:"spec"`
+	Keepers    string    `bun:"keepers"`
+	Children   string    `bun:"children"`
+	LastRunAt  time.Time `bun:"last_run_at,nullzero"`
+	LastResult string    `bun:"last_result"`
+	RunCount   int64     `bun:"run_count"`
+	CreatedBy  string    `bun:"created_by"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
+
+	// Executors is loaded from task_executors.
+	Executors []string `bun:"-"`
+}
+
+// TaskExecutor assigns a task to a node.
+type TaskExecutor struct {
+	bun.BaseModel `bun:"table:task_executors"`
+
+	TaskID string `bun:"task_id,pk"`
+	Node   string `bun:"node,pk"`
+}
+
+// CreateTask inserts a task and its executors; run it in a transaction.
+func CreateTask(ctx context.Context, db bun.IDB, t *Task) error {
+	now := time.Now().UTC()
+	t.CreatedAt, t.UpdatedAt = now, now
+	if _, err := db.NewInsert().Model(t).Exec(ctx); err != nil {
+		return fmt.Errorf("store: create task: %w", err)
+	}
+	return SetTaskExecutors(ctx, db, t.ID, t.Executors)
+}
+
+// SetTaskExecutors replaces a task's executors.
+func SetTaskExecutors(ctx context.Context, db bun.IDB, taskID string, nodes []string) error {
+	if _, err := db.NewDelete().Model((*TaskExecutor)(nil)).Where("task_id = ?", taskID).Exec(ctx); err != nil {
+		return fmt.Errorf("store: clear executors: %w", err)
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	rows := make([]TaskExecutor, len(nodes))
+	for i, n := range nodes {
+		rows[i] = TaskExecutor{TaskID: taskID, Node: n}
+	}
+	if _, err := db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		return fmt.Errorf("store: set executors: %w", err)
+	}
+	return nil
+}
+
+// GetTask returns a task (not deleted) with its executors, or ErrNotFound.
+func GetTask(ctx context.Context, db bun.IDB, id string) (*Task, error) {
+	t := new(Task)
+	err := db.NewSelect().Model(t).Where("id = ?", id).Where("status <> ?", TaskDeleted).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: get task %s: %w", id, notFound(err))
+	}
+	ex, err := taskExecutors(ctx, db, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	t.Executors = ex[id]
+	return t, nil
+}
+
+func taskExecutors(ctx context.Context, db bun.IDB, ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []TaskExecutor
+	if err := db.NewSelect().Model(&rows).Where("task_id IN (?)", bun.In(ids)).OrderExpr("node ASC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: task executors: %w", err)
+	}
+	for _, r := range rows {
+		out[r.TaskID] = append(out[r.TaskID], r.Node)
+	}
+	return out, nil
+}
+
+// TaskFilter narrows ListTasks.
+type TaskFilter struct {
+	Status *int   // nil: every status but deleted
+	Title  string // substring, case-insensitive
+	Node   string // executor
+	Limit  int
+	Offset int
+}
+
+// ListTasks returns a page of tasks, newest first, and the total matching.
+func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, error) {
+	var tasks []Task
+	q := db.NewSelect().Model(&tasks)
+	if f.Status != nil {
+		q = q.Where("status = ?", *f.Status)
+	} else {
+		q = q.Where("status <> ?", TaskDeleted)
+	}
+	if f.Title != "" {
+		q = q.Where("LOWER(title) LIKE ?", "%"+escapeLike(strings.ToLower(f.Title))+"%")
+	}
+	if f.Node != "" {
+		q = q.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	total, err := q.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
+	}
+	ids := make([]string, len(tasks))
+	for i := range tasks {
+		ids[i] = tasks[i].ID
+	}
+	ex, err := taskExecutors(ctx, db, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range tasks {
+		tasks[i].Executors = ex[tasks[i].ID]
+	}
+	return tasks, int(total), nil
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// UpdateTask rewrites a stopped task's definition, keepers, children and executors.
+// A task that is not stopped gives ErrConflict.
+func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
+	t.UpdatedAt = time.Now().UTC()
+	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "updated_at").
+		WherePK().Where("status = ?", TaskStopped).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			if _, gerr := GetTask(ctx, db, t.ID); gerr != nil {
+				return gerr
+			}
+			return fmt.Errorf("store: task %s: %w", t.ID, ErrConflict)
+		}
+		return fmt.Errorf("store: update task: %w", err)
+	}
+	return SetTaskExecutors(ctx, db, t.ID, t.Executors)
+}
+
+// SetTaskStatus changes a task's status only while it is one of from.
+func SetTaskStatus(ctx context.Context, db bun.IDB, id string, from []int, to int) error {
+	res, err := db.NewUpdate().Model((*Task)(nil)).Set("status = ?", to).Set("updated_at = ?", time.Now().UTC()).
+		Where("id = ?", id).Where("status IN (?)", bun.In(from)).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			if _, gerr := GetTask(ctx, db, id); gerr != nil {
+				return gerr
+			}
+			return fmt.Errorf("store: task %s: %w", id, ErrConflict)
+		}
+		return fmt.Errorf("store: set task status: %w", err)
+	}
+	return nil
+}
+
+// TasksOfNode returns the running and paused tasks that the node executes.
+func TasksOfNode(ctx context.Context, db bun.IDB, node string) ([]Task, error) {
+	var tasks []Task
+	err := db.NewSelect().Model(&tasks).
+		Where("status IN (?)", bun.In([]int{TaskRunning, TaskPaused})).
+		Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", node).
+		OrderExpr("id ASC").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: tasks of node %s: %w", node, err)
+	}
+	ids := make([]string, len(tasks))
+	for i := range tasks {
+		ids[i] = tasks[i].ID
+	}
+	ex, err := taskExecutors(ctx, db, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range tasks {
+		tasks[i].Executors = ex[tasks[i].ID]
+	}
+	return tasks, nil
+}
+
+// ActiveTasks returns every running or paused task with its executors.
+func ActiveTasks(ctx context.Context, db bun.IDB) ([]Task, error) {
+	var tasks []Task
+	if err := db.NewSelect().Model(&tasks).Where("status IN (?)", bun.In([]int{TaskRunning, TaskPaused})).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: active tasks: %w", err)
+	}
+	ids := make([]string, len(tasks))
+	for i := range tasks {
+		ids[i] = tasks[i].ID
+	}
+	ex, err := taskExecutors(ctx, db, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range tasks {
+		tasks[i].Executors = ex[tasks[i].ID]
+	}
+	return tasks, nil
+}
+
+// TaskChildren returns the children lists (JSON) of every task that is not deleted.
+func TaskChildren(ctx context.Context, db bun.IDB) (map[string]string, error) {
+	var rows []Task
+	if err := db.NewSelect().Model(&rows).Column("id", "children").Where("status <> ?", TaskDeleted).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: task children: %w", err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Children
+	}
+	return out, nil
+}
+
+// RemoveNodeFromTasks drops a deleted node from every task's executors.
+func RemoveNodeFromTasks(ctx context.Context, db bun.IDB, node string) error {
+	if _, err := db.NewDelete().Model((*TaskExecutor)(nil)).Where("node = ?", node).Exec(ctx); err != nil {
+		return fmt.Errorf("store: remove node from tasks: %w", err)
+	}
+	return nil
+}
