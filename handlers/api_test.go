@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/internal/testutil"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -27,7 +27,7 @@ type apiNode struct {
 }
 
 func TestAPIAuthentication(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	anon := e.client()
 	status, body := e.do(anon, "GET", "/api/v1/nodes", "", nil)
 	if status != http.StatusUnauthorized || !strings.Contains(body, `"error"`) {
@@ -66,7 +66,7 @@ func TestAPIAuthentication(t *testing.T) {
 }
 
 func TestAPINodeLifecycle(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, ns testutil.NamedStore) {
+	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		c := e.login("admin", "admin-password-1")
 		w, host := startWorker(t, worker.Config{Identity: "w1", WorkerOf: "master", AutoRegister: false})
@@ -154,7 +154,7 @@ func TestAPINodeLifecycle(t *testing.T) {
 }
 
 func TestAPIConnectToDownWorkerFailsCleanly(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	_, host := startWorker(t, worker.Config{Identity: "w2", WorkerOf: "master"})
 	if status, body := e.do(c, "POST", "/api/v1/nodes", `{"name":"w2","host":"127.0.0.1:1"}`, nil); status != http.StatusCreated {
@@ -171,7 +171,7 @@ func TestAPIConnectToDownWorkerFailsCleanly(t *testing.T) {
 }
 
 func TestWorkerRegistrationAndGracefulOffline(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, ns testutil.NamedStore) {
+	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		w, host := startWorker(t, worker.Config{Identity: "auto1", AutoRegister: true, MasterURL: e.srv.URL})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -195,7 +195,7 @@ func TestWorkerRegistrationAndGracefulOffline(t *testing.T) {
 }
 
 func TestRegistrationWithWrongKeyRefused(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	w, _ := startWorker(t, worker.Config{Identity: "auto2", AutoRegister: true, MasterURL: e.srv.URL, ClusterKey: "wrong-key-wrong-key-wrong"})
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedulemaster-go/schedulemaster/internal/testutil"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
 func TestLoginSessionAndLogout(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.client()
 
 	resp, err := c.Get(e.srv.URL + "/nodes")
@@ -63,7 +63,7 @@ func TestLoginSessionAndLogout(t *testing.T) {
 }
 
 func TestLoginThrottling(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.client()
 	for i := 0; i < 5; i++ {
 		resp := e.postForm(c, "/login", url.Values{"username": {"admin"}, "password": {"guess-" + string(rune('a'+i))}})
@@ -79,7 +79,7 @@ func TestLoginThrottling(t *testing.T) {
 }
 
 func TestCrossOriginPostRefused(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	before := e.nodeCount()
 	status, _ := e.do(c, "POST", "/nodes", "", map[string]string{
@@ -94,7 +94,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 }
 
 func TestSecurityHeadersAndNoInlineScript(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	req, _ := http.NewRequest("GET", e.srv.URL+"/nodes", nil)
 	resp, err := c.Do(req)
@@ -113,7 +113,7 @@ func TestSecurityHeadersAndNoInlineScript(t *testing.T) {
 }
 
 func TestNodesFragmentForHTMX(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	status, body := e.do(c, "GET", "/nodes", "", map[string]string{"HX-Request": "true"})
 	if status != 200 || !strings.HasPrefix(strings.TrimSpace(body), `<tbody id="node-rows"`) || strings.Contains(body, "<html") {
@@ -122,7 +122,7 @@ func TestNodesFragmentForHTMX(t *testing.T) {
 }
 
 func TestNodeFormInlineErrorsChangeNothing(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	before := e.nodeCount()
 	cases := []struct {
@@ -166,7 +166,7 @@ func TestNodeFormInlineErrorsChangeNothing(t *testing.T) {
 }
 
 func TestViewerCannotChangeAnything(t *testing.T) {
-	e := newEnv(t, testutil.OpenSQLite(t))
+	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("viewer", "viewer-password", store.RoleViewer)
 	c := e.login("viewer", "viewer-password")
 	before := e.nodeCount()

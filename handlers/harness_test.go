@@ -15,9 +15,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
-	"github.com/schedulemaster-go/schedulemaster/internal/testutil"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -31,10 +31,10 @@ type env struct {
 	srv *httptest.Server
 }
 
-func newEnv(t *testing.T, ns testutil.NamedStore) *env {
+func newEnv(t *testing.T, ns storetest.NamedStore) *env {
 	t.Helper()
-	ctx := testutil.Ctx(t)
-	log := testutil.Logger(t)
+	ctx := storetest.Ctx(t)
+	log := storetest.Logger(t)
 	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, ns.Store, log)
 	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: ns.Store, Master: m, Log: log})
@@ -152,11 +152,11 @@ func startWorker(t *testing.T, cfg worker.Config) (*worker.Worker, string) {
 	if cfg.MaxConcurrency == 0 {
 		cfg.MaxConcurrency = 5
 	}
-	w, err := worker.New(cfg, testutil.Logger(t))
+	w, err := worker.New(cfg, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = handlers.NewWorkerRouter(w, testutil.Logger(t))
+	srv.Config.Handler = handlers.NewWorkerRouter(w, storetest.Logger(t))
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return w, host

@@ -137,3 +137,25 @@ func (c *Client) Shutdown(ctx context.Context, n *store.Node, wait time.Duration
 	defer cancel()
 	return c.call(ctx, n, http.MethodPost, worker.PathShutdown, map[string]string{worker.HeaderSecret: n.Secret}, struct{}{}, nil)
 }
+
+// TaskStart pushes a task's full definition to a worker (idempotent there).
+func (c *Client) TaskStart(ctx context.Context, n *store.Node, spec worker.TaskSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	return c.call(ctx, n, http.MethodPost, worker.PathTaskStart, map[string]string{worker.HeaderSecret: n.Secret}, spec, nil)
+}
+
+// TaskOp sends stop, pause or resume of one task to a worker.
+func (c *Client) TaskOp(ctx context.Context, n *store.Node, path, taskID string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	return c.call(ctx, n, http.MethodPost, path, map[string]string{worker.HeaderSecret: n.Secret}, worker.TaskRef{ID: taskID}, nil)
+}
+
+// TaskRunOnce asks a worker to run a task now.
+func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec worker.TaskSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	return c.call(ctx, n, http.MethodPost, worker.PathTaskRunOnce, map[string]string{worker.HeaderSecret: n.Secret},
+		worker.RunOnceRequest{ID: spec.ID, Task: &spec}, nil)
+}

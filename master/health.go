@@ -47,6 +47,12 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		m.log.Error("health sweep: mark master seen", "err", err)
 	}
 	n := m.sweeps.Add(1)
+	if n%100 == 1 {
+		// Fire claims matter for minutes; keep a day for inspection.
+		if err := store.DeleteOldLocks(ctx, m.st.DB, start.Add(-24*time.Hour)); err != nil {
+			m.log.Error("health sweep: delete old fire claims", "err", err)
+		}
+	}
 	targets := probeTargets(nodes, n%int64(hc.OfflineEvery) == 1 || hc.OfflineEvery == 1)
 
 	var (
@@ -63,7 +69,9 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			h, err := m.client.Health(ctx, node, hc.Timeout)
-			if err == nil && h.Node != node.Name {
+			// A manual worker started without --identity answers with no name
+			// until it is connected; after a restart that is how it comes back.
+			if err == nil && h.Node != node.Name && !(h.Node == "" && h.Status == worker.StateWaiting) {
 				err = fmt.Errorf("%w: %s answered as node %q", ErrWorker, node.Host, h.Node)
 			}
 			if err == nil && h.BootID == "" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// ShutdownWait is how long a worker may take to finish running jobs on Disable.
 	ShutdownWait time.Duration
+	// RandN returns a uniform number in [0, n); it drives the weighted picks of
+	// executors. Tests inject a seeded source (default math/rand/v2).
+	RandN func(n int64) int64
+	// ClaimWait bounds how long a fire claim waits for the other executors to
+	// claim too before the winner is picked among those that did (default 250ms).
+	ClaimWait time.Duration
 }
 
 func (c *Config) defaults() {
@@ -62,6 +69,12 @@ func (c *Config) defaults() {
 	if c.ShutdownWait <= 0 {
 		c.ShutdownWait = 30 * time.Second
 	}
+	if c.RandN == nil {
+		c.RandN = rand.Int64N
+	}
+	if c.ClaimWait <= 0 {
+		c.ClaimWait = 250 * time.Millisecond
+	}
 }
 
 // Master runs the master engine.
@@ -73,6 +86,7 @@ type Master struct {
 	nonces *worker.NonceCache
 	bootID string
 	locks  keyedMutex
+	claims claims
 	sweeps atomic.Int64
 
 	mu    sync.Mutex
@@ -130,8 +144,28 @@ func (m *Master) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.sched = sched
 	m.mu.Unlock()
+	go m.repushTasks(context.WithoutCancel(ctx))
 	m.log.Info("health checker started", "interval", m.cfg.Health.Interval, "timeout", m.cfg.Health.Timeout, "max_failures", m.cfg.Health.MaxFailures)
 	return nil
+}
+
+// repushTasks gives every running worker its running tasks again: after a
+// master restart the master's view is the truth, whatever a worker kept.
+func (m *Master) repushTasks(ctx context.Context) {
+	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+	if err != nil {
+		m.log.Error("re-push tasks: list nodes", "err", err)
+		return
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Type != store.TypeWorker {
+			continue
+		}
+		if err := m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name)); err != nil {
+			m.log.Warn("re-push tasks failed; the health checker will deal with the node", "node", n.Name, "err", err)
+		}
+	}
 }
 
 // Stop stops the health checker and marks the master's own node offline.

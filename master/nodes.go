@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -193,7 +195,13 @@ func (m *Master) DeleteNode(ctx context.Context, name string) error {
 	if n.Type == store.TypeMaster {
 		return fmt.Errorf("%w: %s is the master; it cannot be deleted", ErrState, name)
 	}
-	if err := store.DeleteNode(ctx, m.st.DB, name); err != nil {
+	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.DeleteNode(ctx, tx, name); err != nil {
+			return err
+		}
+		return store.RemoveNodeFromTasks(ctx, tx, name)
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("%w: node %s is running; disable it before deleting it", ErrState, name)
 		}
@@ -201,10 +209,4 @@ func (m *Master) DeleteNode(ctx context.Context, name string) error {
 	}
 	m.log.Info("node deleted", "node", name)
 	return nil
-}
-
-// tasksFor returns the running tasks assigned to a node, pushed on Enable,
-// registration and recovery.
-func (m *Master) tasksFor(_ context.Context, _ string) []worker.TaskSpec {
-	return []worker.TaskSpec{}
 }

@@ -229,7 +229,7 @@ func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time) err
 		part := names[:min(chunk, len(names))]
 		names = names[len(part):]
 		_, err := db.NewUpdate().Model((*Node)(nil)).
-			Set("last_seen = ?", at.UTC()).Set("failures = 0").
+			Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", "").
 			Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("store: mark nodes seen: %w", err)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/internal/testutil"
 	"github.com/schedulemaster-go/schedulemaster/migrations"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
 func newWorkerNode(name string) *store.Node {
@@ -21,7 +21,7 @@ func newWorkerNode(name string) *store.Node {
 	}
 }
 
-func mustGet(t *testing.T, ctx context.Context, s testutil.NamedStore, name string) *store.Node {
+func mustGet(t *testing.T, ctx context.Context, s storetest.NamedStore, name string) *store.Node {
 	t.Helper()
 	n, err := store.GetNode(ctx, s.Store.DB, name)
 	if err != nil {
@@ -30,7 +30,7 @@ func mustGet(t *testing.T, ctx context.Context, s testutil.NamedStore, name stri
 	return n
 }
 
-func insertLock(t *testing.T, ctx context.Context, s testutil.NamedStore, task, node string, fireAt time.Time) {
+func insertLock(t *testing.T, ctx context.Context, s storetest.NamedStore, task, node string, fireAt time.Time) {
 	t.Helper()
 	_, err := s.Store.DB.ExecContext(ctx, "INSERT INTO locks (task_id, fire_at, node, created_at) VALUES (?, ?, ?, ?)",
 		task, fireAt.UTC(), node, time.Now().UTC())
@@ -39,7 +39,7 @@ func insertLock(t *testing.T, ctx context.Context, s testutil.NamedStore, task, 
 	}
 }
 
-func countLocks(t *testing.T, ctx context.Context, s testutil.NamedStore, node string) int {
+func countLocks(t *testing.T, ctx context.Context, s storetest.NamedStore, node string) int {
 	t.Helper()
 	var n int
 	if err := s.Store.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM locks WHERE node = ?", node).Scan(&n); err != nil {
@@ -82,14 +82,14 @@ func TestParseDSN(t *testing.T) {
 }
 
 func TestMigrationsIdempotent(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("w1")); err != nil {
 			t.Fatal(err)
 		}
 		// Open the same database again twice: migrations must be a no-op and keep the data.
 		for i := 0; i < 2; i++ {
-			again, err := store.Open(ctx, s.DSN, testutil.Logger(t))
+			again, err := store.Open(ctx, s.DSN, storetest.Logger(t))
 			if err != nil {
 				t.Fatalf("second Open #%d: %v", i+1, err)
 			}
@@ -115,8 +115,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 }
 
 func TestNodeCRUD(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		if _, err := store.GetNode(ctx, db, "w1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("GetNode of unknown = %v, want ErrNotFound", err)
@@ -192,8 +192,8 @@ func names(ns []store.Node) []string {
 }
 
 func TestDuplicateName(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("dup")); err != nil {
 			t.Fatal(err)
 		}
@@ -213,8 +213,8 @@ func TestDuplicateName(t *testing.T) {
 }
 
 func TestTransitionNode(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		if err := store.CreateNode(ctx, db, newWorkerNode("w1")); err != nil {
 			t.Fatal(err)
@@ -278,8 +278,8 @@ func TestTransitionNode(t *testing.T) {
 }
 
 func TestConcurrentTransitionOneWins(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("w1")); err != nil {
 			t.Fatal(err)
 		}
@@ -310,8 +310,8 @@ func TestConcurrentTransitionOneWins(t *testing.T) {
 }
 
 func TestDeleteNodeRefusesRunning(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		n := newWorkerNode("w1")
 		n.Status = store.StatusRunning
@@ -345,8 +345,8 @@ func TestDeleteNodeRefusesRunning(t *testing.T) {
 }
 
 func TestRecordProbeFailure(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		n := newWorkerNode("w1")
 		n.Status, n.DesiredStatus = store.StatusRunning, store.StatusRunning
@@ -399,8 +399,8 @@ func TestRecordProbeFailure(t *testing.T) {
 }
 
 func TestMarkSeen(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		for _, name := range []string{"a", "b", "off"} {
 			n := newWorkerNode(name)
@@ -445,8 +445,8 @@ func TestMarkSeen(t *testing.T) {
 }
 
 func TestUpsertRegisteredNode(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		n := &store.Node{Name: "auto1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:4000",
 			Secret: "sec1", BootID: "boot1", Priority: 2, MaxConcurrency: 5, MachineName: "box1"}
@@ -499,8 +499,8 @@ func TestUpsertRegisteredNode(t *testing.T) {
 }
 
 func TestConcurrentUpsertRegisteredNode(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		const n = 6
 		errs := make([]error, n)
 		var wg sync.WaitGroup
@@ -526,14 +526,14 @@ func TestConcurrentUpsertRegisteredNode(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		if _, err := store.GetSetting(ctx, db, "missing"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("GetSetting(missing) = %v, want ErrNotFound", err)
 		}
 		calls := 0
-		gen := func() (string, error) { calls++; return testutil.RandomHex(t, 8), nil }
+		gen := func() (string, error) { calls++; return storetest.RandomHex(t, 8), nil }
 		v1, err := store.EnsureSetting(ctx, db, "session_key", gen)
 		if err != nil || v1 == "" {
 			t.Fatalf("EnsureSetting: %q, %v", v1, err)
@@ -562,7 +562,7 @@ func TestSettings(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				v, err := store.EnsureSetting(ctx, db, "shared", func() (string, error) { return testutil.RandomHex(t, 8), nil })
+				v, err := store.EnsureSetting(ctx, db, "shared", func() (string, error) { return storetest.RandomHex(t, 8), nil })
 				if err != nil {
 					t.Errorf("concurrent EnsureSetting: %v", err)
 				}
@@ -600,8 +600,8 @@ func TestSettings(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		plain, hash, err := store.NewTokenValue()
 		if err != nil {
@@ -658,8 +658,8 @@ func TestTokens(t *testing.T) {
 }
 
 func TestUsers(t *testing.T) {
-	testutil.Run(t, func(t *testing.T, s testutil.NamedStore) {
-		ctx := testutil.Ctx(t)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
 		db := s.Store.DB
 		if n, err := store.CountUsers(ctx, db); err != nil || n != 0 {
 			t.Fatalf("CountUsers = %d, %v", n, err)

@@ -1,0 +1,333 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// serveWorker serves the real worker API for w on a loopback ephemeral port.
+func serveWorker(t *testing.T, w *worker.Worker) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(handlers.NewWorkerRouter(w, testLogger(t)))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func post(t *testing.T, url string, headers map[string]string, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func connectHTTP(t *testing.T, base, node string) (int, worker.ConnectResponse, string) {
+	t.Helper()
+	h := good(node, time.Now())
+	body, _ := json.Marshal(connectReq(node))
+	code, resp := post(t, base+worker.PathConnect, map[string]string{
+		worker.HeaderMaster: h.Master, worker.HeaderNameTo: h.NameTo, worker.HeaderTimestamp: h.Timestamp,
+		worker.HeaderNonce: h.Nonce, worker.HeaderConnection: h.MAC,
+	}, string(body))
+	var out worker.ConnectResponse
+	if code == http.StatusOK {
+		if err := json.Unmarshal([]byte(resp), &out); err != nil {
+			t.Fatalf("connect answer %q: %v", resp, err)
+		}
+	}
+	return code, out, resp
+}
+
+func TestHTTPConnect(t *testing.T) {
+	w := newWorker(t, manualConfig("w1"))
+	srv := serveWorker(t, w)
+
+	resp, err := http.Get(srv.URL + worker.PathHealth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h worker.HealthResponse
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	if h.Node != "w1" || h.BootID != w.BootID() || h.Status != worker.StateWaiting {
+		t.Errorf("health = %+v", h)
+	}
+
+	code, c1, raw := connectHTTP(t, srv.URL, "w1")
+	if code != http.StatusOK || !w.CheckSecret(c1.Secret) || c1.BootID != w.BootID() {
+		t.Fatalf("connect: %d %s", code, raw)
+	}
+
+	// A refused handshake over HTTP is a 401 with a JSON error, and changes nothing.
+	hdr := good("w1", time.Now())
+	body, _ := json.Marshal(connectReq("w1"))
+	code, raw = post(t, srv.URL+worker.PathConnect, map[string]string{
+		worker.HeaderMaster: masterName, worker.HeaderNameTo: "w1", worker.HeaderTimestamp: hdr.Timestamp,
+		worker.HeaderNonce: hdr.Nonce, worker.HeaderConnection: worker.ConnectMAC("wrong-key", masterName, "w1", hdr.Timestamp, hdr.Nonce),
+	}, string(body))
+	if code != http.StatusUnauthorized || !strings.Contains(raw, `"error"`) {
+		t.Errorf("bad handshake over HTTP: %d %s", code, raw)
+	}
+	if strings.Contains(raw, c1.Secret) {
+		t.Error("refused connect leaks the secret")
+	}
+	if !w.CheckSecret(c1.Secret) {
+		t.Error("refused connect changed the secret")
+	}
+	// No headers at all.
+	if code, raw := post(t, srv.URL+worker.PathConnect, nil, string(body)); code != http.StatusUnauthorized {
+		t.Errorf("connect without headers: %d %s", code, raw)
+	}
+	// Malformed or unknown-field bodies are 400.
+	for _, b := range []string{"", "{", `{"node":{"name":"w1"},"extra":1}`} {
+		if code, raw := post(t, srv.URL+worker.PathConnect, nil, b); code != http.StatusBadRequest {
+			t.Errorf("connect with body %q: %d %s", b, code, raw)
+		}
+	}
+}
+
+func TestHTTPSecretGuard(t *testing.T) {
+	w := newWorker(t, manualConfig("w1"))
+	srv := serveWorker(t, w)
+	startup := srv.URL + worker.PathStartup
+	shutdown := srv.URL + worker.PathShutdown
+
+	code, c1, raw := connectHTTP(t, srv.URL, "w1")
+	if code != http.StatusOK {
+		t.Fatalf("connect: %d %s", code, raw)
+	}
+	s1 := c1.Secret
+
+	refused := func(label, url string, headers map[string]string, secrets ...string) {
+		t.Helper()
+		code, body := post(t, url, headers, `{"tasks":[]}`)
+		if code != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401 (%s)", label, code, body)
+		}
+		for _, s := range secrets {
+			if s != "" && strings.Contains(body, s) {
+				t.Errorf("%s: the 401 body reveals a secret: %s", label, body)
+			}
+		}
+		if w.Health().Status == worker.StateScheduling {
+			t.Fatalf("%s: the worker started scheduling without the right secret", label)
+		}
+	}
+	wrong := worker.NewSecret()
+	refused("no secret", startup, nil, s1)
+	refused("empty secret", startup, map[string]string{worker.HeaderSecret: ""}, s1)
+	refused("wrong secret", startup, map[string]string{worker.HeaderSecret: wrong}, s1, wrong)
+	refused("secret prefix", startup, map[string]string{worker.HeaderSecret: s1[:32]}, s1)
+	refused("wrong secret on shutdown", shutdown, map[string]string{worker.HeaderSecret: wrong}, s1, wrong)
+
+	// Reconnect: s1 is rotated out at once.
+	code, c2, raw := connectHTTP(t, srv.URL, "w1")
+	if code != http.StatusOK || c2.Secret == s1 {
+		t.Fatalf("reconnect: %d %s", code, raw)
+	}
+	refused("rotated-out secret", startup, map[string]string{worker.HeaderSecret: s1}, s1, c2.Secret)
+
+	code, body := post(t, startup, map[string]string{worker.HeaderSecret: c2.Secret}, `{"tasks":[]}`)
+	if code != http.StatusOK {
+		t.Fatalf("startup with the current secret: %d %s", code, body)
+	}
+	if h := w.Health(); h.Status != worker.StateScheduling {
+		t.Errorf("after startup: %+v", h)
+	}
+	if strings.Contains(body, c2.Secret) {
+		t.Error("the startup answer contains the secret")
+	}
+	// Bad body with the right secret: 400, state kept.
+	if code, body := post(t, startup, map[string]string{worker.HeaderSecret: c2.Secret}, `{"tasks":"x"}`); code != http.StatusBadRequest {
+		t.Errorf("startup with a bad body: %d %s", code, body)
+	}
+	code, body = post(t, shutdown, map[string]string{worker.HeaderSecret: c2.Secret}, `{}`)
+	if code != http.StatusOK {
+		t.Fatalf("shutdown: %d %s", code, body)
+	}
+	if h := w.Health(); h.Status != worker.StateIdle || h.RunningTasks != 0 {
+		t.Errorf("after shutdown: %+v", h)
+	}
+	// /health needs no secret; unknown routes are a JSON 404.
+	if code, body := post(t, srv.URL+"/api/nope", map[string]string{worker.HeaderSecret: c2.Secret}, `{}`); code != http.StatusNotFound {
+		t.Errorf("unknown route: %d %s", code, body)
+	}
+}
+
+// fakeMaster is a minimal master endpoint for registration and offline calls
+// that checks the worker's signatures the way the real master does.
+type fakeMaster struct {
+	failures atomic.Int32 // answer 503 to this many registrations first
+	mu       sync.Mutex
+	regs     []worker.RegisterRequest
+	offline  []string // secrets sent with offline
+}
+
+func (f *fakeMaster) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	switch r.URL.Path {
+	case worker.PathMasterRegister:
+		if f.failures.Add(-1) >= 0 {
+			http.Error(rw, `{"error":"database down"}`, http.StatusServiceUnavailable)
+			return
+		}
+		node, ts, nonce := r.Header.Get(worker.HeaderNode), r.Header.Get(worker.HeaderTimestamp), r.Header.Get(worker.HeaderNonce)
+		if !worker.EqualMAC(r.Header.Get(worker.HeaderSignature), worker.RegisterMAC(clusterKey, node, ts, nonce, body)) {
+			http.Error(rw, `{"error":"bad signature"}`, http.StatusUnauthorized)
+			return
+		}
+		var req worker.RegisterRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(rw, `{"error":"bad body"}`, http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		f.regs = append(f.regs, req)
+		f.mu.Unlock()
+		json.NewEncoder(rw).Encode(worker.RegisterResponse{Master: masterName})
+	case worker.PathMasterOffline:
+		f.mu.Lock()
+		f.offline = append(f.offline, r.Header.Get(worker.HeaderSecret))
+		f.mu.Unlock()
+		rw.Write([]byte("{}"))
+	default:
+		http.NotFound(rw, r)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
+	fm := &fakeMaster{}
+	fm.failures.Store(1)
+	msrv := httptest.NewServer(fm)
+	t.Cleanup(msrv.Close)
+
+	cfg := manualConfig("auto1")
+	cfg.AutoRegister, cfg.WorkerOf, cfg.MasterURL, cfg.Port = true, "", msrv.URL, freePort(t)
+	w := newWorker(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Run did not register within 20s")
+	}
+	fm.mu.Lock()
+	regs := append([]worker.RegisterRequest(nil), fm.regs...)
+	fm.mu.Unlock()
+	if len(regs) != 1 {
+		t.Fatalf("%d registrations recorded, want 1 (after one refused attempt)", len(regs))
+	}
+	r := regs[0]
+	if r.Node.Name != "auto1" || r.Node.Host != "127.0.0.1:"+strconv.Itoa(cfg.Port) || r.BootID != w.BootID() || !w.CheckSecret(r.Secret) {
+		t.Errorf("registration = %+v", r)
+	}
+	if h := w.Health(); h.Status != worker.StateScheduling {
+		t.Errorf("after registration: %+v", h)
+	}
+	// After registering, the master it registered with may connect.
+	now := time.Now()
+	if _, err := w.Connect(good("auto1", now), connectReq("auto1"), now); err != nil {
+		t.Errorf("connect from the master it registered with: %v", err)
+	}
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	fm.mu.Lock()
+	offline := append([]string(nil), fm.offline...)
+	fm.mu.Unlock()
+	if len(offline) != 1 || !w.CheckSecret(offline[0]) {
+		t.Errorf("offline calls %d, secret accepted=%v", len(offline), len(offline) == 1 && w.CheckSecret(offline[0]))
+	}
+	if h := w.Health(); h.Status == worker.StateScheduling {
+		t.Errorf("still scheduling after Stop: %+v", h)
+	}
+}
+
+func TestRunStopsRetryingWhenCancelled(t *testing.T) {
+	fm := &fakeMaster{}
+	fm.failures.Store(1 << 20)
+	msrv := httptest.NewServer(fm)
+	t.Cleanup(msrv.Close)
+	cfg := manualConfig("auto1")
+	cfg.AutoRegister, cfg.WorkerOf, cfg.MasterURL = true, "", msrv.URL
+	w := newWorker(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	eventually(t, 10*time.Second, func() bool { return fm.failures.Load() < 1<<20 }, "Run never tried to register")
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run kept retrying after its context was cancelled")
+	}
+	if w.Health().Status == worker.StateScheduling {
+		t.Error("a worker that never registered is scheduling")
+	}
+}
+
+func TestRunManualReturnsAtOnce(t *testing.T) {
+	var hits atomic.Int32
+	msrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(msrv.Close)
+	cfg := manualConfig("w1")
+	cfg.MasterURL = msrv.URL
+	w := newWorker(t, cfg)
+	done := make(chan struct{})
+	go func() { w.Run(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("manual Run did not return")
+	}
+	if hits.Load() != 0 {
+		t.Error("a manual worker called the master")
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Errorf("Stop of an unconnected worker: %v", err)
+	}
+	if hits.Load() != 0 {
+		t.Error("an unconnected manual worker told the master it goes offline")
+	}
+}
