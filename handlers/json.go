@@ -29,8 +29,11 @@ func bindJSON(c *gin.Context, v any) bool {
 }
 
 // readBody reads at most maxBody bytes, answering 413 when there are more.
-func readBody(c *gin.Context) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+func readBody(c *gin.Context) ([]byte, error) { return readBodyLimit(c, maxBody) }
+
+// readBodyLimit reads at most limit bytes, answering 413 when there are more.
+func readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

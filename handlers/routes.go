@@ -61,6 +61,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	// Worker-to-master API: authenticated by cluster-key MAC or node secret.
 	r.POST(worker.PathMasterRegister, s.registerWorker)
 	r.POST(worker.PathMasterOffline, s.offlineWorker)
+	r.POST(worker.PathMasterLock, s.lockFire)
+	r.POST(worker.PathMasterRuns, s.reportRuns)
 
 	// Console.
 	r.GET("/login", s.showLogin)
@@ -93,6 +95,18 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.POST("/nodes/:name/enable", s.requireAdmin, s.apiEnableNode)
 	api.POST("/nodes/:name/disable", s.requireAdmin, s.apiDisableNode)
 	api.DELETE("/nodes/:name", s.requireAdmin, s.apiDeleteNode)
+	api.GET("/tasks", s.apiListTasks)
+	api.POST("/tasks", s.requireAdmin, s.apiCreateTask)
+	api.GET("/tasks/:id", s.apiGetTask)
+	api.PUT("/tasks/:id", s.requireAdmin, s.apiUpdateTask)
+	api.DELETE("/tasks/:id", s.requireAdmin, s.apiDeleteTask)
+	api.POST("/tasks/:id/start", s.requireAdmin, s.apiStartTask)
+	api.POST("/tasks/:id/stop", s.requireAdmin, s.apiStopTask)
+	api.POST("/tasks/:id/pause", s.requireAdmin, s.apiPauseTask)
+	api.POST("/tasks/:id/resume", s.requireAdmin, s.apiResumeTask)
+	api.POST("/tasks/:id/run", s.requireAdmin, s.apiRunTask)
+	api.GET("/tasks/:id/runs", s.apiListRuns)
+	api.GET("/runs/:id", s.apiGetRun)
 
 	r.NoRoute(s.notFound)
 

@@ -20,6 +20,11 @@ func NewWorkerRouter(w *worker.Worker, log *slog.Logger) http.Handler {
 	guarded := r.Group("/api", wa.guard)
 	guarded.POST("/server/startup", wa.startup)
 	guarded.POST("/server/shutdown", wa.shutdown)
+	guarded.POST("/task/start", wa.startTask)
+	guarded.POST("/task/stop", wa.stopTask)
+	guarded.POST("/task/pause", wa.pauseTask)
+	guarded.POST("/task/resume", wa.resumeTask)
+	guarded.POST("/task/runonce", wa.runTaskOnce)
 	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, worker.ErrorResponse{Error: "no such route"}) })
 	return r
 }

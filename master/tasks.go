@@ -25,10 +25,14 @@ type TaskInput struct {
 	Keepers   []string `json:"keepers"`
 	Children  []string `json:"children"`
 
-	Status    *int       `json:"status,omitempty"`
-	LastRunAt *time.Time `json:"last_run_at,omitempty"`
-	NextRunAt *time.Time `json:"next_run_at,omitempty"`
-	RunCount  *int64     `json:"run_count,omitempty"`
+	Status     *int       `json:"status,omitempty"`
+	LastRunAt  *time.Time `json:"last_run_at,omitempty"`
+	NextRunAt  *time.Time `json:"next_run_at,omitempty"`
+	RunCount   *int64     `json:"run_count,omitempty"`
+	LastResult *string    `json:"last_result,omitempty"`
+	CreatedBy  *string    `json:"created_by,omitempty"`
+	CreatedAt  *time.Time `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
 }
 
 // Task is a task as the open API shows it.

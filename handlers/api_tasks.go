@@ -1,0 +1,211 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// apiRun is a run in the open API (SPEC section 7).
+type apiRun struct {
+	ID          string    `json:"id"`
+	TaskID      string    `json:"task_id"`
+	Node        string    `json:"node"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	StartedAt   time.Time `json:"started_at"`
+	EndedAt     time.Time `json:"ended_at"`
+	DurationMS  int64     `json:"duration_ms"`
+	Result      string    `json:"result"`
+	Attempt     int       `json:"attempt"`
+	HTTPStatus  int       `json:"http_status"`
+	ExitCode    *int      `json:"exit_code"`
+	Output      string    `json:"output"`
+	Manual      bool      `json:"manual"`
+}
+
+func toAPIRun(r *store.Run, withOutput bool) apiRun {
+	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
+		EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
+		HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Manual: r.Manual}
+	if withOutput {
+		a.Output = r.Output
+	}
+	return a
+}
+
+// pageParams reads ?limit= and ?offset= (limit 1-500, default 50).
+func pageParams(c *gin.Context) (limit, offset int, err error) {
+	limit, offset = 50, 0
+	if v := c.Query("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 500 {
+			return 0, 0, fmt.Errorf("%w: limit must be a number from 1 to 500", master.ErrInvalid)
+		}
+	}
+	if v := c.Query("offset"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
+			return 0, 0, fmt.Errorf("%w: offset must be a number >= 0", master.ErrInvalid)
+		}
+	}
+	return limit, offset, nil
+}
+
+// taskFilter reads the task list filters shared by the API and the console.
+func taskFilter(c *gin.Context) (store.TaskFilter, error) {
+	limit, offset, err := pageParams(c)
+	if err != nil {
+		return store.TaskFilter{}, err
+	}
+	f := store.TaskFilter{Title: c.Query("title"), Node: c.Query("node"), Limit: limit, Offset: offset}
+	if len(f.Title) > 200 || len(f.Node) > 64 {
+		return f, fmt.Errorf("%w: title or node filter too long", master.ErrInvalid)
+	}
+	if v := c.Query("status"); v != "" {
+		st, err := strconv.Atoi(v)
+		if err != nil || st < 0 || st > 2 {
+			return f, fmt.Errorf("%w: status must be 0 (stopped), 1 (running) or 2 (paused)", master.ErrInvalid)
+		}
+		f.Status = &st
+	}
+	return f, nil
+}
+
+// apiListTasks answers GET /api/v1/tasks?status=&title=&node=&limit=&offset=.
+func (s *server) apiListTasks(c *gin.Context) {
+	f, err := taskFilter(c)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	tasks, total, err := s.m.ListTasks(c.Request.Context(), f)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	if tasks == nil {
+		tasks = []master.Task{}
+	}
+	c.JSON(http.StatusOK, gin.H{"items": tasks, "total": total})
+}
+
+// apiGetTask answers GET /api/v1/tasks/{id}.
+func (s *server) apiGetTask(c *gin.Context) {
+	t, err := s.m.GetTask(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, t)
+}
+
+// apiCreateTask answers POST /api/v1/tasks with the new, stopped task.
+func (s *server) apiCreateTask(c *gin.Context) {
+	var in master.TaskInput
+	if !bindJSON(c, &in) {
+		return
+	}
+	t, err := s.m.CreateTask(c.Request.Context(), in, currentUser(c).Name)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, t)
+}
+
+// apiUpdateTask answers PUT /api/v1/tasks/{id}; only a stopped task can be edited.
+func (s *server) apiUpdateTask(c *gin.Context) {
+	var in master.TaskInput
+	if !bindJSON(c, &in) {
+		return
+	}
+	if in.ID != "" && in.ID != c.Param("id") {
+		s.apiError(c, worker.FieldErrors{"id": "does not match the task in the path"})
+		return
+	}
+	t, err := s.m.UpdateTask(c.Request.Context(), c.Param("id"), in)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, t)
+}
+
+// apiDeleteTask answers DELETE /api/v1/tasks/{id} with 204.
+func (s *server) apiDeleteTask(c *gin.Context) {
+	if err := s.m.DeleteTask(c.Request.Context(), c.Param("id")); err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (s *server) apiTaskAction(c *gin.Context, verb string, do func(context.Context, string) (*master.Task, error)) {
+	id := c.Param("id")
+	t, err := do(c.Request.Context(), id)
+	if err != nil {
+		s.log.Warn("task action failed", "action", verb, "task", id, "user", currentUser(c).Name, "err", err)
+		s.apiError(c, err)
+		return
+	}
+	s.log.Info("task action", "action", verb, "task", id, "user", currentUser(c).Name)
+	c.JSON(http.StatusOK, t)
+}
+
+// apiStartTask answers POST /api/v1/tasks/{id}/start.
+func (s *server) apiStartTask(c *gin.Context) { s.apiTaskAction(c, "start", s.m.StartTask) }
+
+// apiStopTask answers POST /api/v1/tasks/{id}/stop.
+func (s *server) apiStopTask(c *gin.Context) { s.apiTaskAction(c, "stop", s.m.StopTask) }
+
+// apiPauseTask answers POST /api/v1/tasks/{id}/pause.
+func (s *server) apiPauseTask(c *gin.Context) { s.apiTaskAction(c, "pause", s.m.PauseTask) }
+
+// apiResumeTask answers POST /api/v1/tasks/{id}/resume.
+func (s *server) apiResumeTask(c *gin.Context) { s.apiTaskAction(c, "resume", s.m.ResumeTask) }
+
+// apiRunTask answers POST /api/v1/tasks/{id}/run: one run now, on one executor.
+func (s *server) apiRunTask(c *gin.Context) {
+	t, node, err := s.m.RunTask(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.Header("X-SM-Node", node)
+	c.JSON(http.StatusOK, t)
+}
+
+// apiListRuns answers GET /api/v1/tasks/{id}/runs?limit=&offset=.
+func (s *server) apiListRuns(c *gin.Context) {
+	limit, offset, err := pageParams(c)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	runs, total, err := s.m.ListRuns(c.Request.Context(), c.Param("id"), limit, offset)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	items := make([]apiRun, len(runs))
+	for i := range runs {
+		items[i] = toAPIRun(&runs[i], true)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+}
+
+// apiGetRun answers GET /api/v1/runs/{id}.
+func (s *server) apiGetRun(c *gin.Context) {
+	r, err := s.m.GetRun(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPIRun(r, true))
+}

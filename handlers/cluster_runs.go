@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// lockFire handles POST /api/worker/lock: an executor claims one fire.
+func (s *server) lockFire(c *gin.Context) {
+	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(worker.HeaderNode), c.GetHeader(worker.HeaderSecret))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	var req worker.LockRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	resp, err := s.m.Claim(c.Request.Context(), node, req)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+// reportRuns handles POST /api/worker/runs: a batch of run reports.
+func (s *server) reportRuns(c *gin.Context) {
+	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(worker.HeaderNode), c.GetHeader(worker.HeaderSecret))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	body, err := readBodyLimit(c, 80<<20)
+	if err != nil {
+		return
+	}
+	var req worker.RunsRequest
+	if err := decodeStrict(body, &req); err != nil {
+		c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		return
+	}
+	resp, err := s.m.IngestRuns(c.Request.Context(), node, req.Runs)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, resp)
+}
