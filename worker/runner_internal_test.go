@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	b := &tailBuffer{max: 10}
+	for i := 0; i < 5; i++ {
+		b.Write([]byte("abcdefgh"))
+	}
+	s := b.String()
+	if !strings.HasSuffix(s, "gh") || len(s) > 10 {
+		t.Fatalf("tail %q: want at most 10 bytes ending in the last write", s)
+	}
+	small := &tailBuffer{max: 100}
+	small.Write([]byte("hello"))
+	if small.String() != "hello" {
+		t.Fatalf("short output changed: %q", small.String())
+	}
+}
+
+func TestScheduledFireNamesTheScheduleTime(t *testing.T) {
+	sched, err := ParseCron("*/5 * * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tj := &taskJob{spec: TaskSpec{TaskDef: TaskDef{Schedule: Schedule{Kind: ScheduleCron, Cron: "*/5 * * * * *"}}}, cron: sched}
+	base := time.Date(2026, 1, 2, 3, 4, 10, 0, time.UTC)
+	for _, lag := range []time.Duration{0, 3 * time.Millisecond, 900 * time.Millisecond, 4 * time.Second} {
+		if got := tj.scheduledFire(base.Add(lag)); !got.Equal(base) {
+			t.Errorf("lag %s: fire %s, want %s", lag, got, base)
+		}
+	}
+	// A timer firing a little early still names the coming fire.
+	if got := tj.scheduledFire(base.Add(-50 * time.Millisecond)); !got.Equal(base) {
+		t.Errorf("early: fire %s, want %s", got, base)
+	}
+	iv := &taskJob{spec: TaskSpec{TaskDef: TaskDef{Schedule: Schedule{Kind: ScheduleInterval, Every: Duration(2 * time.Second)}}}}
+	if got := iv.scheduledFire(base.Add(30 * time.Millisecond)); !got.Equal(base) {
+		t.Errorf("interval: fire %s, want %s", got, base)
+	}
+}
+
+// fakeMaster accepts or refuses run batches and remembers the run ids it got.
+type fakeMaster struct {
+	mu   sync.Mutex
+	down bool
+	got  map[string]int
+}
+
+func (f *fakeMaster) post(_ context.Context, runs []RunReport) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return errors.New("connection refused")
+	}
+	for _, r := range runs {
+		f.got[r.ID]++
+	}
+	return nil
+}
+
+func (f *fakeMaster) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.got)
+}
+
+func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
+	dir := t.TempDir()
+	fm := &fakeMaster{down: true, got: map[string]int{}}
+	log := slog.New(slog.DiscardHandler)
+	r := newReporter(dir, log, fm.post)
+	ctx, cancel := context.WithCancel(context.Background())
+	go r.run(ctx)
+	for i := 0; i < 50; i++ {
+		r.add(RunReport{ID: "r" + string(rune('A'+i%26)) + string(rune('a'+i/26)), TaskID: "t"})
+	}
+	spool := filepath.Join(dir, "runs.spool")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if st, err := os.Stat(spool); err == nil && st.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reports were not spooled while the master was down")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fm.mu.Lock()
+	fm.down = false
+	fm.mu.Unlock()
+	deadline = time.Now().Add(20 * time.Second)
+	for fm.count() < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 50 reports delivered after the master came back", fm.count())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(spool); !os.IsNotExist(err) {
+		t.Fatalf("spool not removed after delivery: %v", err)
+	}
+	cancel()
+	<-r.done
+}
+
+func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	down := &fakeMaster{down: true, got: map[string]int{}}
+	r := newReporter(dir, log, down.post)
+	ctx, cancel := context.WithCancel(context.Background())
+	// Queue before the loop runs, then stop at once: the flush must spool them.
+	for i := 0; i < 10; i++ {
+		r.add(RunReport{ID: "s" + string(rune('a'+i)), TaskID: "t"})
+	}
+	cancel()
+	r.run(ctx)
+	up := &fakeMaster{got: map[string]int{}}
+	r2 := newReporter(dir, log, up.post)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go r2.run(ctx2)
+	deadline := time.Now().Add(10 * time.Second)
+	for up.count() < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a restarted worker delivered %d of 10 spooled reports", up.count())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for id, n := range up.got {
+		if n != 1 {
+			t.Fatalf("report %s delivered %d times", id, n)
+		}
+	}
+}
