@@ -1,0 +1,253 @@
+package master_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+func httpInput(executors ...string) master.TaskInput {
+	return master.TaskInput{
+		TaskDef: worker.TaskDef{Title: "ping", Type: worker.TaskHTTP,
+			Schedule: worker.Schedule{Kind: worker.ScheduleInterval, Every: worker.Duration(time.Hour)},
+			HTTP:     &worker.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}},
+		Executors: executors,
+	}
+}
+
+// runningWorkers starts in-process workers, connected and enabled.
+func runningWorkers(e *env, names ...string) map[string]*testWorker {
+	out := map[string]*testWorker{}
+	for _, n := range names {
+		tw := startWorker(e.t, n)
+		e.create(tw)
+		e.connect(n)
+		e.enable(n)
+		out[n] = tw
+	}
+	return out
+}
+
+func TestCreateTaskValidation(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		e.addMasterNode()
+		runningWorkers(e, "w1")
+		before, _, _ := e.m.ListTasks(e.ctx, store.TaskFilter{})
+
+		bad := map[string]func(*master.TaskInput){
+			"executors": func(in *master.TaskInput) { in.Executors = []string{"ghost"} },
+			"keepers":   func(in *master.TaskInput) { in.Keepers = []string{"nobody"} },
+			"children":  func(in *master.TaskInput) { in.Children = []string{"no-such-task"} },
+			"http.url":  func(in *master.TaskInput) { in.HTTP.URL = "::" },
+		}
+		for field, edit := range bad {
+			in := httpInput("w1")
+			edit(&in)
+			if _, err := e.m.CreateTask(e.ctx, in, "admin"); !isFieldErrors(err, field) {
+				t.Errorf("%s: got %v, want a field error on it", field, err)
+			}
+		}
+		in := httpInput(masterName)
+		if _, err := e.m.CreateTask(e.ctx, in, "admin"); !isFieldErrors(err, "executors") {
+			t.Errorf("master as executor: %v", err)
+		}
+		after, _, _ := e.m.ListTasks(e.ctx, store.TaskFilter{})
+		if len(after) != len(before) {
+			t.Fatal("refused input created a task")
+		}
+
+		// Children: itself and cycles are refused on edit.
+		a, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bIn := httpInput("w1")
+		bIn.Children = []string{a.ID}
+		b, err := e.m.CreateTask(e.ctx, bIn, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := httpInput("w1")
+		self.Children = []string{a.ID}
+		if _, err := e.m.UpdateTask(e.ctx, a.ID, self); !isFieldErrors(err, "children") {
+			t.Fatalf("self child: %v", err)
+		}
+		cyc := httpInput("w1")
+		cyc.Children = []string{b.ID}
+		_, err = e.m.UpdateTask(e.ctx, a.ID, cyc)
+		if !isFieldErrors(err, "children") || !strings.Contains(err.Error(), "cycle") {
+			t.Fatalf("cycle a→b→a: %v", err)
+		}
+		if got, _ := e.m.GetTask(e.ctx, a.ID); len(got.Children) != 0 {
+			t.Fatalf("a refused edit changed the task: %+v", got.Children)
+		}
+	})
+}
+
+func TestCreateTaskWithoutExecutorsGetsTwoRunningWorkers(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite(t))
+	runningWorkers(e, "w1", "w2", "w3")
+	idle := startWorker(t, "idle")
+	e.create(idle)
+	e.connect("idle")
+	for i := 0; i < 10; i++ {
+		tk, err := e.m.CreateTask(e.ctx, httpInput(), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tk.Executors) != 2 || tk.Executors[0] == tk.Executors[1] {
+			t.Fatalf("executors %v, want two distinct", tk.Executors)
+		}
+		for _, x := range tk.Executors {
+			if x == "idle" {
+				t.Fatal("an idle worker was picked")
+			}
+		}
+	}
+	// No running worker at all: a clear error.
+	e2 := newEnv(t, storetest.OpenSQLite(t))
+	if _, err := e2.m.CreateTask(e2.ctx, httpInput(), "admin"); !isFieldErrors(err, "executors") {
+		t.Fatalf("no running worker: %v", err)
+	}
+}
+
+func TestStartTaskRollsBackAndNamesTheFailingNode(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		ws := runningWorkers(e, "up", "down")
+		tk, err := e.m.CreateTask(e.ctx, httpInput("up", "down"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws["down"].Srv.CloseClientConnections()
+		ws["down"].Srv.Close() // dead, but still "running" in the database
+		_, err = e.m.StartTask(e.ctx, tk.ID)
+		if !errors.Is(err, master.ErrWorker) || !strings.Contains(err.Error(), "down") || strings.Contains(err.Error(), "node up") {
+			t.Fatalf("start with a dead executor: %v, want ErrWorker naming node down", err)
+		}
+		got, _ := e.m.GetTask(e.ctx, tk.ID)
+		if got.Status != store.TaskStopped {
+			t.Fatalf("task status %d after a failed start, want stopped", got.Status)
+		}
+		if n := ws["up"].W.Health().RunningTasks; n != 0 {
+			t.Fatalf("the healthy executor kept the task after the rollback (%d tasks)", n)
+		}
+
+		// Without running executors: the SPEC's message.
+		tk2, err := e.m.CreateTask(e.ctx, httpInput("up"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.DisableNode(e.ctx, "up"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.StartTask(e.ctx, tk2.ID); !errors.Is(err, master.ErrState) || !strings.Contains(err.Error(), "no running worker for this task") {
+			t.Fatalf("start without running executors: %v", err)
+		}
+	})
+}
+
+func TestTaskLifecycleOnWorkersAndRePushOnEnable(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite(t))
+	ws := runningWorkers(e, "a", "b")
+	tk, err := e.m.CreateTask(e.ctx, httpInput("a", "b"), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.PauseTask(e.ctx, tk.ID); !errors.Is(err, master.ErrState) {
+		t.Fatalf("pause a stopped task: %v", err)
+	}
+	if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	for n, tw := range ws {
+		if tw.W.Health().RunningTasks != 1 {
+			t.Fatalf("%s does not schedule the started task", n)
+		}
+	}
+	if _, err := e.m.UpdateTask(e.ctx, tk.ID, httpInput("a")); !errors.Is(err, master.ErrState) {
+		t.Fatalf("edit a running task: %v", err)
+	}
+	if _, err := e.m.PauseTask(e.ctx, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.ResumeTask(e.ctx, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A node that is disabled and enabled again gets its running tasks back.
+	if _, err := e.m.DisableNode(e.ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if ws["b"].W.Health().RunningTasks != 0 {
+		t.Fatal("a disabled node kept its tasks")
+	}
+	if _, err := e.m.EnableNode(e.ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if ws["b"].W.Health().RunningTasks != 1 {
+		t.Fatal("an enabled node did not get its running task back")
+	}
+	if _, err := e.m.StopTask(e.ctx, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	for n, tw := range ws {
+		if tw.W.Health().RunningTasks != 0 {
+			t.Fatalf("%s still schedules a stopped task", n)
+		}
+	}
+	if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.GetTask(e.ctx, tk.ID); !errors.Is(err, master.ErrNotFound) {
+		t.Fatalf("deleted task: %v", err)
+	}
+}
+
+func TestIngestRunsIsIdempotent(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		runningWorkers(e, "w1")
+		tk, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		mk := func(id string) worker.RunReport {
+			return worker.RunReport{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now.Add(time.Millisecond), Result: "success", Attempt: 1}
+		}
+		batch := []worker.RunReport{mk("r1"), mk("r2"), mk("r2")}
+		resp, err := e.m.IngestRuns(e.ctx, e.node("w1"), batch)
+		if err != nil || resp.Accepted != 2 || resp.Duplicates != 1 {
+			t.Fatalf("first delivery: %+v %v", resp, err)
+		}
+		resp, err = e.m.IngestRuns(e.ctx, e.node("w1"), batch)
+		if err != nil || resp.Accepted != 0 || resp.Duplicates != 3 {
+			t.Fatalf("redelivery: %+v %v", resp, err)
+		}
+		got, _ := e.m.GetTask(e.ctx, tk.ID)
+		if got.RunCount != 2 {
+			t.Fatalf("run_count %d, want 2", got.RunCount)
+		}
+		// Reports in another node's name, or malformed, are refused whole.
+		other := mk("r3")
+		other.Node = "w9"
+		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{other}); !errors.Is(err, master.ErrInvalid) {
+			t.Fatalf("report for another node: %v", err)
+		}
+		badResult := mk("r4")
+		badResult.Result = "great"
+		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{mk("r5"), badResult}); !errors.Is(err, master.ErrInvalid) {
+			t.Fatalf("bad result: %v", err)
+		}
+		if _, total, _ := e.m.ListRuns(e.ctx, tk.ID, 10, 0); total != 2 {
+			t.Fatalf("runs stored %d, want 2", total)
+		}
+	})
+}
