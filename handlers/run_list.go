@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// runsPageSize is how many runs the task page shows at once.
+const runsPageSize = 50
+
+// taskRuns is the live fragment of the task page: a page of its runs, newest first.
+func (s *server) taskRuns(c *gin.Context) {
+	vm, err := s.runsVM(c, c.Param("id"))
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, views.RunRows(vm))
+}
+
+// runsVM loads the page of a task's runs at ?offset=.
+func (s *server) runsVM(c *gin.Context, taskID string) (views.RunsVM, error) {
+	_, offset, err := pageParams(c)
+	if err != nil {
+		return views.RunsVM{}, err
+	}
+	runs, total, err := s.m.ListRuns(c.Request.Context(), taskID, runsPageSize, offset)
+	if err != nil {
+		return views.RunsVM{}, err
+	}
+	base := "/tasks/" + url.PathEscape(taskID)
+	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll}
+	now := time.Now()
+	for i := range runs {
+		vm.Rows = append(vm.Rows, runRow(&runs[i], now))
+	}
+	if len(runs) > 0 {
+		vm.From, vm.To = offset+1, offset+len(runs)
+	}
+	page := func(path string, off int) string {
+		if off <= 0 {
+			return path
+		}
+		return path + "?offset=" + strconv.Itoa(off)
+	}
+	if offset > 0 {
+		vm.PrevURL = page(base, offset-runsPageSize)
+		if offset-runsPageSize <= 0 {
+			vm.PrevURL = base
+		}
+	}
+	if offset+len(runs) < total {
+		vm.NextURL = page(base, offset+runsPageSize)
+	}
+	vm.RowsURL = page(base+"/runs", offset)
+	return vm, nil
+}
+
+func runRow(r *store.Run, now time.Time) views.RunRow {
+	return views.RunRow{
+		ID: r.ID, StartedAt: utcText(r.StartedAt), Started: ago(r.StartedAt, now), Node: r.Node,
+		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(r.DurationMS), Result: r.Result,
+		Attempt: r.Attempt, Code: runCode(r), Manual: r.Manual,
+	}
+}
+
+// runCode is "HTTP 200" for an HTTP run, "exit 1" for a shell run, or "".
+func runCode(r *store.Run) string {
+	switch {
+	case r.HTTPStatus != 0:
+		return "HTTP " + strconv.Itoa(r.HTTPStatus)
+	case r.ExitCode != nil:
+		return "exit " + strconv.Itoa(*r.ExitCode)
+	}
+	return ""
+}
+
+// durationMS renders a run's duration: "850ms", "2.4s", "3m12s".
+func durationMS(ms int64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%dms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.1fs", float64(ms)/1000)
+	}
+	return shortDuration((time.Duration(ms) * time.Millisecond).Round(time.Second))
+}

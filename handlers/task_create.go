@@ -1,0 +1,41 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// showNewTask shows the empty task form with its defaults.
+func (s *server) showNewTask(c *gin.Context) {
+	vm := views.TaskFormVM{
+		Layout: s.layout(c, "New task", "tasks"), Type: "http", ScheduleKind: "cron",
+		Timeout: "30s", Retries: "0", HTTPMethod: "GET",
+	}
+	s.renderTaskForm(c, http.StatusOK, vm)
+}
+
+// createTask stores a new, stopped task and shows it, or shows the form again
+// with inline errors and what was typed.
+func (s *server) createTask(c *gin.Context) {
+	vm, in, fe := s.readTaskForm(c, false)
+	status := http.StatusUnprocessableEntity
+	if len(fe) == 0 {
+		t, err := s.m.CreateTask(c.Request.Context(), in, currentUser(c).Name)
+		if err == nil {
+			s.log.Info("task added", "task", t.ID, "title", t.Title, "user", currentUser(c).Name)
+			s.setFlash(c, true, taskName(t)+" created. It is stopped: press Start to schedule it.")
+			c.Redirect(http.StatusSeeOther, "/tasks/"+url.PathEscape(t.ID))
+			return
+		}
+		if status = s.taskFormError(c, err, &vm); status == 0 {
+			return
+		}
+	} else {
+		vm.Errors = fe
+	}
+	s.renderTaskForm(c, status, vm)
+}

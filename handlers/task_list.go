@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// listTasks shows the task list with its filters; htmx gets only the rows.
+func (s *server) listTasks(c *gin.Context) {
+	vm, err := s.tasksVM(c, nil)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	if isHX(c) {
+		s.render(c, http.StatusOK, views.TaskRows(vm))
+		return
+	}
+	vm.Flash = s.takeFlash(c)
+	s.render(c, http.StatusOK, views.TasksPage(vm))
+}
+
+// taskRows is the live fragment the task table polls, with the page's filters.
+func (s *server) taskRows(c *gin.Context) {
+	vm, err := s.tasksVM(c, nil)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, views.TaskRows(vm))
+}
+
+// tasksError answers a bad filter with a readable 4xx and anything else with 500.
+func (s *server) tasksError(c *gin.Context, err error) {
+	if st := errorStatus(err); st != 0 {
+		s.errorPage(c, st, userMessage(err))
+		return
+	}
+	s.serverError(c, err)
+}
+
+// taskListQuery is the list's filters (and page) as a query string.
+func taskListQuery(f views.TaskFilterVM, offset int) url.Values {
+	q := url.Values{}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	if f.Title != "" {
+		q.Set("title", f.Title)
+	}
+	if f.Node != "" {
+		q.Set("node", f.Node)
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	return q
+}
+
+func withQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// tasksVM reads the filters of the request (query string) and loads the page.
+func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, error) {
+	f, err := taskFilter(c)
+	if err != nil {
+		return views.TasksVM{}, err
+	}
+	f.Limit = 50
+	ctx := c.Request.Context()
+	tasks, total, err := s.m.ListTasks(ctx, f)
+	if err != nil {
+		return views.TasksVM{}, err
+	}
+	nodes, err := s.m.ListNodes(ctx)
+	if err != nil {
+		return views.TasksVM{}, err
+	}
+	l := s.layout(c, "Tasks", "tasks")
+	fvm := views.TaskFilterVM{Title: f.Title, Node: f.Node}
+	if f.Status != nil {
+		fvm.Status = strconv.Itoa(*f.Status)
+	}
+	vm := views.TasksVM{
+		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.TaskFilterVM{}),
+		Total: total, PollInterval: s.poll, ShowActions: !l.ReadOnly,
+	}
+	for _, n := range nodes {
+		if n.Type == store.TypeWorker {
+			vm.Nodes = append(vm.Nodes, n.Name)
+		}
+	}
+	if fvm.Node != "" && !contains(vm.Nodes, fvm.Node) {
+		vm.Nodes = append(vm.Nodes, fvm.Node)
+	}
+	now := time.Now()
+	for i := range tasks {
+		vm.Rows = append(vm.Rows, taskRow(&tasks[i], now))
+	}
+	if len(tasks) > 0 {
+		vm.From, vm.To = f.Offset+1, f.Offset+len(tasks)
+	}
+	if f.Offset > 0 {
+		vm.PrevURL = withQuery("/tasks", taskListQuery(fvm, max(f.Offset-f.Limit, 0)))
+	}
+	if f.Offset+len(tasks) < total {
+		vm.NextURL = withQuery("/tasks", taskListQuery(fvm, f.Offset+f.Limit))
+	}
+	here := taskListQuery(fvm, f.Offset)
+	vm.RowsURL = withQuery("/tasks/rows", here)
+	vm.ActionQuery = withQuery("", here)
+	return vm, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func taskActions(status int) views.TaskActions {
+	switch status {
+	case store.TaskStopped:
+		return views.TaskActions{Start: true, RunOnce: true, Edit: true, Delete: true}
+	case store.TaskRunning:
+		return views.TaskActions{Pause: true, Stop: true, RunOnce: true}
+	case store.TaskPaused:
+		return views.TaskActions{Resume: true, Stop: true, RunOnce: true}
+	}
+	return views.TaskActions{}
+}
+
+func taskRow(t *master.Task, now time.Time) views.TaskRow {
+	r := views.TaskRow{
+		ID: t.ID, Title: t.Title, Type: t.Type, Schedule: scheduleText(&t.TaskDef),
+		Executors: strings.Join(t.Executors, ", "), Status: t.Status, StatusName: master.TaskStatusName(t.Status),
+		LastResult: t.LastResult, RunCount: t.RunCount, Actions: taskActions(t.Status),
+	}
+	r.LastRun, r.LastRunAt = lastRunText(t, now)
+	r.NextRun, r.NextRunAt = nextRunText(t, now)
+	return r
+}
+
+func lastRunText(t *master.Task, now time.Time) (rel, at string) {
+	if t.LastRunAt == nil {
+		return "never", ""
+	}
+	return ago(*t.LastRunAt, now), t.LastRunAt.UTC().Format(time.RFC3339)
+}
+
+func nextRunText(t *master.Task, now time.Time) (rel, at string) {
+	switch {
+	case t.Status == store.TaskPaused:
+		return "paused", ""
+	case t.NextRunAt == nil:
+		return "-", ""
+	}
+	return until(*t.NextRunAt, now), t.NextRunAt.UTC().Format(time.RFC3339)
+}
+
+// until renders a future time as "in 3s".
+func until(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		return fmt.Sprintf("in %ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("in %dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %dh", int(d.Hours()))
+	}
+	return utcText(t)
+}
+
+// utcText is the console's way of showing an absolute time.
+func utcText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
+}
+
+// scheduleText describes a schedule: "cron */5 * * * * *", "every 2s", "once at …".
+func scheduleText(d *worker.TaskDef) string {
+	switch d.Schedule.Kind {
+	case worker.ScheduleCron:
+		return "cron " + d.Schedule.Cron
+	case worker.ScheduleInterval:
+		return "every " + shortDuration(time.Duration(d.Schedule.Every))
+	case worker.ScheduleOnce:
+		if d.Schedule.At != nil {
+			return "once at " + utcText(*d.Schedule.At)
+		}
+		return "once"
+	}
+	return d.Schedule.Kind
+}
+
+// shortDuration writes 1m0s as 1m and 2h0m0s as 2h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

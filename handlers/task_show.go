@@ -1,0 +1,83 @@
+package handlers
+
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// showTask shows a task's definition, status, actions and runs.
+func (s *server) showTask(c *gin.Context) {
+	vm, err := s.taskVM(c, c.Param("id"), nil)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	vm.Flash = s.takeFlash(c)
+	s.render(c, http.StatusOK, views.TaskPage(vm))
+}
+
+// taskVM loads one task and the page of its runs asked for by ?offset=.
+func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.TaskVM, error) {
+	ctx := c.Request.Context()
+	t, err := s.m.GetTask(ctx, id)
+	if err != nil {
+		return views.TaskVM{}, err
+	}
+	runs, err := s.runsVM(c, id)
+	if err != nil {
+		return views.TaskVM{}, err
+	}
+	l := s.layout(c, t.Title, "tasks")
+	now := time.Now()
+	vm := views.TaskVM{
+		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
+		Schedule: scheduleText(&t.TaskDef), Status: t.Status, StatusName: master.TaskStatusName(t.Status),
+		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Params: sortedKV(t.Params),
+		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
+		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
+		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
+	}
+	vm.LastRun, vm.LastRunAt = lastRunText(t, now)
+	vm.NextRun, vm.NextRunAt = nextRunText(t, now)
+	switch {
+	case t.StartAt != nil && t.EndAt != nil:
+		vm.Window = "from " + utcText(*t.StartAt) + " to " + utcText(*t.EndAt)
+	case t.StartAt != nil:
+		vm.Window = "from " + utcText(*t.StartAt)
+	case t.EndAt != nil:
+		vm.Window = "until " + utcText(*t.EndAt)
+	}
+	for _, ch := range t.Children {
+		link := views.TaskLink{ID: ch, Title: ch}
+		if ct, err := s.m.GetTask(ctx, ch); err == nil {
+			link.Title = ct.Title
+		}
+		vm.Children = append(vm.Children, link)
+	}
+	if h := t.HTTP; h != nil {
+		vm.HTTP = &views.TaskHTTPView{Method: h.Method, URL: h.URL, Headers: sortedKV(h.Headers), Body: h.Body, ContentType: h.ContentType}
+	}
+	if sh := t.Shell; sh != nil {
+		vm.Shell = &views.TaskShellView{Command: sh.Command, Args: sh.Args, Env: sortedKV(sh.Env), Dir: sh.Dir}
+	}
+	return vm, nil
+}
+
+func sortedKV(m map[string]string) []views.KV {
+	out := make([]views.KV, 0, len(m))
+	for k, v := range m {
+		out = append(out, views.KV{Key: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// isStopped reports whether a task may be edited.
+func isStopped(t *master.Task) bool { return t.Status == store.TaskStopped }

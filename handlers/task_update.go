@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// showEditTask shows the form filled with a stopped task's definition; for a
+// task that is not stopped it says why it cannot be edited.
+func (s *server) showEditTask(c *gin.Context) {
+	t, err := s.m.GetTask(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	vm := taskFormFromTask(t)
+	vm.Layout, vm.Edit = s.layout(c, "Edit task", "tasks"), true
+	if !isStopped(t) {
+		vm.Locked = lockedMessage(t)
+		s.render(c, http.StatusOK, views.TaskFormPage(vm))
+		return
+	}
+	if err := s.taskFormOptions(c.Request.Context(), &vm, t.Executors, t.Children); err != nil {
+		s.serverError(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, views.TaskFormPage(vm))
+}
+
+// updateTask saves an edit of a stopped task, or shows the form again with
+// inline errors; a task that is not stopped is refused with the reason.
+func (s *server) updateTask(c *gin.Context) {
+	id := c.Param("id")
+	t, err := s.m.GetTask(c.Request.Context(), id)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	vm, in, fe := s.readTaskForm(c, true)
+	if !isStopped(t) {
+		vm.Locked = lockedMessage(t)
+		s.renderTaskForm(c, http.StatusConflict, vm)
+		return
+	}
+	status := http.StatusUnprocessableEntity
+	if len(fe) == 0 {
+		saved, err := s.m.UpdateTask(c.Request.Context(), id, in)
+		if err == nil {
+			s.log.Info("task edited", "task", id, "user", currentUser(c).Name)
+			s.setFlash(c, true, taskName(saved)+" saved.")
+			c.Redirect(http.StatusSeeOther, "/tasks/"+url.PathEscape(id))
+			return
+		}
+		if errors.Is(err, master.ErrState) {
+			vm.Locked = userMessage(err)
+			s.renderTaskForm(c, http.StatusConflict, vm)
+			return
+		}
+		if status = s.taskFormError(c, err, &vm); status == 0 {
+			return
+		}
+	} else {
+		vm.Errors = fe
+	}
+	s.renderTaskForm(c, status, vm)
+}
+
+func lockedMessage(t *master.Task) string {
+	return taskName(t) + " is " + master.TaskStatusName(t.Status) + "; stop it before editing. Only a stopped task can be edited."
+}

@@ -1,0 +1,218 @@
+package views
+
+// TaskActions says which actions a task's status allows.
+type TaskActions struct {
+	Start   bool
+	Stop    bool
+	Pause   bool
+	Resume  bool
+	RunOnce bool
+	Edit    bool
+	Delete  bool
+}
+
+// TaskRow is one line of the task list.
+type TaskRow struct {
+	ID         string
+	Title      string
+	Type       string
+	Schedule   string // e.g. "cron */5 * * * * *", "every 2s"
+	Executors  string // comma-separated node names
+	Status     int
+	StatusName string
+	LastRun    string // relative, e.g. "3s ago", or "never"
+	LastRunAt  string // RFC 3339, for the title
+	LastResult string // success, failed, timeout, skipped or ""
+	NextRun    string // relative, e.g. "in 2s", or "-"
+	NextRunAt  string // RFC 3339, for the title
+	RunCount   int64
+	Actions    TaskActions
+}
+
+// TaskFilterVM is the filter form of the task list, as typed.
+type TaskFilterVM struct {
+	Status string // "", "0", "1", "2"
+	Title  string
+	Node   string
+}
+
+// TasksVM is the task list page.
+type TasksVM struct {
+	Layout       LayoutVM
+	Flash        *Flash
+	Rows         []TaskRow
+	Filter       TaskFilterVM
+	Filtered     bool     // a filter is set (changes the empty-state text)
+	Nodes        []string // worker names for the node filter
+	Total        int
+	From, To     int    // 1-based range shown
+	PrevURL      string // "" when on the first page
+	NextURL      string // "" when on the last page
+	RowsURL      string // the live fragment with the same filters
+	ActionQuery  string // "?status=…" kept on action posts, so the answer keeps the filters
+	PollInterval string // htmx trigger, e.g. "every 2s"
+	ShowActions  bool
+}
+
+// NodeOption is a worker offered as an executor.
+type NodeOption struct {
+	Name       string
+	StatusName string
+	Checked    bool
+}
+
+// TaskOption is a task offered as a child.
+type TaskOption struct {
+	ID      string
+	Title   string
+	Checked bool
+}
+
+// TaskFormVM is the create/edit task form; every field as the user typed it.
+type TaskFormVM struct {
+	Layout LayoutVM
+	Edit   bool
+	ID     string
+	// Locked is why the task cannot be edited now (not stopped); the form is not shown.
+	Locked string
+
+	Title        string
+	Description  string
+	Type         string // http, shell
+	ScheduleKind string // cron, interval, once
+	Cron         string
+	Every        string
+	At           string // datetime-local, UTC
+	StartAt      string
+	EndAt        string
+	Timeout      string
+	Retries      string
+	Params       string // KEY=value lines
+	Executors    []NodeOption
+	Keepers      string // comma-separated
+	Children     []TaskOption
+
+	HTTPMethod      string
+	HTTPURL         string
+	HTTPHeaders     string // "Name: value" lines
+	HTTPBody        string
+	HTTPContentType string
+
+	ShellCommand string
+	ShellArgs    string // one per line
+	ShellEnv     string // KEY=value lines
+	ShellDir     string
+
+	Errors      map[string]string // field ("schedule.cron") -> message
+	OtherErrors []string          // errors of fields the form has no place for
+	FormError   string
+}
+
+// KV is one key/value line of a definition.
+type KV struct {
+	Key   string
+	Value string
+}
+
+// TaskLink names another task.
+type TaskLink struct {
+	ID    string
+	Title string
+}
+
+// TaskHTTPView is an HTTP task's request.
+type TaskHTTPView struct {
+	Method      string
+	URL         string
+	Headers     []KV
+	Body        string
+	ContentType string
+}
+
+// TaskShellView is a shell task's command.
+type TaskShellView struct {
+	Command string
+	Args    []string
+	Env     []KV
+	Dir     string
+}
+
+// RunRow is one line of a task's runs table.
+type RunRow struct {
+	ID          string
+	StartedAt   string // UTC
+	Started     string // relative
+	Node        string
+	ScheduledAt string // UTC
+	Duration    string
+	Result      string
+	Attempt     int
+	Code        string // "HTTP 200", "exit 1" or ""
+	Manual      bool
+}
+
+// RunsVM is a page of a task's runs, the live fragment of the task page.
+type RunsVM struct {
+	TaskID       string
+	Rows         []RunRow
+	Total        int
+	From, To     int
+	PrevURL      string
+	NextURL      string
+	RowsURL      string
+	PollInterval string
+}
+
+// TaskVM is the task detail page.
+type TaskVM struct {
+	Layout      LayoutVM
+	Flash       *Flash
+	ID          string
+	Title       string
+	Description string
+	Type        string
+	Schedule    string
+	Status      int
+	StatusName  string
+	Window      string // start/end window, "" when none
+	Timeout     string
+	Retries     int
+	Params      []KV
+	Executors   []string
+	Keepers     []string
+	Children    []TaskLink
+	HTTP        *TaskHTTPView
+	Shell       *TaskShellView
+	LastRun     string
+	LastRunAt   string
+	LastResult  string
+	NextRun     string
+	NextRunAt   string
+	RunCount    int64
+	CreatedBy   string
+	CreatedAt   string
+	UpdatedAt   string
+	Actions     TaskActions
+	ActionQuery string
+	ShowActions bool
+	Runs        RunsVM
+}
+
+// RunVM is the run detail page.
+type RunVM struct {
+	Layout      LayoutVM
+	ID          string
+	TaskID      string
+	TaskTitle   string // "" when the task is gone
+	Node        string
+	ScheduledAt string
+	StartedAt   string
+	EndedAt     string
+	Duration    string
+	Result      string
+	Attempt     int
+	HTTPStatus  string
+	ExitCode    string
+	Manual      bool
+	Output      string
+}
