@@ -26,7 +26,7 @@ func runningTask(t *testing.T, e *env, prios map[string]int) string {
 		names = append(names, name)
 	}
 	tk := &store.Task{ID: "t-claims", Title: "claims", Type: "http", Status: store.TaskRunning, Keepers: "[]", Children: "[]",
-		Spec: `{"id":"t-claims","title":"claims","type":"http","schedule":{"kind":"cron","cron":"* * * * * *"},"http":{"method":"GET","url":"http://127.0.0.1:1/"},"timeout":"1s"}`,
+		Spec:      `{"id":"t-claims","title":"claims","type":"http","schedule":{"kind":"cron","cron":"* * * * * *"},"http":{"method":"GET","url":"http://127.0.0.1:1/"},"timeout":"1s"}`,
 		Executors: names}
 	if err := store.CreateTask(e.ctx, e.s.Store.DB, tk); err != nil {
 		t.Fatal(err)

@@ -78,12 +78,19 @@ func (m *Master) runChildren(taskID string) {
 	}
 }
 
-// ListRuns returns a page of a task's runs, newest first.
+// ListRuns returns a page of a task's runs, newest first. A deleted task's
+// runs stay readable; a task that never existed is not found.
 func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int) ([]store.Run, int, error) {
-	if _, err := m.GetTask(ctx, taskID); err != nil {
+	runs, total, err := store.ListRuns(ctx, m.st.DB, taskID, limit, offset)
+	if err != nil {
 		return nil, 0, err
 	}
-	return store.ListRuns(ctx, m.st.DB, taskID, limit, offset)
+	if total == 0 {
+		if _, err := m.GetTask(ctx, taskID); err != nil {
+			return nil, 0, err
+		}
+	}
+	return runs, total, nil
 }
 
 // GetRun returns one run.

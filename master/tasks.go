@@ -383,12 +383,18 @@ func (m *Master) runningExecutors(ctx context.Context, t *Task) ([]store.Node, e
 
 // dispatch runs op on every running executor at once. When one fails it
 // undoes op on those that succeeded and returns an error naming the node.
-func (m *Master) dispatch(ctx context.Context, t *Task, verb string, op, undo func(context.Context, *store.Node) error) error {
+// With needRunning false an operation with no running executor succeeds: a
+// worker that is not running has no schedule, and gets the task's state pushed
+// when it comes back.
+func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning bool, op, undo func(context.Context, *store.Node) error) error {
 	nodes, err := m.runningExecutors(ctx, t)
 	if err != nil {
 		return err
 	}
 	if len(nodes) == 0 {
+		if !needRunning {
+			return nil
+		}
 		return fmt.Errorf("%w: no running worker for this task (executors: %s)", ErrState, strings.Join(t.Executors, ", "))
 	}
 	errs := make([]error, len(nodes))
@@ -497,10 +503,14 @@ func (m *Master) taskTransition(ctx context.Context, id, verb string, from []int
 		return nil, fmt.Errorf("%w: task %s is %s; cannot %s it", ErrState, id, TaskStatusName(t.Status), verb)
 	}
 	op, undo := ops(t)
-	if err := m.dispatch(ctx, t, verb, op, undo); err != nil {
+	if err := m.dispatch(ctx, t, verb, verb == "start", op, undo); err != nil {
 		return nil, err
 	}
 	if err := store.SetTaskStatus(ctx, m.st.DB, id, from, to); err != nil {
+		// The workers already changed: undo there so they match the database.
+		if uerr := m.dispatch(context.WithoutCancel(ctx), t, "undo "+verb, false, undo, nil); uerr != nil {
+			m.log.Error("undo after a failed status update", "task", id, "err", uerr)
+		}
 		return nil, mapTaskErr(err, id)
 	}
 	m.log.Info("task "+verb, "task", id)

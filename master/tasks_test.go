@@ -251,3 +251,39 @@ func TestIngestRunsIsIdempotent(t *testing.T) {
 		}
 	})
 }
+
+func TestStopTaskWhoseExecutorsAreAllOffline(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite(t))
+	ws := runningWorkers(e, "gone")
+	tk, err := e.m.CreateTask(e.ctx, httpInput("gone"), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	_ = ws["gone"].W.Stop(e.ctx) // no master to tell: only the node row says offline
+	reason := "test: gone"
+	if err := store.TransitionNode(e.ctx, e.s.Store.DB, "gone", store.Transition{From: []int{store.StatusRunning}, To: store.StatusOffline, Reason: &reason}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.m.StopTask(e.ctx, tk.ID)
+	if err != nil || got.Status != store.TaskStopped {
+		t.Fatalf("stop with every executor offline: %+v %v", got, err)
+	}
+	now := time.Now().UTC()
+	run := worker.RunReport{ID: "kept", TaskID: tk.ID, Node: "gone", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
+	if _, err := e.m.IngestRuns(e.ctx, e.node("gone"), []worker.RunReport{run}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	// The deleted task's runs stay listable; an unknown task is not found.
+	if runs, total, err := e.m.ListRuns(e.ctx, tk.ID, 10, 0); err != nil || total != 1 || runs[0].ID != "kept" {
+		t.Fatalf("runs of a deleted task: %v %d %v", runs, total, err)
+	}
+	if _, _, err := e.m.ListRuns(e.ctx, "no-such-task", 10, 0); !errors.Is(err, master.ErrNotFound) {
+		t.Fatalf("runs of an unknown task: %v", err)
+	}
+}
