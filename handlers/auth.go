@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/sessions"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -86,6 +87,7 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxUser, p)
+		c.Request = c.Request.WithContext(master.WithActor(c.Request.Context(), p.Name))
 		c.Next()
 	}
 }

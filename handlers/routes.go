@@ -100,6 +100,10 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.GET("/tokens", s.listTokens)
 	ui.POST("/tokens", s.requireAdmin, s.createToken)
 	ui.POST("/tokens/:id/revoke", s.requireAdmin, s.revokeToken)
+	// dashboard routes
+	// users routes
+	// settings routes
+	// events routes
 
 	// Open API.
 	api := r.Group("/api/v1", s.requireUser(true))
@@ -122,6 +126,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.POST("/tasks/:id/run", s.requireAdmin, s.apiRunTask)
 	api.GET("/tasks/:id/runs", s.apiListRuns)
 	api.GET("/runs/:id", s.apiGetRun)
+	// users API routes
+	// events API routes
 
 	r.NoRoute(s.notFound)
 
