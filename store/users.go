@@ -22,6 +22,7 @@ type User struct {
 	Username     string    `bun:"username"`
 	PasswordHash string    `bun:"password_hash"`
 	Role         string    `bun:"role"`
+	Email        string    `bun:"email"` // where failure notifications go when the user keeps a task
 	Disabled     bool      `bun:"disabled"`
 	CreatedAt    time.Time `bun:"created_at"`
 	UpdatedAt    time.Time `bun:"updated_at"`

@@ -1,0 +1,18 @@
+package store
+
+// Keys of the stored settings, edited on the Settings page.
+const (
+	SettingHealthInterval     = "health_interval"      // Go duration
+	SettingHealthTimeout      = "health_timeout"       // Go duration
+	SettingMaxFailures        = "max_failures"         // integer
+	SettingDefaultHTTPTimeout = "default_http_timeout" // Go duration, for tasks without a timeout
+	SettingRunRetentionDays   = "run_retention_days"   // integer, 0 keeps runs forever
+	SettingSMTPHost           = "smtp_host"
+	SettingSMTPPort           = "smtp_port"
+	SettingSMTPFrom           = "smtp_from"
+	SettingSMTPUsername       = "smtp_username"
+	SettingSMTPPassword       = "smtp_password"
+	SettingSMTPTLS            = "smtp_tls" // none, starttls or tls
+	SettingWebhookURL         = "webhook_url"
+	SettingPublicURL          = "public_url" // the console's URL, for links in notifications
+)
