@@ -36,7 +36,7 @@ func probeTargets(nodes []store.Node, includeOffline bool) []store.Node {
 // outcomes. The health job runs it in singleton mode so sweeps never overlap.
 func (m *Master) Sweep(ctx context.Context) SweepResult {
 	start := time.Now()
-	hc := m.cfg.Health
+	hc := m.HealthConfig()
 	nodes, err := store.ListNodes(ctx, m.st.DB)
 	if err != nil {
 		m.log.Error("health sweep: list nodes", "err", err)

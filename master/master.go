@@ -45,6 +45,14 @@ type Config struct {
 	// ClaimWait bounds how long a fire claim waits for the other executors to
 	// claim too before the winner is picked among those that did (default 250ms).
 	ClaimWait time.Duration
+	// Pinned marks the health settings given by flag, env or config file: they
+	// win over the stored settings for the life of the process.
+	Pinned Pinned
+}
+
+// Pinned names the health settings fixed by the process configuration.
+type Pinned struct {
+	HealthInterval, HealthTimeout, MaxFailures bool
 }
 
 func (c *Config) defaults() {
@@ -89,14 +97,19 @@ type Master struct {
 	claims claims
 	sweeps atomic.Int64
 
-	mu    sync.Mutex
-	sched gocron.Scheduler
+	health   atomic.Pointer[HealthConfig]
+	settings atomic.Pointer[Settings]
+	notify   *notifier
+
+	mu        sync.Mutex
+	sched     gocron.Scheduler
+	healthJob gocron.Job
 }
 
 // New builds a master engine over an open store.
 func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	cfg.defaults()
-	return &Master{
+	m := &Master{
 		cfg:    cfg,
 		st:     st,
 		log:    log,
@@ -104,6 +117,13 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		nonces: worker.NewNonceCache(100_000),
 		bootID: worker.NewNonce(),
 	}
+	h := cfg.Health
+	m.health.Store(&h)
+	def := DefaultSettings()
+	def.HealthInterval, def.HealthTimeout, def.MaxFailures = h.Interval, h.Timeout, h.MaxFailures
+	m.settings.Store(&def)
+	m.notify = newNotifier(m)
+	return m
 }
 
 // Identity is the master's node name.
@@ -116,7 +136,7 @@ func (m *Master) BootID() string { return m.bootID }
 func (m *Master) ClusterKey() string { return m.cfg.ClusterKey }
 
 // HealthConfig returns the health checker settings in force.
-func (m *Master) HealthConfig() HealthConfig { return m.cfg.Health }
+func (m *Master) HealthConfig() HealthConfig { return *m.health.Load() }
 
 // Start registers the master as a node and starts the health checker.
 func (m *Master) Start(ctx context.Context) error {
@@ -127,26 +147,41 @@ func (m *Master) Start(ctx context.Context) error {
 	if err := store.UpsertRegisteredNode(ctx, m.st.DB, self); err != nil {
 		return fmt.Errorf("master: register self: %w", err)
 	}
+	if err := m.loadSettings(ctx); err != nil {
+		return err
+	}
 	sched, err := gocron.NewScheduler()
 	if err != nil {
 		return fmt.Errorf("master: scheduler: %w", err)
 	}
-	_, err = sched.NewJob(gocron.DurationJob(m.cfg.Health.Interval),
-		gocron.NewTask(func() { m.Sweep(context.Background()) }),
-		gocron.WithName("health-check"),
-		gocron.WithSingletonMode(gocron.LimitModeReschedule),
-		gocron.WithStartAt(gocron.WithStartImmediately()),
-	)
+	hc := m.HealthConfig()
+	job, err := sched.NewJob(gocron.DurationJob(hc.Interval), gocron.NewTask(m.sweepJob), m.healthJobOptions()...)
 	if err != nil {
 		return fmt.Errorf("master: health job: %w", err)
 	}
+	_, err = sched.NewJob(gocron.DurationJob(time.Hour), gocron.NewTask(m.retentionJob),
+		gocron.WithName("run-retention"), gocron.WithSingletonMode(gocron.LimitModeReschedule),
+		gocron.WithStartAt(gocron.WithStartDateTime(time.Now().Add(time.Minute))))
+	if err != nil {
+		return fmt.Errorf("master: retention job: %w", err)
+	}
 	sched.Start()
 	m.mu.Lock()
-	m.sched = sched
+	m.sched, m.healthJob = sched, job
 	m.mu.Unlock()
 	go m.repushTasks(context.WithoutCancel(ctx))
-	m.log.Info("health checker started", "interval", m.cfg.Health.Interval, "timeout", m.cfg.Health.Timeout, "max_failures", m.cfg.Health.MaxFailures)
+	m.log.Info("health checker started", "interval", hc.Interval, "timeout", hc.Timeout, "max_failures", hc.MaxFailures)
 	return nil
+}
+
+func (m *Master) sweepJob() { m.Sweep(context.Background()) }
+
+func (m *Master) healthJobOptions() []gocron.JobOption {
+	return []gocron.JobOption{
+		gocron.WithName("health-check"),
+		gocron.WithSingletonMode(gocron.LimitModeReschedule),
+		gocron.WithStartAt(gocron.WithStartImmediately()),
+	}
 }
 
 // repushTasks gives every running worker its running tasks again: after a

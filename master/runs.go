@@ -55,6 +55,8 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 	for _, r := range fresh {
 		if r.Result == worker.ResultSuccess {
 			m.runChildren(r.TaskID)
+		} else {
+			m.notify.runFailed(r)
 		}
 	}
 	return worker.RunsResponse{Accepted: len(fresh), Duplicates: len(rows) - len(fresh)}, nil

@@ -213,6 +213,9 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (*Task
 
 // checkTaskInput validates everything about a task input and builds its row.
 func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput, creating bool) (*store.Task, error) {
+	if in.Timeout == 0 {
+		in.Timeout = worker.Duration(m.defaultTimeout())
+	}
 	in.Normalize()
 	fe := worker.FieldErrors{}
 	if err := in.Validate(time.Now()); err != nil {

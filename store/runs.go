@@ -159,3 +159,24 @@ func DeleteOldLocks(ctx context.Context, db bun.IDB, before time.Time) error {
 	}
 	return nil
 }
+
+// DeleteRunsBefore deletes up to limit runs that started before cutoff and
+// returns how many it deleted. Ids are selected first: MySQL refuses LIMIT in
+// an IN subquery and SQLite lacks DELETE … LIMIT.
+func DeleteRunsBefore(ctx context.Context, db bun.IDB, cutoff time.Time, limit int) (int, error) {
+	var ids []string
+	err := db.NewSelect().Model((*Run)(nil)).Column("id").Where("started_at < ?", cutoff.UTC()).
+		OrderExpr("started_at ASC").Limit(int64(limit)).Scan(ctx, &ids)
+	if err != nil {
+		return 0, fmt.Errorf("store: find old runs: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res, err := db.NewDelete().Model((*Run)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete old runs: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

@@ -89,6 +89,7 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		ClusterKey:    clusterKey,
 		AdvertiseHost: advertise,
 		Health:        health,
+		Pinned:        master.Pinned{HealthInterval: cfg.HealthIntervalSet, HealthTimeout: cfg.HealthTimeoutSet, MaxFailures: cfg.MaxFailuresSet},
 	}, st, log)
 	if err := m.Start(ctx); err != nil {
 		ln.Close()

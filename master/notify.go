@@ -1,0 +1,259 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/smtp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// notifier tells a task's keepers (by e-mail) and the webhook about failed runs.
+type notifier struct {
+	m    *Master
+	http *http.Client
+}
+
+func newNotifier(m *Master) *notifier {
+	return &notifier{m: m, http: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// NotifyResult is the outcome of one notification channel.
+type NotifyResult struct {
+	Channel string // "email" or "webhook"
+	Target  string
+	OK      bool
+	Message string
+}
+
+// webhookPayload is the JSON a webhook receives.
+type webhookPayload struct {
+	Event   string    `json:"event"` // "run.failed" or "test"
+	Task    taskBrief `json:"task"`
+	Run     runBrief  `json:"run"`
+	Output  string    `json:"output_excerpt"`
+	Link    string    `json:"link"`
+	SentAt  time.Time `json:"sent_at"`
+	Message string    `json:"message,omitempty"`
+}
+
+type taskBrief struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+type runBrief struct {
+	ID          string    `json:"id"`
+	Node        string    `json:"node"`
+	Result      string    `json:"result"`
+	Attempt     int       `json:"attempt"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	HTTPStatus  int       `json:"http_status"`
+	ExitCode    *int      `json:"exit_code"`
+}
+
+const excerptBytes = 2048
+
+func excerpt(s string) string {
+	if len(s) <= excerptBytes {
+		return s
+	}
+	return "…" + strings.ToValidUTF8(s[len(s)-excerptBytes:], "")
+}
+
+// runFailed notifies about a failed or timed-out run, once its last attempt
+// has failed. It runs in the background and never fails the ingestion.
+func (n *notifier) runFailed(r store.Run) {
+	if r.Result != worker.ResultFailed && r.Result != worker.ResultTimeout {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		t, err := n.m.GetTask(ctx, r.TaskID)
+		if err != nil || r.Attempt <= t.Retries {
+			return // more attempts come, or the task is gone
+		}
+		for _, res := range n.send(ctx, t, r) {
+			if !res.OK {
+				n.m.log.Warn("failure notification not delivered", "channel", res.Channel, "to", res.Target, "task", t.ID, "err", res.Message)
+			}
+		}
+	}()
+}
+
+func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResult {
+	s := *n.m.settings.Load()
+	link := runLink(s, r.ID)
+	var out []NotifyResult
+	var to []string
+	for _, k := range t.Keepers {
+		u, err := store.GetUser(ctx, n.m.st.DB, k)
+		if err == nil && !u.Disabled && u.Email != "" {
+			to = append(to, u.Email)
+		}
+	}
+	if len(to) > 0 && s.SMTPHost != "" {
+		subject := fmt.Sprintf("[ScheduleMaster] %s: %s on %s", r.Result, t.Title, r.Node)
+		body := fmt.Sprintf("Task:      %s (%s)\nNode:      %s\nResult:    %s (attempt %d)\nScheduled: %s\nStarted:   %s\nDuration:  %d ms\n",
+			t.Title, t.ID, r.Node, r.Result, r.Attempt, r.ScheduledAt.UTC().Format(time.RFC3339), r.StartedAt.UTC().Format(time.RFC3339), r.DurationMS)
+		if r.HTTPStatus != 0 {
+			body += fmt.Sprintf("HTTP:      %d\n", r.HTTPStatus)
+		}
+		if r.ExitCode != nil {
+			body += fmt.Sprintf("Exit code: %d\n", *r.ExitCode)
+		}
+		if link != "" {
+			body += "Run:       " + link + "\n"
+		}
+		body += "\nOutput (end):\n" + excerpt(r.Output) + "\n"
+		err := sendMail(ctx, s, to, subject, body)
+		out = append(out, result("email", strings.Join(to, ", "), err))
+	}
+	if s.WebhookURL != "" {
+		p := webhookPayload{Event: "run.failed", Task: taskBrief{ID: t.ID, Title: t.Title},
+			Run:    runBrief{ID: r.ID, Node: r.Node, Result: r.Result, Attempt: r.Attempt, ScheduledAt: r.ScheduledAt.UTC(), HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode},
+			Output: excerpt(r.Output), Link: link, SentAt: time.Now().UTC()}
+		out = append(out, result("webhook", s.WebhookURL, n.postWebhook(ctx, s.WebhookURL, p)))
+	}
+	return out
+}
+
+func result(channel, target string, err error) NotifyResult {
+	if err != nil {
+		return NotifyResult{Channel: channel, Target: target, Message: err.Error()}
+	}
+	return NotifyResult{Channel: channel, Target: target, OK: true, Message: "sent"}
+}
+
+func runLink(s Settings, runID string) string {
+	if s.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimRight(s.PublicURL, "/") + "/runs/" + runID
+}
+
+// TestNotifications sends a test e-mail to email (when SMTP is set up and email
+// is not empty) and a test webhook (when set up), reporting each outcome.
+func (m *Master) TestNotifications(ctx context.Context, email string) []NotifyResult {
+	s := *m.settings.Load()
+	var out []NotifyResult
+	switch {
+	case s.SMTPHost == "":
+		out = append(out, NotifyResult{Channel: "email", Message: "SMTP is not set up: no SMTP host"})
+	case email == "":
+		out = append(out, NotifyResult{Channel: "email", Message: "your account has no e-mail address to send the test to"})
+	default:
+		err := sendMail(ctx, s, []string{email}, "[ScheduleMaster] test notification",
+			"This is a test of ScheduleMaster's failure notifications, sent by "+ActorFrom(ctx)+".\n")
+		out = append(out, result("email", email, err))
+	}
+	if s.WebhookURL == "" {
+		out = append(out, NotifyResult{Channel: "webhook", Message: "no webhook URL is set"})
+	} else {
+		p := webhookPayload{Event: "test", SentAt: time.Now().UTC(), Message: "test notification from ScheduleMaster, sent by " + ActorFrom(ctx)}
+		out = append(out, result("webhook", s.WebhookURL, m.notify.postWebhook(ctx, s.WebhookURL, p)))
+	}
+	return out
+}
+
+func (n *notifier) postWebhook(ctx context.Context, url string, p webhookPayload) error {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "ScheduleMaster-Go")
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("webhook %s unreachable: %w", url, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("webhook %s answered %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// sendMail delivers one plain-text message over SMTP with the configured TLS
+// mode (none, starttls, tls) and optional PLAIN authentication.
+func sendMail(ctx context.Context, s Settings, to []string, subject, body string) error {
+	addr := net.JoinHostPort(s.SMTPHost, strconv.Itoa(s.SMTPPort))
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	var conn net.Conn
+	var err error
+	if s.SMTPTLS == "tls" {
+		conn, err = (&tls.Dialer{NetDialer: d, Config: &tls.Config{ServerName: s.SMTPHost}}).DialContext(ctx, "tcp", addr)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
+	if err != nil {
+		return fmt.Errorf("smtp %s: %w", addr, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	c, err := smtp.NewClient(conn, s.SMTPHost)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("smtp %s: %w", addr, err)
+	}
+	defer c.Close()
+	if s.SMTPTLS == "starttls" {
+		if ok, _ := c.Extension("STARTTLS"); !ok {
+			return fmt.Errorf("smtp %s does not offer STARTTLS (set TLS to none or tls)", addr)
+		}
+		if err := c.StartTLS(&tls.Config{ServerName: s.SMTPHost}); err != nil {
+			return fmt.Errorf("smtp %s: STARTTLS: %w", addr, err)
+		}
+	}
+	if s.SMTPUsername != "" {
+		if err := c.Auth(smtp.PlainAuth("", s.SMTPUsername, s.SMTPPassword, s.SMTPHost)); err != nil {
+			return fmt.Errorf("smtp %s: authentication: %w", addr, err)
+		}
+	}
+	if err := c.Mail(s.SMTPFrom); err != nil {
+		return fmt.Errorf("smtp %s: sender %s refused: %w", addr, s.SMTPFrom, err)
+	}
+	for _, rcpt := range to {
+		if err := c.Rcpt(rcpt); err != nil {
+			return fmt.Errorf("smtp %s: recipient %s refused: %w", addr, rcpt, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return fmt.Errorf("smtp %s: %w", addr, err)
+	}
+	clean := strings.NewReplacer("\r", " ", "\n", " ")
+	msg := "From: " + s.SMTPFrom + "\r\nTo: " + strings.Join(to, ", ") + "\r\nSubject: " + clean.Replace(subject) +
+		"\r\nDate: " + time.Now().UTC().Format(time.RFC1123Z) + "\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" +
+		strings.ReplaceAll(strings.ReplaceAll(body, "\r\n", "\n"), "\n", "\r\n")
+	if _, err := io.WriteString(w, msg); err != nil {
+		return fmt.Errorf("smtp %s: %w", addr, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("smtp %s: message refused: %w", addr, err)
+	}
+	if err := c.Quit(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("smtp %s: %w", addr, err)
+	}
+	return nil
+}

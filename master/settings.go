@@ -1,0 +1,284 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/uptrace/bun"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// Settings are the stored, console-editable settings. They take effect without
+// a restart; health settings pinned by the process configuration win.
+type Settings struct {
+	HealthInterval     time.Duration
+	HealthTimeout      time.Duration
+	MaxFailures        int
+	DefaultHTTPTimeout time.Duration
+	RunRetentionDays   int
+	SMTPHost           string
+	SMTPPort           int
+	SMTPFrom           string
+	SMTPUsername       string
+	SMTPPassword       string
+	SMTPTLS            string // none, starttls or tls
+	WebhookURL         string
+	PublicURL          string
+}
+
+// DefaultSettings are the settings of a new installation.
+func DefaultSettings() Settings {
+	return Settings{HealthInterval: 10 * time.Second, HealthTimeout: 3 * time.Second, MaxFailures: 3,
+		DefaultHTTPTimeout: worker.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls"}
+}
+
+// Setting limits.
+const (
+	minHealthInterval = time.Second
+	maxHealthInterval = time.Hour
+	minHealthTimeout  = 100 * time.Millisecond
+	maxHealthTimeout  = time.Minute
+	maxRetentionDays  = 3650
+)
+
+// Validate checks every field and returns worker.FieldErrors, or nil.
+func (s *Settings) Validate() error {
+	fe := worker.FieldErrors{}
+	if s.HealthInterval < minHealthInterval || s.HealthInterval > maxHealthInterval {
+		fe["health_interval"] = fmt.Sprintf("must be from %s to %s", minHealthInterval, maxHealthInterval)
+	}
+	if s.HealthTimeout < minHealthTimeout || s.HealthTimeout > maxHealthTimeout {
+		fe["health_timeout"] = fmt.Sprintf("must be from %s to %s", minHealthTimeout, maxHealthTimeout)
+	} else if fe["health_interval"] == "" && s.HealthTimeout >= s.HealthInterval {
+		fe["health_timeout"] = "must be shorter than the health interval"
+	}
+	if s.MaxFailures < 1 || s.MaxFailures > 100 {
+		fe["max_failures"] = "must be from 1 to 100"
+	}
+	if s.DefaultHTTPTimeout < 100*time.Millisecond || s.DefaultHTTPTimeout > worker.MaxTimeout {
+		fe["default_http_timeout"] = fmt.Sprintf("must be from 100ms to %s", worker.MaxTimeout)
+	}
+	if s.RunRetentionDays < 0 || s.RunRetentionDays > maxRetentionDays {
+		fe["run_retention_days"] = fmt.Sprintf("must be from 0 (keep forever) to %d", maxRetentionDays)
+	}
+	if s.SMTPHost != "" {
+		if msg := worker.ValidateHost(s.SMTPHost + ":1"); msg != "" {
+			fe["smtp_host"] = "is not a valid host name or IP address"
+		}
+		if s.SMTPPort < 1 || s.SMTPPort > 65535 {
+			fe["smtp_port"] = "must be from 1 to 65535"
+		}
+		if a, err := mail.ParseAddress(s.SMTPFrom); err != nil || a.Address != s.SMTPFrom {
+			fe["smtp_from"] = "must be a plain e-mail address, e.g. scheduler@example.com"
+		}
+	}
+	switch s.SMTPTLS {
+	case "none", "starttls", "tls":
+	default:
+		fe["smtp_tls"] = "must be none, starttls or tls"
+	}
+	if s.SMTPUsername != "" && s.SMTPPassword == "" {
+		fe["smtp_password"] = "is required with a username"
+	}
+	for key, raw := range map[string]string{"webhook_url": s.WebhookURL, "public_url": s.PublicURL} {
+		if raw == "" {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fe[key] = fmt.Sprintf("%q is not an absolute http(s) URL", raw)
+		}
+	}
+	if len(fe) > 0 {
+		return fe
+	}
+	return nil
+}
+
+func (s *Settings) pairs() map[string]string {
+	return map[string]string{
+		store.SettingHealthInterval: s.HealthInterval.String(), store.SettingHealthTimeout: s.HealthTimeout.String(),
+		store.SettingMaxFailures: strconv.Itoa(s.MaxFailures), store.SettingDefaultHTTPTimeout: s.DefaultHTTPTimeout.String(),
+		store.SettingRunRetentionDays: strconv.Itoa(s.RunRetentionDays), store.SettingSMTPHost: s.SMTPHost,
+		store.SettingSMTPPort: strconv.Itoa(s.SMTPPort), store.SettingSMTPFrom: s.SMTPFrom,
+		store.SettingSMTPUsername: s.SMTPUsername, store.SettingSMTPPassword: s.SMTPPassword,
+		store.SettingSMTPTLS: s.SMTPTLS, store.SettingWebhookURL: s.WebhookURL, store.SettingPublicURL: s.PublicURL,
+	}
+}
+
+// readSettings loads the stored settings over the ones in force. A stored value that
+// does not parse keeps the default and is logged.
+func (m *Master) readSettings(ctx context.Context) (Settings, error) {
+	s := *m.settings.Load() // the configured values stand where nothing is stored
+	get := func(key string) (string, bool, error) {
+		v, err := store.GetSetting(ctx, m.st.DB, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", false, nil
+		}
+		return v, err == nil, err
+	}
+	dur := func(key string, dst *time.Duration) error {
+		v, ok, err := get(key)
+		if err != nil || !ok {
+			return err
+		}
+		d, perr := time.ParseDuration(v)
+		if perr != nil {
+			if n, aerr := strconv.Atoi(v); aerr == nil {
+				d, perr = time.Duration(n)*time.Second, nil
+			}
+		}
+		if perr != nil {
+			m.log.Warn("stored setting ignored", "setting", key, "value", v)
+			return nil
+		}
+		*dst = d
+		return nil
+	}
+	num := func(key string, dst *int) error {
+		v, ok, err := get(key)
+		if err != nil || !ok {
+			return err
+		}
+		n, perr := strconv.Atoi(v)
+		if perr != nil {
+			m.log.Warn("stored setting ignored", "setting", key, "value", v)
+			return nil
+		}
+		*dst = n
+		return nil
+	}
+	str := func(key string, dst *string) error {
+		v, ok, err := get(key)
+		if err == nil && ok {
+			*dst = v
+		}
+		return err
+	}
+	for _, err := range []error{
+		dur(store.SettingHealthInterval, &s.HealthInterval), dur(store.SettingHealthTimeout, &s.HealthTimeout),
+		num(store.SettingMaxFailures, &s.MaxFailures), dur(store.SettingDefaultHTTPTimeout, &s.DefaultHTTPTimeout),
+		num(store.SettingRunRetentionDays, &s.RunRetentionDays), str(store.SettingSMTPHost, &s.SMTPHost),
+		num(store.SettingSMTPPort, &s.SMTPPort), str(store.SettingSMTPFrom, &s.SMTPFrom),
+		str(store.SettingSMTPUsername, &s.SMTPUsername), str(store.SettingSMTPPassword, &s.SMTPPassword),
+		str(store.SettingSMTPTLS, &s.SMTPTLS), str(store.SettingWebhookURL, &s.WebhookURL), str(store.SettingPublicURL, &s.PublicURL),
+	} {
+		if err != nil {
+			return s, fmt.Errorf("master: read settings: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// loadSettings reads the stored settings at start and applies them.
+func (m *Master) loadSettings(ctx context.Context) error {
+	s, err := m.readSettings(ctx)
+	if err != nil {
+		return err
+	}
+	m.apply(s)
+	return nil
+}
+
+// Settings returns the settings in force (pinned health values included) and
+// which health values are pinned by the process configuration.
+func (m *Master) Settings() (Settings, Pinned) {
+	return *m.settings.Load(), m.cfg.Pinned
+}
+
+// UpdateSettings validates, stores and applies new settings at once. Pinned
+// health values are stored but stay overridden while this process lives.
+func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	err := m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for k, v := range s.pairs() {
+			if err := store.SetSetting(ctx, tx, k, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("master: store settings: %w", err)
+	}
+	m.apply(s)
+	m.log.Info("settings changed", "by", ActorFrom(ctx))
+	return nil
+}
+
+// apply puts settings into force: the health checker is rescheduled when its
+// interval changes.
+func (m *Master) apply(s Settings) {
+	cur := m.HealthConfig()
+	next := cur
+	if !m.cfg.Pinned.HealthInterval {
+		next.Interval = s.HealthInterval
+	}
+	if !m.cfg.Pinned.HealthTimeout {
+		next.Timeout = s.HealthTimeout
+	}
+	if !m.cfg.Pinned.MaxFailures {
+		next.MaxFailures = s.MaxFailures
+	}
+	s.HealthInterval, s.HealthTimeout, s.MaxFailures = next.Interval, next.Timeout, next.MaxFailures
+	m.health.Store(&next)
+	m.settings.Store(&s)
+	if next.Interval == cur.Interval {
+		return
+	}
+	m.mu.Lock()
+	sched, job := m.sched, m.healthJob
+	m.mu.Unlock()
+	if sched == nil || job == nil {
+		return
+	}
+	nj, err := sched.Update(job.ID(), gocron.DurationJob(next.Interval), gocron.NewTask(m.sweepJob), m.healthJobOptions()...)
+	if err != nil {
+		m.log.Error("reschedule the health checker", "err", err)
+		return
+	}
+	m.mu.Lock()
+	m.healthJob = nj
+	m.mu.Unlock()
+	m.log.Info("health checker rescheduled", "interval", next.Interval)
+}
+
+// defaultTimeout is the timeout of a task created without one.
+func (m *Master) defaultTimeout() time.Duration { return m.settings.Load().DefaultHTTPTimeout }
+
+// retentionJob deletes runs older than the retention setting, in bounded batches.
+func (m *Master) retentionJob() {
+	days := m.settings.Load().RunRetentionDays
+	if days <= 0 {
+		return
+	}
+	n, err := m.PurgeRuns(context.Background(), time.Now().AddDate(0, 0, -days))
+	if err != nil {
+		m.log.Error("run retention", "err", err)
+	} else if n > 0 {
+		m.log.Info("run retention: old runs deleted", "runs", n, "older_than_days", days)
+	}
+}
+
+// PurgeRuns deletes runs that started before cutoff, 1,000 at a time so the
+// database is never locked for long.
+func (m *Master) PurgeRuns(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	for {
+		n, err := store.DeleteRunsBefore(ctx, m.st.DB, cutoff, 1000)
+		total += n
+		if err != nil || n < 1000 {
+			return total, err
+		}
+	}
+}
