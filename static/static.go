@@ -5,5 +5,5 @@ import "embed"
 
 // FS holds the static files served under /static.
 //
-//go:embed app.css htmx.min.js
+//go:embed app.css htmx.min.js favicon.svg
 var FS embed.FS

@@ -154,7 +154,13 @@ func TestBrowserTaskLifecycle(t *testing.T) {
 	b.wait("still running", 5*time.Second, textJS("#task-panel [data-testid=status]"), equals("running"))
 	b.wait("the opened run listed", 5*time.Second, existsJS("#run-"+runID), equals("true"))
 	if path := os.Getenv("SM_SCREENSHOT_TASKS"); path != "" {
-		b.wait("enough runs for the screenshot", 20*time.Second, runRowsJS, atLeast(6))
+		// Only the runs tbody is live: load the page afresh so its pager and
+		// run count agree with the rows in the picture.
+		m.waitRuns(id, 20*time.Second, "6 runs for the screenshot", func(r []runJSON) bool { return len(r) >= 6 })
+		b.do("reload the task page for the screenshot", 20*time.Second,
+			chromedp.Navigate(m.URL+"/tasks/"+id),
+			chromedp.WaitVisible(chromedp.ID("run-rows")),
+		)
 		writeScreenshot(b, path, "task page")
 	}
 	b.run("set the no-reload marker again", 5*time.Second, chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`))
