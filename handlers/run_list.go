@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -23,7 +24,7 @@ func (s *server) taskRuns(c *gin.Context) {
 		s.tasksError(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, views.RunRows(vm))
+	s.render(c, http.StatusOK, views.RunsLive(vm))
 }
 
 // runsVM loads the page of a task's runs at ?offset=.
@@ -37,8 +38,17 @@ func (s *server) runsVM(c *gin.Context, taskID string) (views.RunsVM, error) {
 		return views.RunsVM{}, err
 	}
 	base := "/tasks/" + url.PathEscape(taskID)
-	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll}
+	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, StatusName: "deleted", LastRun: "never", NextRun: "-"}
 	now := time.Now()
+	if t, err := s.m.GetTask(c.Request.Context(), taskID); err == nil {
+		vm.StatusName, vm.RunCount, vm.LastResult = master.TaskStatusName(t.Status), t.RunCount, t.LastResult
+		if t.LastRunAt != nil {
+			vm.LastRun = ago(*t.LastRunAt, now)
+		}
+		if t.NextRunAt != nil {
+			vm.NextRun = t.NextRunAt.UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+	}
 	for i := range runs {
 		vm.Rows = append(vm.Rows, runRow(&runs[i], now))
 	}

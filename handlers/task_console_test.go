@@ -181,7 +181,7 @@ func TestTaskFormRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	status, page := e.do(c, "GET", loc, "", nil)
 	if status != 200 || !strings.Contains(page, "ping billing") || !strings.Contains(page, "flash-ok") || !strings.Contains(page, "every 1s") ||
-		!strings.Contains(page, `id="run-rows"`) || !strings.Contains(page, `hx-get="/tasks/`+tk.ID+`/runs"`) {
+		!strings.Contains(page, `id="run-rows"`) || !strings.Contains(page, `id="runs-live" hx-get="/tasks/`+tk.ID+`/runs"`) {
 		t.Fatalf("detail after create: %d\n%s", status, page)
 	}
 
@@ -367,7 +367,7 @@ func TestTaskActionsOnARunningWorker(t *testing.T) {
 		t.Fatal("no run recorded within 15s")
 	}
 	status, frag := e.do(c, "GET", "/tasks/"+id+"/runs", "", hx)
-	if status != 200 || !strings.HasPrefix(strings.TrimSpace(frag), `<tbody id="run-rows"`) || !strings.Contains(frag, `href="/runs/`+runs[0].ID+`"`) ||
+	if status != 200 || !strings.HasPrefix(strings.TrimSpace(frag), `<div id="runs-live"`) || !strings.Contains(frag, `id="run-count">1<`) || !strings.Contains(frag, `href="/runs/`+runs[0].ID+`"`) ||
 		!strings.Contains(frag, "badge-success") || !strings.Contains(frag, "HTTP 200") {
 		t.Fatalf("runs fragment: %d\n%s", status, frag)
 	}

@@ -161,6 +161,12 @@ type RunsVM struct {
 	NextURL      string
 	RowsURL      string
 	PollInterval string
+	// Live counters of the task.
+	StatusName string
+	RunCount   int64
+	LastRun    string
+	LastResult string
+	NextRun    string
 }
 
 // TaskVM is the task detail page.
