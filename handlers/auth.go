@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -128,7 +129,8 @@ func (s *server) authenticate(c *gin.Context) (*principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u.Disabled {
+	// A disabled user, or a session from before a password change, is logged out.
+	if pv, _ := sess.Values["pv"].(string); u.Disabled || pv != passwordVersion(u.PasswordHash) {
 		return nil, nil
 	}
 	return &principal{Name: u.Username, Role: u.Role}, nil
@@ -191,4 +193,18 @@ func (s *server) takeFlash(c *gin.Context) *views.Flash {
 	v, _ := fl[len(fl)-1].(string)
 	kind, msg, _ := strings.Cut(v, ":")
 	return &views.Flash{OK: kind == "ok", Message: msg}
+}
+
+// passwordVersion names a password without revealing it: sessions carry it,
+// so changing a password ends every session made with the old one.
+func passwordVersion(hash string) string {
+	sum := sha256.Sum256([]byte("sm-session\x00" + hash))
+	return hex.EncodeToString(sum[:8])
+}
+
+// startSession makes the request's session belong to u.
+func (s *server) startSession(c *gin.Context, u *store.User) error {
+	sess, _ := s.sessions.Get(c.Request, sessionName)
+	sess.Values = map[any]any{"uid": u.ID, "pv": passwordVersion(u.PasswordHash), "at": time.Now().Unix()}
+	return sess.Save(c.Request, c.Writer)
 }

@@ -34,7 +34,7 @@ func TestLoginSessionAndLogout(t *testing.T) {
 	}
 
 	resp = e.postForm(c, "/login", url.Values{"username": {"admin"}, "password": {"admin-password-1"}})
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/nodes" {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard" {
 		t.Fatalf("login: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	var cookie *http.Cookie
@@ -184,5 +184,24 @@ func TestViewerCannotChangeAnything(t *testing.T) {
 	}
 	if e.nodeCount() != before {
 		t.Fatal("viewer created a node")
+	}
+}
+
+func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite(t))
+	e.addUser("carol", "carol-password-1", store.RoleViewer)
+	other := e.login("carol", "carol-password-1")
+	self := e.login("carol", "carol-password-1")
+	resp := e.postForm(self, "/account/password", url.Values{
+		"current_password": {"carol-password-1"}, "new_password": {"carol-password-2x"}, "new_password_confirm": {"carol-password-2x"},
+	})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("change own password: %d", resp.StatusCode)
+	}
+	if status, _ := e.do(self, "GET", "/nodes", "", nil); status != http.StatusOK {
+		t.Fatalf("the session that changed the password: %d, want to stay logged in", status)
+	}
+	if status, _ := e.do(other, "GET", "/nodes", "", nil); status != http.StatusSeeOther {
+		t.Fatalf("another session after the password change: %d, want a redirect to log in", status)
 	}
 }

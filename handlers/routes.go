@@ -70,7 +70,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	r.POST("/logout", s.logout)
 
 	ui := r.Group("/", s.requireUser(false))
-	ui.GET("/", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/nodes") })
+	ui.GET("/", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/dashboard") })
 	ui.GET("/nodes", s.listNodes)
 	ui.GET("/nodes/rows", s.nodeRows)
 	ui.GET("/nodes/command", s.nodeCommand)
@@ -101,9 +101,25 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/tokens", s.requireAdmin, s.createToken)
 	ui.POST("/tokens/:id/revoke", s.requireAdmin, s.revokeToken)
 	// dashboard routes
+	ui.GET("/dashboard", s.showDashboard)
+	ui.GET("/dashboard/live", s.dashboardLive)
 	// users routes
+	ui.GET("/users", s.listUsers)
+	ui.POST("/users", s.requireAdmin, s.createUser)
+	ui.GET("/users/:username/edit", s.requireAdmin, s.showEditUser)
+	ui.POST("/users/:username", s.requireAdmin, s.updateUser)
+	ui.POST("/users/:username/password", s.requireAdmin, s.resetUserPassword)
+	ui.POST("/users/:username/disable", s.requireAdmin, s.disableUser)
+	ui.POST("/users/:username/enable", s.requireAdmin, s.enableUser)
+	ui.GET("/account", s.showAccount) // one's own account: viewers too
+	ui.POST("/account/password", s.changeOwnPassword)
+	ui.POST("/account/email", s.changeOwnEmail)
 	// settings routes
+	ui.GET("/settings", s.showSettings)
+	ui.POST("/settings", s.requireAdmin, s.saveSettings)
+	ui.POST("/settings/test", s.requireAdmin, s.testNotifications)
 	// events routes
+	ui.GET("/events", s.listEvents)
 
 	// Open API.
 	api := r.Group("/api/v1", s.requireUser(true))
@@ -127,7 +143,12 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.GET("/tasks/:id/runs", s.apiListRuns)
 	api.GET("/runs/:id", s.apiGetRun)
 	// users API routes
+	api.GET("/users", s.apiListUsers)
+	api.GET("/users/:username", s.apiGetUser)
+	api.POST("/users", s.requireAdmin, s.apiCreateUser)
+	api.PATCH("/users/:username", s.requireAdmin, s.apiPatchUser)
 	// events API routes
+	api.GET("/events", s.apiListEvents)
 
 	r.NoRoute(s.notFound)
 

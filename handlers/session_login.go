@@ -58,9 +58,7 @@ func (s *server) login(c *gin.Context) {
 		return
 	}
 	s.limiter.succeed(ip, username)
-	sess, _ := s.sessions.Get(c.Request, sessionName)
-	sess.Values = map[any]any{"uid": u.ID, "at": time.Now().Unix()}
-	if err := sess.Save(c.Request, c.Writer); err != nil {
+	if err := s.startSession(c, u); err != nil {
 		s.serverError(c, err)
 		return
 	}
@@ -82,7 +80,7 @@ func (s *server) logout(c *gin.Context) {
 // safeNext keeps post-login redirects on this site.
 func safeNext(next string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/nodes"
+		return "/dashboard"
 	}
 	return next
 }

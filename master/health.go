@@ -92,6 +92,8 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 					m.log.Error("health sweep: record failure", "node", node.Name, "err", ferr)
 				} else if off {
 					m.log.Warn("node offline: health checks failed", "node", node.Name, "failures", hc.MaxFailures, "err", err)
+					m.event(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, node.Name, nil,
+						fmt.Sprintf("offline after %d failed health checks: %s", hc.MaxFailures, shortReason(err)))
 				}
 			case node.Status != store.StatusOffline && h.BootID == node.BootID:
 				mu.Lock()
@@ -151,6 +153,10 @@ func (m *Master) recover(ctx context.Context, name string, h worker.HealthRespon
 				if err != nil && !errors.Is(err, store.ErrConflict) {
 					m.log.Error("recover: mark restarted worker", "node", name, "err", err)
 				}
+				if err == nil {
+					m.event(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, name, nil,
+						"worker restarted; waiting for it to register again")
+				}
 			}
 			return false
 		}
@@ -178,6 +184,8 @@ func (m *Master) recover(ctx context.Context, name string, h worker.HealthRespon
 		return false
 	}
 	m.log.Info("node recovered", "node", name, "status", StatusName(want), "restarted", restarted)
+	m.event(WithActor(ctx, ActorHealthChecker), "node.recover", store.TargetNode, name, nil,
+		fmt.Sprintf("answers again; back to %s (restarted: %t)", StatusName(want), restarted))
 	return true
 }
 

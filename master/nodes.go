@@ -61,7 +61,8 @@ func (m *Master) GetNode(ctx context.Context, name string) (*store.Node, error) 
 }
 
 // CreateNode adds a manual worker node in status offline.
-func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (*store.Node, error) {
+func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (_ *store.Node, err error) {
+	defer func() { m.event(ctx, "node.create", store.TargetNode, c.Name, err, c.Protocol+"://"+c.Host) }()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -83,7 +84,11 @@ func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (*store.No
 }
 
 // UpdateNode edits a worker's protocol, host, priority and max concurrency.
-func (m *Master) UpdateNode(ctx context.Context, name string, c worker.NodeConfig) (*store.Node, error) {
+func (m *Master) UpdateNode(ctx context.Context, name string, c worker.NodeConfig) (_ *store.Node, err error) {
+	defer func() {
+		m.event(ctx, "node.edit", store.TargetNode, name, err,
+			fmt.Sprintf("%s://%s, priority %d, max concurrency %d", c.Protocol, c.Host, c.Priority, c.MaxConcurrency))
+	}()
 	c.Name = name
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -124,7 +129,8 @@ func (m *Master) requireState(ctx context.Context, name, action string, want int
 func ptr[T any](v T) *T { return &v }
 
 // ConnectNode performs the handshake with an offline node and makes it idle.
-func (m *Master) ConnectNode(ctx context.Context, name string) (*store.Node, error) {
+func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, err error) {
+	defer func() { m.event(ctx, "node.connect", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := m.requireState(ctx, name, "connected", store.StatusOffline)
 	if err != nil {
@@ -146,7 +152,8 @@ func (m *Master) ConnectNode(ctx context.Context, name string) (*store.Node, err
 }
 
 // EnableNode starts scheduling on an idle node and pushes its running tasks.
-func (m *Master) EnableNode(ctx context.Context, name string) (*store.Node, error) {
+func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, err error) {
+	defer func() { m.event(ctx, "node.enable", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := m.requireState(ctx, name, "enabled", store.StatusIdle)
 	if err != nil {
@@ -166,7 +173,8 @@ func (m *Master) EnableNode(ctx context.Context, name string) (*store.Node, erro
 }
 
 // DisableNode stops scheduling on a running node; it becomes idle and its locks are released.
-func (m *Master) DisableNode(ctx context.Context, name string) (*store.Node, error) {
+func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, err error) {
+	defer func() { m.event(ctx, "node.disable", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := m.requireState(ctx, name, "disabled", store.StatusRunning)
 	if err != nil {
@@ -186,7 +194,8 @@ func (m *Master) DisableNode(ctx context.Context, name string) (*store.Node, err
 }
 
 // DeleteNode removes a worker node that is not running.
-func (m *Master) DeleteNode(ctx context.Context, name string) error {
+func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
+	defer func() { m.event(ctx, "node.delete", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := store.GetNode(ctx, m.st.DB, name)
 	if err != nil {

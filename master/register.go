@@ -59,11 +59,14 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	if err := store.UpsertRegisteredNode(ctx, m.st.DB, n); err != nil {
 		if errors.Is(err, store.ErrConflict) {
+			m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, fmt.Errorf("%w: %v", ErrState, err), "")
 			return worker.RegisterResponse{}, fmt.Errorf("%w: %v", ErrState, err)
 		}
+		m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, err, "")
 		return worker.RegisterResponse{}, mapStoreErr(err, req.Node.Name)
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
+	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, "running on "+n.Protocol+"://"+n.Host)
 	return worker.RegisterResponse{Master: m.cfg.Identity, Tasks: m.tasksFor(ctx, n.Name)}, nil
 }
 
@@ -101,8 +104,12 @@ func (m *Master) Offline(ctx context.Context, name, secret string) error {
 		DesiredStatus: ptr(store.StatusOffline), Reason: ptr("worker stopped (graceful shutdown)"),
 	})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
+		m.event(workerActor(ctx, name), "node.offline", store.TargetNode, name, err, "worker stopped (graceful shutdown)")
 		return mapStoreErr(err, name)
 	}
 	m.log.Info("worker went offline", "node", name)
+	if err == nil {
+		m.event(workerActor(ctx, name), "node.offline", store.TargetNode, name, nil, "worker stopped (graceful shutdown)")
+	}
 	return nil
 }

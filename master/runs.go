@@ -64,7 +64,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 
 // runChildren runs once each child of a task, in the background.
 func (m *Master) runChildren(taskID string) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), "task "+taskID)
 	t, err := m.GetTask(ctx, taskID)
 	if err != nil || len(t.Children) == 0 {
 		return

@@ -231,6 +231,10 @@ func (m *Master) apply(s Settings) {
 		next.MaxFailures = s.MaxFailures
 	}
 	s.HealthInterval, s.HealthTimeout, s.MaxFailures = next.Interval, next.Timeout, next.MaxFailures
+	if next.Timeout >= next.Interval {
+		// Possible when one of the two is pinned: sweeps then run back to back.
+		m.log.Warn("health probe timeout is not shorter than the interval", "timeout", next.Timeout, "interval", next.Interval)
+	}
 	m.health.Store(&next)
 	m.settings.Store(&s)
 	if next.Interval == cur.Interval {

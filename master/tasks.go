@@ -168,8 +168,15 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 
 // CreateTask validates and stores a new, stopped task. Without executors it
 // gets two running workers picked by priority weight.
-func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (*Task, error) {
+func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Task, err error) {
 	in.ID = uuid.NewString()
+	defer func() {
+		target := in.ID
+		if err != nil {
+			target = "" // no task was made
+		}
+		m.event(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
+	}()
 	row, err := m.checkTaskInput(ctx, &in, true)
 	if err != nil {
 		return nil, err
@@ -187,7 +194,8 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (*Task
 }
 
 // UpdateTask replaces a stopped task's definition.
-func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (*Task, error) {
+func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Task, err error) {
+	defer func() { m.event(ctx, "task.edit", store.TargetTask, id, err, "“"+in.Title+"”") }()
 	defer m.locks.lock("task:" + id)()
 	cur, err := store.GetTask(ctx, m.st.DB, id)
 	if err != nil {
@@ -492,7 +500,8 @@ func (m *Master) ResumeTask(ctx context.Context, id string) (*Task, error) {
 }
 
 func (m *Master) taskTransition(ctx context.Context, id, verb string, from []int, to int,
-	ops func(t *Task) (op, undo func(context.Context, *store.Node) error)) (*Task, error) {
+	ops func(t *Task) (op, undo func(context.Context, *store.Node) error)) (_ *Task, err error) {
+	defer func() { m.event(ctx, "task."+verb, store.TargetTask, id, err, "") }()
 	defer m.locks.lock("task:" + id)()
 	t, err := m.GetTask(ctx, id)
 	if err != nil {
@@ -521,7 +530,12 @@ func (m *Master) taskTransition(ctx context.Context, id, verb string, from []int
 }
 
 // RunTask runs a task once now on one running executor picked by priority weight.
-func (m *Master) RunTask(ctx context.Context, id string) (*Task, string, error) {
+func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err error) {
+	defer func() {
+		if err != nil {
+			m.event(ctx, "task.run", store.TargetTask, id, err, "")
+		}
+	}()
 	t, err := m.GetTask(ctx, id)
 	if err != nil {
 		return nil, "", err
@@ -546,11 +560,13 @@ func (m *Master) RunTask(ctx context.Context, id string) (*Task, string, error) 
 		}
 	}
 	m.log.Info("task run once", "task", id, "node", pick.Name)
+	m.event(ctx, "task.run", store.TargetTask, id, nil, "on node "+pick.Name)
 	return t, pick.Name, nil
 }
 
 // DeleteTask stops a task everywhere and marks it deleted; its runs stay.
-func (m *Master) DeleteTask(ctx context.Context, id string) error {
+func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
+	defer func() { m.event(ctx, "task.delete", store.TargetTask, id, err, "") }()
 	t, err := m.GetTask(ctx, id)
 	if err != nil {
 		return err

@@ -688,3 +688,21 @@ func TestUsers(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestListTasksTitleFilterEscapesWildcards(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		for i, title := range []string{"100% done", "100 done", "a_b", "axb"} {
+			tk := &store.Task{ID: "t" + string(rune('0'+i)), Title: title, Type: "http", Spec: "{}", Keepers: "[]", Children: "[]"}
+			if err := store.CreateTask(ctx, s.Store.DB, tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for filter, want := range map[string]string{"0%": "100% done", "a_b": "a_b", "A_B": "a_b"} {
+			got, total, err := store.ListTasks(ctx, s.Store.DB, store.TaskFilter{Title: filter})
+			if err != nil || total != 1 || got[0].Title != want {
+				t.Errorf("title filter %q: %d tasks %v %v, want only %q", filter, total, got, err, want)
+			}
+		}
+	})
+}

@@ -127,7 +127,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 		q = q.Where("status <> ?", TaskDeleted)
 	}
 	if f.Title != "" {
-		q = q.Where("LOWER(title) LIKE ?", "%"+escapeLike(strings.ToLower(f.Title))+"%")
+		q = q.Where("LOWER(title) LIKE ? ESCAPE '!'", "%"+escapeLikeBang(strings.ToLower(f.Title))+"%")
 	}
 	if f.Node != "" {
 		q = q.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
@@ -151,10 +151,6 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 		tasks[i].Executors = ex[tasks[i].ID]
 	}
 	return tasks, int(total), nil
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // UpdateTask rewrites a stopped task's definition, keepers, children and executors.

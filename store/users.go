@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // User roles.
@@ -66,4 +68,108 @@ func GetUserByID(ctx context.Context, db bun.IDB, id int64) (*User, error) {
 		return nil, fmt.Errorf("store: get user: %w", notFound(err))
 	}
 	return u, nil
+}
+
+// ErrLastAdmin means a change would leave no enabled admin.
+var ErrLastAdmin = errors.New("store: no enabled admin would be left")
+
+// ValidRole reports whether role is one of RoleAdmin and RoleViewer.
+func ValidRole(role string) bool { return role == RoleAdmin || role == RoleViewer }
+
+// ListUsers returns users ordered by username; limit <= 0 means all of them.
+func ListUsers(ctx context.Context, db bun.IDB, limit, offset int) ([]User, error) {
+	var us []User
+	q := db.NewSelect().Model(&us).OrderExpr("username ASC")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if offset > 0 {
+		q = q.Offset(int64(offset))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: list users: %w", err)
+	}
+	return us, nil
+}
+
+// CountActiveAdmins returns how many enabled users have the admin role.
+func CountActiveAdmins(ctx context.Context, db bun.IDB) (int, error) {
+	n, err := db.NewSelect().Model((*User)(nil)).Where("role = ?", RoleAdmin).Where("disabled = ?", false).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: count admins: %w", err)
+	}
+	return int(n), nil
+}
+
+// UpdateUserRole sets a user's role. Demoting the last enabled admin gives
+// ErrLastAdmin; an unknown user gives ErrNotFound.
+func UpdateUserRole(ctx context.Context, db bun.IDB, username, role string) error {
+	if !ValidRole(role) {
+		return fmt.Errorf("store: role %q is not admin or viewer", role)
+	}
+	return updateUser(ctx, db, username, role != RoleAdmin, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("role = ?", role)
+	})
+}
+
+// SetUserDisabled disables or enables a user. Disabling the last enabled admin
+// gives ErrLastAdmin; an unknown user gives ErrNotFound.
+func SetUserDisabled(ctx context.Context, db bun.IDB, username string, disabled bool) error {
+	return updateUser(ctx, db, username, disabled, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("disabled = ?", disabled)
+	})
+}
+
+// SetUserPassword stores a new bcrypt hash; an unknown user gives ErrNotFound.
+func SetUserPassword(ctx context.Context, db bun.IDB, username, hash string) error {
+	if hash == "" {
+		return errors.New("store: empty password hash")
+	}
+	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("password_hash = ?", hash)
+	})
+}
+
+// SetUserEmail sets (or, with "", clears) a user's email; an unknown user gives ErrNotFound.
+func SetUserEmail(ctx context.Context, db bun.IDB, username, email string) error {
+	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("email = ?", email)
+	})
+}
+
+// updateUser applies set to one user in a transaction. When the change may
+// take an admin away (demote, disable), the enabled admins are read first
+// (locked on MySQL; SQLite transactions are already exclusive), so two
+// concurrent changes cannot each leave the other as the last admin and then
+// remove it too.
+func updateUser(ctx context.Context, db bun.IDB, username string, removesAdmin bool, set func(*bun.UpdateQuery) *bun.UpdateQuery) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if removesAdmin {
+			var admins []User
+			q := tx.NewSelect().Model(&admins).Column("id", "username").
+				Where("role = ?", RoleAdmin).Where("disabled = ?", false).OrderExpr("id ASC")
+			if tx.Dialect().Name() == dialect.MySQL {
+				q = q.For("UPDATE")
+			}
+			if err := q.Scan(ctx); err != nil {
+				return fmt.Errorf("store: read admins: %w", err)
+			}
+			if len(admins) == 1 && admins[0].Username == username {
+				return fmt.Errorf("store: user %q: %w", username, ErrLastAdmin)
+			}
+		}
+		q := tx.NewUpdate().Model((*User)(nil)).Set("updated_at = ?", time.Now().UTC()).Where("username = ?", username)
+		res, err := set(q).Exec(ctx)
+		if err := affected(res, err); err != nil {
+			if !errors.Is(err, ErrConflict) {
+				return fmt.Errorf("store: update user: %w", err)
+			}
+			// No row changed: either there is no such user, or (MySQL counts
+			// changed rows, not matched ones) nothing differed at all.
+			if _, gerr := GetUser(ctx, tx, username); gerr != nil {
+				return gerr
+			}
+		}
+		return nil
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,72 +19,106 @@ const (
 	reportLinger    = 100 * time.Millisecond
 )
 
-// reporter delivers run reports to the master in batches. Reports wait in a
-// bounded in-memory queue; whatever cannot be delivered (master down, queue
-// full) goes to an append-only spool file in the data dir, which is delivered
-// first once the master answers again. The master stores each run id once, so
-// a report sent twice (e.g. a crash between delivery and spool truncation) is
+// reporter delivers run reports to the master in batches. Every report is
+// appended to a journal file in the data dir (runs.spool) when it is made, and
+// kept in a bounded in-memory queue for fast delivery. The journal is emptied
+// once everything in it is delivered; while the master is unreachable it keeps
+// what the queue cannot hold, and after a crash or restart it is delivered
+// first. The master stores each run id once, so a report sent twice is
 // counted once.
 type reporter struct {
-	log   *slog.Logger
-	post  func(ctx context.Context, runs []RunReport) error
-	queue chan RunReport
-	spool string
+	log  *slog.Logger
+	post func(ctx context.Context, runs []RunReport) error
+	path string
 
-	mu sync.Mutex // guards the spool file
-	// kick wakes the loop when something was spooled.
+	mu      sync.Mutex
+	file    *os.File
+	pending []RunReport // undelivered, oldest first; a bounded prefix of the journal
+	spilled bool        // the journal holds undelivered reports that pending does not
+
 	kick chan struct{}
 	done chan struct{}
 }
 
 func newReporter(dataDir string, log *slog.Logger, post func(context.Context, []RunReport) error) *reporter {
-	r := &reporter{log: log, post: post, queue: make(chan RunReport, reportQueueSize), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if dataDir != "" {
-		r.spool = filepath.Join(dataDir, "runs.spool")
+	r := &reporter{log: log, post: post, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if dataDir == "" {
+		return r
+	}
+	r.path = filepath.Join(dataDir, "runs.spool")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
+		return r
+	}
+	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
+		return r
+	}
+	r.file = f
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		r.spilled = true // left by an earlier process: deliver it first
+		log.Info("undelivered run reports found; delivering them", "journal", r.path, "bytes", st.Size())
 	}
 	return r
 }
 
-// add queues a report without blocking; a full queue spills to the spool.
+// add records a report: in the journal first, then in the queue.
 func (r *reporter) add(rep RunReport) {
+	line, err := json.Marshal(&rep)
+	r.mu.Lock()
+	if err == nil && r.file != nil {
+		_, err = r.file.Write(append(line, '\n'))
+	}
+	if err != nil {
+		r.log.Error("run report not journaled; kept in memory only", "run", rep.ID, "err", err)
+	}
+	if len(r.pending) < reportQueueSize {
+		r.pending = append(r.pending, rep)
+	} else if r.file != nil && err == nil {
+		r.spilled = true
+	} else {
+		r.log.Error("run report lost: queue full and no journal", "run", rep.ID)
+	}
+	r.mu.Unlock()
 	select {
-	case r.queue <- rep:
+	case r.kick <- struct{}{}:
 	default:
-		if err := r.appendSpool([]RunReport{rep}); err != nil {
-			r.log.Error("run report lost: queue full and spool failed", "run", rep.ID, "err", err)
-		}
 	}
 }
 
-// run delivers until ctx ends, then flushes the queue (delivering it or
-// spooling it) and returns.
+// run delivers until ctx ends, then tries one last quick delivery; whatever is
+// left stays in the journal for the next start.
 func (r *reporter) run(ctx context.Context) {
 	defer close(r.done)
 	backoff := time.Second
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for {
-		var batch []RunReport
 		select {
 		case <-ctx.Done():
-			r.flush()
-			return
-		case rep := <-r.queue:
-			batch = r.collect(ctx, rep)
-		case <-retry.C:
-		case <-r.kick:
-		}
-		// The spool holds older reports: deliver it first.
-		spoolOK := r.deliverSpool(ctx)
-		if len(batch) > 0 {
-			if !spoolOK || r.deliver(ctx, batch) != nil {
-				if err := r.appendSpool(batch); err != nil {
-					r.log.Error("run reports lost: spool failed", "runs", len(batch), "err", err)
-				}
-				spoolOK = false
+			fctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			if !r.drain(fctx) {
+				r.log.Info("run reports kept in the journal for delivery after restart", "journal", r.path)
 			}
+			cancel()
+			r.mu.Lock()
+			if r.file != nil {
+				_ = r.file.Sync()
+				_ = r.file.Close()
+				r.file = nil
+			}
+			r.mu.Unlock()
+			return
+		case <-r.kick:
+			// Let a burst gather into one batch.
+			select {
+			case <-time.After(reportLinger):
+			case <-ctx.Done():
+			}
+		case <-retry.C:
 		}
-		if spoolOK {
+		if r.drain(ctx) {
 			backoff = time.Second
 			retry.Reset(time.Hour)
 		} else {
@@ -95,22 +128,37 @@ func (r *reporter) run(ctx context.Context) {
 	}
 }
 
-// collect gathers up to a batch, waiting briefly for more to arrive.
-func (r *reporter) collect(ctx context.Context, first RunReport) []RunReport {
-	batch := []RunReport{first}
-	linger := time.NewTimer(reportLinger)
-	defer linger.Stop()
-	for len(batch) < reportBatchSize {
-		select {
-		case rep := <-r.queue:
-			batch = append(batch, rep)
-		case <-linger.C:
-			return batch
-		case <-ctx.Done():
-			return batch
+// drain delivers everything undelivered; false means the master refused or
+// could not be reached.
+func (r *reporter) drain(ctx context.Context) bool {
+	for {
+		r.mu.Lock()
+		spilled := r.spilled
+		r.mu.Unlock()
+		if spilled {
+			if !r.deliverJournal(ctx) {
+				return false
+			}
+			continue
 		}
+		r.mu.Lock()
+		n := min(len(r.pending), reportBatchSize)
+		batch := append([]RunReport(nil), r.pending[:n]...)
+		r.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if r.deliver(ctx, batch) != nil {
+			return false
+		}
+		r.mu.Lock()
+		// Only drain removes from the front; add only appends: the first n are the batch.
+		r.pending = r.pending[n:]
+		if len(r.pending) == 0 && !r.spilled {
+			r.truncateLocked()
+		}
+		r.mu.Unlock()
 	}
-	return batch
 }
 
 func (r *reporter) deliver(ctx context.Context, runs []RunReport) error {
@@ -123,124 +171,74 @@ func (r *reporter) deliver(ctx context.Context, runs []RunReport) error {
 	return err
 }
 
-// flush empties the queue at shutdown: one quick delivery try, else the spool.
-func (r *reporter) flush() {
-	var batch []RunReport
-	for {
-		select {
-		case rep := <-r.queue:
-			batch = append(batch, rep)
-			continue
-		default:
-		}
-		break
-	}
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if r.deliverSpool(ctx) && r.post(ctx, batch) == nil {
-		return
-	}
-	if err := r.appendSpool(batch); err != nil {
-		r.log.Error("run reports lost at shutdown: spool failed", "runs", len(batch), "err", err)
-		return
-	}
-	r.log.Info("run reports spooled for delivery after restart", "runs", len(batch), "spool", r.spool)
-}
-
-func (r *reporter) appendSpool(runs []RunReport) error {
-	if r.spool == "" {
-		return fmt.Errorf("worker: no --data-dir for the report spool")
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for i := range runs {
-		if err := enc.Encode(&runs[i]); err != nil {
-			return err
-		}
-	}
+// deliverJournal delivers every report in the journal, then keeps only what
+// was appended meanwhile.
+func (r *reporter) deliverJournal(ctx context.Context) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(r.spool), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(r.spool, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	data, err := os.ReadFile(r.path)
+	r.mu.Unlock()
 	if err != nil {
-		return err
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-	return f.Close()
-}
-
-// deliverSpool sends the spooled reports in batches and removes what was
-// delivered; it reports whether the spool is now empty.
-func (r *reporter) deliverSpool(ctx context.Context) bool {
-	if r.spool == "" {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	data, err := os.ReadFile(r.spool)
-	if os.IsNotExist(err) || (err == nil && len(data) == 0) {
-		return true
-	}
-	if err != nil {
-		r.log.Error("read report spool", "err", err)
+		r.log.Error("read report journal", "err", err)
 		return false
 	}
+	runs := parseJournal(data, r.log)
+	for sent := 0; sent < len(runs); {
+		end := min(sent+reportBatchSize, len(runs))
+		if r.deliver(ctx, runs[sent:end]) != nil {
+			return false
+		}
+		sent = end
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all, err := os.ReadFile(r.path)
+	if err != nil || len(all) < len(data) {
+		r.log.Error("read report journal", "err", err)
+		return false
+	}
+	rest := all[len(data):]
+	r.truncateLocked()
+	if len(rest) > 0 && r.file != nil {
+		if _, err := r.file.Write(rest); err != nil {
+			r.log.Error("rewrite report journal", "err", err)
+		}
+	}
+	left := parseJournal(rest, r.log)
+	r.spilled = len(left) > reportQueueSize
+	if len(left) > reportQueueSize {
+		left = left[:reportQueueSize]
+	}
+	r.pending = left
+	if len(runs) > 0 {
+		r.log.Info("delivered journaled run reports", "runs", len(runs))
+	}
+	return true
+}
+
+func (r *reporter) truncateLocked() {
+	if r.file == nil {
+		return
+	}
+	if err := r.file.Truncate(0); err != nil {
+		r.log.Error("empty report journal", "err", err)
+	}
+}
+
+func parseJournal(data []byte, log *slog.Logger) []RunReport {
 	var runs []RunReport
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 256<<10), 4<<20)
 	for sc.Scan() {
 		var rep RunReport
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-			r.log.Error("skipping a corrupt line in the report spool", "err", err)
+			log.Error("skipping a corrupt line in the report journal", "err", err)
 			continue
 		}
-		runs = append(runs, rep)
-	}
-	sent := 0
-	for sent < len(runs) {
-		end := min(sent+reportBatchSize, len(runs))
-		if r.deliver(ctx, runs[sent:end]) != nil {
-			break
-		}
-		sent = end
-	}
-	if sent == 0 {
-		return false
-	}
-	if sent == len(runs) {
-		if err := os.Remove(r.spool); err != nil {
-			r.log.Error("remove delivered report spool", "err", err)
-		}
-		r.log.Info("delivered spooled run reports", "runs", sent)
-		return true
-	}
-	// Keep the undelivered rest: write it to a new file and swap it in atomically.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for i := sent; i < len(runs); i++ {
-		_ = enc.Encode(&runs[i])
-	}
-	tmp := r.spool + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err == nil {
-		if err := os.Rename(tmp, r.spool); err != nil {
-			r.log.Error("rewrite report spool", "err", err)
+		if !seen[rep.ID] {
+			seen[rep.ID] = true
+			runs = append(runs, rep)
 		}
 	}
-	return false
+	return runs
 }

@@ -106,8 +106,21 @@ func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(spool); !os.IsNotExist(err) {
-		t.Fatalf("spool not removed after delivery: %v", err)
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		st, err := os.Stat(spool)
+		if err == nil && st.Size() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("journal not emptied after delivery: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for id, n := range fm.got {
+		if n != 1 {
+			t.Errorf("report %s delivered %d times", id, n)
+		}
 	}
 	cancel()
 	<-r.done
@@ -141,5 +154,27 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("report %s delivered %d times", id, n)
 		}
+	}
+}
+
+// A process killed right after a run keeps its report in the journal; the next
+// process delivers it.
+func TestReporterJournalSurvivesAKill(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	never := func(context.Context, []RunReport) error { return errors.New("killed before delivery") }
+	r := newReporter(dir, log, never)
+	r.add(RunReport{ID: "k1", TaskID: "t"}) // the loop never ran: as if SIGKILL came now
+	up := &fakeMaster{got: map[string]int{}}
+	r2 := newReporter(dir, log, up.post)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r2.run(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for up.count() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the journaled report of a killed process was not delivered by the next one")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -37,7 +37,7 @@ func TestBrowserTaskLifecycle(t *testing.T) {
 
 	// Log in, then go to Tasks through the menu.
 	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
+		chromedp.Navigate(m.URL+"/login?next=%2Fnodes"),
 		chromedp.WaitVisible(chromedp.ID("username")),
 	)
 	b.do("log in", 20*time.Second,

@@ -40,7 +40,7 @@ func TestBrowserNodeLifecycle(t *testing.T) {
 
 	// Log in.
 	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
+		chromedp.Navigate(m.URL+"/login?next=%2Fnodes"),
 		chromedp.WaitVisible(chromedp.ID("username")),
 	)
 	b.do("log in", 20*time.Second,

@@ -1,0 +1,131 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+const (
+	// dashboardPoll is how often the dashboard's counters and failures refresh.
+	dashboardPoll = "every 5s"
+	// chartDays is how many days the runs chart shows, today included.
+	chartDays = 14
+	// dashboardFailures is how many of the latest failures the dashboard lists.
+	dashboardFailures = 10
+)
+
+// showDashboard shows the counters, the latest failures and the runs chart;
+// htmx gets only the live part.
+func (s *server) showDashboard(c *gin.Context) {
+	ctx := c.Request.Context()
+	now := time.Now().UTC()
+	live, err := s.dashboardLiveVM(ctx, now)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	if isHX(c) {
+		s.render(c, http.StatusOK, views.DashboardLive(live))
+		return
+	}
+	today := utcDay(now)
+	from := today.AddDate(0, 0, -(chartDays - 1))
+	counts, err := store.RunsPerDay(ctx, s.st.DB, from, today.AddDate(0, 0, 1))
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	vm := views.DashboardVM{Layout: s.layout(c, "Dashboard", "dashboard"), Live: live, Chart: runsChart(from, chartDays, counts)}
+	s.render(c, http.StatusOK, views.DashboardPage(vm))
+}
+
+// dashboardLive is the fragment the dashboard polls.
+func (s *server) dashboardLive(c *gin.Context) {
+	live, err := s.dashboardLiveVM(c.Request.Context(), time.Now().UTC())
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, views.DashboardLive(live))
+}
+
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// dashboardLiveVM reads the counters: a few aggregate queries, cheap enough
+// to run at every poll.
+func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.DashboardLiveVM, error) {
+	db := s.st.DB
+	vm := views.DashboardLiveVM{PollInterval: dashboardPoll, UpdatedAt: utcText(now)}
+	nodes, err := store.CountNodesByStatus(ctx, db)
+	if err != nil {
+		return vm, err
+	}
+	for st, n := range nodes {
+		if st >= 0 && st < 3 {
+			vm.Nodes[st] = n
+		}
+		vm.NodesTotal += n
+	}
+	tasks, err := store.CountTasksByStatus(ctx, db)
+	if err != nil {
+		return vm, err
+	}
+	for st, n := range tasks {
+		if st >= 0 && st < 3 {
+			vm.Tasks[st] = n
+		}
+		vm.TasksTotal += n
+	}
+	today := utcDay(now)
+	vm.Today = today.Format(time.DateOnly)
+	counts, err := store.RunsPerDay(ctx, db, today, today.AddDate(0, 0, 1))
+	if err != nil {
+		return vm, err
+	}
+	for _, dc := range counts {
+		addCount(&vm.RunsToday, dc.Result, dc.N)
+	}
+	fails, err := store.LatestFailures(ctx, db, dashboardFailures)
+	if err != nil {
+		return vm, err
+	}
+	for _, f := range fails {
+		row := views.FailureRow{
+			RunID: f.ID, TaskID: f.TaskID, TaskTitle: f.TaskTitle, Node: f.Node, Started: ago(f.StartedAt, now),
+			StartedAt: utcText(f.StartedAt), Result: f.Result, Excerpt: f.Excerpt,
+		}
+		switch {
+		case f.HTTPStatus != 0:
+			row.Code = "HTTP " + strconv.Itoa(f.HTTPStatus)
+		case f.ExitCode != nil:
+			row.Code = "exit " + strconv.Itoa(*f.ExitCode)
+		}
+		vm.Failures = append(vm.Failures, row)
+	}
+	return vm, nil
+}
+
+// addCount adds n runs with result r to c.
+func addCount(c *views.RunCounts, r string, n int) {
+	switch r {
+	case store.ResultSuccess:
+		c.Success += n
+	case store.ResultFailed:
+		c.Failed += n
+	case store.ResultTimeout:
+		c.Timeout += n
+	case store.ResultSkipped:
+		c.Skipped += n
+	}
+	c.Total += n
+}

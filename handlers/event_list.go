@@ -1,0 +1,221 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// eventsPerPage is the page size of the event log in the console.
+const eventsPerPage = 50
+
+// eventTargetTypes are the kinds of things the event log names.
+var eventTargetTypes = []string{store.TargetNode, store.TargetTask, store.TargetUser, store.TargetToken, store.TargetSettings}
+
+// eventActions are suggestions for the action filter (a prefix matches too).
+var eventActions = []string{
+	"node.", "node.create", "node.edit", "node.connect", "node.enable", "node.disable", "node.delete",
+	"node.register", "node.offline", "node.recover",
+	"task.", "task.create", "task.edit", "task.start", "task.stop", "task.pause", "task.resume", "task.run", "task.delete",
+	"user.", "token.", "settings.",
+}
+
+// eventFilterInput reads the event filters of a query string; bad fields are
+// reported by name (the form shows them inline, the API returns them).
+func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, worker.FieldErrors) {
+	fvm := views.EventFilterVM{
+		Actor: strings.TrimSpace(c.Query("actor")), Action: strings.TrimSpace(c.Query("action")),
+		TargetType: strings.TrimSpace(c.Query("target_type")), Target: strings.TrimSpace(c.Query("target")),
+		Outcome: strings.TrimSpace(c.Query("outcome")), From: strings.TrimSpace(c.Query("from")), To: strings.TrimSpace(c.Query("to")),
+	}
+	f := store.EventFilter{Actor: fvm.Actor, Action: fvm.Action, TargetType: fvm.TargetType, Target: fvm.Target, Outcome: fvm.Outcome}
+	fe := worker.FieldErrors{}
+	if len(fvm.Actor) > 128 {
+		fe["actor"] = "at most 128 characters"
+	}
+	if len(fvm.Action) > 64 {
+		fe["action"] = "at most 64 characters"
+	}
+	if len(fvm.Target) > 255 {
+		fe["target"] = "at most 255 characters"
+	}
+	if fvm.TargetType != "" && !contains(eventTargetTypes, fvm.TargetType) {
+		fe["target_type"] = "must be one of " + strings.Join(eventTargetTypes, ", ")
+	}
+	if fvm.Outcome != "" && fvm.Outcome != store.OutcomeOK && fvm.Outcome != store.OutcomeError {
+		fe["outcome"] = "must be ok or error"
+	}
+	for _, p := range []struct {
+		field string
+		v     string
+		dst   *time.Time
+	}{{"from", fvm.From, &f.From}, {"to", fvm.To, &f.To}} {
+		t, err := parseFormTime(p.v)
+		if err != nil {
+			fe[p.field] = err.Error()
+			continue
+		}
+		if t != nil {
+			*p.dst = *t
+		}
+	}
+	if fe["from"] == "" && fe["to"] == "" && !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		fe["to"] = "must be after the start of the range"
+	}
+	return f, fvm, fe
+}
+
+// eventQuery is the filters (and page) as a query string.
+func eventQuery(f views.EventFilterVM, offset int) url.Values {
+	q := url.Values{}
+	for _, kv := range [][2]string{{"actor", f.Actor}, {"action", f.Action}, {"target_type", f.TargetType},
+		{"target", f.Target}, {"outcome", f.Outcome}, {"from", f.From}, {"to", f.To}} {
+		if kv[1] != "" {
+			q.Set(kv[0], kv[1])
+		}
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	return q
+}
+
+// listEvents shows the event log, filtered and paginated, newest first.
+func (s *server) listEvents(c *gin.Context) {
+	f, fvm, fe := eventFilterInput(c)
+	offset := 0
+	if v := c.Query("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fe["offset"] = "must be a number >= 0"
+		}
+		offset = max(n, 0)
+	}
+	vm := views.EventsVM{
+		Layout: s.layout(c, "Event log", "events"), Filter: fvm, Filtered: fvm != (views.EventFilterVM{}),
+		Actions: eventActions, TargetTypes: eventTargetTypes,
+	}
+	if len(fe) > 0 {
+		vm.Errors = fe
+		s.render(c, http.StatusBadRequest, views.EventsPage(vm))
+		return
+	}
+	f.Limit, f.Offset = eventsPerPage, offset
+	ctx := c.Request.Context()
+	evs, total, err := s.m.ListEvents(ctx, f)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	titles, err := store.TaskTitles(ctx, s.st.DB, eventTaskIDs(evs))
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	nodes, err := s.m.ListNodes(ctx)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = n.Type == store.TypeWorker
+	}
+	now := time.Now()
+	for i := range evs {
+		vm.Rows = append(vm.Rows, eventRow(&evs[i], now, titles, known))
+	}
+	vm.Total = total
+	if len(evs) > 0 {
+		vm.First, vm.Last = offset+1, offset+len(evs)
+	}
+	if offset > 0 {
+		vm.PrevURL = withQuery("/events", eventQuery(fvm, max(offset-eventsPerPage, 0)))
+	}
+	if offset+len(evs) < total {
+		vm.NextURL = withQuery("/events", eventQuery(fvm, offset+eventsPerPage))
+	}
+	s.render(c, http.StatusOK, views.EventsPage(vm))
+}
+
+func eventTaskIDs(evs []store.Event) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.TargetType == store.TargetTask && e.Target != "" && !seen[e.Target] {
+			seen[e.Target] = true
+			ids = append(ids, e.Target)
+		}
+	}
+	return ids
+}
+
+// eventRow renders one event; nodes maps node names to "has an edit page".
+func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map[string]bool) views.EventRow {
+	r := views.EventRow{
+		ID: e.ID, At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339), Ago: ago(e.At, now),
+		Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Target: e.Target, Outcome: e.Outcome, Detail: e.Detail,
+		ActorURL:  withQuery("/events", eventQuery(views.EventFilterVM{Actor: e.Actor}, 0)),
+		TargetURL: withQuery("/events", eventQuery(views.EventFilterVM{TargetType: e.TargetType, Target: e.Target}, 0)),
+	}
+	switch e.TargetType {
+	case store.TargetTask:
+		if title, ok := titles[e.Target]; ok {
+			r.TargetTitle = title
+			r.ObjectURL = "/tasks/" + url.PathEscape(e.Target)
+		}
+	case store.TargetNode:
+		if nodes[e.Target] {
+			r.ObjectURL = "/nodes/" + url.PathEscape(e.Target) + "/edit"
+		}
+	}
+	return r
+}
+
+// apiEvent is an event in the open API; fields may be added, never renamed.
+type apiEvent struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	Actor      string    `json:"actor"`
+	Action     string    `json:"action"`
+	TargetType string    `json:"target_type"`
+	Target     string    `json:"target"`
+	Outcome    string    `json:"outcome"`
+	Detail     string    `json:"detail"`
+}
+
+// apiListEvents answers GET /api/v1/events?actor=&action=&target_type=&target=&outcome=&from=&to=&limit=&offset=
+// with {"items": [...], "total": N}, newest first. from and to are RFC 3339 (or
+// 2006-01-02T15:04, UTC); to is excluded.
+func (s *server) apiListEvents(c *gin.Context) {
+	limit, offset, err := pageParams(c)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	f, _, fe := eventFilterInput(c)
+	if len(fe) > 0 {
+		s.apiError(c, fe)
+		return
+	}
+	f.Limit, f.Offset = limit, offset
+	evs, total, err := s.m.ListEvents(c.Request.Context(), f)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	items := make([]apiEvent, len(evs))
+	for i, e := range evs {
+		items[i] = apiEvent{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, TargetType: e.TargetType,
+			Target: e.Target, Outcome: e.Outcome, Detail: e.Detail}
+	}
+	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+}

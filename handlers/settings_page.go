@@ -1,0 +1,235 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/views"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// showSettings shows the settings in force. Everyone may look; only admins get
+// the Save and Test buttons. The SMTP password is never rendered back.
+func (s *server) showSettings(c *gin.Context) {
+	vm, err := s.settingsVM(c)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	vm.Flash = s.takeFlash(c)
+	s.render(c, http.StatusOK, views.SettingsPage(vm))
+}
+
+// saveSettings validates and stores the form (admin). A bad field shows the
+// form again with inline errors (422) and stores nothing; success applies the
+// settings at once and redirects with a flash.
+func (s *server) saveSettings(c *gin.Context) {
+	ctx := c.Request.Context()
+	vm, err := s.settingsVM(c)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	cur, pinned := s.m.Settings()
+	vm.Form = readSettingsForm(c)
+	next, fe := parseSettingsForm(vm.Form)
+	// An empty password field keeps the stored password, unless asked to remove it.
+	next.SMTPPassword = c.PostForm("smtp_password")
+	if next.SMTPPassword == "" && c.PostForm("smtp_password_clear") == "" {
+		next.SMTPPassword = cur.SMTPPassword
+	}
+	if err := next.Validate(); err != nil {
+		mergeSettingsErrors(fe, err)
+	}
+	if len(fe) == 0 {
+		err := s.m.UpdateSettings(ctx, next)
+		if err == nil {
+			s.log.Info("settings saved", "user", currentUser(c).Name)
+			msg := "Settings saved; they are in force now."
+			if pinned.HealthInterval || pinned.HealthTimeout || pinned.MaxFailures {
+				msg = "Settings saved; they are in force now, except the health values set by flag, env or config file, which win until a restart without them."
+			}
+			s.setFlash(c, true, msg)
+			c.Redirect(http.StatusSeeOther, "/settings")
+			return
+		}
+		var all worker.FieldErrors
+		if !errors.As(err, &all) {
+			s.serverError(c, err)
+			return
+		}
+		fe = all
+	}
+	vm.Errors = fe
+	s.render(c, http.StatusUnprocessableEntity, views.SettingsPage(vm))
+}
+
+// testNotifications sends a test e-mail to the admin's address and a test
+// webhook with the saved settings, and shows each channel's outcome: as a
+// fragment for htmx, else on the whole page.
+func (s *server) testNotifications(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Minute)
+	defer cancel()
+	email := ""
+	if p := currentUser(c); p != nil && !strings.HasPrefix(p.Name, "token:") {
+		u, err := store.GetUser(ctx, s.st.DB, p.Name)
+		switch {
+		case err == nil:
+			email = u.Email
+		case !errors.Is(err, store.ErrNotFound):
+			s.serverError(c, err)
+			return
+		}
+	}
+	results := s.m.TestNotifications(ctx, email)
+	rows := make([]views.NotifyResultRow, 0, len(results))
+	for _, r := range results {
+		rows = append(rows, views.NotifyResultRow{Channel: r.Channel, Target: r.Target, OK: r.OK, Message: r.Message})
+		s.log.Info("test notification", "user", currentUser(c).Name, "channel", r.Channel, "to", r.Target, "ok", r.OK, "message", r.Message)
+	}
+	if isHX(c) {
+		s.render(c, http.StatusOK, views.NotifyResults(true, rows))
+		return
+	}
+	vm, err := s.settingsVM(c)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	vm.Tested, vm.Results = true, rows
+	s.render(c, http.StatusOK, views.SettingsPage(vm))
+}
+
+// settingsPinnedSources names where each pinned health value comes from.
+var settingsPinnedSources = map[string]views.PinnedValue{
+	"health_interval": {Flag: "--health-interval", Env: "SM_HEALTH_INTERVAL"},
+	"health_timeout":  {Flag: "--health-timeout", Env: "SM_HEALTH_TIMEOUT"},
+	"max_failures":    {Flag: "--max-failures", Env: "SM_MAX_FAILURES"},
+}
+
+// settingsVM fills the page with the settings in force. For a pinned health
+// value the form shows the stored value (what a restart without the flag
+// would use) and the value in force separately.
+func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
+	ctx := c.Request.Context()
+	cur, pinned := s.m.Settings()
+	l := s.layout(c, "Settings", "settings")
+	vm := views.SettingsVM{Layout: l, CanEdit: !l.ReadOnly, PasswordSet: cur.SMTPPassword != "", Form: settingsForm(cur),
+		Pinned: map[string]views.PinnedValue{}}
+	def := master.DefaultSettings()
+	for _, p := range []struct {
+		on            bool
+		field, key    string
+		inForce, dflt string
+		dst           *string
+		duration      bool
+	}{
+		{pinned.HealthInterval, "health_interval", store.SettingHealthInterval, cur.HealthInterval.String(), def.HealthInterval.String(), &vm.Form.HealthInterval, true},
+		{pinned.HealthTimeout, "health_timeout", store.SettingHealthTimeout, cur.HealthTimeout.String(), def.HealthTimeout.String(), &vm.Form.HealthTimeout, true},
+		{pinned.MaxFailures, "max_failures", store.SettingMaxFailures, strconv.Itoa(cur.MaxFailures), strconv.Itoa(def.MaxFailures), &vm.Form.MaxFailures, false},
+	} {
+		if !p.on {
+			continue
+		}
+		src := settingsPinnedSources[p.field]
+		src.InForce = p.inForce
+		vm.Pinned[p.field] = src
+		v, err := store.GetSetting(ctx, s.st.DB, p.key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			v = p.dflt
+		case err != nil:
+			return vm, err
+		case p.duration:
+			v = settingsDuration(v)
+		}
+		*p.dst = v
+	}
+	return vm, nil
+}
+
+// settingsDuration shows a stored duration the way the engine reads it (a
+// bare number is seconds); a value that does not parse is shown as stored.
+func settingsDuration(v string) string {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d.String()
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return (time.Duration(n) * time.Second).String()
+	}
+	return v
+}
+
+func settingsForm(st master.Settings) views.SettingsForm {
+	return views.SettingsForm{
+		HealthInterval: st.HealthInterval.String(), HealthTimeout: st.HealthTimeout.String(), MaxFailures: strconv.Itoa(st.MaxFailures),
+		DefaultHTTPTimeout: st.DefaultHTTPTimeout.String(), RunRetentionDays: strconv.Itoa(st.RunRetentionDays),
+		SMTPHost: st.SMTPHost, SMTPPort: strconv.Itoa(st.SMTPPort), SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername,
+		SMTPTLS: st.SMTPTLS, WebhookURL: st.WebhookURL, PublicURL: st.PublicURL,
+	}
+}
+
+func readSettingsForm(c *gin.Context) views.SettingsForm {
+	f := func(name string) string { return strings.TrimSpace(c.PostForm(name)) }
+	return views.SettingsForm{
+		HealthInterval: f("health_interval"), HealthTimeout: f("health_timeout"), MaxFailures: f("max_failures"),
+		DefaultHTTPTimeout: f("default_http_timeout"), RunRetentionDays: f("run_retention_days"),
+		SMTPHost: f("smtp_host"), SMTPPort: f("smtp_port"), SMTPFrom: f("smtp_from"), SMTPUsername: f("smtp_username"),
+		SMTPTLS: f("smtp_tls"), WebhookURL: f("webhook_url"), PublicURL: f("public_url"),
+	}
+}
+
+// parseSettingsForm turns the typed values into settings; values that do not
+// parse are field errors (the engine validates the ranges).
+func parseSettingsForm(f views.SettingsForm) (master.Settings, worker.FieldErrors) {
+	fe := worker.FieldErrors{}
+	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
+		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL}
+	dur := func(field, v string, dst *time.Duration) {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fe[field] = "must be a Go duration such as 10s, 1m30s or 500ms"
+			return
+		}
+		*dst = d
+	}
+	num := func(field, v string, dst *int) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			fe[field] = "must be a whole number"
+			return
+		}
+		*dst = n
+	}
+	dur("health_interval", f.HealthInterval, &st.HealthInterval)
+	dur("health_timeout", f.HealthTimeout, &st.HealthTimeout)
+	num("max_failures", f.MaxFailures, &st.MaxFailures)
+	dur("default_http_timeout", f.DefaultHTTPTimeout, &st.DefaultHTTPTimeout)
+	num("run_retention_days", f.RunRetentionDays, &st.RunRetentionDays)
+	if f.SMTPPort == "" {
+		st.SMTPPort = master.DefaultSettings().SMTPPort
+	} else {
+		num("smtp_port", f.SMTPPort, &st.SMTPPort)
+	}
+	return st, fe
+}
+
+// mergeSettingsErrors adds the engine's field errors to fe where fe has none yet.
+func mergeSettingsErrors(fe worker.FieldErrors, err error) {
+	var all worker.FieldErrors
+	if errors.As(err, &all) {
+		for k, v := range all {
+			if _, ok := fe[k]; !ok {
+				fe[k] = v
+			}
+		}
+	}
+}

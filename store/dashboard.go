@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+// Run results.
+const (
+	ResultSuccess = "success"
+	ResultFailed  = "failed"
+	ResultTimeout = "timeout"
+	ResultSkipped = "skipped"
+)
+
+// CountNodesByStatus returns how many nodes (master included) have each status.
+func CountNodesByStatus(ctx context.Context, db bun.IDB) (map[int]int, error) {
+	var rows []struct {
+		Status int `bun:"status"`
+		N      int `bun:"n"`
+	}
+	err := db.NewSelect().Table("nodes").Column("status").ColumnExpr("COUNT(*) AS n").Group("status").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: count nodes: %w", err)
+	}
+	out := map[int]int{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// CountTasksByStatus returns how many tasks (deleted ones left out) have each status.
+func CountTasksByStatus(ctx context.Context, db bun.IDB) (map[int]int, error) {
+	var rows []struct {
+		Status int `bun:"status"`
+		N      int `bun:"n"`
+	}
+	err := db.NewSelect().Table("tasks").Column("status").ColumnExpr("COUNT(*) AS n").
+		Where("status <> ?", TaskDeleted).Group("status").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: count tasks: %w", err)
+	}
+	out := map[int]int{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// DayCount is how many runs with one result started on one UTC day.
+type DayCount struct {
+	Day    string `bun:"day"` // 2006-01-02, UTC
+	Result string `bun:"result"`
+	N      int    `bun:"n"`
+}
+
+// dayExpr is the UTC day of a timestamp column as YYYY-MM-DD in the dialect
+// of db. Times are stored in UTC in both dialects.
+func dayExpr(db bun.IDB, col string) string {
+	if db.Dialect().Name() == dialect.MySQL {
+		return "DATE_FORMAT(" + col + ", '%Y-%m-%d')"
+	}
+	return "strftime('%Y-%m-%d', " + col + ")"
+}
+
+// RunsPerDay counts the runs that started in [from, to) by UTC day and result,
+// in one aggregate query over the index on runs(started_at).
+func RunsPerDay(ctx context.Context, db bun.IDB, from, to time.Time) ([]DayCount, error) {
+	var rows []DayCount
+	day := dayExpr(db, "started_at")
+	err := db.NewSelect().Table("runs").
+		ColumnExpr(day+" AS day").Column("result").ColumnExpr("COUNT(*) AS n").
+		Where("started_at >= ?", from.UTC()).Where("started_at < ?", to.UTC()).
+		GroupExpr(day).Group("result").OrderExpr("day ASC").
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: runs per day: %w", err)
+	}
+	return rows, nil
+}
+
+// FailedRun is a failed or timed-out run as the dashboard lists it.
+type FailedRun struct {
+	ID         string    `bun:"id"`
+	TaskID     string    `bun:"task_id"`
+	TaskTitle  string    `bun:"task_title"`
+	Node       string    `bun:"node"`
+	StartedAt  time.Time `bun:"started_at"`
+	Result     string    `bun:"result"`
+	HTTPStatus int       `bun:"http_status"`
+	ExitCode   *int      `bun:"exit_code"`
+	// Excerpt is the start of the run's output.
+	Excerpt string `bun:"excerpt"`
+}
+
+// LatestFailures returns the newest failed or timed-out runs, newest first,
+// with their task's title (deleted tasks included) and an output excerpt.
+func LatestFailures(ctx context.Context, db bun.IDB, limit int) ([]FailedRun, error) {
+	if limit <= 0 {
+		limit = 10
+	}
+	rows := []FailedRun{}
+	err := db.NewSelect().TableExpr("runs AS r").
+		ColumnExpr("r.id, r.task_id, r.node, r.started_at, r.result, r.http_status, r.exit_code").
+		ColumnExpr("COALESCE(t.title, '') AS task_title").
+		ColumnExpr("SUBSTR(r.output, 1, 200) AS excerpt").
+		Join("LEFT JOIN tasks AS t ON t.id = r.task_id").
+		Where("r.result IN (?)", bun.In([]string{ResultFailed, ResultTimeout})).
+		OrderExpr("r.started_at DESC, r.id DESC").Limit(int64(limit)).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest failures: %w", err)
+	}
+	for i := range rows {
+		rows[i].StartedAt = rows[i].StartedAt.UTC()
+	}
+	return rows, nil
+}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+)
+
+// Event outcomes.
+const (
+	OutcomeOK    = "ok"
+	OutcomeError = "error"
+)
+
+// Event target types.
+const (
+	TargetNode     = "node"
+	TargetTask     = "task"
+	TargetUser     = "user"
+	TargetToken    = "token"
+	TargetSettings = "settings"
+)
+
+// Column bounds of the events table (characters).
+const (
+	maxEventActor  = 128
+	maxEventAction = 64
+	maxEventType   = 16
+	maxEventTarget = 255
+	// MaxEventDetail is the longest detail kept; longer ones are cut.
+	MaxEventDetail = 1000
+)
+
+// Event is one line of the event log: who did what to which node, task, user,
+// token or setting, and how it ended.
+type Event struct {
+	bun.BaseModel `bun:"table:events"`
+
+	ID         int64     `bun:"id,pk,autoincrement"`
+	At         time.Time `bun:"at"`
+	Actor      string    `bun:"actor"`
+	Action     string    `bun:"action"`
+	TargetType string    `bun:"target_type"`
+	Target     string    `bun:"target"`
+	Outcome    string    `bun:"outcome"`
+	Detail     string    `bun:"detail"`
+}
+
+// clip cuts s to at most n characters (not bytes), marking a cut with "…".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// AddEvent appends e to the event log. Over-long fields are cut to their
+// column size; an empty outcome is "ok" and a zero time is now.
+func AddEvent(ctx context.Context, db bun.IDB, e *Event) error {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	e.At = e.At.UTC()
+	if e.Outcome != OutcomeError {
+		e.Outcome = OutcomeOK
+	}
+	if strings.TrimSpace(e.Actor) == "" {
+		e.Actor = "system"
+	}
+	e.Actor = clip(e.Actor, maxEventActor)
+	e.Action = clip(e.Action, maxEventAction)
+	e.TargetType = clip(e.TargetType, maxEventType)
+	e.Target = clip(e.Target, maxEventTarget)
+	e.Detail = clip(strings.ToValidUTF8(e.Detail, "?"), MaxEventDetail)
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("store: add event: %w", err)
+	}
+	return nil
+}
+
+// EventFilter narrows ListEvents; zero fields match everything.
+type EventFilter struct {
+	Actor      string // exact
+	Action     string // prefix: "node." or "node.connect"
+	TargetType string // exact
+	Target     string // exact
+	Outcome    string // "ok" or "error"
+	From       time.Time
+	To         time.Time // exclusive
+	Limit      int       // default 50
+	Offset     int
+}
+
+// escapeLikeBang escapes a LIKE pattern for "ESCAPE '!'", which both SQLite
+// and MySQL read the same way (a backslash is not an escape in SQLite).
+func escapeLikeBang(s string) string {
+	return strings.NewReplacer(`!`, `!!`, `%`, `!%`, `_`, `!_`).Replace(s)
+}
+
+// ListEvents returns a page of events, newest first, and the total matching.
+func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, error) {
+	events := []Event{}
+	q := db.NewSelect().Model(&events)
+	if f.Actor != "" {
+		q = q.Where("actor = ?", f.Actor)
+	}
+	if f.Action != "" {
+		q = q.Where("action LIKE ? ESCAPE '!'", escapeLikeBang(f.Action)+"%")
+	}
+	if f.TargetType != "" {
+		q = q.Where("target_type = ?", f.TargetType)
+	}
+	if f.Target != "" {
+		q = q.Where("target = ?", f.Target)
+	}
+	if f.Outcome != "" {
+		q = q.Where("outcome = ?", f.Outcome)
+	}
+	if !f.From.IsZero() {
+		q = q.Where("at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		q = q.Where("at < ?", f.To.UTC())
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	total, err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list events: %w", err)
+	}
+	for i := range events {
+		events[i].At = events[i].At.UTC()
+	}
+	return events, int(total), nil
+}
+
+// TaskTitles returns the titles of the tasks with these ids, deleted ones
+// included, so that a log or a list can name them.
+func TaskTitles(ctx context.Context, db bun.IDB, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID    string `bun:"id"`
+		Title string `bun:"title"`
+	}
+	if err := db.NewSelect().Table("tasks").Column("id", "title").Where("id IN (?)", bun.In(ids)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("store: task titles: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Title
+	}
+	return out, nil
+}

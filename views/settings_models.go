@@ -1,0 +1,78 @@
+package views
+
+// SettingsForm holds the settings page's fields as typed (or as stored).
+type SettingsForm struct {
+	HealthInterval     string
+	HealthTimeout      string
+	MaxFailures        string
+	DefaultHTTPTimeout string
+	RunRetentionDays   string
+	SMTPHost           string
+	SMTPPort           string
+	SMTPFrom           string
+	SMTPUsername       string
+	SMTPTLS            string // none, starttls or tls
+	WebhookURL         string
+	PublicURL          string
+}
+
+// PinnedValue is a health setting fixed by the process configuration: the
+// value in force and where it comes from.
+type PinnedValue struct {
+	InForce string // e.g. "1s"
+	Flag    string // e.g. "--health-interval"
+	Env     string // e.g. "SM_HEALTH_INTERVAL"
+}
+
+// NotifyResultRow is the outcome of one test notification channel.
+type NotifyResultRow struct {
+	Channel string // "email" or "webhook"
+	Target  string
+	OK      bool
+	Message string
+}
+
+// SettingsVM is the settings page.
+type SettingsVM struct {
+	Layout  LayoutVM
+	Flash   *Flash
+	CanEdit bool
+	Form    SettingsForm
+	// PasswordSet says whether an SMTP password is stored; the password itself
+	// is never rendered.
+	PasswordSet bool
+	// Pinned holds the pinned health settings by field name (health_interval,
+	// health_timeout, max_failures).
+	Pinned    map[string]PinnedValue
+	Errors    map[string]string
+	FormError string
+	// Tested is set once the test button was pressed; Results are its outcomes.
+	Tested  bool
+	Results []NotifyResultRow
+}
+
+func (vm SettingsVM) pinned(field string) (PinnedValue, bool) {
+	p, ok := vm.Pinned[field]
+	return p, ok
+}
+
+func pinnedNote(p PinnedValue) string {
+	return "set by " + p.Flag + " (flag, env " + p.Env + " or config file); the stored value below takes effect after a restart without it"
+}
+
+func notifyChannel(ch string) string {
+	switch ch {
+	case "email":
+		return "E-mail"
+	case "webhook":
+		return "Webhook"
+	}
+	return ch
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
