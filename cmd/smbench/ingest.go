@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// ingestEnv is a real master (engine + routes) served on loopback over a store.
+type ingestEnv struct {
+	st      *store.Store
+	m       *master.Master
+	srv     *httptest.Server
+	cleanup func()
+	logs    *countHandler
+}
+
+func (b *bench) newIngestEnv(ctx context.Context, dialect string) (*ingestEnv, error) {
+	log, logs := b.newLogger()
+	var st *store.Store
+	var cleanup func()
+	switch dialect {
+	case "sqlite":
+		dir := filepath.Join(b.tmp, "ingest-"+randHex(4))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		s, err := openSQLite(ctx, dir, log)
+		if err != nil {
+			return nil, err
+		}
+		st, cleanup = s, func() { s.Close() }
+	default:
+		s, c, err := openMySQL(ctx, b.opt.MySQL, log)
+		if err != nil {
+			return nil, err
+		}
+		st, cleanup = s, c
+	}
+	m := master.New(master.Config{Identity: "master", ClusterKey: benchClusterKey, AdvertiseHost: "127.0.0.1:1",
+		Health: master.HealthConfig{Interval: time.Hour}}, st, log)
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log})
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	srv := httptest.NewServer(h)
+	return &ingestEnv{st: st, m: m, srv: srv, cleanup: cleanup, logs: logs}, nil
+}
+
+func (e *ingestEnv) Close() {
+	e.srv.Close()
+	e.cleanup()
+}
+
+// ingestResult is one capacity measurement.
+type ingestResult struct {
+	rate            float64
+	batches, failed int    // batches posted; answers other than 200 (redelivered)
+	firstErr        string // the first failure's answer
+}
+
+// ingestPost drives the master's run-report endpoint the way worker reporters
+// do: `senders` nodes, each posting batches of 500 reports one after the
+// other, `total` reports in all; a batch that is refused is posted again after
+// 1 s, as the reporter does. With shared, the batches hold runs of tasks that
+// all the nodes execute (several executors), picked at random, so that batches
+// posted at the same time share tasks; otherwise each node runs its own tasks.
+// It returns runs stored per second.
+func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int, tasks []string, shared bool) (ingestResult, error) {
+	var res ingestResult
+	before, err := countRuns(ctx, e.st.DB)
+	if err != nil {
+		return res, err
+	}
+	const batch = 500 // the worker reporter's batch size
+	type node struct {
+		name, secret string
+		bodies       [][]byte
+	}
+	nodes := make([]*node, senders)
+	var rows []store.Node
+	for i := range nodes {
+		n := workerNode(fmt.Sprintf("ing-%s-%d", randHex(3), i), "127.0.0.1:1", "boot")
+		rows = append(rows, n)
+		nodes[i] = &node{name: n.Name, secret: n.Secret}
+	}
+	if err := insertNodes(ctx, e.st.DB, rows); err != nil {
+		return res, err
+	}
+	// Build every body first: only the master's work is timed.
+	now := time.Now().UTC()
+	code := 0
+	for k := 0; k < total; {
+		for ni, n := range nodes {
+			size := min(batch, total-k)
+			if size <= 0 {
+				break
+			}
+			runs := make([]worker.RunReport, size)
+			for j := range runs {
+				started := now.Add(time.Duration(k+j) * time.Millisecond)
+				task := tasks[rand.IntN(len(tasks))]
+				if !shared {
+					own := len(tasks) / senders
+					task = tasks[ni*own+(k+j)%own]
+				}
+				runs[j] = worker.RunReport{
+					ID: uuid.NewString(), TaskID: task, Node: n.name,
+					ScheduledAt: started.Truncate(time.Second), StartedAt: started, EndedAt: started.Add(3 * time.Millisecond),
+					DurationMS: 3, Result: worker.ResultSuccess, Attempt: 1, HTTPStatus: 200, ExitCode: &code,
+					Output: `{"ok":true,"message":"smbench run report output of a typical size"}`,
+				}
+			}
+			body, err := json.Marshal(worker.RunsRequest{Runs: runs})
+			if err != nil {
+				return res, err
+			}
+			n.bodies = append(n.bodies, body)
+			k += size
+		}
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	settle()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	errs := make(chan error, senders)
+	t0 := time.Now()
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, body := range n.bodies {
+				for attempt := 1; ; attempt++ {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+worker.PathMasterRuns, bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set(worker.HeaderNode, n.name)
+					req.Header.Set(worker.HeaderSecret, n.secret)
+					resp, err := client.Do(req)
+					if err != nil {
+						errs <- err
+						return
+					}
+					data, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					mu.Lock()
+					res.batches++
+					if resp.StatusCode != http.StatusOK {
+						res.failed++
+						if res.firstErr == "" {
+							res.firstErr = fmt.Sprintf("%d %s", resp.StatusCode, data)
+						}
+					}
+					mu.Unlock()
+					if resp.StatusCode == http.StatusOK {
+						break
+					}
+					if attempt == 10 {
+						errs <- fmt.Errorf("POST %s: %d %s (10 attempts)", worker.PathMasterRuns, resp.StatusCode, data)
+						return
+					}
+					time.Sleep(time.Second) // the reporter's first retry delay
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	close(errs)
+	if err := <-errs; err != nil {
+		return res, err
+	}
+	after, err := countRuns(ctx, e.st.DB)
+	if err != nil {
+		return res, err
+	}
+	if after-before != total {
+		return res, fmt.Errorf("%d runs stored, want %d", after-before, total)
+	}
+	res.rate = float64(total) / took.Seconds()
+	return res, nil
+}
+
+// e2eWorkers runs real worker engines whose HTTP tasks fire every second and
+// deliver their run reports to the master, which stores them. Tasks are in the
+// database as running before the workers register, so registration pushes them.
+type e2eWorkers struct {
+	ws     []*worker.Worker
+	target *httptest.Server
+	cancel context.CancelFunc
+}
+
+func (b *bench) startE2E(ctx context.Context, e *ingestEnv, workers, tasksPer int) (*e2eWorkers, error) {
+	target := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusNoContent)
+	}))
+	x := &e2eWorkers{target: target}
+	prefix := randHex(3)
+	for i := 0; i < workers; i++ {
+		name := fmt.Sprintf("e2e-%s-%d", prefix, i)
+		var tasks []*store.Task
+		for j := 0; j < tasksPer; j++ {
+			t, err := taskRow(httpTask(fmt.Sprintf("e2e-%s-%d-%05d", prefix, i, j), "* * * * * *", target.URL), store.TaskRunning, []string{name})
+			if err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, t)
+		}
+		if err := insertTasks(ctx, e.st.DB, tasks); err != nil {
+			target.Close()
+			return nil, err
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	x.cancel = cancel
+	for i := 0; i < workers; i++ {
+		name := fmt.Sprintf("e2e-%s-%d", prefix, i)
+		w, err := worker.New(worker.Config{
+			Identity: name, Protocol: "http", IP: "127.0.0.1", Port: 20000 + i, Priority: 1, MaxConcurrency: tasksPer,
+			MasterURL: e.srv.URL, ClusterKey: benchClusterKey, AutoRegister: true,
+			DataDir: filepath.Join(b.tmp, name), StopTimeout: 5 * time.Second,
+		}, slog.New(e.logs))
+		if err != nil {
+			x.Close()
+			return nil, err
+		}
+		x.ws = append(x.ws, w)
+		go w.Run(runCtx)
+	}
+	// Registered and scheduling: the worker reports its running tasks.
+	deadline := time.Now().Add(60 * time.Second)
+	for _, w := range x.ws {
+		for w.Health().RunningTasks < tasksPer {
+			if time.Now().After(deadline) {
+				x.Close()
+				return nil, fmt.Errorf("worker %s schedules %d of %d tasks after 60s", w.Name(), w.Health().RunningTasks, tasksPer)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return x, nil
+}
+
+func (x *e2eWorkers) Close() {
+	x.cancel()
+	var wg sync.WaitGroup
+	for _, w := range x.ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_ = w.Stop(ctx)
+		}()
+	}
+	wg.Wait()
+	x.target.Close()
+}
+
+// recordedRate counts stored runs over a window.
+func recordedRate(ctx context.Context, e *ingestEnv, d time.Duration) (float64, error) {
+	c0, err := countRuns(ctx, e.st.DB)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	sleepUntil(ctx, t0.Add(d))
+	c1, err := countRuns(ctx, e.st.DB)
+	if err != nil {
+		return 0, err
+	}
+	return float64(c1-c0) / time.Since(t0).Seconds(), nil
+}
+
+func (b *bench) ingestScenario(ctx context.Context) []row {
+	var rows []row
+	for _, dialect := range []string{"sqlite", "mysql"} {
+		label := "SQLite"
+		if dialect == "mysql" {
+			label = "MariaDB/MySQL"
+		}
+		e2eName := fmt.Sprintf("runs recorded end to end, %s (worker → master → DB)", label)
+		postName := fmt.Sprintf("  %s: master ingest capacity, 4 nodes posting 500-run batches of 2,000 tasks", label)
+		if dialect == "mysql" && b.opt.MySQL == "" {
+			rows = append(rows, row{e2eName, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", "≥ 2,000 runs/s", Skip})
+			continue
+		}
+		e, err := b.newIngestEnv(ctx, dialect)
+		if err != nil {
+			rows = append(rows, errRow(e2eName, err))
+			continue
+		}
+		// Real workers, real tasks, real reporter.
+		workers, per := 2, b.pick(1250, 100)
+		offered := workers * per
+		x, err := b.startE2E(ctx, e, workers, per)
+		if err != nil {
+			rows = append(rows, errRow(e2eName, err))
+			e.Close()
+			continue
+		}
+		time.Sleep(3 * time.Second) // warm-up: connections, first batches
+		var rates []float64
+		window := time.Duration(b.pick(20, 4)) * time.Second
+		for i := 0; i < b.opt.Runs; i++ {
+			r, err := recordedRate(ctx, e, window)
+			if err != nil {
+				rows = append(rows, errRow(e2eName, err))
+				break
+			}
+			b.logf("%s: %.0f runs/s recorded", label, r)
+			rates = append(rates, r)
+		}
+		x.Close()
+		if len(rates) == b.opt.Runs {
+			r := medianF(rates)
+			lo, hi := rates[0], rates[0]
+			for _, x := range rates {
+				lo, hi = min(lo, x), max(hi, x)
+			}
+			fig := fmt.Sprintf("%s runs/s recorded (windows %s–%s) of %s/s fired (%d workers × %s HTTP tasks every second; %s windows)",
+				fmtInt(int(r)), fmtInt(int(lo)), fmtInt(int(hi)), fmtInt(offered), workers, fmtInt(per), window)
+			v := verdict(r >= 2000)
+			if float64(offered) < 2000 {
+				v = Info
+			}
+			rows = append(rows, row{e2eName, fig, "≥ 2,000 runs/s", v})
+		}
+		// The master's capacity: as fast as the reporters can post.
+		var taskIDs []string
+		var tasks []*store.Task
+		for j := 0; j < 2000; j++ {
+			t, _ := taskRow(httpTask(fmt.Sprintf("ing-%s-%03d", randHex(3), j), "0 * * * * *", "http://127.0.0.1:1"), store.TaskRunning, nil)
+			tasks = append(tasks, t)
+			taskIDs = append(taskIDs, t.ID)
+		}
+		if err := insertTasks(ctx, e.st.DB, tasks); err != nil {
+			rows = append(rows, errRow(postName, err))
+			e.Close()
+			continue
+		}
+		total := b.pick(60000, 5000)
+		e.logs.reset()
+		for _, shared := range []bool{false, true} {
+			name := postName + " (own tasks)"
+			if shared {
+				name = postName + " (shared tasks)"
+			}
+			var caps []float64
+			var batches, failed int
+			firstErr := ""
+			for i := 0; i < b.opt.Runs; i++ {
+				r, err := b.ingestPost(ctx, e, 4, total, taskIDs, shared)
+				if err != nil {
+					rows = append(rows, errRow(name, err))
+					break
+				}
+				b.logf("%s: ingest capacity %.0f runs/s (%d of %d batches refused)", label, r.rate, r.failed, r.batches)
+				caps = append(caps, r.rate)
+				batches, failed = batches+r.batches, failed+r.failed
+				if firstErr == "" {
+					firstErr = r.firstErr
+				}
+			}
+			if len(caps) != b.opt.Runs {
+				continue
+			}
+			fig := fmt.Sprintf("%s runs/s (%s runs per measurement)", fmtInt(int(medianF(caps))), fmtInt(total))
+			v := verdict(medianF(caps) >= 2000)
+			if failed > 0 {
+				if _, logged := e.logs.warnings(); len(logged) > 0 {
+					for _, l := range logged {
+						if strings.Contains(l, "server error") {
+							firstErr = l
+							break
+						}
+					}
+				}
+				fig += fmt.Sprintf("; %d of %d posts refused (redelivered after 1 s): %.160s", failed, batches, firstErr)
+				v = Miss
+			}
+			rows = append(rows, row{name, fig, "≥ 2,000 runs/s, no refused batch", v})
+		}
+		if n, first := e.logs.warnings(); n > 0 && b.opt.Verbose {
+			b.logf("%s: %d warnings logged, first: %v", label, n, first)
+		}
+		e.Close()
+	}
+	return rows
+}

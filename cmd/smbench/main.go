@@ -1,0 +1,264 @@
+// Command smbench measures ScheduleMaster against the performance targets of
+// SPEC section 9. Every scenario runs the real code (master engine, store,
+// handlers, worker engine, the schedulemaster binary) on loopback and prints
+// one table: scenario, figure, target, verdict. Figures are medians of -runs
+// runs; comparisons are ratios measured in the same run.
+//
+//	go run ./cmd/smbench                        # full run (about 15 minutes on 2 cores)
+//	go run ./cmd/smbench -short                 # small and quick; proves it works, judges nothing
+//	go run ./cmd/smbench -mysql 'root@tcp(127.0.0.1:3306)/test'
+//	go run ./cmd/smbench -only sweep,render -cpuprofile /tmp/prof
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Verdicts.
+const (
+	Pass  = "PASS"
+	Miss  = "MISS"
+	Info  = "INFO"
+	Skip  = "SKIP"
+	Error = "ERROR"
+)
+
+// row is one line of the result table.
+type row struct {
+	Scenario, Figure, Target, Verdict string
+}
+
+// tableRow is a row with the scenario (group) that printed it.
+type tableRow struct {
+	row
+	Group string
+}
+
+// options are the command line.
+type options struct {
+	Short      bool
+	MySQL      string        // go-sql-driver DSN of a MariaDB/MySQL server; empty: skip MySQL
+	Runs       int           // runs per figure (median)
+	Only       string        // comma-separated scenario names
+	Bin        string        // prebuilt schedulemaster binary (default: go build)
+	CPUProfile string        // directory for one CPU profile per scenario
+	LagFor     time.Duration // trigger-lag measurement window
+	Verbose    bool
+	Progress   io.Writer // progress lines (stderr)
+}
+
+// bench is one smbench invocation.
+type bench struct {
+	opt    options
+	tmp    string
+	binary string // built once, on first use
+}
+
+// scenario is one group of measurements.
+type scenario struct {
+	name string
+	what string
+	run  func(b *bench, ctx context.Context) []row
+}
+
+func scenarios() []scenario {
+	return []scenario{
+		{"sweep", "health sweep of a fleet of in-process worker endpoints", (*bench).sweepScenario},
+		{"detect", "dead-worker detection by a started master", (*bench).detectScenario},
+		{"lag", "trigger lag of the worker engine and of bare gocron", (*bench).lagScenario},
+		{"ingest", "runs recorded end to end, SQLite and MySQL", (*bench).ingestScenario},
+		{"render", "console pages with 1,000 nodes and 10,000 runs", (*bench).renderScenario},
+		{"rss", "resident memory of real worker and master processes", (*bench).rssScenario},
+	}
+}
+
+func main() {
+	if runRole() {
+		return
+	}
+	var o options
+	flag.BoolVar(&o.Short, "short", false, "small sizes, one run: proves every scenario works; figures are not judged")
+	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<random> is created and dropped); default $SM_TEST_MYSQL_DSN")
+	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
+	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss")
+	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
+	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")
+	flag.BoolVar(&o.Verbose, "v", false, "print the warnings the engines log")
+	flag.Parse()
+	o.Progress = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rows, err := run(ctx, o, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "smbench:", err)
+		os.Exit(2)
+	}
+	for _, r := range rows {
+		if r.Verdict == Error {
+			os.Exit(1)
+		}
+	}
+}
+
+// run runs the chosen scenarios and prints the table to out.
+func run(ctx context.Context, o options, out io.Writer) ([]tableRow, error) {
+	if o.Runs <= 0 {
+		o.Runs = 3
+		if o.Short {
+			o.Runs = 1
+		}
+	}
+	if o.LagFor <= 0 {
+		o.LagFor = 60 * time.Second
+		if o.Short {
+			o.LagFor = 5 * time.Second
+		}
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(o.Only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	known := map[string]bool{}
+	for _, s := range scenarios() {
+		known[s.name] = true
+	}
+	for s := range want {
+		if !known[s] {
+			return nil, fmt.Errorf("-only: unknown scenario %q", s)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "smbench")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	b := &bench{opt: o, tmp: tmp}
+	if o.CPUProfile != "" {
+		if err := os.MkdirAll(o.CPUProfile, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	raiseNoFile()
+
+	mode := "full"
+	if o.Short {
+		mode = "short (sizes scaled down; figures not judged)"
+	}
+	fmt.Fprintf(out, "smbench: %s, %s/%s, %d CPUs (%s), GOMAXPROCS %d, %s, mode %s, runs %d\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.GOMAXPROCS(0),
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), mode, o.Runs)
+
+	var rows []tableRow
+	start := time.Now()
+	for _, s := range scenarios() {
+		if len(want) > 0 && !want[s.name] {
+			continue
+		}
+		if ctx.Err() != nil {
+			return rows, ctx.Err()
+		}
+		fmt.Fprintf(o.Progress, "smbench: %s: %s ...\n", s.name, s.what)
+		t0 := time.Now()
+		got := b.profiled(ctx, s)
+		if o.Short {
+			for i := range got {
+				if got[i].Verdict == Pass || got[i].Verdict == Miss {
+					got[i].Verdict = Info
+				}
+			}
+		}
+		for _, r := range got {
+			fmt.Fprintf(o.Progress, "  %-58s %s  [%s]\n", r.Scenario, r.Figure, r.Verdict)
+		}
+		fmt.Fprintf(o.Progress, "smbench: %s done in %s\n", s.name, time.Since(t0).Round(time.Second))
+		for _, r := range got {
+			rows = append(rows, tableRow{r, s.name})
+		}
+		runtime.GC()
+		debug.FreeOSMemory()
+	}
+	printTable(out, rows)
+	fmt.Fprintf(out, "\ntotal time %s\n", time.Since(start).Round(time.Second))
+	return rows, nil
+}
+
+// profiled runs a scenario, under the CPU profiler when asked; a panic
+// becomes an ERROR row.
+func (b *bench) profiled(ctx context.Context, s scenario) (rows []row) {
+	defer func() {
+		if p := recover(); p != nil {
+			rows = append(rows, row{s.name, fmt.Sprintf("panic: %v", p), "-", Error})
+		}
+	}()
+	if b.opt.CPUProfile != "" {
+		f, err := os.Create(filepath.Join(b.opt.CPUProfile, s.name+".pprof"))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
+	}
+	return s.run(b, ctx)
+}
+
+func printTable(out io.Writer, rows []tableRow) {
+	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, " scenario\t figure\t target\t verdict")
+	fmt.Fprintln(tw, " --------\t ------\t ------\t -------")
+	for _, r := range rows {
+		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\n", r.Scenario, r.Figure, r.Target, r.Verdict)
+	}
+	tw.Flush()
+}
+
+// errRow reports a scenario that could not be measured.
+func errRow(scenario string, err error) row {
+	return row{Scenario: scenario, Figure: "error: " + err.Error(), Target: "-", Verdict: Error}
+}
+
+// verdict is PASS when ok, else MISS.
+func verdict(ok bool) string {
+	if ok {
+		return Pass
+	}
+	return Miss
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.opt.Progress, "    "+format+"\n", args...)
+}
+
+// pick returns full, or short in -short mode.
+func (b *bench) pick(full, short int) int {
+	if b.opt.Short {
+		return short
+	}
+	return full
+}
+
+// settle frees memory between measurements so one does not pay for the last.
+func settle() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
