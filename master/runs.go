@@ -38,14 +38,15 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 	}
 	var fresh []store.Run
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 5; attempt++ {
 		err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var ierr error
 			fresh, ierr = store.InsertRuns(ctx, tx, rows)
 			return ierr
 		})
-		// Two deliveries of the same batch racing: the loser retries and finds them stored.
-		if !errors.Is(err, store.ErrConflict) {
+		// Two deliveries of the same batch racing (the loser finds them stored
+		// on retry), or a deadlock with a concurrent batch: run it again.
+		if !errors.Is(err, store.ErrConflict) && !store.IsRetryable(err) {
 			break
 		}
 	}

@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +287,47 @@ func TestStopTaskWhoseExecutorsAreAllOffline(t *testing.T) {
 	if _, _, err := e.m.ListRuns(e.ctx, "no-such-task", 10, 0); !errors.Is(err, master.ErrNotFound) {
 		t.Fatalf("runs of an unknown task: %v", err)
 	}
+}
+
+// Concurrent batches that touch the same tasks all land (no deadlock refusal)
+// and every run is counted once.
+func TestConcurrentIngestOnSharedTasks(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		runningWorkers(e, "w1")
+		var ids []string
+		for i := 0; i < 10; i++ {
+			tk, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.ID)
+		}
+		now := time.Now().UTC()
+		errs := make(chan error, 4)
+		for g := 0; g < 4; g++ {
+			go func() {
+				var batch []worker.RunReport
+				for i := 0; i < 200; i++ {
+					id := fmt.Sprintf("g%d-r%d", g, i)
+					batch = append(batch, worker.RunReport{ID: id, TaskID: ids[(i+g)%len(ids)], Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1})
+				}
+				_, err := e.m.IngestRuns(e.ctx, e.node("w1"), batch)
+				errs <- err
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("concurrent ingest: %v", err)
+			}
+		}
+		var total int64
+		for _, id := range ids {
+			tk, _ := e.m.GetTask(e.ctx, id)
+			total += tk.RunCount
+		}
+		if total != 800 {
+			t.Fatalf("run_count sum %d, want 800", total)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -85,7 +86,15 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 			s.last, s.result = r.StartedAt, r.Result
 		}
 	}
-	for id, s := range stats {
+	// Update the tasks in one order, so concurrent batches touching the same
+	// tasks queue up instead of deadlocking.
+	ids = ids[:0]
+	for id := range stats {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		s := stats[id]
 		_, err := db.NewUpdate().Model((*Task)(nil)).
 			Set("run_count = run_count + ?", s.n).
 			Set("last_result = CASE WHEN last_run_at IS NULL OR last_run_at <= ? THEN ? ELSE last_result END", s.last.UTC(), s.result).
