@@ -24,9 +24,11 @@ type Client struct {
 // NewClient returns a client with pooled connections sized for many workers.
 func NewClient(timeout time.Duration) *Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 4096
-	tr.MaxIdleConnsPerHost = 4
-	tr.IdleConnTimeout = 90 * time.Second
+	// No global cap: with more workers than a cap, each sweep would evict the
+	// connection the next one needs and redial every worker.
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = 2
+	tr.IdleConnTimeout = 5 * time.Minute
 	return &Client{http: &http.Client{Transport: tr}, Timeout: timeout}
 }
 

@@ -60,7 +60,9 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		healthy []string
 		res     = SweepResult{Probed: len(targets)}
 		wg      sync.WaitGroup
-		sem     = make(chan struct{}, hc.Concurrency)
+		// Hung workers hold a slot for a whole timeout: scale the pool with the
+		// fleet so a sweep stays near one timeout long.
+		sem = make(chan struct{}, max(hc.Concurrency, len(targets)/4))
 	)
 	for i := range targets {
 		node := &targets[i]

@@ -53,24 +53,33 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 	if err != nil {
 		return worker.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
 	}
+	var succeeded []string
 	for _, r := range fresh {
 		if r.Result == worker.ResultSuccess {
-			m.runChildren(r.TaskID)
+			succeeded = append(succeeded, r.TaskID)
 		} else {
 			m.notify.runFailed(r)
+		}
+	}
+	if len(succeeded) > 0 {
+		// One query for the children of every task that succeeded in this batch.
+		children, err := store.ChildrenOf(ctx, m.st.DB, succeeded)
+		if err != nil {
+			m.log.Error("load child tasks", "err", err)
+		}
+		for _, r := range fresh {
+			if r.Result == worker.ResultSuccess && len(children[r.TaskID]) > 0 {
+				m.runChildren(r.TaskID, children[r.TaskID])
+			}
 		}
 	}
 	return worker.RunsResponse{Accepted: len(fresh), Duplicates: len(rows) - len(fresh)}, nil
 }
 
 // runChildren runs once each child of a task, in the background.
-func (m *Master) runChildren(taskID string) {
+func (m *Master) runChildren(taskID string, children []string) {
 	ctx := WithActor(context.Background(), "task "+taskID)
-	t, err := m.GetTask(ctx, taskID)
-	if err != nil || len(t.Children) == 0 {
-		return
-	}
-	for _, c := range t.Children {
+	for _, c := range children {
 		go func() {
 			if _, node, err := m.RunTask(ctx, c); err != nil {
 				m.log.Warn("child task not started", "parent", taskID, "child", c, "err", err)

@@ -375,17 +375,13 @@ func (m *Master) runningExecutors(ctx context.Context, t *Task) ([]store.Node, e
 	if len(t.Executors) == 0 {
 		return nil, nil
 	}
-	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+	nodes, err := store.RunningNodesNamed(ctx, m.st.DB, t.Executors)
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
-	for _, e := range t.Executors {
-		want[e] = true
-	}
-	var out []store.Node
+	out := nodes[:0]
 	for _, n := range nodes {
-		if want[n.Name] && n.Type == store.TypeWorker {
+		if n.Type == store.TypeWorker {
 			out = append(out, n)
 		}
 	}

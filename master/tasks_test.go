@@ -331,3 +331,38 @@ func TestConcurrentIngestOnSharedTasks(t *testing.T) {
 		}
 	})
 }
+
+// A successful run of a parent runs each child once, on one of its executors.
+func TestSuccessfulRunStartsChildren(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite(t))
+	runningWorkers(e, "w1")
+	child, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := httpInput("w1")
+	in.Children = []string{child.ID}
+	parent, err := e.m.CreateTask(e.ctx, in, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ok := worker.RunReport{ID: "p1", TaskID: parent.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
+	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{ok}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Eventually(t, 10*time.Second, func() bool {
+		evs, _, err := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID, Actor: "task " + parent.ID, Outcome: "ok"})
+		return err == nil && len(evs) == 1
+	}, "the child was not run once by its parent")
+	// A failed run starts no child.
+	bad := ok
+	bad.ID, bad.Result = "p2", "failed"
+	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{bad}); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, _ := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID})
+	if len(evs) != 1 {
+		t.Fatalf("child runs after a failure: %d events", len(evs))
+	}
+}

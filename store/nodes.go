@@ -273,3 +273,17 @@ func ReleaseLocks(ctx context.Context, db bun.IDB, node string) error {
 	}
 	return nil
 }
+
+// RunningNodesNamed returns the running nodes among names, by name.
+func RunningNodesNamed(ctx context.Context, db bun.IDB, names []string) ([]Node, error) {
+	var nodes []Node
+	if len(names) == 0 {
+		return nodes, nil
+	}
+	err := db.NewSelect().Model(&nodes).Where("name IN (?)", bun.In(names)).Where("status = ?", StatusRunning).
+		OrderExpr("name ASC").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: running nodes: %w", err)
+	}
+	return nodes, nil
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -250,4 +251,22 @@ func RemoveNodeFromTasks(ctx context.Context, db bun.IDB, node string) error {
 		return fmt.Errorf("store: remove node from tasks: %w", err)
 	}
 	return nil
+}
+
+// ChildrenOf returns the child task ids of those tasks among ids that have any.
+func ChildrenOf(ctx context.Context, db bun.IDB, ids []string) (map[string][]string, error) {
+	var rows []Task
+	err := db.NewSelect().Model(&rows).Column("id", "children").
+		Where("id IN (?)", bun.In(ids)).Where("children <> ?", "[]").Where("status <> ?", TaskDeleted).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: children of tasks: %w", err)
+	}
+	out := make(map[string][]string, len(rows))
+	for _, r := range rows {
+		var ch []string
+		if err := json.Unmarshal([]byte(r.Children), &ch); err == nil && len(ch) > 0 {
+			out[r.ID] = ch
+		}
+	}
+	return out, nil
 }

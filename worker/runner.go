@@ -98,15 +98,19 @@ func (tj *taskJob) scheduledFire(now time.Time) time.Time {
 	case ScheduleInterval:
 		return now.Round(time.Duration(s.Every)).UTC()
 	case ScheduleCron:
-		// The last schedule point at or before now (plus a little for a timer firing early).
-		t := tj.cron.Next(now.Add(-5 * time.Minute).Truncate(time.Second).Add(-time.Nanosecond))
-		last := time.Time{}
-		for !t.After(now.Add(200*time.Millisecond)) && !t.IsZero() {
-			last = t
-			t = tj.cron.Next(t)
-		}
-		if !last.IsZero() {
-			return last.UTC()
+		// The last schedule point at or before now (plus a little for a timer
+		// firing early). Look back 2 s first: it is where the point is unless
+		// the run started very late.
+		for _, back := range []time.Duration{2 * time.Second, 5 * time.Minute} {
+			t := tj.cron.Next(now.Add(-back).Truncate(time.Second).Add(-time.Nanosecond))
+			last := time.Time{}
+			for !t.After(now.Add(200*time.Millisecond)) && !t.IsZero() {
+				last = t
+				t = tj.cron.Next(t)
+			}
+			if !last.IsZero() {
+				return last.UTC()
+			}
 		}
 	}
 	return now.Truncate(time.Second).UTC()

@@ -105,7 +105,10 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.stop = cancel
 	w.reports = newReporter(cfg.DataDir, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
+	// Keep a connection per concurrent run: many tasks often call one host,
+	// and redialing it every fire costs more than the run.
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = max(64, cfg.MaxConcurrency)
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
