@@ -105,10 +105,10 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.stop = cancel
 	w.reports = newReporter(cfg.DataDir, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	// Keep a connection per concurrent run: many tasks often call one host,
-	// and redialing it every fire costs more than the run.
+	// Many tasks often call one host: keep enough idle connections that most
+	// fires reuse one, but bound them, since each idle connection costs memory.
 	tr.MaxIdleConns = 0
-	tr.MaxIdleConnsPerHost = max(64, cfg.MaxConcurrency)
+	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), 128)
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,

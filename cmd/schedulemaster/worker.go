@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
@@ -22,6 +23,11 @@ const (
 // runWorker serves the worker API, registers with the master (in auto mode)
 // and, on ctx end, stops scheduling, tells the master and stops serving.
 func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
+	// A worker is meant to stay small beside the work it runs: ask the GC to
+	// keep the heap near 48 MiB unless the operator set GOMEMLIMIT.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(48 << 20)
+	}
 	host, err := os.Hostname()
 	if err != nil {
 		log.Warn("no machine name", "err", err)
