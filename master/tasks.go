@@ -177,7 +177,7 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 		}
 		m.event(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
 	}()
-	row, err := m.checkTaskInput(ctx, &in, true)
+	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 		return nil, fmt.Errorf("%w: task %s is %s; stop it before editing", ErrState, id, TaskStatusName(cur.Status))
 	}
 	in.ID = id
-	row, err := m.checkTaskInput(ctx, &in, false)
+	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 }
 
 // checkTaskInput validates everything about a task input and builds its row.
-func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput, creating bool) (*store.Task, error) {
+func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
 	if in.Timeout == 0 {
 		in.Timeout = worker.Duration(m.defaultTimeout())
 	}
@@ -319,7 +319,6 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput, creating boo
 	}
 	keepers, _ := json.Marshal(in.Keepers)
 	children, _ := json.Marshal(in.Children)
-	_ = creating
 	return &store.Task{ID: in.ID, Title: in.Title, Type: in.Type, Spec: string(spec), Keepers: string(keepers),
 		Children: string(children), Executors: in.Executors}, nil
 }
