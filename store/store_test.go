@@ -205,9 +205,10 @@ func TestDuplicateName(t *testing.T) {
 		if got := mustGet(t, ctx, s, "dup"); got.Host != "127.0.0.1:30001" {
 			t.Errorf("duplicate insert changed the row: host %q", got.Host)
 		}
-		// Names are case-sensitive identities on both dialects (utf8mb4_bin on MySQL).
-		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("DUP")); err != nil {
-			t.Errorf("CreateNode(DUP) = %v, want nil (names are case-sensitive)", err)
+		// Names are unique case-insensitively on both dialects, so "DUP"
+		// cannot pass for "dup" (lookups stay exact).
+		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("DUP")); !errors.Is(err, store.ErrDuplicate) {
+			t.Errorf("CreateNode(DUP) = %v, want ErrDuplicate (names are unique case-insensitively)", err)
 		}
 	})
 }

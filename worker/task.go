@@ -68,6 +68,10 @@ type HTTPSpec struct {
 	Headers     map[string]string `json:"headers"`
 	Body        string            `json:"body"`
 	ContentType string            `json:"content_type"`
+	// SecretHeaders names headers (besides Authorization, Cookie,
+	// Proxy-Authorization and X-Api-Key, always secret) whose values are sent
+	// to workers but shown masked everywhere.
+	SecretHeaders []string `json:"secret_headers,omitempty"`
 }
 
 // ShellSpec is what a shell task runs. Success is exit code 0.
@@ -92,6 +96,9 @@ type TaskDef struct {
 	Params      map[string]string `json:"params"`
 	StartAt     *time.Time        `json:"start_at"`
 	EndAt       *time.Time        `json:"end_at"`
+	// SecretParams names params whose values are sent to workers but shown
+	// masked everywhere.
+	SecretParams []string `json:"secret_params,omitempty"`
 }
 
 // TaskSpec is a task pushed to a worker: the definition plus what the worker
@@ -312,6 +319,9 @@ type RunReport struct {
 	ExitCode    *int      `json:"exit_code"`
 	Output      string    `json:"output"`
 	Manual      bool      `json:"manual"`
+	// BinaryOutput says the output held NUL bytes or invalid UTF-8, which
+	// were replaced by U+FFFD so it can be stored and shown safely.
+	BinaryOutput bool `json:"binary_output,omitempty"`
 }
 
 // Validate checks a report received by the master.
@@ -338,10 +348,20 @@ type RunsRequest struct {
 	Runs []RunReport `json:"runs"`
 }
 
-// RunsResponse says how many reports were new (the rest were duplicates).
+// RunsResponse answers a batch run by run: how many reports were new, how
+// many were duplicates, and which were refused as invalid. A refused run is
+// dropped by the worker (logged and counted), never sent again; a batch that
+// failed as a whole (5xx, unreachable master) is kept and retried.
 type RunsResponse struct {
-	Accepted   int `json:"accepted"`
-	Duplicates int `json:"duplicates"`
+	Accepted   int           `json:"accepted"`
+	Duplicates int           `json:"duplicates"`
+	Rejected   []RunRejected `json:"rejected,omitempty"`
+}
+
+// RunRejected names one run of a batch the master refused, and why.
+type RunRejected struct {
+	ID    string `json:"id"`
+	Error string `json:"error"`
 }
 
 // LockRequest is the body of POST /api/worker/lock: a claim of one fire.

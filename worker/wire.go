@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -24,7 +25,14 @@ const (
 	HeaderSecret     = "sm_secret"
 	HeaderNode       = "sm_node"
 	HeaderSignature  = "sm_signature"
+	// HeaderNodeSignature carries a registration's Ed25519 signature made
+	// with the node's own key (see SignRegistration).
+	HeaderNodeSignature = "sm_node_signature"
 )
+
+// SecretMask replaces a secret value wherever it is shown; a task edit that
+// sends it back keeps the stored value.
+const SecretMask = "********"
 
 // Worker and master API paths.
 const (
@@ -100,6 +108,11 @@ type RegisterRequest struct {
 	MachineName string     `json:"machine_name"`
 	Secret      string     `json:"secret"`
 	BootID      string     `json:"boot_id"`
+	// NodeKey is the hex Ed25519 public key of this node, created on its
+	// first registration and kept in its data dir. The master binds the name
+	// to it on first use; later registrations of the name must be signed
+	// with it (header sm_node_signature).
+	NodeKey string `json:"node_key"`
 }
 
 // RegisterResponse answers a registration: the master's name and the node's running tasks.
@@ -229,6 +242,32 @@ func ConnectMAC(key, master, node, timestamp, nonce string) string {
 func RegisterMAC(key, node, timestamp, nonce string, body []byte) string {
 	sum := sha256.Sum256(body)
 	return mac(key, "register", node, timestamp, nonce, hex.EncodeToString(sum[:]))
+}
+
+// registrationPayload is what a node key signs: the same facts as RegisterMAC.
+func registrationPayload(node, timestamp, nonce string, body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return []byte(strings.Join([]string{"register-node-key", node, timestamp, nonce, hex.EncodeToString(sum[:])}, "\n"))
+}
+
+// SignRegistration signs a registration with the node's own Ed25519 key; the
+// hex signature goes in HeaderNodeSignature.
+func SignRegistration(key ed25519.PrivateKey, node, timestamp, nonce string, body []byte) string {
+	return hex.EncodeToString(ed25519.Sign(key, registrationPayload(node, timestamp, nonce, body)))
+}
+
+// VerifyRegistration checks a registration's node-key signature against the
+// hex public key pubHex.
+func VerifyRegistration(pubHex, sigHex, node, timestamp, nonce string, body []byte) bool {
+	pub, err := hex.DecodeString(pubHex)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return false
+	}
+	sig, err := hex.DecodeString(sigHex)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	return ed25519.Verify(ed25519.PublicKey(pub), registrationPayload(node, timestamp, nonce, body), sig)
 }
 
 // EqualMAC compares two hex MACs in constant time.
