@@ -58,6 +58,8 @@ func errorStatus(err error) int {
 		return http.StatusBadGateway
 	case errors.Is(err, master.ErrUnauthorized):
 		return http.StatusUnauthorized
+	case errors.Is(err, master.ErrForbidden):
+		return http.StatusForbidden
 	}
 	return 0
 }
@@ -66,7 +68,7 @@ func errorStatus(err error) int {
 func userMessage(err error) string {
 	msg := err.Error()
 	for _, p := range []string{"master: not allowed in this state: ", "master: worker call failed: ", "master: not found: ",
-		"master: already exists: ", "master: invalid input: ", "master: unauthorized: "} {
+		"master: already exists: ", "master: invalid input: ", "master: unauthorized: ", "master: forbidden: "} {
 		if len(msg) >= len(p) && msg[:len(p)] == p {
 			return msg[len(p):]
 		}

@@ -16,4 +16,7 @@ var (
 	ErrWorker = errors.New("master: worker call failed")
 	// ErrUnauthorized means a worker-to-master call failed authentication.
 	ErrUnauthorized = errors.New("master: unauthorized")
+	// ErrForbidden means an authenticated caller acted as someone else or on
+	// something it may not touch (a worker reporting runs of another's task).
+	ErrForbidden = errors.New("master: forbidden")
 )
