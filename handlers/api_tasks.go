@@ -29,12 +29,14 @@ type apiRun struct {
 	ExitCode    *int      `json:"exit_code"`
 	Output      string    `json:"output"`
 	Manual      bool      `json:"manual"`
+	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
+	BinaryOutput bool `json:"binary_output"`
 }
 
 func toAPIRun(r *store.Run, withOutput bool) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
 		EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
-		HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Manual: r.Manual}
+		HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Manual: r.Manual, BinaryOutput: r.BinaryOutput}
 	if withOutput {
 		a.Output = r.Output
 	}
@@ -89,10 +91,11 @@ func (s *server) apiListTasks(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	if tasks == nil {
-		tasks = []master.Task{}
+	items := make([]master.Task, len(tasks))
+	for i := range tasks {
+		items[i] = master.MaskTask(tasks[i]) // secrets are never shown back
 	}
-	c.JSON(http.StatusOK, gin.H{"items": tasks, "total": total})
+	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
 }
 
 // apiGetTask answers GET /api/v1/tasks/{id}.
@@ -102,7 +105,7 @@ func (s *server) apiGetTask(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, t)
+	c.JSON(http.StatusOK, master.MaskTask(*t))
 }
 
 // apiCreateTask answers POST /api/v1/tasks with the new, stopped task.
@@ -116,7 +119,7 @@ func (s *server) apiCreateTask(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, t)
+	c.JSON(http.StatusCreated, master.MaskTask(*t))
 }
 
 // apiUpdateTask answers PUT /api/v1/tasks/{id}; only a stopped task can be edited.
@@ -134,7 +137,7 @@ func (s *server) apiUpdateTask(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, t)
+	c.JSON(http.StatusOK, master.MaskTask(*t))
 }
 
 // apiDeleteTask answers DELETE /api/v1/tasks/{id} with 204.
@@ -155,7 +158,7 @@ func (s *server) apiTaskAction(c *gin.Context, verb string, do func(context.Cont
 		return
 	}
 	s.log.Info("task action", "action", verb, "task", id, "user", currentUser(c).Name)
-	c.JSON(http.StatusOK, t)
+	c.JSON(http.StatusOK, master.MaskTask(*t))
 }
 
 // apiStartTask answers POST /api/v1/tasks/{id}/start.
@@ -178,7 +181,7 @@ func (s *server) apiRunTask(c *gin.Context) {
 		return
 	}
 	c.Header("X-SM-Node", node)
-	c.JSON(http.StatusOK, t)
+	c.JSON(http.StatusOK, master.MaskTask(*t))
 }
 
 // apiListRuns answers GET /api/v1/tasks/{id}/runs?limit=&offset=.

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,7 +56,7 @@ func newSessionStore(ctx context.Context, st *store.Store, secure bool) (*sessio
 	cs := sessions.NewCookieStore(keys[0], keys[1])
 	cs.Options = &sessions.Options{
 		Path:     "/",
-		MaxAge:   int((7 * 24 * time.Hour).Seconds()),
+		MaxAge:   int(sessionTTL.Seconds()),
 		HttpOnly: true,
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
@@ -118,19 +117,27 @@ func (s *server) authenticate(c *gin.Context) (*principal, error) {
 	if err != nil {
 		return nil, nil // undecodable cookie (e.g. old keys): treat as logged out
 	}
-	uid, ok := sess.Values["uid"].(int64)
-	if !ok {
+	tok, ok := sess.Values["sid"].(string)
+	if !ok || tok == "" {
 		return nil, nil
 	}
-	u, err := store.GetUserByID(ctx, s.st.DB, uid)
+	// The server's row is the authority: logout, disable, password and role
+	// changes delete it, so a replayed cookie is worthless.
+	row, err := store.GetSession(ctx, s.st.DB, store.HashSessionToken(tok), time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	// A disabled user, or a session from before a password change, is logged out.
-	if pv, _ := sess.Values["pv"].(string); u.Disabled || pv != passwordVersion(u.PasswordHash) {
+	u, err := store.GetUser(ctx, s.st.DB, row.Username)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if u.Disabled {
 		return nil, nil
 	}
 	return &principal{Name: u.Username, Role: u.Role}, nil
@@ -195,16 +202,39 @@ func (s *server) takeFlash(c *gin.Context) *views.Flash {
 	return &views.Flash{OK: kind == "ok", Message: msg}
 }
 
-// passwordVersion names a password without revealing it: sessions carry it,
-// so changing a password ends every session made with the old one.
-func passwordVersion(hash string) string {
-	sum := sha256.Sum256([]byte("sm-session\x00" + hash))
-	return hex.EncodeToString(sum[:8])
+// sessionTTL is how long a login lasts without logging in again.
+const sessionTTL = 7 * 24 * time.Hour
+
+// startSession makes the request's session belong to u: a new random token in
+// the cookie, its hash in the sessions table. A session the request already
+// had is ended, so a planted cookie never becomes a logged-in one.
+func (s *server) startSession(c *gin.Context, u *store.User) error {
+	ctx := c.Request.Context()
+	sess, _ := s.sessions.Get(c.Request, sessionName)
+	if old, ok := sess.Values["sid"].(string); ok && old != "" {
+		if err := store.DeleteSession(ctx, s.st.DB, store.HashSessionToken(old)); err != nil {
+			return err
+		}
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return fmt.Errorf("handlers: session token: %w", err)
+	}
+	tok := hex.EncodeToString(b)
+	now := time.Now()
+	if err := store.CreateSession(ctx, s.st.DB, &store.Session{ID: store.HashSessionToken(tok), Username: u.Username,
+		CreatedAt: now, ExpiresAt: now.Add(sessionTTL)}); err != nil {
+		return err
+	}
+	sess.Values = map[any]any{"sid": tok, "at": now.Unix()}
+	return sess.Save(c.Request, c.Writer)
 }
 
-// startSession makes the request's session belong to u.
-func (s *server) startSession(c *gin.Context, u *store.User) error {
+// endSession deletes the request's session row, if any.
+func (s *server) endSession(c *gin.Context) error {
 	sess, _ := s.sessions.Get(c.Request, sessionName)
-	sess.Values = map[any]any{"uid": u.ID, "pv": passwordVersion(u.PasswordHash), "at": time.Now().Unix()}
-	return sess.Save(c.Request, c.Writer)
+	if tok, ok := sess.Values["sid"].(string); ok && tok != "" {
+		return store.DeleteSession(c.Request.Context(), s.st.DB, store.HashSessionToken(tok))
+	}
+	return nil
 }

@@ -9,10 +9,14 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
+// registerBodyLimit bounds a registration body: a node configuration, a
+// secret, a boot id, a machine name and a node key.
+const registerBodyLimit = 64 << 10
+
 // registerWorker handles POST /api/worker/register. The MAC covers the raw
 // body, so the body is read before it is decoded.
 func (s *server) registerWorker(c *gin.Context) {
-	body, err := readBody(c)
+	body, err := readBodyLimit(c, registerBodyLimit)
 	if err != nil {
 		return
 	}
@@ -21,6 +25,8 @@ func (s *server) registerWorker(c *gin.Context) {
 		Timestamp: c.GetHeader(worker.HeaderTimestamp),
 		Nonce:     c.GetHeader(worker.HeaderNonce),
 		Signature: c.GetHeader(worker.HeaderSignature),
+
+		NodeSignature: c.GetHeader(worker.HeaderNodeSignature),
 	}
 	resp, err := s.m.Register(c.Request.Context(), h, body)
 	if err != nil {

@@ -69,6 +69,8 @@ func nodeRow(n store.Node, now time.Time) views.NodeRow {
 		CanDisable: worker && n.Status == store.StatusRunning,
 		CanDelete:  worker && n.Status != store.StatusRunning,
 		CanEdit:    worker,
+
+		CanResetIdentity: worker && n.Mode == store.ModeAuto && n.NodeKey != "",
 	}
 	if !n.LastSeen.IsZero() {
 		r.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)

@@ -4,6 +4,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -27,6 +28,10 @@ type MasterDeps struct {
 	SecureCookies bool
 	// PollInterval is how often the live tables refresh (default 2s).
 	PollInterval time.Duration
+	// TrustedProxies are the reverse proxies (IPs or CIDRs) whose
+	// X-Forwarded-For and X-Real-IP are believed; empty means none, and the
+	// client address is always the TCP peer.
+	TrustedProxies []string
 }
 
 type server struct {
@@ -52,7 +57,16 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.Use(gin.Recovery(), securityHeaders)
+	// Nobody is a proxy unless named: otherwise any client could pick its own
+	// address with X-Forwarded-For and escape the login throttle.
+	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("handlers: trusted proxies: %w", err)
+	}
+	if len(d.TrustedProxies) == 0 {
+		r.ForwardedByClientIP = false
+	}
+	r.MaxMultipartMemory = 0 // multipart is refused before parsing anyway
+	r.Use(gin.Recovery(), securityHeaders, s.guardRequest)
 
 	staticFS, _ := fs.Sub(static.FS, ".")
 	r.StaticFS("/static", http.FS(staticFS))
@@ -82,6 +96,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/nodes/:name/enable", s.requireAdmin, s.enableNode)
 	ui.POST("/nodes/:name/disable", s.requireAdmin, s.disableNode)
 	ui.POST("/nodes/:name/delete", s.requireAdmin, s.deleteNode)
+	ui.POST("/nodes/:name/reset-identity", s.requireAdmin, s.resetNode)
 	ui.GET("/tasks", s.listTasks)
 	ui.GET("/tasks/rows", s.taskRows)
 	ui.GET("/tasks/new", s.requireAdmin, s.showNewTask)
@@ -130,6 +145,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.POST("/nodes/:name/enable", s.requireAdmin, s.apiEnableNode)
 	api.POST("/nodes/:name/disable", s.requireAdmin, s.apiDisableNode)
 	api.DELETE("/nodes/:name", s.requireAdmin, s.apiDeleteNode)
+	api.POST("/nodes/:name/reset-identity", s.requireAdmin, s.apiResetNode)
 	api.GET("/tasks", s.apiListTasks)
 	api.POST("/tasks", s.requireAdmin, s.apiCreateTask)
 	api.GET("/tasks/:id", s.apiGetTask)

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/crypto/bcrypt"
@@ -58,6 +61,10 @@ func (s *server) login(c *gin.Context) {
 		return
 	}
 	s.limiter.succeed(ip, username)
+	// Expired sessions are pruned here: logins are rare, so it costs nothing.
+	if _, err := store.PruneSessions(c.Request.Context(), s.st.DB, time.Now()); err != nil {
+		s.log.Warn("prune sessions", "err", err)
+	}
 	if err := s.startSession(c, u); err != nil {
 		s.serverError(c, err)
 		return
@@ -66,8 +73,12 @@ func (s *server) login(c *gin.Context) {
 	c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout ends the session.
+// logout ends the session on the server and clears the cookie.
 func (s *server) logout(c *gin.Context) {
+	if err := s.endSession(c); err != nil {
+		s.serverError(c, err)
+		return
+	}
 	sess, _ := s.sessions.Get(c.Request, sessionName)
 	sess.Values = map[any]any{}
 	sess.Options.MaxAge = -1
@@ -77,10 +88,25 @@ func (s *server) logout(c *gin.Context) {
 	c.Redirect(http.StatusSeeOther, "/login")
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: only a plain path that
+// starts with one "/" and holds no backslash or control character, also once
+// decoded (so "/%2F/host" is refused too). Browsers read "/\\host", "/\t/host" and the like as
+// another host, so anything unusual goes to the dashboard instead.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/dashboard"
+	const home = "/dashboard"
+	if next == "" || len(next) > 2048 || next[0] != '/' || strings.HasPrefix(next, "//") ||
+		strings.ContainsRune(next, '\\') || !utf8.ValidString(next) {
+		return home
+	}
+	for _, r := range next {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return home
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") || strings.ContainsRune(u.Path, '\\') {
+		return home
 	}
 	return next
 }

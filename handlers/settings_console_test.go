@@ -280,12 +280,15 @@ func TestSettingsViewerReadOnly(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GET /settings as viewer: %d", status)
 	}
-	for _, s := range []string{`id="save-settings"`, `id="test-notifications"`, `action="/settings/test"`, "viewer-must-not-see", `id="smtp_password_clear"`} {
+	// Where notifications go is for admins only (issue 8): no SMTP settings,
+	// no webhook URL, not even whether a password is set.
+	for _, s := range []string{`id="save-settings"`, `id="test-notifications"`, `action="/settings/test"`, "viewer-must-not-see", `id="smtp_password_clear"`,
+		`value="smtp.example.com"`, `value="scheduler@example.com"`, `value="mailer"`, hook.URL, `<strong data-testid="password-state">set</strong>`} {
 		if strings.Contains(body, s) {
 			t.Fatalf("viewer page contains %q", s)
 		}
 	}
-	for _, s := range []string{`id="read-only-note"`, `value="5s"`, `value="smtp.example.com"`, `<strong data-testid="password-state">set</strong>`} {
+	for _, s := range []string{`id="read-only-note"`, `value="5s"`} {
 		if !strings.Contains(body, s) {
 			t.Fatalf("viewer page lacks %q", s)
 		}

@@ -124,6 +124,12 @@ func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
 	l := s.layout(c, "Settings", "settings")
 	vm := views.SettingsVM{Layout: l, CanEdit: !l.ReadOnly, PasswordSet: cur.SMTPPassword != "", Form: settingsForm(cur),
 		Pinned: map[string]views.PinnedValue{}}
+	if l.ReadOnly {
+		// Where notifications go, and as whom, is for admins only: a webhook
+		// URL often holds a token, and SMTP settings name an account.
+		vm.Form.SMTPHost, vm.Form.SMTPPort, vm.Form.SMTPFrom, vm.Form.SMTPUsername = "", "", "", ""
+		vm.Form.SMTPTLS, vm.Form.WebhookURL, vm.PasswordSet = "", "", false
+	}
 	def := master.DefaultSettings()
 	for _, p := range []struct {
 		on            bool

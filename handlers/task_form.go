@@ -34,8 +34,9 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		Every: strings.TrimSpace(c.PostForm("schedule_every")), At: strings.TrimSpace(c.PostForm("schedule_at")),
 		StartAt: strings.TrimSpace(c.PostForm("start_at")), EndAt: strings.TrimSpace(c.PostForm("end_at")),
 		Timeout: strings.TrimSpace(c.PostForm("timeout")), Retries: strings.TrimSpace(c.PostForm("retries")),
-		Params: c.PostForm("params"), Keepers: c.PostForm("keepers"),
-		HTTPMethod: strings.TrimSpace(c.PostForm("http_method")), HTTPURL: c.PostForm("http_url"),
+		Params: c.PostForm("params"), Keepers: c.PostForm("keepers"), SecretParams: c.PostForm("secret_params"),
+		SecretHeaders: c.PostForm("http_secret_headers"),
+		HTTPMethod:    strings.TrimSpace(c.PostForm("http_method")), HTTPURL: c.PostForm("http_url"),
 		HTTPHeaders: c.PostForm("http_headers"), HTTPBody: c.PostForm("http_body"),
 		HTTPContentType: strings.TrimSpace(c.PostForm("http_content_type")),
 		ShellCommand:    c.PostForm("shell_command"), ShellArgs: c.PostForm("shell_args"),
@@ -45,7 +46,8 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 	in := master.TaskInput{
 		TaskDef: worker.TaskDef{
 			Title: vm.Title, Description: vm.Description, Type: vm.Type,
-			Schedule: worker.Schedule{Kind: vm.ScheduleKind},
+			Schedule:     worker.Schedule{Kind: vm.ScheduleKind},
+			SecretParams: splitList(vm.SecretParams),
 		},
 		Executors: c.PostFormArray("executors"),
 		Keepers:   splitList(vm.Keepers),
@@ -98,7 +100,8 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 	}
 	switch vm.Type {
 	case worker.TaskHTTP:
-		h := &worker.HTTPSpec{Method: vm.HTTPMethod, URL: vm.HTTPURL, Body: vm.HTTPBody, ContentType: vm.HTTPContentType}
+		h := &worker.HTTPSpec{Method: vm.HTTPMethod, URL: vm.HTTPURL, Body: vm.HTTPBody, ContentType: vm.HTTPContentType,
+			SecretHeaders: splitList(vm.SecretHeaders)}
 		if h.Headers, err = parsePairs(vm.HTTPHeaders, ":"); err != nil {
 			fe["http.headers"] = err.Error()
 		}
@@ -222,10 +225,14 @@ func otherErrors(fe map[string]string) []string {
 	return out
 }
 
-// taskFormFromTask fills the form with a stored task.
-func taskFormFromTask(t *master.Task) views.TaskFormVM {
+// taskFormFromTask fills the form with a stored task, its secrets masked:
+// saving the mask unchanged keeps the stored value.
+func taskFormFromTask(stored *master.Task) views.TaskFormVM {
+	masked := master.MaskTask(*stored)
+	t := &masked
 	vm := views.TaskFormVM{
-		ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type, ScheduleKind: t.Schedule.Kind,
+		SecretParams: strings.Join(t.SecretParams, ", "),
+		ID:           t.ID, Title: t.Title, Description: t.Description, Type: t.Type, ScheduleKind: t.Schedule.Kind,
 		Cron: t.Schedule.Cron, At: formTime(t.Schedule.At), StartAt: formTime(t.StartAt), EndAt: formTime(t.EndAt),
 		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: strconv.Itoa(t.Retries),
 		Params: joinPairs(t.Params, "="), Keepers: strings.Join(t.Keepers, ", "), HTTPMethod: "GET",
@@ -236,6 +243,7 @@ func taskFormFromTask(t *master.Task) views.TaskFormVM {
 	if h := t.HTTP; h != nil {
 		vm.HTTPMethod, vm.HTTPURL, vm.HTTPBody, vm.HTTPContentType = h.Method, h.URL, h.Body, h.ContentType
 		vm.HTTPHeaders = joinPairs(h.Headers, ": ")
+		vm.SecretHeaders = strings.Join(h.SecretHeaders, ", ")
 	}
 	if sh := t.Shell; sh != nil {
 		vm.ShellCommand, vm.ShellDir = sh.Command, sh.Dir

@@ -26,10 +26,12 @@ func (s *server) showTask(c *gin.Context) {
 // taskVM loads one task and the page of its runs asked for by ?offset=.
 func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.TaskVM, error) {
 	ctx := c.Request.Context()
-	t, err := s.m.GetTask(ctx, id)
+	stored, err := s.m.GetTask(ctx, id)
 	if err != nil {
 		return views.TaskVM{}, err
 	}
+	masked := master.MaskTask(*stored) // secrets are never shown back
+	t := &masked
 	runs, err := s.runsVM(c, id)
 	if err != nil {
 		return views.TaskVM{}, err

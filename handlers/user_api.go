@@ -18,15 +18,23 @@ import (
 
 // apiUser is a user in the open API; the password hash is never shown.
 type apiUser struct {
-	Username  string    `json:"username"`
-	Role      string    `json:"role"`
-	Email     string    `json:"email"`
+	Username string `json:"username"`
+	Role     string `json:"role"`
+	// Email is left out for viewers, except on their own user.
+	Email     *string   `json:"email,omitempty"`
 	Disabled  bool      `json:"disabled"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func toAPIUser(u *store.User) apiUser {
-	return apiUser{Username: u.Username, Role: u.Role, Email: u.Email, Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC()}
+// toAPIUser shows a user to the caller: e-mails only to admins and to the
+// user themself.
+func toAPIUser(c *gin.Context, u *store.User) apiUser {
+	a := apiUser{Username: u.Username, Role: u.Role, Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC()}
+	if p := currentUser(c); p != nil && (p.Role == store.RoleAdmin || p.Name == u.Username) {
+		email := u.Email
+		a.Email = &email
+	}
+	return a
 }
 
 // apiListUsers answers GET /api/v1/users with every user, by username.
@@ -38,7 +46,7 @@ func (s *server) apiListUsers(c *gin.Context) {
 	}
 	out := make([]apiUser, len(us))
 	for i := range us {
-		out[i] = toAPIUser(&us[i])
+		out[i] = toAPIUser(c, &us[i])
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -51,7 +59,7 @@ func (s *server) apiGetUser(c *gin.Context) {
 		s.apiError(c, userAPIErr(err, name))
 		return
 	}
-	c.JSON(http.StatusOK, toAPIUser(u))
+	c.JSON(http.StatusOK, toAPIUser(c, u))
 }
 
 // apiCreateUserBody is the body of POST /api/v1/users; role defaults to viewer.
@@ -87,7 +95,7 @@ func (s *server) apiCreateUser(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, toAPIUser(u))
+	c.JSON(http.StatusCreated, toAPIUser(c, u))
 }
 
 // apiPatchUserBody is the body of PATCH /api/v1/users/{username}: the fields
@@ -186,7 +194,7 @@ func (s *server) apiPatchUser(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAPIUser(u))
+	c.JSON(http.StatusOK, toAPIUser(c, u))
 }
 
 // userPatchDetail says what a PATCH changes, without the password itself.

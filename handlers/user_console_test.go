@@ -255,7 +255,12 @@ func TestUserLastAdminIsProtected(t *testing.T) {
 	if u := e.userRow("admin"); u.Role != store.RoleViewer || u.Email != "root@example.com" {
 		t.Fatalf("admin after stepping down: %+v", u)
 	}
-	// Now a viewer, admin's own session may change nothing.
+	// The role change ended admin's session; logged in again as a viewer,
+	// admin may change nothing.
+	if resp := e.postForm(c, "/users/vic/disable", nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?next=%2Fusers%2Fvic%2Fdisable" {
+		t.Fatalf("demoted admin's old session: %d %q, want 303 to the login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	c = e.login("admin", "admin-password-1")
 	if resp := e.postForm(c, "/users/vic/disable", nil); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("demoted admin disables vic: %d, want 403", resp.StatusCode)
 	}

@@ -42,8 +42,12 @@ func (s *server) usersVM(c *gin.Context, offset int) (views.UsersVM, error) {
 		me = p.Name
 	}
 	for _, u := range us {
+		email := u.Email
+		if vm.Layout.ReadOnly && u.Username != me {
+			email = "" // viewers see their own e-mail only
+		}
 		vm.Rows = append(vm.Rows, views.UserRow{
-			Username: u.Username, Role: u.Role, Email: u.Email, Disabled: u.Disabled,
+			Username: u.Username, Role: u.Role, Email: email, Disabled: u.Disabled,
 			CreatedAt: u.CreatedAt.UTC().Format("2006-01-02 15:04"), Self: u.Username == me,
 		})
 	}

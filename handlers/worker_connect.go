@@ -13,7 +13,7 @@ import (
 // connect verifies the master's handshake and answers with a new secret.
 func (wa *workerAPI) connect(c *gin.Context) {
 	var req worker.ConnectRequest
-	if !bindJSON(c, &req) {
+	if !bindWorkerJSON(c, &req, worker.MaxSmallBody) {
 		return
 	}
 	h := worker.ConnectHeaders{

@@ -11,7 +11,7 @@ import (
 // startup starts scheduling the tasks in the body.
 func (wa *workerAPI) startup(c *gin.Context) {
 	var req worker.StartupRequest
-	if !bindJSON(c, &req) {
+	if !bindWorkerJSON(c, &req, worker.MaxStartupBody) {
 		return
 	}
 	if err := wa.w.Startup(c.Request.Context(), req); err != nil {

@@ -32,7 +32,7 @@ func (wa *workerAPI) workerTaskError(c *gin.Context, err error) {
 // startTask schedules the task in the body (idempotent).
 func (wa *workerAPI) startTask(c *gin.Context) {
 	var spec worker.TaskSpec
-	if !bindJSON(c, &spec) {
+	if !bindWorkerJSON(c, &spec, worker.MaxTaskBody) {
 		return
 	}
 	if err := wa.w.StartTask(spec); err != nil {
@@ -45,7 +45,7 @@ func (wa *workerAPI) startTask(c *gin.Context) {
 // stopTask removes a task's job.
 func (wa *workerAPI) stopTask(c *gin.Context) {
 	var ref worker.TaskRef
-	if !bindJSON(c, &ref) {
+	if !bindWorkerJSON(c, &ref, worker.MaxSmallBody) {
 		return
 	}
 	wa.w.StopTask(ref.ID)
@@ -55,7 +55,7 @@ func (wa *workerAPI) stopTask(c *gin.Context) {
 // pauseTask keeps a task's schedule and skips its runs.
 func (wa *workerAPI) pauseTask(c *gin.Context) {
 	var ref worker.TaskRef
-	if !bindJSON(c, &ref) {
+	if !bindWorkerJSON(c, &ref, worker.MaxSmallBody) {
 		return
 	}
 	if err := wa.w.PauseTask(ref.ID); err != nil {
@@ -68,7 +68,7 @@ func (wa *workerAPI) pauseTask(c *gin.Context) {
 // resumeTask lets a paused task run again.
 func (wa *workerAPI) resumeTask(c *gin.Context) {
 	var ref worker.TaskRef
-	if !bindJSON(c, &ref) {
+	if !bindWorkerJSON(c, &ref, worker.MaxSmallBody) {
 		return
 	}
 	if err := wa.w.ResumeTask(ref.ID); err != nil {
@@ -81,7 +81,7 @@ func (wa *workerAPI) resumeTask(c *gin.Context) {
 // runTaskOnce runs a task now.
 func (wa *workerAPI) runTaskOnce(c *gin.Context) {
 	var req worker.RunOnceRequest
-	if !bindJSON(c, &req) {
+	if !bindWorkerJSON(c, &req, worker.MaxTaskBody) {
 		return
 	}
 	if err := wa.w.RunOnce(req); err != nil {

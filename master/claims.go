@@ -39,13 +39,31 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req worker.LockReq
 	if req.TaskID == "" || req.FireAt.IsZero() {
 		return worker.LockResponse{}, fmt.Errorf("%w: task_id and fire_at are required", ErrInvalid)
 	}
+	if !isRunID(req.TaskID, maxTaskIDLen) {
+		return worker.LockResponse{}, fmt.Errorf("%w: task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxTaskIDLen)
+	}
 	key := claimKey{task: req.TaskID, fire: req.FireAt.UTC().UnixNano()}
 	m.claims.mu.Lock()
 	if m.claims.rounds == nil {
 		m.claims.rounds = map[claimKey]*claimRound{}
 	}
 	round := m.claims.rounds[key]
+	executor := false
+	if round != nil {
+		_, executor = round.weights[node.Name]
+	}
 	m.claims.mu.Unlock()
+	// Only an executor of the task may claim its fires; the running executors
+	// of an open round are known already, anyone else is asked of the database.
+	if !executor {
+		ok, err := store.IsTaskExecutor(ctx, m.st.DB, req.TaskID, node.Name)
+		if err != nil {
+			return worker.LockResponse{}, fmt.Errorf("master: claim: %w", err)
+		}
+		if !ok {
+			return worker.LockResponse{}, fmt.Errorf("%w: node %s does not execute task %s", ErrForbidden, node.Name, req.TaskID)
+		}
+	}
 	if round == nil {
 		weights, err := m.claimWeights(ctx, req.TaskID)
 		if err != nil {
@@ -61,7 +79,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req worker.LockReq
 	}
 
 	m.claims.mu.Lock()
-	_, executor := round.weights[node.Name]
+	_, executor = round.weights[node.Name]
 	if executor && !round.deciding {
 		round.arrived = append(round.arrived, node.Name)
 		if len(round.arrived) >= len(round.weights) {
@@ -124,15 +142,20 @@ func (m *Master) finish(key claimKey, round *claimRound) {
 		cands = append(cands, Candidate{Name: n, Weight: round.weights[n]})
 	}
 	m.claims.mu.Unlock()
-	if pick, ok := PickWeighted(cands, m.cfg.RandN); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		winner, err := store.ClaimFire(ctx, m.st.DB, key.task, time.Unix(0, key.fire), pick.Name)
-		cancel()
-		if err != nil {
-			m.log.Error("record fire claim", "task", key.task, "err", err)
-		} else {
-			round.winner = winner
+	// Counted as background work, so Stop waits for the database write; after
+	// Stop nobody wins and the waiting claims are released.
+	if done, tracked := m.track(); tracked {
+		if pick, ok := PickWeighted(cands, m.cfg.RandN); ok {
+			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+			winner, err := store.ClaimFire(ctx, m.st.DB, key.task, time.Unix(0, key.fire), pick.Name)
+			cancel()
+			if err != nil {
+				m.log.Error("record fire claim", "task", key.task, "err", err)
+			} else {
+				round.winner = winner
+			}
 		}
+		done()
 	}
 	close(round.done)
 	time.AfterFunc(2*time.Minute, func() {

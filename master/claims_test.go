@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -113,7 +114,7 @@ func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err = e.m.Claim(e.ctx, e.node("z"), worker.LockRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
-	if err != nil || resp.Won {
-		t.Fatalf("non-executor claim: %+v %v", resp, err)
+	if !errors.Is(err, master.ErrForbidden) || resp.Won {
+		t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
 	}
 }

@@ -57,7 +57,7 @@ func (m *Master) event(ctx context.Context, action, targetType, target string, e
 // eventError is an error's text without the sentinel prefix of this package.
 func eventError(err error) string {
 	msg := err.Error()
-	for _, s := range []error{ErrInvalid, ErrNotFound, ErrDuplicate, ErrState, ErrWorker, ErrUnauthorized} {
+	for _, s := range []error{ErrInvalid, ErrNotFound, ErrDuplicate, ErrState, ErrWorker, ErrUnauthorized, ErrForbidden} {
 		if errors.Is(err, s) {
 			msg = strings.TrimPrefix(msg, s.Error()+": ")
 		}

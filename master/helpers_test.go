@@ -48,7 +48,15 @@ func newMaster(t *testing.T, s storetest.NamedStore, edit ...func(*master.Config
 	for _, e := range edit {
 		e(&cfg)
 	}
-	return master.New(cfg, s.Store, storetest.Logger(t))
+	m := master.New(cfg, s.Store, storetest.Logger(t))
+	// Stop before the store closes (cleanups run last-in first-out), so no
+	// background work of this master outlives the test.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.Stop(ctx)
+	})
+	return m
 }
 
 func (e *env) node(name string) *store.Node {
@@ -137,6 +145,8 @@ func startWorker(t *testing.T, name string, edit ...func(*worker.Config)) *testW
 	tw.cfg = worker.Config{
 		Identity: name, Protocol: "http", IP: "127.0.0.1", Port: port, Priority: 1, MaxConcurrency: 10,
 		ClusterKey: clusterKey, WorkerOf: masterName, StopTimeout: 2 * time.Second,
+		// The node key lives here, so a Replace (a restarted process) keeps it.
+		DataDir: t.TempDir(),
 	}
 	for _, e := range edit {
 		e(&tw.cfg)
@@ -216,6 +226,7 @@ func masterAPI(m *master.Master) http.Handler {
 			resp, err := m.Register(r.Context(), master.RegisterHeaders{
 				Node: r.Header.Get(worker.HeaderNode), Timestamp: r.Header.Get(worker.HeaderTimestamp),
 				Nonce: r.Header.Get(worker.HeaderNonce), Signature: r.Header.Get(worker.HeaderSignature),
+				NodeSignature: r.Header.Get(worker.HeaderNodeSignature),
 			}, body)
 			if err != nil {
 				writeErr(rw, err)
@@ -242,8 +253,10 @@ func writeErr(rw http.ResponseWriter, err error) {
 		code = http.StatusUnauthorized
 	case errors.Is(err, master.ErrInvalid), errors.Is(err, worker.ErrInvalid):
 		code = http.StatusBadRequest
-	case errors.Is(err, master.ErrState):
+	case errors.Is(err, master.ErrState), errors.Is(err, master.ErrDuplicate):
 		code = http.StatusConflict
+	case errors.Is(err, master.ErrForbidden):
+		code = http.StatusForbidden
 	}
 	rw.Header().Set("Content-Type", "application/json")
 	rw.WriteHeader(code)

@@ -104,6 +104,15 @@ type Master struct {
 	mu        sync.Mutex
 	sched     gocron.Scheduler
 	healthJob gocron.Job
+
+	// Background work (jobs, re-push, child runs, notifications, claim
+	// decisions) runs under ctx and is counted in bg; Stop cancels ctx and
+	// waits for bg before the caller closes the database.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	bgMu    sync.Mutex
+	bg      sync.WaitGroup
+	stopped bool
 }
 
 // New builds a master engine over an open store.
@@ -117,6 +126,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		nonces: worker.NewNonceCache(100_000),
 		bootID: worker.NewNonce(),
 	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	h := cfg.Health
 	m.health.Store(&h)
 	def := DefaultSettings()
@@ -169,12 +179,45 @@ func (m *Master) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.sched, m.healthJob = sched, job
 	m.mu.Unlock()
-	go m.repushTasks(context.WithoutCancel(ctx))
+	m.goBackground(m.repushTasks)
 	m.log.Info("health checker started", "interval", hc.Interval, "timeout", hc.Timeout, "max_failures", hc.MaxFailures)
 	return nil
 }
 
-func (m *Master) sweepJob() { m.Sweep(context.Background()) }
+func (m *Master) sweepJob() {
+	done, ok := m.track()
+	if !ok {
+		return
+	}
+	defer done()
+	m.Sweep(m.ctx)
+}
+
+// track counts one piece of background work unless Stop has begun; the
+// caller runs it under m.ctx and calls done when it ends.
+func (m *Master) track() (done func(), ok bool) {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	if m.stopped {
+		return nil, false
+	}
+	m.bg.Add(1)
+	return m.bg.Done, true
+}
+
+// goBackground runs fn in a goroutine under the master's context, counted so
+// that Stop waits for it. After Stop it does nothing and reports false.
+func (m *Master) goBackground(fn func(ctx context.Context)) bool {
+	done, ok := m.track()
+	if !ok {
+		return false
+	}
+	go func() {
+		defer done()
+		fn(m.ctx)
+	}()
+	return true
+}
 
 func (m *Master) healthJobOptions() []gocron.JobOption {
 	return []gocron.JobOption{
@@ -203,8 +246,20 @@ func (m *Master) repushTasks(ctx context.Context) {
 	}
 }
 
-// Stop stops the health checker and marks the master's own node offline.
+// Stop cancels the background work (health sweeps, retention, re-push, child
+// runs, notifications, claim decisions), waits until all of it has ended and
+// marks the master's own node offline. After Stop returns the master touches
+// the database no more, so the caller may close it.
 func (m *Master) Stop(ctx context.Context) {
+	m.bgMu.Lock()
+	again := m.stopped
+	m.stopped = true
+	m.bgMu.Unlock()
+	if again {
+		m.bg.Wait()
+		return
+	}
+	m.cancel()
 	m.mu.Lock()
 	sched := m.sched
 	m.mu.Unlock()
@@ -213,10 +268,14 @@ func (m *Master) Stop(ctx context.Context) {
 			m.log.Error("stop health checker", "err", err)
 		}
 	}
+	m.bg.Wait()
+	if dropped := m.notify.dropped.Load(); dropped > 0 {
+		m.log.Warn("failure notifications dropped because the queue was full", "dropped", dropped)
+	}
 	reason := "master stopped"
 	if err := store.TransitionNode(ctx, m.st.DB, m.cfg.Identity, store.Transition{
 		From: []int{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline, Reason: &reason,
-	}); err != nil && !errors.Is(err, store.ErrConflict) {
+	}); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
 		m.log.Error("mark master offline", "err", err)
 	}
 }

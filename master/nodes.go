@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -66,7 +67,7 @@ func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (_ *store.
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.Name == m.cfg.Identity {
+	if strings.EqualFold(c.Name, m.cfg.Identity) {
 		return nil, worker.FieldErrors{"name": "is the master's own name"}
 	}
 	n := &store.Node{

@@ -13,21 +13,37 @@ import (
 	"net/smtp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
+// Failure notifications wait in a bounded queue served by a small pool, so a
+// burst of failures or a hung webhook cannot pile up goroutines.
+const (
+	notifyQueueSize = 1000
+	notifyWorkers   = 4
+)
+
 // notifier tells a task's keepers (by e-mail) and the webhook about failed runs.
 type notifier struct {
-	m    *Master
-	http *http.Client
+	m       *Master
+	http    *http.Client
+	queue   chan store.Run
+	start   sync.Once
+	dropped atomic.Int64
 }
 
 func newNotifier(m *Master) *notifier {
-	return &notifier{m: m, http: &http.Client{Timeout: 10 * time.Second}}
+	return &notifier{m: m, http: &http.Client{Timeout: 10 * time.Second}, queue: make(chan store.Run, notifyQueueSize)}
 }
+
+// NotificationsDropped counts failure notifications dropped because their
+// queue was full.
+func (m *Master) NotificationsDropped() int64 { return m.notify.dropped.Load() }
 
 // NotifyResult is the outcome of one notification channel.
 type NotifyResult struct {
@@ -78,19 +94,46 @@ func (n *notifier) runFailed(r store.Run) {
 	if r.Result != worker.ResultFailed && r.Result != worker.ResultTimeout {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		t, err := n.m.GetTask(ctx, r.TaskID)
-		if err != nil || r.Attempt <= t.Retries {
-			return // more attempts come, or the task is gone
+	// The pool starts with the first failure: a master that never sees one
+	// runs no notification goroutines.
+	n.start.Do(func() {
+		for range notifyWorkers {
+			n.m.goBackground(n.serve)
 		}
-		for _, res := range n.send(ctx, t, r) {
-			if !res.OK {
-				n.m.log.Warn("failure notification not delivered", "channel", res.Channel, "to", res.Target, "task", t.ID, "err", res.Message)
-			}
+	})
+	select {
+	case n.queue <- r:
+	default:
+		total := n.dropped.Add(1)
+		n.m.log.Warn("failure notification dropped: queue full", "task", r.TaskID, "run", r.ID, "queue", notifyQueueSize, "dropped_total", total)
+	}
+}
+
+// serve delivers queued notifications until the master stops.
+func (n *notifier) serve(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-n.queue:
+			n.deliver(ctx, r)
 		}
-	}()
+	}
+}
+
+// deliver sends the notifications of one failed run, within a minute.
+func (n *notifier) deliver(ctx context.Context, r store.Run) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t, err := n.m.GetTask(ctx, r.TaskID)
+	if err != nil || r.Attempt <= t.Retries {
+		return // more attempts come, or the task is gone
+	}
+	for _, res := range n.send(ctx, t, r) {
+		if !res.OK {
+			n.m.log.Warn("failure notification not delivered", "channel", res.Channel, "to", res.Target, "task", t.ID, "err", res.Message)
+		}
+	}
 }
 
 func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResult {
@@ -211,6 +254,9 @@ func sendMail(ctx context.Context, s Settings, to []string, subject, body string
 		deadline = dl
 	}
 	_ = conn.SetDeadline(deadline)
+	// A hung SMTP server must not hold up Stop: cancelling ctx closes the conn.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
 	c, err := smtp.NewClient(conn, s.SMTPHost)
 	if err != nil {
 		conn.Close()

@@ -1,12 +1,18 @@
 package master
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -15,10 +21,18 @@ import (
 // RegisterHeaders are the authentication headers of a registration.
 type RegisterHeaders struct {
 	Node, Timestamp, Nonce, Signature string
+	// NodeSignature is the Ed25519 signature made with the node's own key
+	// (worker.SignRegistration), header sm_node_signature.
+	NodeSignature string
 }
 
-// Register handles a worker's auto-registration: it checks the cluster-key MAC
-// over the raw body, upserts the node as running and returns its running tasks.
+// Register handles a worker's auto-registration. The cluster-key MAC over the
+// raw body lets a machine join; the node key binds the name to that machine
+// (trust on first use): a new name is created and bound to the key it
+// presents; an auto node without a key (legacy, or after Reset identity)
+// binds it; an auto node with a key accepts only that key. Registration never
+// touches a node an admin created, the master's node, or a name that differs
+// only in case from another node. It returns the node's running tasks.
 func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (worker.RegisterResponse, error) {
 	now := time.Now()
 	if h.Node == "" || h.Timestamp == "" || h.Nonce == "" || h.Signature == "" {
@@ -30,20 +44,20 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	if !worker.EqualMAC(h.Signature, worker.RegisterMAC(m.cfg.ClusterKey, h.Node, h.Timestamp, h.Nonce, body)) {
 		return worker.RegisterResponse{}, fmt.Errorf("%w: bad registration signature (wrong cluster key?)", ErrUnauthorized)
 	}
-	if !m.nonces.Use(h.Nonce, now) {
+	if len(h.Nonce) > 128 || !m.nonces.Use(h.Nonce, now) {
 		return worker.RegisterResponse{}, fmt.Errorf("%w: registration nonce already used", ErrUnauthorized)
 	}
 	var req worker.RegisterRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := decodeStrict(body, &req); err != nil {
 		return worker.RegisterResponse{}, fmt.Errorf("%w: registration body: %v", ErrInvalid, err)
 	}
 	if err := req.Node.Validate(); err != nil {
 		return worker.RegisterResponse{}, err
 	}
 	if req.Node.Name != h.Node {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, h.Node)
+		return worker.RegisterResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, printable(h.Node))
 	}
-	if req.Node.Name == m.cfg.Identity {
+	if strings.EqualFold(req.Node.Name, m.cfg.Identity) {
 		return worker.RegisterResponse{}, worker.FieldErrors{"name": "is the master's own name"}
 	}
 	if b, err := hex.DecodeString(req.Secret); err != nil || len(b) != 32 {
@@ -52,22 +66,98 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	if req.BootID == "" || len(req.BootID) > 64 || len(req.MachineName) > 255 {
 		return worker.RegisterResponse{}, fmt.Errorf("%w: boot_id is required (at most 64 chars) and machine_name at most 255", ErrInvalid)
 	}
-	defer m.locks.lock(req.Node.Name)()
-	n := &store.Node{
-		Name: req.Node.Name, Type: store.TypeWorker, MachineName: req.MachineName, Protocol: req.Node.Protocol,
-		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: req.Node.Priority, MaxConcurrency: req.Node.MaxConcurrency,
+	if !utf8.ValidString(req.MachineName) || strings.ContainsRune(req.MachineName, 0) ||
+		!utf8.ValidString(req.BootID) || strings.ContainsRune(req.BootID, 0) {
+		return worker.RegisterResponse{}, fmt.Errorf("%w: boot_id and machine_name must be valid UTF-8 without NUL", ErrInvalid)
 	}
-	if err := store.UpsertRegisteredNode(ctx, m.st.DB, n); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, fmt.Errorf("%w: %v", ErrState, err), "")
-			return worker.RegisterResponse{}, fmt.Errorf("%w: %v", ErrState, err)
+	key, err := hex.DecodeString(req.NodeKey)
+	if err != nil || len(key) != ed25519.PublicKeySize {
+		return worker.RegisterResponse{}, fmt.Errorf("%w: node_key must be a %d-byte Ed25519 public key, hex (upgrade the worker)", ErrInvalid, ed25519.PublicKeySize)
+	}
+	nodeKey := hex.EncodeToString(key) // one spelling, so keys compare as strings
+	if h.NodeSignature == "" {
+		return worker.RegisterResponse{}, fmt.Errorf("%w: missing %s", ErrUnauthorized, worker.HeaderNodeSignature)
+	}
+	if !worker.VerifyRegistration(nodeKey, h.NodeSignature, h.Node, h.Timestamp, h.Nonce, body) {
+		return worker.RegisterResponse{}, fmt.Errorf("%w: bad node key signature", ErrUnauthorized)
+	}
+
+	name := req.Node.Name
+	defer m.locks.lock(name)()
+	n := &store.Node{
+		Name: name, Type: store.TypeWorker, MachineName: req.MachineName, Protocol: req.Node.Protocol,
+		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: req.Node.Priority,
+		MaxConcurrency: req.Node.MaxConcurrency, NodeKey: nodeKey,
+	}
+	refuse := func(err error) (worker.RegisterResponse, error) {
+		m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, err, "")
+		return worker.RegisterResponse{}, err
+	}
+	old, err := store.GetNodeFold(ctx, m.st.DB, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		n.Status, n.DesiredStatus, n.Mode, n.LastSeen = store.StatusRunning, store.StatusRunning, store.ModeAuto, time.Now().UTC()
+		if err := store.CreateNode(ctx, m.st.DB, n); err != nil {
+			if errors.Is(err, store.ErrDuplicate) {
+				return refuse(fmt.Errorf("%w: a node named %q (or differing only in case) was created meanwhile", ErrDuplicate, name))
+			}
+			return refuse(mapStoreErr(err, name))
 		}
-		m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, err, "")
-		return worker.RegisterResponse{}, mapStoreErr(err, req.Node.Name)
+	case err != nil:
+		return worker.RegisterResponse{}, mapStoreErr(err, name)
+	case old.Name != name:
+		return refuse(fmt.Errorf("%w: node %q already exists; names are case-insensitive", ErrDuplicate, old.Name))
+	case old.Type != store.TypeWorker:
+		return refuse(fmt.Errorf("%w: %q is the master's node", ErrState, name))
+	case old.Mode != store.ModeAuto:
+		return refuse(fmt.Errorf("%w: node %s was added by an admin (manual registration); it is connected from the console and cannot register itself", ErrState, name))
+	case old.NodeKey != "" && subtle.ConstantTimeCompare([]byte(old.NodeKey), []byte(nodeKey)) != 1:
+		return refuse(fmt.Errorf("%w: node %s is bound to another machine's key; an admin can reset its identity", ErrState, name))
+	default:
+		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
+			return refuse(mapStoreErr(err, name))
+		}
+	}
+	detail := "running on " + n.Protocol + "://" + n.Host
+	if old == nil || old.NodeKey == "" {
+		detail += "; node key bound"
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
-	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, "running on "+n.Protocol+"://"+n.Host)
+	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
 	return worker.RegisterResponse{Master: m.cfg.Identity, Tasks: m.tasksFor(ctx, n.Name)}, nil
+}
+
+// decodeStrict decodes one JSON value, refusing unknown fields and trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// ResetIdentity clears a worker node's key, so that the next registration of
+// its name (a replaced machine) binds a new one. It is an admin action,
+// recorded as event node.reset_identity.
+func (m *Master) ResetIdentity(ctx context.Context, name string) (_ *store.Node, err error) {
+	defer func() { m.event(ctx, "node.reset_identity", store.TargetNode, name, err, "") }()
+	defer m.locks.lock(name)()
+	n, err := store.GetNode(ctx, m.st.DB, name)
+	if err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	if n.Type != store.TypeWorker {
+		return nil, fmt.Errorf("%w: %s is the master; it has no node key", ErrState, name)
+	}
+	if err := store.ResetNodeKey(ctx, m.st.DB, name); err != nil {
+		return nil, mapStoreErr(err, name)
+	}
+	m.log.Info("node identity reset", "node", name, "by", ActorFrom(ctx))
+	return m.GetNode(ctx, name)
 }
 
 // Authenticate checks a worker-to-master call's sm_node and sm_secret against the stored secret.

@@ -2,6 +2,8 @@ package master_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -151,9 +153,24 @@ func TestManualWorkerAppearsOnlyAfterConnect(t *testing.T) {
 	})
 }
 
-// signedRegistration builds a registration request as worker.Run does.
+// signedRegistration builds a registration request as worker.Run does, with a
+// fresh node key.
 func signedRegistration(t *testing.T, key string, req worker.RegisterRequest, at time.Time) (master.RegisterHeaders, []byte) {
 	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signedRegistrationWith(t, key, priv, req, at)
+}
+
+// signedRegistrationWith signs a registration with the cluster key and the
+// given node key (whose public half goes in the body unless set already).
+func signedRegistrationWith(t *testing.T, key string, nodeKey ed25519.PrivateKey, req worker.RegisterRequest, at time.Time) (master.RegisterHeaders, []byte) {
+	t.Helper()
+	if req.NodeKey == "" {
+		req.NodeKey = hex.EncodeToString(nodeKey.Public().(ed25519.PublicKey))
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +178,8 @@ func signedRegistration(t *testing.T, key string, req worker.RegisterRequest, at
 	ts := strconv.FormatInt(at.Unix(), 10)
 	nonce := worker.NewNonce()
 	return master.RegisterHeaders{Node: req.Node.Name, Timestamp: ts, Nonce: nonce,
-		Signature: worker.RegisterMAC(key, req.Node.Name, ts, nonce, body)}, body
+		Signature:     worker.RegisterMAC(key, req.Node.Name, ts, nonce, body),
+		NodeSignature: worker.SignRegistration(nodeKey, req.Node.Name, ts, nonce, body)}, body
 }
 
 func TestRegisterRefusals(t *testing.T) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -14,27 +17,65 @@ import (
 // MaxRunsPerBatch bounds one delivery of run reports.
 const MaxRunsPerBatch = 1000
 
-// IngestRuns stores a batch of run reports from node. Reports already stored
-// (same run id) are skipped, so a redelivered batch is counted once. A
-// successful run triggers the task's children.
+// Bounds of a run report's fields, so that nothing a worker sends can make
+// the insert fail (column sizes, DATETIME range, INT columns).
+const (
+	maxTaskIDLen  = 36 // tasks.id
+	maxRunIDLen   = 64 // runs.id
+	maxHTTPStatus = 999
+)
+
+// oldestRunTime is the earliest time a run may carry: older times are a
+// broken clock, and MySQL's DATETIME cannot hold year 1.
+var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// IngestRuns stores a batch of run reports from node, validating each run on
+// its own: a run that is malformed, names another node, names a task that
+// does not exist or that node neither executes nor was sent to run, or
+// carries times more than worker.MaxClockSkew in the future is listed in
+// Rejected and not stored; the good ones are stored. Output is sanitized
+// (NUL and invalid UTF-8 become U+FFFD, BinaryOutput set). Reports already
+// stored (same run id) are skipped, so a redelivered batch is counted once.
+// A new successful run triggers the task's children, a new failed one the
+// failure notifications. Only a database failure fails the whole batch.
 func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker.RunReport) (worker.RunsResponse, error) {
 	if len(runs) > MaxRunsPerBatch {
 		return worker.RunsResponse{}, fmt.Errorf("%w: at most %d runs per batch", ErrInvalid, MaxRunsPerBatch)
 	}
+	now := time.Now()
+	resp := worker.RunsResponse{Rejected: []worker.RunRejected{}}
+	reject := func(id string, err error) {
+		resp.Rejected = append(resp.Rejected, worker.RunRejected{ID: id, Error: eventError(err)})
+		m.log.Warn("run report rejected", "node", node.Name, "run", id, "err", err)
+	}
 	rows := make([]store.Run, 0, len(runs))
+	taskIDs := make([]string, 0, len(runs))
 	for i := range runs {
-		r := &runs[i]
-		if err := r.Validate(); err != nil {
-			return worker.RunsResponse{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		row, err := checkRun(&runs[i], node.Name, now)
+		if err != nil {
+			reject(runs[i].ID, err)
+			continue
 		}
-		if r.Node != node.Name {
-			return worker.RunsResponse{}, fmt.Errorf("%w: run %s names node %q, sent by %q", ErrInvalid, r.ID, r.Node, node.Name)
+		rows = append(rows, row)
+		taskIDs = append(taskIDs, row.TaskID)
+	}
+	if len(rows) > 0 {
+		exists, allowed, err := store.ReportableTasks(ctx, m.st.DB, node.Name, dedupe(taskIDs))
+		if err != nil {
+			return worker.RunsResponse{}, fmt.Errorf("master: check reported tasks: %w", err)
 		}
-		rows = append(rows, store.Run{
-			ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
-			EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
-			HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Output: r.Output, Manual: r.Manual,
-		})
+		ok := rows[:0]
+		for _, r := range rows {
+			switch {
+			case !exists[r.TaskID]:
+				reject(r.ID, fmt.Errorf("%w: run %s: task %s does not exist", ErrForbidden, r.ID, r.TaskID))
+			case !allowed[r.TaskID]:
+				reject(r.ID, fmt.Errorf("%w: run %s: node %s does not execute task %s", ErrForbidden, r.ID, node.Name, r.TaskID))
+			default:
+				ok = append(ok, r)
+			}
+		}
+		rows = ok
 	}
 	var fresh []store.Run
 	var err error
@@ -53,6 +94,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 	if err != nil {
 		return worker.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
 	}
+	resp.Accepted, resp.Duplicates = len(fresh), len(rows)-len(fresh)
 	var succeeded []string
 	for _, r := range fresh {
 		if r.Result == worker.ResultSuccess {
@@ -63,7 +105,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 	}
 	if len(succeeded) > 0 {
 		// One query for the children of every task that succeeded in this batch.
-		children, err := store.ChildrenOf(ctx, m.st.DB, succeeded)
+		children, err := store.ChildrenOf(ctx, m.st.DB, dedupe(succeeded))
 		if err != nil {
 			m.log.Error("load child tasks", "err", err)
 		}
@@ -73,21 +115,112 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 			}
 		}
 	}
-	return worker.RunsResponse{Accepted: len(fresh), Duplicates: len(rows) - len(fresh)}, nil
+	return resp, nil
 }
 
-// runChildren runs once each child of a task, in the background.
-func (m *Master) runChildren(taskID string, children []string) {
-	ctx := WithActor(context.Background(), "task "+taskID)
-	for _, c := range children {
-		go func() {
-			if _, node, err := m.RunTask(ctx, c); err != nil {
-				m.log.Warn("child task not started", "parent", taskID, "child", c, "err", err)
-			} else {
-				m.log.Info("child task started", "parent", taskID, "child", c, "node", node)
-			}
-		}()
+// checkRun validates one report sent by node and builds its row: every
+// string is bounded and clean, every number fits its column and every time
+// lies between oldestRunTime and now + worker.MaxClockSkew.
+func checkRun(r *worker.RunReport, node string, now time.Time) (store.Run, error) {
+	bad := func(format string, args ...any) (store.Run, error) {
+		return store.Run{}, fmt.Errorf("%w: run %s: "+format, append([]any{ErrInvalid, printable(r.ID)}, args...)...)
 	}
+	if !isRunID(r.ID, maxRunIDLen) {
+		return store.Run{}, fmt.Errorf("%w: run id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxRunIDLen)
+	}
+	if !isRunID(r.TaskID, maxTaskIDLen) {
+		return bad("task id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxTaskIDLen)
+	}
+	if r.Node != node {
+		return store.Run{}, fmt.Errorf("%w: run %s names node %q, but was sent by %q", ErrForbidden, r.ID, printable(r.Node), node)
+	}
+	if err := r.Validate(); err != nil {
+		return store.Run{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	latest := now.Add(worker.MaxClockSkew)
+	scheduled := r.ScheduledAt
+	if scheduled.IsZero() {
+		scheduled = r.StartedAt
+	}
+	for _, t := range []struct {
+		name string
+		at   time.Time
+	}{{"scheduled_at", scheduled}, {"started_at", r.StartedAt}, {"ended_at", r.EndedAt}} {
+		if t.at.Before(oldestRunTime) {
+			return bad("%s %s is before %d", t.name, t.at.UTC().Format(time.RFC3339), oldestRunTime.Year())
+		}
+		if t.at.After(latest) {
+			return bad("%s %s is more than %s in the future", t.name, t.at.UTC().Format(time.RFC3339), worker.MaxClockSkew)
+		}
+	}
+	if r.DurationMS < 0 {
+		return bad("negative duration_ms %d", r.DurationMS)
+	}
+	if r.HTTPStatus < 0 || r.HTTPStatus > maxHTTPStatus {
+		return bad("http_status %d out of range", r.HTTPStatus)
+	}
+	if r.ExitCode != nil && (*r.ExitCode < math.MinInt32 || *r.ExitCode > math.MaxInt32) {
+		return bad("exit_code %d out of range", *r.ExitCode)
+	}
+	out, binary := sanitizeOutput(r.Output)
+	var exit *int
+	if r.ExitCode != nil {
+		exit = ptr(*r.ExitCode)
+	}
+	return store.Run{
+		ID: r.ID, TaskID: r.TaskID, Node: node, ScheduledAt: scheduled.UTC(), StartedAt: r.StartedAt.UTC(),
+		EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
+		HTTPStatus: r.HTTPStatus, ExitCode: exit, Output: out, Manual: r.Manual, BinaryOutput: binary || r.BinaryOutput,
+	}, nil
+}
+
+// isRunID reports whether s is a plain identifier of at most max bytes.
+func isRunID(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// printable bounds and cleans a value a worker sent, for messages and logs.
+func printable(s string) string {
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	s, _ = sanitizeOutput(s)
+	return s
+}
+
+// runChildren runs once each child of a task, in the background: a few at a
+// time, under the master's context, so Stop cancels and waits for them.
+func (m *Master) runChildren(taskID string, children []string) {
+	m.goBackground(func(ctx context.Context) {
+		ctx = WithActor(ctx, "task "+taskID)
+		sem := make(chan struct{}, 4)
+		var wg sync.WaitGroup
+		for _, c := range children {
+			if ctx.Err() != nil {
+				break
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if _, node, err := m.RunTask(ctx, c); err != nil {
+					m.log.Warn("child task not started", "parent", taskID, "child", c, "err", err)
+				} else {
+					m.log.Info("child task started", "parent", taskID, "child", c, "node", node)
+				}
+			}()
+		}
+		wg.Wait()
+	})
 }
 
 // ListRuns returns a page of a task's runs, newest first. A deleted task's

@@ -262,11 +262,22 @@ func (m *Master) defaultTimeout() time.Duration { return m.settings.Load().Defau
 
 // retentionJob deletes runs older than the retention setting, in bounded batches.
 func (m *Master) retentionJob() {
+	done, ok := m.track()
+	if !ok {
+		return
+	}
+	defer done()
+	// Run grants matter only while a run sent to a node may still be reported.
+	if n, err := store.DeleteRunGrantsBefore(m.ctx, m.st.DB, time.Now().Add(-runGrantTTL)); err != nil {
+		m.log.Error("run grants: prune", "err", err)
+	} else if n > 0 {
+		m.log.Info("run grants: old grants pruned", "grants", n)
+	}
 	days := m.settings.Load().RunRetentionDays
 	if days <= 0 {
 		return
 	}
-	n, err := m.PurgeRuns(context.Background(), time.Now().AddDate(0, 0, -days))
+	n, err := m.PurgeRuns(m.ctx, time.Now().AddDate(0, 0, -days))
 	if err != nil {
 		m.log.Error("run retention", "err", err)
 	} else if n > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +51,10 @@ type Task struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 }
+
+// runGrantTTL is how long a run grant lets a node report runs of a task it
+// does not execute; the retention job prunes older grants.
+const runGrantTTL = 7 * 24 * time.Hour
 
 // TaskStatusName names a task status for messages.
 func TaskStatusName(s int) string {
@@ -205,12 +210,28 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 		return nil, fmt.Errorf("%w: task %s is %s; stop it before editing", ErrState, id, TaskStatusName(cur.Status))
 	}
 	in.ID = id
+	// Secrets are shown masked; an edit that sends the mask back keeps them.
+	var stored worker.TaskDef
+	if json.Unmarshal([]byte(cur.Spec), &stored) == nil {
+		KeepMaskedSecrets(&in.TaskDef, &stored)
+	}
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
 	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return store.UpdateTask(ctx, tx, row)
+		if err := store.UpdateTask(ctx, tx, row); err != nil {
+			return err
+		}
+		// Runs of a former executor may still be on their way: keep accepting them.
+		for _, e := range cur.Executors {
+			if !slices.Contains(row.Executors, e) {
+				if err := store.AddRunGrant(ctx, tx, id, e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, mapTaskErr(err, id)
@@ -546,6 +567,11 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	pick, ok := PickWeighted(cands, m.cfg.RandN)
 	if !ok {
 		return nil, "", fmt.Errorf("%w: no running worker for this task (executors: %s)", ErrState, strings.Join(t.Executors, ", "))
+	}
+	// The node's report of this run is accepted even if it stops being an
+	// executor meanwhile: grant it before it is sent the task.
+	if err := store.AddRunGrant(ctx, m.st.DB, id, pick.Name); err != nil {
+		return nil, "", fmt.Errorf("master: task %s: %w", id, err)
 	}
 	for i := range nodes {
 		if nodes[i].Name == pick.Name {

@@ -236,19 +236,18 @@ func TestIngestRunsIsIdempotent(t *testing.T) {
 		if got.RunCount != 2 {
 			t.Fatalf("run_count %d, want 2", got.RunCount)
 		}
-		// Reports in another node's name, or malformed, are refused whole.
+		// Reports in another node's name, or malformed, are rejected one by
+		// one; the good ones of the same batch are stored.
 		other := mk("r3")
 		other.Node = "w9"
-		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{other}); !errors.Is(err, master.ErrInvalid) {
-			t.Fatalf("report for another node: %v", err)
-		}
 		badResult := mk("r4")
 		badResult.Result = "great"
-		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{mk("r5"), badResult}); !errors.Is(err, master.ErrInvalid) {
-			t.Fatalf("bad result: %v", err)
+		resp, err = e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{other, mk("r5"), badResult})
+		if err != nil || resp.Accepted != 1 || len(resp.Rejected) != 2 || resp.Rejected[0].ID != "r3" || resp.Rejected[1].ID != "r4" {
+			t.Fatalf("mixed batch: %+v %v", resp, err)
 		}
-		if _, total, _ := e.m.ListRuns(e.ctx, tk.ID, 10, 0); total != 2 {
-			t.Fatalf("runs stored %d, want 2", total)
+		if _, total, _ := e.m.ListRuns(e.ctx, tk.ID, 10, 0); total != 3 {
+			t.Fatalf("runs stored %d, want 3", total)
 		}
 	})
 }

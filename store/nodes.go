@@ -46,8 +46,11 @@ type Node struct {
 	BootID         string    `bun:"boot_id"`
 	Mode           string    `bun:"mode"`
 	Reason         string    `bun:"reason"`
-	CreatedAt      time.Time `bun:"created_at"`
-	UpdatedAt      time.Time `bun:"updated_at"`
+	// NodeKey is the hex Ed25519 public key an auto node proved on its first
+	// registration; empty until then, for manual nodes and after Reset identity.
+	NodeKey   string    `bun:"node_key"`
+	CreatedAt time.Time `bun:"created_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
 }
 
 // ListNodes returns every node, the master first, then by name.
@@ -74,6 +77,17 @@ func ListNodesByStatus(ctx context.Context, db bun.IDB, statuses ...int) ([]Node
 func GetNode(ctx context.Context, db bun.IDB, name string) (*Node, error) {
 	n := new(Node)
 	err := db.NewSelect().Model(n).Where("name = ?", name).Limit(1).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: get node %q: %w", name, notFound(err))
+	}
+	return n, nil
+}
+
+// GetNodeFold returns the node whose name equals name ignoring case (names
+// are ASCII and unique case-insensitively), or ErrNotFound.
+func GetNodeFold(ctx context.Context, db bun.IDB, name string) (*Node, error) {
+	n := new(Node)
+	err := db.NewSelect().Model(n).Where("LOWER(name) = LOWER(?)", name).Limit(1).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: get node %q: %w", name, notFound(err))
 	}
@@ -220,6 +234,43 @@ func UpsertRegisteredNode(ctx context.Context, db bun.IDB, n *Node) error {
 		}
 		return nil
 	}
+}
+
+// UpdateRegisteredNode records a re-registration of an auto worker: its
+// configuration, secret, boot id and node key, status running. It changes the
+// row only while it is an auto worker whose stored key is still prevKey, so a
+// concurrent registration or Reset identity gives ErrConflict.
+func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey string) error {
+	now := time.Now().UTC()
+	res, err := db.NewUpdate().Model((*Node)(nil)).
+		Set("machine_name = ?", n.MachineName).Set("protocol = ?", n.Protocol).Set("host = ?", n.Host).
+		Set("secret = ?", n.Secret).Set("boot_id = ?", n.BootID).Set("node_key = ?", n.NodeKey).
+		Set("priority = ?", n.Priority).Set("max_concurrency = ?", n.MaxConcurrency).
+		Set("status = ?", StatusRunning).Set("desired_status = ?", StatusRunning).
+		Set("failures = 0").Set("reason = ?", "").Set("last_seen = ?", now).Set("updated_at = ?", now).
+		Where("name = ?", n.Name).Where("type = ?", TypeWorker).Where("mode = ?", ModeAuto).
+		Where("node_key = ?", prevKey).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: register node %q: %w", n.Name, ErrConflict)
+		}
+		return fmt.Errorf("store: register node %q: %w", n.Name, err)
+	}
+	return nil
+}
+
+// ResetNodeKey clears a worker node's key so the next registration of its
+// name binds a new one. A master node or an unknown name gives ErrNotFound.
+func ResetNodeKey(ctx context.Context, db bun.IDB, name string) error {
+	res, err := db.NewUpdate().Model((*Node)(nil)).Set("node_key = ?", "").Set("updated_at = ?", time.Now().UTC()).
+		Where("name = ?", name).Where("type = ?", TypeWorker).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: reset node key of %q: %w", name, ErrNotFound)
+		}
+		return fmt.Errorf("store: reset node key of %q: %w", name, err)
+	}
+	return nil
 }
 
 // MarkSeen records successful probes of the named nodes in one statement per chunk.

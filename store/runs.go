@@ -27,13 +27,22 @@ type Run struct {
 	ExitCode    *int      `bun:"exit_code"`
 	Output      string    `bun:"output"`
 	Manual      bool      `bun:"manual"`
-	CreatedAt   time.Time `bun:"created_at"`
+	// BinaryOutput says the output held NUL bytes or invalid UTF-8, stored
+	// as U+FFFD.
+	BinaryOutput bool      `bun:"binary_output"`
+	CreatedAt    time.Time `bun:"created_at"`
 }
+
+// MaxFutureSkew is how far in the future a stored last run time may be before
+// it counts as bogus (the worker protocol's clock skew bound).
+const MaxFutureSkew = 5 * time.Minute
 
 // InsertRuns stores the runs whose ids are new and returns those; ids already
 // stored are skipped, so a batch delivered twice is counted once. Each task's
-// run count and last run are updated from the new runs only. Run it in a
-// transaction.
+// run count and last run are updated from the new runs only; a last run time
+// more than MaxFutureSkew in the future (a bogus time stored before reports were
+// checked) is replaced, so it cannot freeze the task's last-run fields. The
+// caller validates and sanitizes the runs. Run it in a transaction.
 func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
@@ -51,6 +60,7 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 		known[id] = true
 	}
 	now := time.Now().UTC()
+	saneUntil := now.Add(MaxFutureSkew)
 	fresh := make([]Run, 0, len(runs))
 	for _, r := range runs {
 		if known[r.ID] {
@@ -97,8 +107,8 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 		s := stats[id]
 		_, err := db.NewUpdate().Model((*Task)(nil)).
 			Set("run_count = run_count + ?", s.n).
-			Set("last_result = CASE WHEN last_run_at IS NULL OR last_run_at <= ? THEN ? ELSE last_result END", s.last.UTC(), s.result).
-			Set("last_run_at = CASE WHEN last_run_at IS NULL OR last_run_at < ? THEN ? ELSE last_run_at END", s.last.UTC(), s.last.UTC()).
+			Set("last_result = CASE WHEN last_run_at IS NULL OR last_run_at <= ? OR last_run_at > ? THEN ? ELSE last_result END", s.last.UTC(), saneUntil.UTC(), s.result).
+			Set("last_run_at = CASE WHEN last_run_at IS NULL OR last_run_at < ? OR last_run_at > ? THEN ? ELSE last_run_at END", s.last.UTC(), saneUntil.UTC(), s.last.UTC()).
 			Where("id = ?", id).Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("store: update task run stats: %w", err)

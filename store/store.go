@@ -103,8 +103,8 @@ func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 	var db *bun.DB
 	switch dsn.Dialect {
 	case SQLite:
-		if err := os.MkdirAll(filepath.Dir(dsn.Path), 0o700); err != nil {
-			return nil, fmt.Errorf("store: create data dir: %w", err)
+		if err := secureSQLiteFiles(dsn.Path, log); err != nil {
+			return nil, err
 		}
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
@@ -140,7 +140,53 @@ func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if dsn.Dialect == SQLite {
+		// SQLite made the -wal and -shm files meanwhile: tighten them too.
+		if err := secureSQLiteFiles(dsn.Path, log); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// secureSQLiteFiles makes the database's directory 0700 and the database
+// file and its -wal and -shm files 0600, also when they already existed with
+// looser modes: they hold the cluster key, session keys and node secrets. A
+// shared directory (sticky bit, like /tmp) is left as it is.
+func secureSQLiteFiles(path string, log *slog.Logger) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("store: create data dir: %w", err)
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.Mode()&os.ModeSticky == 0 && fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			log.Warn("store: cannot make the data dir private", "dir", dir, "err", err)
+		}
+	}
+	// Create the file before SQLite does, so it is never readable by others.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: open database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("store: open database file: %w", err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: database file: %w", err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("store: make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the database.

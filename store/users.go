@@ -107,26 +107,53 @@ func UpdateUserRole(ctx context.Context, db bun.IDB, username, role string) erro
 	if !ValidRole(role) {
 		return fmt.Errorf("store: role %q is not admin or viewer", role)
 	}
-	return updateUser(ctx, db, username, role != RoleAdmin, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-		return q.Set("role = ?", role)
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		cur, err := GetUser(ctx, tx, username)
+		if err != nil {
+			return err
+		}
+		if err := updateUser(ctx, tx, username, role != RoleAdmin, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Set("role = ?", role)
+		}); err != nil {
+			return err
+		}
+		if cur.Role == role {
+			return nil
+		}
+		// A session must not keep the rights of a role the user lost (or gain
+		// ones silently): a role change ends every session.
+		return DeleteUserSessions(ctx, tx, username)
 	})
 }
 
-// SetUserDisabled disables or enables a user. Disabling the last enabled admin
-// gives ErrLastAdmin; an unknown user gives ErrNotFound.
+// SetUserDisabled disables or enables a user and ends all their sessions, so
+// enabling a user again never revives an old cookie. Disabling the last
+// enabled admin gives ErrLastAdmin; an unknown user gives ErrNotFound.
 func SetUserDisabled(ctx context.Context, db bun.IDB, username string, disabled bool) error {
-	return updateUser(ctx, db, username, disabled, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-		return q.Set("disabled = ?", disabled)
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := updateUser(ctx, tx, username, disabled, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Set("disabled = ?", disabled)
+		}); err != nil {
+			return err
+		}
+		return DeleteUserSessions(ctx, tx, username)
 	})
 }
 
-// SetUserPassword stores a new bcrypt hash; an unknown user gives ErrNotFound.
+// SetUserPassword stores a new bcrypt hash and ends all the user's sessions
+// (a user changing their own password is given a new one by the caller); an
+// unknown user gives ErrNotFound.
 func SetUserPassword(ctx context.Context, db bun.IDB, username, hash string) error {
 	if hash == "" {
 		return errors.New("store: empty password hash")
 	}
-	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-		return q.Set("password_hash = ?", hash)
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := updateUser(ctx, tx, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Set("password_hash = ?", hash)
+		}); err != nil {
+			return err
+		}
+		return DeleteUserSessions(ctx, tx, username)
 	})
 }
 

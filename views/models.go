@@ -37,6 +37,8 @@ type NodeRow struct {
 	CanDisable     bool
 	CanDelete      bool
 	CanEdit        bool
+	// CanResetIdentity: an auto worker bound to a node key.
+	CanResetIdentity bool
 }
 
 // NodesVM is the nodes page.

@@ -54,7 +54,7 @@ func SettingsPage(vm SettingsVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if !vm.CanEdit {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<p class=\"hint\" id=\"read-only-note\">Your role may view the settings but not change them.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<p class=\"hint\" id=\"read-only-note\">Your role may view the settings but not change them; the notification settings are shown to admins only.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

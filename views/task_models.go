@@ -88,6 +88,7 @@ type TaskFormVM struct {
 	Timeout      string
 	Retries      string
 	Params       string // KEY=value lines
+	SecretParams string // comma-separated names of params shown masked
 	Executors    []NodeOption
 	Keepers      string // comma-separated
 	Children     []TaskOption
@@ -95,6 +96,7 @@ type TaskFormVM struct {
 	HTTPMethod      string
 	HTTPURL         string
 	HTTPHeaders     string // "Name: value" lines
+	SecretHeaders   string // comma-separated names of headers shown masked
 	HTTPBody        string
 	HTTPContentType string
 
@@ -221,4 +223,6 @@ type RunVM struct {
 	ExitCode    string
 	Manual      bool
 	Output      string
+	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
+	BinaryOutput bool
 }

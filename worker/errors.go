@@ -17,3 +17,7 @@ var (
 	// ErrUnknownTask means the task is not scheduled on this worker.
 	ErrUnknownTask = errors.New("worker: task is not scheduled here")
 )
+
+// errBatchRefused means the master refused a whole batch of run reports as
+// unreadable (400 or 413): resending it unchanged can never succeed.
+var errBatchRefused = errors.New("worker: the master refused the batch as unreadable")

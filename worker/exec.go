@@ -14,45 +14,6 @@ import (
 	"time"
 )
 
-// tailBuffer keeps the last max bytes written to it: a run's output is bounded
-// but its end, usually the interesting part, survives.
-type tailBuffer struct {
-	mu    sync.Mutex
-	buf   []byte
-	max   int
-	trunc bool
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-		t.trunc = true
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	trunc := t.trunc
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
-		trunc = true
-	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if trunc {
-		s = "[output truncated to the last 64 KiB]\n" + s
-		if len(s) > t.max {
-			s = s[len(s)-t.max:]
-		}
-	}
-	return s
-}
-
 // copyBufs pools the buffers that read answers: io.Copy would allocate 32 KiB
 // per run, which at a thousand runs a second is most of the worker's garbage.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}
@@ -74,6 +35,7 @@ type outcome struct {
 	httpStatus int
 	exitCode   *int
 	output     string
+	binary     bool // output had NUL or invalid UTF-8 bytes, replaced
 }
 
 // runHTTP performs an HTTP task; success is a 2xx status.
@@ -106,7 +68,8 @@ func runHTTP(ctx context.Context, client *http.Client, def *TaskDef) outcome {
 	buf := copyBufs.Get().(*[]byte)
 	_, copyErr := io.CopyBuffer(out, io.LimitReader(resp.Body, 16<<20), *buf)
 	copyBufs.Put(buf)
-	o := outcome{httpStatus: resp.StatusCode, output: out.String()}
+	text, binary := out.Output()
+	o := outcome{httpStatus: resp.StatusCode, output: text, binary: binary}
 	switch {
 	case copyErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		o.result = ResultTimeout
@@ -148,7 +111,8 @@ func runShell(ctx context.Context, def *TaskDef) outcome {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
-	o := outcome{output: out.String()}
+	text, binary := out.Output()
+	o := outcome{output: text, binary: binary}
 	if cmd.ProcessState != nil {
 		code := cmd.ProcessState.ExitCode()
 		o.exitCode = &code

@@ -210,6 +210,11 @@ func (f *fakeMaster) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			http.Error(rw, `{"error":"bad body"}`, http.StatusBadRequest)
 			return
 		}
+		// The node key signs the same facts: the master binds the name to it.
+		if !worker.VerifyRegistration(req.NodeKey, r.Header.Get(worker.HeaderNodeSignature), node, ts, nonce, body) {
+			http.Error(rw, `{"error":"bad node signature"}`, http.StatusUnauthorized)
+			return
+		}
 		f.mu.Lock()
 		f.regs = append(f.regs, req)
 		f.mu.Unlock()

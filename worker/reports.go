@@ -2,46 +2,95 @@ package worker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Report delivery limits.
 const (
-	reportQueueSize = 10_000
-	reportBatchSize = 500
-	reportLinger    = 100 * time.Millisecond
+	reportQueueSize  = 10_000
+	reportQueueBytes = 16 << 20 // in-memory copies; past it reports wait in the journal only
+	reportBatchSize  = 500
+	reportLinger     = 100 * time.Millisecond
+	// DefaultJournalMaxBytes bounds the run journal (runs.spool) when
+	// Config.JournalMaxBytes is not set: about 256 MiB, some 100,000 runs with
+	// large outputs or millions with small ones. Past it new reports are
+	// dropped, logged and counted; the journaled (older) ones are kept.
+	DefaultJournalMaxBytes = 256 << 20
+	// maxJournalLine is the longest journal line read back; a longer one is
+	// corrupt (a report is at most MaxOutputBytes of output plus a little).
+	maxJournalLine = 4 << 20
 )
 
-// reporter delivers run reports to the master in batches. Every report is
-// appended to a journal file in the data dir (runs.spool) when it is made, and
-// kept in a bounded in-memory queue for fast delivery. The journal is emptied
-// once everything in it is delivered; while the master is unreachable it keeps
-// what the queue cannot hold, and after a crash or restart it is delivered
-// first. The master stores each run id once, so a report sent twice is
-// counted once.
-type reporter struct {
-	log  *slog.Logger
-	post func(ctx context.Context, runs []RunReport) error
-	path string
+// ReportStats counts run reports the worker gave up on.
+type ReportStats struct {
+	// Dropped counts reports the master refused (listed as rejected, or a
+	// report it could not read at all): they are never sent again.
+	Dropped int64
+	// Overflow counts reports not kept because the journal reached its size
+	// bound (or, without a journal, the in-memory queue was full).
+	Overflow int64
+	// JournalBytes is the journal's current size.
+	JournalBytes int64
+}
 
-	mu      sync.Mutex
-	file    *os.File
-	pending []RunReport // undelivered, oldest first; a bounded prefix of the journal
-	spilled bool        // the journal holds undelivered reports that pending does not
+// queued is a report waiting in memory; off and size place its line in the
+// journal (off < 0: not journaled).
+type queued struct {
+	rep  RunReport
+	seq  uint64
+	off  int64
+	size int64
+	mem  int64
+}
+
+// reporter delivers run reports to the master in batches. Every report is
+// appended to a journal file in the data dir (runs.spool) when it is made;
+// the journal is emptied once everything in it is delivered, and after a crash
+// or restart its content is delivered first. Reports also wait in a bounded
+// in-memory queue for fast delivery while the queue mirrors the journal's
+// undelivered tail; when it cannot ("spilled"), delivery streams the journal
+// from disk. The mutex guards only the state and the short appends of add:
+// delivery reads the journal and talks to the master without it. The master
+// stores each run id once, so a report sent twice is counted once.
+type reporter struct {
+	log      *slog.Logger
+	post     func(ctx context.Context, runs []RunReport) (RunsResponse, error)
+	path     string
+	maxBytes int64
+
+	mu           sync.Mutex
+	file         *os.File // append handle; nil: memory only
+	size         int64    // journal length
+	sent         int64    // journal prefix delivered (or given up on)
+	pending      []queued // oldest first
+	pendingBytes int64
+	nextSeq      uint64
+	// spilled: the journal holds undelivered reports before the ones pending
+	// mirrors; pending then mirrors only [tailFrom, size).
+	spilled  bool
+	tailFrom int64
+
+	dropped  atomic.Int64
+	overflow atomic.Int64
 
 	kick chan struct{}
 	done chan struct{}
 }
 
-func newReporter(dataDir string, log *slog.Logger, post func(context.Context, []RunReport) error) *reporter {
-	r := &reporter{log: log, post: post, kick: make(chan struct{}, 1), done: make(chan struct{})}
+func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(context.Context, []RunReport) (RunsResponse, error)) *reporter {
+	if maxBytes <= 0 {
+		maxBytes = DefaultJournalMaxBytes
+	}
+	r := &reporter{log: log, post: post, maxBytes: maxBytes, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if dataDir == "" {
 		return r
 	}
@@ -55,36 +104,109 @@ func newReporter(dataDir string, log *slog.Logger, post func(context.Context, []
 		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
 		return r
 	}
-	r.file = f
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		r.spilled = true // left by an earlier process: deliver it first
-		log.Info("undelivered run reports found; delivering them", "journal", r.path, "bytes", st.Size())
+	// An older file may have a looser mode; run output can hold secrets.
+	if err := f.Chmod(0o600); err != nil {
+		log.Warn("cannot make the report journal private", "journal", r.path, "err", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
+		f.Close()
+		return r
+	}
+	r.file, r.size = f, st.Size()
+	if r.size > 0 {
+		// A crash in the middle of an append leaves a partial line: end it,
+		// so the next report does not join it.
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, r.size-1); err == nil && last[0] != '\n' {
+			if n, err := f.Write([]byte{'\n'}); err == nil {
+				r.size += int64(n)
+			}
+		}
+		r.spilled, r.tailFrom = true, r.size // left by an earlier process: deliver it first
+		log.Info("undelivered run reports found; delivering them", "journal", r.path, "bytes", r.size)
 	}
 	return r
 }
 
-// add records a report: in the journal first, then in the queue.
+// stats returns the reporter's counters.
+func (r *reporter) stats() ReportStats {
+	r.mu.Lock()
+	size := r.size
+	r.mu.Unlock()
+	return ReportStats{Dropped: r.dropped.Load(), Overflow: r.overflow.Load(), JournalBytes: size}
+}
+
+// add records a report: in the journal first, then in the queue. A report
+// that would grow the journal past its bound is dropped, so the older ones
+// are kept.
 func (r *reporter) add(rep RunReport) {
 	line, err := json.Marshal(&rep)
-	r.mu.Lock()
-	if err == nil && r.file != nil {
-		_, err = r.file.Write(append(line, '\n'))
-	}
 	if err != nil {
-		r.log.Error("run report not journaled; kept in memory only", "run", rep.ID, "err", err)
+		r.dropped.Add(1)
+		r.log.Error("run report dropped: cannot encode it", "run", rep.ID, "err", err)
+		return
 	}
-	if len(r.pending) < reportQueueSize {
-		r.pending = append(r.pending, rep)
-	} else if r.file != nil && err == nil {
-		r.spilled = true
-	} else {
-		r.log.Error("run report lost: queue full and no journal", "run", rep.ID)
+	line = append(line, '\n')
+	r.mu.Lock()
+	q := queued{rep: rep, off: -1, mem: int64(len(line))}
+	if r.file != nil {
+		if r.size+int64(len(line)) > r.maxBytes {
+			size := r.size
+			r.mu.Unlock()
+			r.overflow.Add(1)
+			r.log.Error("run report dropped: the run journal is full (the master has not taken reports for a long time)",
+				"run", rep.ID, "task", rep.TaskID, "journal", r.path, "bytes", size, "bound", r.maxBytes)
+			return
+		}
+		if _, err := r.file.Write(line); err != nil {
+			r.log.Error("run report not journaled; kept in memory only", "run", rep.ID, "err", err)
+			// A partial write moved the end: learn where it is now.
+			if st, serr := r.file.Stat(); serr == nil {
+				r.size = st.Size()
+			}
+		} else {
+			q.off, q.size = r.size, int64(len(line))
+			r.size += q.size
+		}
+	}
+	r.nextSeq++
+	q.seq = r.nextSeq
+	fits := len(r.pending) < reportQueueSize && r.pendingBytes+q.mem <= reportQueueBytes
+	switch {
+	case fits:
+		r.pending = append(r.pending, q)
+		r.pendingBytes += q.mem
+	case q.off >= 0:
+		// The queue no longer mirrors the journal's tail: deliver from disk,
+		// keeping in memory only what the journal does not hold.
+		r.spilled, r.tailFrom = true, r.size
+		r.keepUnjournaledLocked(r.size)
+	default:
+		r.overflow.Add(1)
+		r.log.Error("run report lost: the queue is full and there is no journal", "run", rep.ID, "task", rep.TaskID)
 	}
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
+}
+
+// keepUnjournaledLocked removes from pending the reports whose journal lines
+// start before end (the journal delivers them).
+func (r *reporter) keepUnjournaledLocked(end int64) {
+	kept := r.pending[:0]
+	var bytes int64
+	for _, q := range r.pending {
+		if q.off < 0 || q.off >= end {
+			kept = append(kept, q)
+			bytes += q.mem
+		}
+	}
+	clear(r.pending[len(kept):])
+	r.pending, r.pendingBytes = kept, bytes
 }
 
 // run delivers until ctx ends, then tries one last quick delivery; whatever is
@@ -128,22 +250,34 @@ func (r *reporter) run(ctx context.Context) {
 	}
 }
 
-// drain delivers everything undelivered; false means the master refused or
-// could not be reached.
+// drain delivers everything undelivered; false means the master could not
+// take a batch (unreachable, 5xx): it is kept and retried later.
 func (r *reporter) drain(ctx context.Context) bool {
 	for {
 		r.mu.Lock()
-		spilled := r.spilled
-		r.mu.Unlock()
-		if spilled {
+		if r.spilled {
+			r.mu.Unlock()
 			if !r.deliverJournal(ctx) {
 				return false
 			}
 			continue
 		}
-		r.mu.Lock()
 		n := min(len(r.pending), reportBatchSize)
-		batch := append([]RunReport(nil), r.pending[:n]...)
+		batch := make([]RunReport, n)
+		for i := range n {
+			batch[i] = r.pending[i].rep
+		}
+		var lastSeq uint64
+		from, end := int64(-1), int64(-1) // journal span of the batch
+		for _, q := range r.pending[:n] {
+			lastSeq = q.seq
+			if q.off >= 0 {
+				if from < 0 {
+					from = q.off
+				}
+				end = q.off + q.size
+			}
+		}
 		r.mu.Unlock()
 		if n == 0 {
 			return true
@@ -152,93 +286,165 @@ func (r *reporter) drain(ctx context.Context) bool {
 			return false
 		}
 		r.mu.Lock()
-		// Only drain removes from the front; add only appends: the first n are the batch.
-		r.pending = r.pending[n:]
-		if len(r.pending) == 0 && !r.spilled {
-			r.truncateLocked()
+		i := 0
+		for i < len(r.pending) && r.pending[i].seq <= lastSeq {
+			r.pendingBytes -= r.pending[i].mem
+			i++
 		}
+		clear(r.pending[:i])
+		r.pending = r.pending[i:]
+		// The batch's lines follow the delivered prefix unless add spilled
+		// meanwhile and the journal was reread; advance only from there.
+		if from >= 0 && from == r.sent {
+			r.sent = end
+		}
+		r.truncateIfDeliveredLocked()
 		r.mu.Unlock()
 	}
 }
 
-func (r *reporter) deliver(ctx context.Context, runs []RunReport) error {
-	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	err := r.post(dctx, runs)
-	if err != nil {
-		r.log.Warn("run reports not delivered; keeping them", "runs", len(runs), "err", err)
+// truncateIfDeliveredLocked empties the journal once all of it is delivered.
+func (r *reporter) truncateIfDeliveredLocked() {
+	if r.file == nil || r.spilled || r.sent < r.size {
+		return
 	}
-	return err
+	if err := r.file.Truncate(0); err != nil {
+		r.log.Error("empty report journal", "journal", r.path, "err", err)
+		return
+	}
+	r.size, r.sent, r.tailFrom = 0, 0, 0
 }
 
-// deliverJournal delivers every report in the journal, then keeps only what
-// was appended meanwhile.
+// deliverJournal streams the undelivered part of the journal to the master in
+// batches, without holding the mutex. When the queue mirrors everything
+// appended meanwhile, delivery goes back to the queue.
 func (r *reporter) deliverJournal(ctx context.Context) bool {
 	r.mu.Lock()
-	data, err := os.ReadFile(r.path)
+	from, end := r.sent, r.size
 	r.mu.Unlock()
-	if err != nil {
-		r.log.Error("read report journal", "err", err)
-		return false
-	}
-	runs := parseJournal(data, r.log)
-	for sent := 0; sent < len(runs); {
-		end := min(sent+reportBatchSize, len(runs))
-		if r.deliver(ctx, runs[sent:end]) != nil {
+	if from < end {
+		f, err := os.Open(r.path)
+		if err != nil {
+			r.log.Error("read report journal", "journal", r.path, "err", err)
 			return false
 		}
-		sent = end
+		ok := r.streamJournal(ctx, f, from, end)
+		f.Close()
+		if !ok {
+			return false
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	all, err := os.ReadFile(r.path)
-	if err != nil || len(all) < len(data) {
-		r.log.Error("read report journal", "err", err)
-		return false
+	if r.sent < end {
+		r.sent = end
 	}
-	rest := all[len(data):]
-	r.truncateLocked()
-	if len(rest) > 0 && r.file != nil {
-		if _, err := r.file.Write(rest); err != nil {
-			r.log.Error("rewrite report journal", "err", err)
-		}
-	}
-	left := parseJournal(rest, r.log)
-	r.spilled = len(left) > reportQueueSize
-	if len(left) > reportQueueSize {
-		left = left[:reportQueueSize]
-	}
-	r.pending = left
-	if len(runs) > 0 {
-		r.log.Info("delivered journaled run reports", "runs", len(runs))
+	if r.sent >= r.tailFrom {
+		// What was appended after end is in the queue: leave the disk.
+		r.keepUnjournaledLocked(end)
+		r.spilled = false
+		r.truncateIfDeliveredLocked()
+		r.log.Info("delivered journaled run reports", "bytes", end-from)
 	}
 	return true
 }
 
-func (r *reporter) truncateLocked() {
-	if r.file == nil {
-		return
+// streamJournal delivers the journal lines in [from, end) of f.
+func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int64) bool {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, from, end-from), 64<<10)
+	off := from
+	batch := make([]RunReport, 0, reportBatchSize)
+	seen := map[string]bool{}
+	flush := func() bool {
+		if len(batch) > 0 && r.deliver(ctx, batch) != nil {
+			return false
+		}
+		r.mu.Lock()
+		if r.sent < off {
+			r.sent = off
+		}
+		r.mu.Unlock()
+		batch = batch[:0]
+		clear(seen)
+		return true
 	}
-	if err := r.file.Truncate(0); err != nil {
-		r.log.Error("empty report journal", "err", err)
+	for {
+		line, n, tooLong, err := readJournalLine(br)
+		off += n
+		switch {
+		case tooLong:
+			r.log.Error("skipping an overlong line in the report journal", "journal", r.path, "bytes", n)
+		case len(line) > 0 && string(line) != "\n":
+			var rep RunReport
+			if jerr := json.Unmarshal(line, &rep); jerr != nil {
+				r.log.Error("skipping a corrupt line in the report journal", "journal", r.path, "err", jerr)
+			} else if !seen[rep.ID] {
+				seen[rep.ID] = true
+				batch = append(batch, rep)
+			}
+		}
+		if len(batch) == reportBatchSize && !flush() {
+			return false
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				r.log.Error("read report journal", "journal", r.path, "err", err)
+				return false
+			}
+			return flush()
+		}
 	}
 }
 
-func parseJournal(data []byte, log *slog.Logger) []RunReport {
-	var runs []RunReport
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 256<<10), 4<<20)
-	for sc.Scan() {
-		var rep RunReport
-		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-			log.Error("skipping a corrupt line in the report journal", "err", err)
+// readJournalLine reads one line (with its newline) of at most
+// maxJournalLine bytes; a longer one is consumed and reported as tooLong.
+func readJournalLine(br *bufio.Reader) (line []byte, n int64, tooLong bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		n += int64(len(frag))
+		if !tooLong {
+			if len(line)+len(frag) > maxJournalLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if !seen[rep.ID] {
-			seen[rep.ID] = true
-			runs = append(runs, rep)
-		}
+		return line, n, tooLong, err
 	}
-	return runs
+}
+
+// deliver posts a batch. Runs the master refuses one by one (listed in its
+// answer) are dropped with a log line each. A batch the master refuses as a
+// whole as unreadable (400, 413) is split until the bad runs are alone, and
+// those are dropped: one bad run never blocks the others. Any other failure
+// (unreachable, 5xx, 401) keeps the batch for a later retry.
+func (r *reporter) deliver(ctx context.Context, runs []RunReport) error {
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	resp, err := r.post(dctx, runs)
+	cancel()
+	switch {
+	case err == nil:
+		for _, rj := range resp.Rejected {
+			r.dropped.Add(1)
+			r.log.Error("run report refused by the master; dropped", "run", rj.ID, "reason", rj.Error)
+		}
+		return nil
+	case errors.Is(err, errBatchRefused) && len(runs) == 1:
+		r.dropped.Add(1)
+		r.log.Error("run report refused by the master as unreadable; dropped", "run", runs[0].ID, "task", runs[0].TaskID, "err", err)
+		return nil
+	case errors.Is(err, errBatchRefused):
+		r.log.Warn("the master refused a batch of run reports as a whole; splitting it to find the bad ones", "runs", len(runs), "err", err)
+		half := len(runs) / 2
+		if err := r.deliver(ctx, runs[:half]); err != nil {
+			return err
+		}
+		return r.deliver(ctx, runs[half:])
+	default:
+		r.log.Warn("run reports not delivered; keeping them", "runs", len(runs), "err", err)
+		return err
+	}
 }

@@ -63,12 +63,23 @@ func (l *limiter) release() {
 	l.mu.Unlock()
 }
 
-// taskJob is one scheduled task: one gocron job.
+// taskJob is one scheduled task: one gocron job. spec never changes once the
+// job is scheduled (fire reads it without a lock); what start may update in
+// place, the executor count and the paused flag, is atomic.
 type taskJob struct {
-	spec   TaskSpec
-	jobID  uuid.UUID
-	paused atomic.Bool
-	cron   cron.Schedule // for cron tasks: to name the scheduled fire time
+	spec      TaskSpec
+	jobID     uuid.UUID
+	paused    atomic.Bool
+	executors atomic.Int64
+	cron      cron.Schedule // for cron tasks: to name the scheduled fire time
+}
+
+// current is the task's spec with its current executor count and paused flag.
+func (tj *taskJob) current() TaskSpec {
+	spec := tj.spec
+	spec.Executors = int(tj.executors.Load())
+	spec.Paused = tj.paused.Load()
+	return spec
 }
 
 // runner owns the gocron scheduler and the tasks on it.
@@ -186,7 +197,7 @@ func (r *runner) start(spec TaskSpec) error {
 	defer r.mu.Unlock()
 	if old, ok := r.jobs[spec.ID]; ok {
 		if reflect.DeepEqual(old.spec.TaskDef, spec.TaskDef) {
-			old.spec.Executors = spec.Executors
+			old.executors.Store(int64(spec.Executors))
 			old.paused.Store(spec.Paused)
 			return nil
 		}
@@ -197,6 +208,7 @@ func (r *runner) start(spec TaskSpec) error {
 	}
 	tj := &taskJob{spec: spec}
 	tj.paused.Store(spec.Paused)
+	tj.executors.Store(int64(spec.Executors))
 	def, opts, err := r.definition(tj, time.Now())
 	if err != nil {
 		return err
@@ -289,7 +301,7 @@ func (r *runner) get(id string) (TaskSpec, bool) {
 	if !ok {
 		return TaskSpec{}, false
 	}
-	return tj.spec, true
+	return tj.current(), true
 }
 
 // fire is the gocron job body: claim the fire when several executors share
@@ -297,7 +309,7 @@ func (r *runner) get(id string) (TaskSpec, bool) {
 func (r *runner) fire(tj *taskJob) {
 	now := time.Now()
 	fire := tj.scheduledFire(now)
-	spec := tj.spec
+	spec := tj.current()
 	if spec.Executors > 1 {
 		won, err := r.claim(r.ctx, spec.ID, fire)
 		if err != nil {
@@ -366,6 +378,9 @@ func (r *runner) attempt(def *TaskDef, fire time.Time, attempt int, manual bool)
 	}
 	rep.EndedAt = time.Now().UTC()
 	rep.DurationMS = rep.EndedAt.Sub(rep.StartedAt).Milliseconds()
-	rep.Result, rep.HTTPStatus, rep.ExitCode, rep.Output = o.result, o.httpStatus, o.exitCode, o.output
+	rep.Result, rep.HTTPStatus, rep.ExitCode = o.result, o.httpStatus, o.exitCode
+	// Notes added to the output (errors, timeouts) may quote odd bytes too.
+	out, binary := SanitizeOutput(o.output)
+	rep.Output, rep.BinaryOutput = out, binary || o.binary
 	return rep
 }

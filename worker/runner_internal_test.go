@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +16,10 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		b.Write([]byte("abcdefgh"))
 	}
-	s := b.String()
-	if !strings.HasSuffix(s, "gh") || len(s) > 10 {
-		t.Fatalf("tail %q: want at most 10 bytes ending in the last write", s)
+	s, binary := b.Output()
+	want := "[… 30 earlier bytes truncated]\n" + "ghabcdefgh"
+	if s != want || binary {
+		t.Fatalf("tail %q (binary %v): want %q", s, binary, want)
 	}
 	small := &tailBuffer{max: 100}
 	small.Write([]byte("hello"))
@@ -57,16 +57,16 @@ type fakeMaster struct {
 	got  map[string]int
 }
 
-func (f *fakeMaster) post(_ context.Context, runs []RunReport) error {
+func (f *fakeMaster) post(_ context.Context, runs []RunReport) (RunsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
-		return errors.New("connection refused")
+		return RunsResponse{}, errors.New("connection refused")
 	}
 	for _, r := range runs {
 		f.got[r.ID]++
 	}
-	return nil
+	return RunsResponse{Accepted: len(runs)}, nil
 }
 
 func (f *fakeMaster) count() int {
@@ -79,7 +79,7 @@ func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
 	dir := t.TempDir()
 	fm := &fakeMaster{down: true, got: map[string]int{}}
 	log := slog.New(slog.DiscardHandler)
-	r := newReporter(dir, log, fm.post)
+	r := newReporter(dir, 0, log, fm.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
 	for i := 0; i < 50; i++ {
@@ -130,7 +130,7 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	down := &fakeMaster{down: true, got: map[string]int{}}
-	r := newReporter(dir, log, down.post)
+	r := newReporter(dir, 0, log, down.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	// Queue before the loop runs, then stop at once: the flush must spool them.
 	for i := 0; i < 10; i++ {
@@ -139,7 +139,7 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 	cancel()
 	r.run(ctx)
 	up := &fakeMaster{got: map[string]int{}}
-	r2 := newReporter(dir, log, up.post)
+	r2 := newReporter(dir, 0, log, up.post)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	go r2.run(ctx2)
@@ -162,11 +162,13 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 func TestReporterJournalSurvivesAKill(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	never := func(context.Context, []RunReport) error { return errors.New("killed before delivery") }
-	r := newReporter(dir, log, never)
+	never := func(context.Context, []RunReport) (RunsResponse, error) {
+		return RunsResponse{}, errors.New("killed before delivery")
+	}
+	r := newReporter(dir, 0, log, never)
 	r.add(RunReport{ID: "k1", TaskID: "t"}) // the loop never ran: as if SIGKILL came now
 	up := &fakeMaster{got: map[string]int{}}
-	r2 := newReporter(dir, log, up.post)
+	r2 := newReporter(dir, 0, log, up.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go r2.run(ctx)

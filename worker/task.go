@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 )
@@ -35,6 +36,10 @@ const (
 	maxParams       = 100
 	maxBodyBytes    = 256 << 10
 	maxCommandBytes = 16 << 10
+	maxHeaders      = 50
+	maxHeaderValue  = 8 << 10
+	// controlChars may not reach a request line or header.
+	controlChars = "\r\n\x00"
 )
 
 // Duration is a time.Duration that reads and writes Go duration strings in JSON.
@@ -115,16 +120,55 @@ type TaskSpec struct {
 // cronParser accepts five fields, or six with leading seconds, and descriptors like @hourly.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseCron parses a cron expression with optional seconds.
+// cronHorizon is how far ahead a schedule must fire at least once.
+const cronHorizon = 5
+
+// ParseCron parses a cron expression with optional seconds, in UTC. It refuses
+// what cannot work as written: an @every that is not a whole number of
+// seconds, at least one (robfig/cron would silently round it), and an
+// expression with no fire in the next five years, such as "0 0 30 2 *".
 func ParseCron(expr string) (cron.Schedule, error) {
-	if strings.HasPrefix(strings.TrimSpace(expr), "TZ=") || strings.HasPrefix(strings.TrimSpace(expr), "CRON_TZ=") {
+	trimmed := strings.TrimSpace(expr)
+	if strings.HasPrefix(trimmed, "TZ=") || strings.HasPrefix(trimmed, "CRON_TZ=") {
 		return nil, fmt.Errorf("time zone prefixes are not supported; schedules are in UTC")
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {
 		return nil, err
 	}
+	switch v := s.(type) {
+	case cron.ConstantDelaySchedule:
+		every, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(trimmed, "@every")))
+		if err != nil {
+			return nil, fmt.Errorf("@every needs a duration like 30s or 5m")
+		}
+		if msg := CheckEvery(every); msg != "" {
+			return nil, fmt.Errorf("@every %s", msg)
+		}
+	case *cron.SpecSchedule:
+		v.Location = time.UTC
+	}
+	now := time.Now().UTC()
+	if next := s.Next(now); next.IsZero() || next.After(now.AddDate(cronHorizon, 0, 0)) {
+		return nil, fmt.Errorf("never fires in the next %d years", cronHorizon)
+	}
 	return s, nil
+}
+
+// CheckEvery checks an interval: a whole number of seconds from MinInterval
+// to MaxInterval. It returns what is wrong, or "".
+func CheckEvery(every time.Duration) string {
+	switch {
+	case every <= 0:
+		return "must be more than 0"
+	case every < MinInterval:
+		return fmt.Sprintf("is shorter than %s: sub-second intervals cannot run as written", MinInterval)
+	case every%time.Second != 0:
+		return "must be a whole number of seconds"
+	case every > MaxInterval:
+		return fmt.Sprintf("is longer than %s", MaxInterval)
+	}
+	return ""
 }
 
 // CronHasSeconds reports whether a cron expression has the optional seconds field.
@@ -157,6 +201,14 @@ func (d *TaskDef) Normalize() {
 	}
 }
 
+// windowFrom is when the task may first fire: now, or a later start_at.
+func (d *TaskDef) windowFrom(now time.Time) time.Time {
+	if d.StartAt != nil && d.StartAt.After(now) {
+		return *d.StartAt
+	}
+	return now
+}
+
 // Validate checks every field of a definition and returns FieldErrors, or nil.
 // now is used to refuse a one-time schedule in the past.
 func (d *TaskDef) Validate(now time.Time) error {
@@ -174,15 +226,23 @@ func (d *TaskDef) Validate(now time.Time) error {
 	case ScheduleCron:
 		if d.Schedule.Cron == "" {
 			fe["schedule.cron"] = "is required for a cron schedule"
-		} else if _, err := ParseCron(d.Schedule.Cron); err != nil {
+		} else if sch, err := ParseCron(d.Schedule.Cron); err != nil {
 			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
+		} else if d.EndAt != nil {
+			if next := sch.Next(d.windowFrom(now).Add(-time.Nanosecond)); next.IsZero() || next.After(*d.EndAt) {
+				fe["schedule.cron"] = "never fires between start_at and end_at"
+			}
 		}
 	case ScheduleInterval:
 		ev := time.Duration(d.Schedule.Every)
-		if ev < MinInterval || ev > MaxInterval {
-			fe["schedule.every"] = fmt.Sprintf("must be from %s to %s", MinInterval, MaxInterval)
-		} else if ev%time.Second != 0 {
-			fe["schedule.every"] = "must be a whole number of seconds"
+		if msg := CheckEvery(ev); msg != "" {
+			fe["schedule.every"] = msg
+		} else if d.EndAt != nil {
+			// The first fire is the next multiple of the interval (see the runner).
+			if first := d.windowFrom(now).Truncate(ev).Add(ev); first.After(*d.EndAt) {
+				fe["schedule.every"] = fmt.Sprintf("never fires between start_at and end_at: the first fire would be %s",
+					first.UTC().Format(time.RFC3339))
+			}
 		}
 	case ScheduleOnce:
 		switch {
@@ -190,6 +250,10 @@ func (d *TaskDef) Validate(now time.Time) error {
 			fe["schedule.at"] = "is required for a one-time schedule"
 		case d.Schedule.At.Before(now.Add(-time.Minute)):
 			fe["schedule.at"] = "is in the past"
+		case d.StartAt != nil && d.Schedule.At.Before(*d.StartAt):
+			fe["schedule.at"] = "is before start_at: it would never fire"
+		case d.EndAt != nil && d.Schedule.At.After(*d.EndAt):
+			fe["schedule.at"] = "is after end_at: it would never fire"
 		}
 	case "":
 		fe["schedule.kind"] = "is required: cron, interval or once"
@@ -236,10 +300,53 @@ func (d *TaskDef) Validate(now time.Time) error {
 	default:
 		fe["type"] = fmt.Sprintf("%q is not http or shell", d.Type)
 	}
+	d.validateText(fe)
 	if len(fe) > 0 {
 		return fe
 	}
 	return nil
+}
+
+// badText reports NUL bytes or invalid UTF-8, which no text field may hold.
+func badText(s string) bool { return !utf8.ValidString(s) || strings.ContainsRune(s, 0) }
+
+// validateText refuses NUL and invalid UTF-8 in every text field, naming it.
+func (d *TaskDef) validateText(fe FieldErrors) {
+	const msg = "holds a NUL byte or invalid UTF-8"
+	check := func(field string, vals ...string) {
+		for _, v := range vals {
+			if badText(v) {
+				fe[field] = msg
+				return
+			}
+		}
+	}
+	check("id", d.ID)
+	check("title", d.Title)
+	check("description", d.Description)
+	check("schedule.cron", d.Schedule.Cron)
+	for k, v := range d.Params {
+		check("params", k, v)
+	}
+	check("secret_params", d.SecretParams...)
+	if h := d.HTTP; h != nil {
+		check("http.url", h.URL)
+		check("http.body", h.Body)
+		check("http.content_type", h.ContentType)
+		check("http.method", h.Method)
+		for k, v := range h.Headers {
+			check("http.headers", k, v)
+		}
+		check("http.secret_headers", h.SecretHeaders...)
+	}
+	if s := d.Shell; s != nil {
+		check("shell.command", s.Command)
+		check("shell.args", s.Args...)
+		check("shell.dir", s.Dir)
+		for k, v := range s.Env {
+			check("shell.env", k, v)
+		}
+	}
 }
 
 func (d *TaskDef) validateHTTP(fe FieldErrors) {
@@ -260,18 +367,37 @@ func (d *TaskDef) validateHTTP(fe FieldErrors) {
 	case len(h.URL) > 4096:
 		fe["http.url"] = "is longer than 4096 characters"
 	}
+	if _, ok := fe["http.url"]; !ok {
+		// Parameters may hold anything (newlines are fine in shell env);
+		// what they are substituted into must still be a valid request.
+		if x := expand(h.URL, d.Params); strings.ContainsAny(x, controlChars+" ") {
+			fe["http.url"] = "holds a space, line break or NUL once {{KEY}} parameters are substituted"
+		} else if u, err := url.Parse(x); err != nil || u.Host == "" {
+			fe["http.url"] = "is not a valid URL once {{KEY}} parameters are substituted"
+		}
+	}
+	if len(h.Headers) > maxHeaders {
+		fe["http.headers"] = fmt.Sprintf("at most %d headers", maxHeaders)
+	}
 	for k, v := range h.Headers {
-		if !headerNameRE.MatchString(k) {
+		switch {
+		case !headerNameRE.MatchString(k):
 			fe["http.headers"] = fmt.Sprintf("%q is not a valid header name", k)
-		} else if strings.ContainsAny(v, "\r\n") {
-			fe["http.headers"] = fmt.Sprintf("value of %q has a line break", k)
+		case len(v) > maxHeaderValue:
+			fe["http.headers"] = fmt.Sprintf("value of %q is longer than %d KiB", k, maxHeaderValue>>10)
+		case strings.ContainsAny(v, controlChars):
+			fe["http.headers"] = fmt.Sprintf("value of %q has a line break or NUL", k)
+		case strings.ContainsAny(expand(v, d.Params), controlChars):
+			fe["http.headers"] = fmt.Sprintf("value of %q has a line break or NUL once {{KEY}} parameters are substituted", k)
 		}
 	}
 	if len(h.Body) > maxBodyBytes {
 		fe["http.body"] = fmt.Sprintf("is larger than %d KiB", maxBodyBytes>>10)
 	}
-	if strings.ContainsAny(h.ContentType, "\r\n") {
-		fe["http.content_type"] = "has a line break"
+	if strings.ContainsAny(h.ContentType, controlChars) {
+		fe["http.content_type"] = "has a line break or NUL"
+	} else if len(h.ContentType) > 256 {
+		fe["http.content_type"] = "is longer than 256 characters"
 	}
 }
 
@@ -288,9 +414,14 @@ func (d *TaskDef) validateShell(fe FieldErrors) {
 	if size > maxCommandBytes {
 		fe["shell.command"] = fmt.Sprintf("command and args are larger than %d KiB", maxCommandBytes>>10)
 	}
-	for k := range s.Env {
+	if len(s.Env) > maxParams {
+		fe["shell.env"] = fmt.Sprintf("at most %d variables", maxParams)
+	}
+	for k, v := range s.Env {
 		if !paramKeyRE.MatchString(k) {
 			fe["shell.env"] = fmt.Sprintf("%q is not a valid variable name", k)
+		} else if len(v) > 4096 {
+			fe["shell.env"] = fmt.Sprintf("value of %q is longer than 4096 bytes", k)
 		}
 	}
 }

@@ -51,6 +51,16 @@ const (
 	PathMasterRuns     = "/api/worker/runs"
 )
 
+// Body limits of the worker API, enforced before parsing. A task definition
+// is bounded by TaskDef.Validate (body 256 KiB, params 100 x 4 KiB, headers
+// 50 x 8 KiB, env 100 x 4 KiB, command 16 KiB), under 2 MiB even with JSON
+// escaping; startup and a registration answer carry all of a node's tasks.
+const (
+	MaxTaskBody    = 4 << 20
+	MaxStartupBody = 64 << 20
+	MaxSmallBody   = 16 << 10 // connect, stop, pause, resume, shutdown
+)
+
 // MaxClockSkew is how far a signed timestamp may be from the receiver's clock.
 const MaxClockSkew = 5 * time.Minute
 

@@ -6,6 +6,9 @@ package worker
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +17,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +46,9 @@ type Config struct {
 	// RetryBackoff is the delay before a failed run's first retry; it doubles
 	// with every further attempt (default 1s).
 	RetryBackoff time.Duration
+	// JournalMaxBytes bounds the run journal in DataDir (default
+	// DefaultJournalMaxBytes); past it new reports are dropped and counted.
+	JournalMaxBytes int64
 }
 
 // Host is the ip:port the master should use.
@@ -60,6 +67,8 @@ type Worker struct {
 	bootID string
 	nonces *NonceCache
 	sched  gocron.Scheduler
+
+	nodeKey ed25519.PrivateKey // proves this node's name to the master
 
 	runner  *runner
 	reports *reporter
@@ -86,24 +95,49 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if cfg.MaxConcurrency <= 0 {
 		cfg.MaxConcurrency = 20
 	}
+	var nodeKey ed25519.PrivateKey
+	if cfg.DataDir != "" {
+		if err := prepareDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		key, created, err := loadOrCreateNodeKey(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			log.Info("created this node's key", "file", filepath.Join(cfg.DataDir, NodeKeyFile))
+		}
+		nodeKey = key
+	} else {
+		_, key, err := ed25519.GenerateKey(crand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("worker: create node key: %w", err)
+		}
+		nodeKey = key
+		if cfg.AutoRegister {
+			log.Warn("no data dir: the node key is kept in memory only; after a restart the master refuses this name " +
+				"until an admin presses Reset identity on the node")
+		}
+	}
 	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(cfg.StopTimeout), gocron.WithLocation(time.UTC))
 	if err != nil {
 		return nil, fmt.Errorf("worker: create scheduler: %w", err)
 	}
 	w := &Worker{
-		cfg:    cfg,
-		log:    log,
-		client: &http.Client{Timeout: 10 * time.Second},
-		bootID: NewNonce(),
-		nonces: NewNonceCache(100_000),
-		sched:  sched,
-		secret: NewSecret(),
-		node:   cfg.NodeConfig(),
-		master: cfg.WorkerOf,
+		cfg:     cfg,
+		log:     log,
+		client:  &http.Client{Timeout: 10 * time.Second},
+		bootID:  NewNonce(),
+		nonces:  NewNonceCache(100_000),
+		sched:   sched,
+		secret:  NewSecret(),
+		nodeKey: nodeKey,
+		node:    cfg.NodeConfig(),
+		master:  cfg.WorkerOf,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop = cancel
-	w.reports = newReporter(cfg.DataDir, log, w.postRuns)
+	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Many tasks often call one host: keep enough idle connections that most
 	// fires reuse one, but bound them, since each idle connection costs memory.
@@ -163,20 +197,27 @@ func (w *Worker) Connect(h ConnectHeaders, req ConnectRequest, now time.Time) (C
 	if h.NameTo == "" || h.Timestamp == "" || h.Nonce == "" || h.MAC == "" {
 		return ConnectResponse{}, fmt.Errorf("%w: missing handshake headers", ErrHandshake)
 	}
-	if w.master == "" {
-		return ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof master", ErrHandshake)
-	}
-	if h.Master != "" && h.Master != w.master {
-		return ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another master", ErrHandshake)
-	}
 	if err := CheckTimestamp(h.Timestamp, now); err != nil {
 		return ConnectResponse{}, err
 	}
-	if !EqualMAC(h.MAC, ConnectMAC(w.cfg.ClusterKey, w.master, h.NameTo, h.Timestamp, h.Nonce)) {
+	// Nothing about this worker's master may leak before the sender proves it
+	// holds the cluster key: an outsider gets the same answer whatever master
+	// name it tries. A MAC made for the master named in sm_master proves the
+	// key too, so such a sender may learn that this worker is not its own.
+	ours := w.master != "" && EqualMAC(h.MAC, ConnectMAC(w.cfg.ClusterKey, w.master, h.NameTo, h.Timestamp, h.Nonce))
+	theirs := !ours && h.Master != "" && h.Master != w.master &&
+		EqualMAC(h.MAC, ConnectMAC(w.cfg.ClusterKey, h.Master, h.NameTo, h.Timestamp, h.Nonce))
+	if !ours && !theirs {
 		return ConnectResponse{}, fmt.Errorf("%w: bad signature (wrong cluster key or master name)", ErrHandshake)
 	}
 	if !w.nonces.Use(h.Nonce, now) {
 		return ConnectResponse{}, fmt.Errorf("%w: nonce already used", ErrHandshake)
+	}
+	if w.master == "" {
+		return ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof master", ErrHandshake)
+	}
+	if theirs || (h.Master != "" && h.Master != w.master) {
+		return ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another master", ErrHandshake)
 	}
 	if req.Node.Name != h.NameTo {
 		return ConnectResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, h.NameTo)
@@ -300,19 +341,29 @@ func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (
 	return resp.Won, nil
 }
 
-// postRuns delivers one batch of run reports.
-func (w *Worker) postRuns(ctx context.Context, runs []RunReport) error {
+// postRuns delivers one batch of run reports. A 400 or 413 means the master
+// cannot read the batch at all (errBatchRefused); the reporter then splits it.
+func (w *Worker) postRuns(ctx context.Context, runs []RunReport) (RunsResponse, error) {
 	body, err := json.Marshal(RunsRequest{Runs: runs})
 	if err != nil {
-		return err
+		return RunsResponse{}, fmt.Errorf("worker: encode run reports: %w", err)
 	}
 	var resp RunsResponse
 	if err := w.post(ctx, PathMasterRuns, w.authHeaders(), body, &resp); err != nil {
 		w.maybeReregister(err)
-		return err
+		var me *masterError
+		if errors.As(err, &me) && (me.status == http.StatusBadRequest || me.status == http.StatusRequestEntityTooLarge ||
+			me.status == http.StatusUnprocessableEntity) {
+			return RunsResponse{}, fmt.Errorf("%w: %w", errBatchRefused, err)
+		}
+		return RunsResponse{}, err
 	}
-	return nil
+	return resp, nil
 }
+
+// ReportStats counts the run reports this worker gave up on, and the size of
+// its journal.
+func (w *Worker) ReportStats() ReportStats { return w.reports.stats() }
 
 // maybeReregister makes an auto worker that the master no longer knows (a 401
 // on its calls) register again, at most once a minute.
@@ -365,7 +416,8 @@ func (w *Worker) Run(ctx context.Context) {
 
 func (w *Worker) register(ctx context.Context) error {
 	w.mu.Lock()
-	req := RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID}
+	req := RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID,
+		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey))}
 	w.mu.Unlock()
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -378,6 +430,9 @@ func (w *Worker) register(ctx context.Context) error {
 		HeaderTimestamp: ts,
 		HeaderNonce:     nonce,
 		HeaderSignature: RegisterMAC(w.cfg.ClusterKey, req.Node.Name, ts, nonce, body),
+		// The cluster key lets a machine join; only this node's key lets it
+		// take its own name again.
+		HeaderNodeSignature: SignRegistration(w.nodeKey, req.Node.Name, ts, nonce, body),
 	}
 	var resp RegisterResponse
 	if err := w.post(ctx, PathMasterRegister, headers, body, &resp); err != nil {
@@ -437,7 +492,9 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 		return fmt.Errorf("worker: master at %s unreachable: %w", w.cfg.MasterURL, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	// A registration answer carries every task of the node: allow as much as
+	// the worker's own startup route does.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxStartupBody))
 	if err != nil {
 		return fmt.Errorf("worker: read answer of %s: %w", url, err)
 	}
@@ -445,11 +502,12 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 		return fmt.Errorf("worker: master answered 401: %w", errMasterUnauthorized)
 	}
 	if resp.StatusCode/100 != 2 {
+		me := &masterError{status: resp.StatusCode}
 		var e ErrorResponse
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("worker: master answered %d: %s", resp.StatusCode, e.Error)
+			me.msg = e.Error
 		}
-		return fmt.Errorf("worker: master answered %d", resp.StatusCode)
+		return fmt.Errorf("worker: %w", me)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -460,6 +518,19 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 }
 
 var errMasterUnauthorized = errors.New("the master does not know this node or its secret")
+
+// masterError is a non-2xx answer of the master.
+type masterError struct {
+	status int
+	msg    string
+}
+
+func (e *masterError) Error() string {
+	if e.msg == "" {
+		return fmt.Sprintf("master answered %d", e.status)
+	}
+	return fmt.Sprintf("master answered %d: %s", e.status, e.msg)
+}
 
 // IsHandshakeError reports whether err is a refused handshake.
 func IsHandshakeError(err error) bool { return errors.Is(err, ErrHandshake) }

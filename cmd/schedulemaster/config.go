@@ -64,6 +64,15 @@ type masterConfig struct {
 	// The health settings given by flag, env or file; the others fall back to
 	// the stored settings before their defaults.
 	HealthIntervalSet, HealthTimeoutSet, MaxFailuresSet bool
+
+	// TrustedProxies is --trusted-proxies as given (comma-separated IPs or
+	// CIDRs); Proxies the parsed list. Empty: no proxy is believed.
+	TrustedProxies string
+	Proxies        []string
+
+	// Limits of the HTTP server; zero means the default (see httpLimits).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxHeaderBytes                         int
 }
 
 // TLS reports whether the master serves HTTPS.
@@ -88,6 +97,8 @@ func masterOptions(c *masterConfig) *options {
 	o.add(&option{name: "advertise", key: "Advertise", dst: &c.Advertise, usage: "host:port recorded for the master's own node (default: from --listen, 127.0.0.1 for an unspecified host)"})
 	o.add(&option{name: "tls-cert", key: "TLSCert", dst: &c.TLSCert, usage: "TLS certificate file; with --tls-key serves HTTPS"})
 	o.add(&option{name: "tls-key", key: "TLSKey", dst: &c.TLSKey, usage: "TLS private key file"})
+	o.add(&option{name: "trusted-proxies", key: "TrustedProxies", dst: &c.TrustedProxies,
+		usage: "comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the client is the TCP peer)"})
 	return o
 }
 
@@ -132,6 +143,11 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		problems = append(problems, "--tls-cert and --tls-key go together: give both or neither")
 	}
+	if proxies, msg := parseTrustedProxies(c.TrustedProxies); msg != "" {
+		bad("trusted-proxies", "%s", msg)
+	} else {
+		c.Proxies = proxies
+	}
 	c.HealthIntervalSet = o.explicit("health-interval")
 	c.HealthTimeoutSet = o.explicit("health-timeout")
 	c.MaxFailuresSet = o.explicit("max-failures")
@@ -145,7 +161,9 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 type workerConfig struct {
 	Listen        string // bind address; may differ from the IP:Port the master uses
 	worker.Config        // what the engine needs
-
+	// ReadTimeout bounds reading one request, body included: a trickling
+	// client is cut off after it.
+	ReadTimeout time.Duration
 }
 
 const workerSynopsis = "worker --identity NAME --master URL --cluster-key KEY [flags]"
@@ -167,7 +185,9 @@ func workerOptions(c *workerConfig) *options {
 	o.add(&option{name: "workerof", key: "WorkerOf", dst: &c.WorkerOf, env: []string{"SM_WORKEROF", "SMCORE_WORKEROF"},
 		usage: "name of the master allowed to connect (required with --autor=false)"})
 	o.add(&option{name: "allow-shell", key: "AllowShell", def: "false", dst: &c.AllowShell, usage: "allow shell tasks (remote command execution)"})
-	o.add(&option{name: "data-dir", key: "DataDir", dst: &c.DataDir, usage: "directory for the run-report spool (default ./data/worker-<identity>)"})
+	o.add(&option{name: "data-dir", key: "DataDir", dst: &c.DataDir, usage: "directory for the run-report spool and the node key (default ./data/worker-<identity>)"})
+	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: "30s", dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
+		usage: "time to read one request to the worker API, body included"})
 	return o
 }
 
@@ -339,4 +359,24 @@ func validTokenName(name string) string {
 		return "may not hold control characters"
 	}
 	return ""
+}
+
+// parseTrustedProxies reads a comma-separated list of IPs and CIDRs.
+func parseTrustedProxies(raw string) ([]string, string) {
+	var out []string
+	for _, p := range strings.Split(raw, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if strings.Contains(p, "/") {
+			if _, _, err := net.ParseCIDR(p); err != nil {
+				return nil, fmt.Sprintf("%q is not a CIDR like 10.0.0.0/8", p)
+			}
+		} else if net.ParseIP(p) == nil {
+			return nil, fmt.Sprintf("%q is not an IP address or CIDR", p)
+		}
+		out = append(out, p)
+	}
+	return out, ""
 }

@@ -101,17 +101,14 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		m.Stop(sctx)
 	}
 
-	router, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log, SecureCookies: cfg.TLS()})
+	router, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log, SecureCookies: cfg.TLS(),
+		TrustedProxies: cfg.Proxies})
 	if err != nil {
 		ln.Close()
 		stopMaster()
 		return fmt.Errorf("build routes: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           router,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := masterHTTPServer(cfg, router, log)
 	scheme := "http"
 	if cfg.TLS() {
 		scheme = "https"
@@ -142,6 +139,39 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 	stopMaster()
 	log.Info("master stopped")
 	return runErr
+}
+
+// Defaults of the master's HTTP server limits. No route streams: the longest
+// answer waits on worker calls, which have their own shorter timeouts.
+const (
+	defReadTimeout    = 30 * time.Second
+	defWriteTimeout   = 90 * time.Second
+	defIdleTimeout    = 2 * time.Minute
+	defMaxHeaderBytes = 64 << 10
+)
+
+// masterHTTPServer is the master's server with read, write and idle timeouts
+// and a header limit, so trickling or idle clients cannot hold connections.
+func masterHTTPServer(cfg masterConfig, h http.Handler, log *slog.Logger) *http.Server {
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(readHeaderTimeout, or(cfg.ReadTimeout, defReadTimeout)),
+		ReadTimeout:       or(cfg.ReadTimeout, defReadTimeout),
+		WriteTimeout:      or(cfg.WriteTimeout, defWriteTimeout),
+		IdleTimeout:       or(cfg.IdleTimeout, defIdleTimeout),
+		MaxHeaderBytes:    defMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if cfg.MaxHeaderBytes > 0 {
+		srv.MaxHeaderBytes = cfg.MaxHeaderBytes
+	}
+	return srv
 }
 
 // newClusterKey is 32 random bytes, hex encoded.

@@ -114,7 +114,9 @@ func TestProcessRestartedWorkersRecovered(t *testing.T) {
 		}
 	}
 	// Auto worker.
-	auto, autoHost := startWorker(t, m, "rauto")
+	// Its data dir holds its node key: the restart must prove the same key.
+	autoDir := t.TempDir()
+	auto, autoHost := startWorker(t, m, "rauto", "--data-dir", autoDir)
 	m.waitNode("rauto", 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 
 	// Restart both on the same ports: new processes, new boot ids, new secrets.
@@ -123,7 +125,7 @@ func TestProcessRestartedWorkersRecovered(t *testing.T) {
 	_, port, _ := strings.Cut(manHost, ":")
 	man2, _ := startWorker(t, m, "rman", "--autor=false", "--workerof", "master", "--port", port)
 	_, aport, _ := strings.Cut(autoHost, ":")
-	_, _ = startWorker(t, m, "rauto", "--port", aport)
+	_, _ = startWorker(t, m, "rauto", "--port", aport, "--data-dir", autoDir)
 
 	// The master reconnects the manual worker (it answers with a new boot id,
 	// or comes back after it went offline) and puts it back to running.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -51,11 +50,10 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{
-		Handler:           handlers.NewWorkerRouter(w, log),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	timeouts := handlers.DefaultWorkerTimeouts()
+	timeouts.Read = cfg.ReadTimeout
+	timeouts.ReadHeader = min(timeouts.ReadHeader, cfg.ReadTimeout)
+	srv := handlers.NewWorkerServer(w, log, timeouts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	mode := "auto"

@@ -1,0 +1,264 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// Body limits, enforced before anything parses a body.
+const (
+	// maxFormBody bounds form posts (login, settings, users, nodes): the
+	// largest of them is a few KiB.
+	maxFormBody = 256 << 10
+	// maxTaskBody bounds task definitions, as JSON or as the console form: it
+	// fits a task with a large HTTP body and many params.
+	maxTaskBody = maxBody
+	// maxOtherJSONBody bounds the other open API bodies (users, nodes).
+	maxOtherJSONBody = 256 << 10
+)
+
+// badTextMsg is the field error of text that holds NUL or invalid UTF-8.
+const badTextMsg = "holds a NUL byte or invalid UTF-8; nothing was changed"
+
+// guardRequest checks every request of the console and the open API before
+// its handler runs: multipart bodies are refused (no form needs them), bodies
+// get a limit that fits the route, checked on Content-Length first and then
+// while reading, and NUL bytes or invalid UTF-8 in the path, the query, form
+// fields and JSON strings are a 400 naming the field. The API workers call
+// has its own limits and per-run validation, so it is left alone.
+func (s *server) guardRequest(c *gin.Context) {
+	req := c.Request
+	if strings.HasPrefix(req.URL.Path, "/api/worker/") {
+		c.Next()
+		return
+	}
+	if !validText(req.URL.Path) {
+		s.badText(c, "path")
+		return
+	}
+	for _, p := range c.Params {
+		if !validText(p.Value) {
+			s.badText(c, p.Key)
+			return
+		}
+	}
+	q, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		s.badInput(c, http.StatusBadRequest, "query", "is not valid URL encoding")
+		return
+	}
+	if field, ok := badValues(q); ok {
+		s.badText(c, field)
+		return
+	}
+	if req.Body == nil || req.Body == http.NoBody || (req.ContentLength == 0 && req.Method == http.MethodGet) {
+		c.Next()
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if strings.HasPrefix(mt, "multipart/") {
+		// Refused unread: net/http would otherwise buffer the parts to
+		// memory or disk before a handler could say no.
+		s.badInput(c, http.StatusUnsupportedMediaType, "body", "multipart bodies are not accepted; send a URL-encoded form or JSON")
+		return
+	}
+	limit := int64(maxFormBody)
+	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
+	switch {
+	case isTaskPath(req.URL.Path):
+		limit = maxTaskBody
+	case isJSON:
+		limit = maxOtherJSONBody
+	}
+	if req.ContentLength > limit {
+		s.badInput(c, http.StatusRequestEntityTooLarge, "body", "is larger than "+strconv.FormatInt(limit>>10, 10)+" KiB")
+		return
+	}
+	req.Body = http.MaxBytesReader(c.Writer, req.Body, limit)
+	switch {
+	case mt == "application/x-www-form-urlencoded":
+		if err := req.ParseForm(); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				s.badInput(c, http.StatusRequestEntityTooLarge, "body", "is larger than "+strconv.FormatInt(limit>>10, 10)+" KiB")
+				return
+			}
+			s.badInput(c, http.StatusBadRequest, "body", "is not a valid URL-encoded form")
+			return
+		}
+		if field, ok := badValues(req.PostForm); ok {
+			s.badText(c, field)
+			return
+		}
+	case isJSON:
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				s.badInput(c, http.StatusRequestEntityTooLarge, "body", "is larger than "+strconv.FormatInt(limit>>10, 10)+" KiB")
+				return
+			}
+			s.badInput(c, http.StatusBadRequest, "body", "could not be read")
+			return
+		}
+		if field, ok := badJSONString(body); ok {
+			s.badText(c, field)
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	c.Next()
+}
+
+// isTaskPath reports whether a path takes a task definition.
+func isTaskPath(p string) bool {
+	return p == "/tasks" || strings.HasPrefix(p, "/tasks/") || p == "/api/v1/tasks" || strings.HasPrefix(p, "/api/v1/tasks/")
+}
+
+// validText reports whether s is valid UTF-8 without NUL.
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// badValues returns the first (by name) key whose name or values are not
+// valid text.
+func badValues(v url.Values) (string, bool) {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !validText(k) {
+			return "field name", true
+		}
+		for _, x := range v[k] {
+			if !validText(x) {
+				return k, true
+			}
+		}
+	}
+	return "", false
+}
+
+// badJSONString walks a JSON body's tokens and returns the path (e.g.
+// "http.headers.X-A", "executors[1]") of the first key or string that holds
+// NUL or invalid UTF-8. encoding/json would turn invalid bytes into U+FFFD
+// silently, so each string's raw bytes are checked too. A body that is not
+// JSON is left to the handler, which says so.
+func badJSONString(body []byte) (string, bool) {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) {
+		return "", false // the common case: nothing to look for
+	}
+	type frame struct {
+		obj     bool
+		wantKey bool
+		key     string
+		idx     int
+	}
+	var stack []frame
+	path := func(last string) string {
+		var b strings.Builder
+		for i, f := range stack {
+			seg := f.key
+			if i == len(stack)-1 && last != "" {
+				seg = last
+			}
+			switch {
+			case f.obj && b.Len() > 0:
+				b.WriteString("." + seg)
+			case f.obj:
+				b.WriteString(seg)
+			default:
+				b.WriteString("[" + strconv.Itoa(f.idx) + "]")
+			}
+		}
+		if b.Len() == 0 {
+			return "body"
+		}
+		return b.String()
+	}
+	afterValue := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].obj {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].idx++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			if !utf8.Valid(body) {
+				return "body", true // invalid bytes outside any string
+			}
+			return "", false
+		}
+		raw := body[start:dec.InputOffset()]
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, frame{obj: true, wantKey: true})
+			case '[':
+				stack = append(stack, frame{})
+			default:
+				stack = stack[:len(stack)-1]
+				afterValue()
+			}
+		case string:
+			bad := !utf8.Valid(raw) || strings.ContainsRune(v, 0)
+			if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+				if bad {
+					return path(v), true
+				}
+				stack[n-1].key, stack[n-1].wantKey = v, false
+				continue
+			}
+			if bad {
+				return path(""), true
+			}
+			afterValue()
+		default:
+			afterValue()
+		}
+		if len(stack) == 0 && !dec.More() {
+			return "", false
+		}
+	}
+}
+
+// badText answers a field that holds NUL or invalid UTF-8.
+func (s *server) badText(c *gin.Context, field string) {
+	s.badInput(c, http.StatusBadRequest, field, badTextMsg)
+}
+
+// badInput refuses a request before its handler runs: JSON with a field error
+// on the API, an error page naming the field in the console.
+func (s *server) badInput(c *gin.Context, status int, field, msg string) {
+	// A bad key names itself: keep its name printable.
+	field = strings.ReplaceAll(strings.ToValidUTF8(field, "\uFFFD"), "\x00", "\uFFFD")
+	if wantsJSON(c) {
+		c.AbortWithStatusJSON(status, gin.H{"error": field + ": " + msg, "fields": worker.FieldErrors{field: msg}})
+		return
+	}
+	s.errorPage(c, status, fmt.Sprintf("The field “%s” %s.", field, msg))
+}

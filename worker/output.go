@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// SanitizeOutput makes run output safe to store and show: NUL bytes and
+// invalid UTF-8 become U+FFFD. binary reports whether anything was replaced,
+// which is how a binary answer (an image, a gzip body) is recognised.
+func SanitizeOutput(s string) (out string, binary bool) {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s, false
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == 0:
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), true
+}
+
+// tailBuffer keeps the last max bytes written to it: a run's output is bounded
+// but its end, usually the interesting part, survives.
+type tailBuffer struct {
+	mu    sync.Mutex
+	buf   []byte
+	max   int
+	total int64 // bytes written in all
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total += int64(len(p))
+	if len(p) >= t.max {
+		// Only the end of a large write can survive: skip copying the rest.
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return len(p), nil
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// truncNotice starts an output whose beginning was cut off.
+func truncNotice(n int64) string { return fmt.Sprintf("[… %d earlier bytes truncated]\n", n) }
+
+// Output returns the kept tail as valid UTF-8 without NUL, at most max bytes
+// plus a notice saying how many earlier bytes were cut, and whether bytes had
+// to be replaced (binary output). The kept part starts on a character
+// boundary, so a cut never splits a character.
+func (t *tailBuffer) Output() (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if t.total > int64(len(b)) {
+		// The buffer starts where earlier bytes were cut: skip the rest of a
+		// character whose first bytes are gone.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && b[0]&0xC0 == 0x80; i++ {
+			b = b[1:]
+		}
+	}
+	// Walk back from the end, as far as max bytes of sanitized text reach:
+	// replacement characters are longer than the bytes they replace.
+	size, start := 0, len(b)
+	for start > 0 {
+		r, n := utf8.DecodeLastRune(b[:start])
+		w := n
+		if (r == utf8.RuneError && n == 1) || r == 0 {
+			w = utf8.RuneLen(utf8.RuneError)
+		}
+		if size+w > t.max {
+			break
+		}
+		size += w
+		start -= n
+	}
+	kept := b[start:]
+	s, binary := SanitizeOutput(string(kept))
+	if dropped := t.total - int64(len(kept)); dropped > 0 {
+		s = truncNotice(dropped) + s
+	}
+	return s, binary
+}
+
+// String is the output text of Output.
+func (t *tailBuffer) String() string {
+	s, _ := t.Output()
+	return s
+}
