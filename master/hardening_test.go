@@ -140,7 +140,6 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			"attempt":      func(r *worker.RunReport) { r.Attempt = 0 },
 			"reversed":     func(r *worker.RunReport) { r.EndedAt = r.StartedAt.Add(-time.Second) },
 			"result":       func(r *worker.RunReport) { r.Result = "great" },
-			"huge":         func(r *worker.RunReport) { r.Output = strings.Repeat("x", worker.MaxOutputBytes+2048) },
 			"oddtask":      func(r *worker.RunReport) { r.TaskID = "t1\xff\x00" },
 			"longtask":     func(r *worker.RunReport) { r.TaskID = strings.Repeat("a", 40) },
 		}
@@ -151,13 +150,17 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			batch = append(batch, r)
 		}
 		oddID := report("r\x00\xff'", "t1", "w1", now)
-		batch = append(batch, oddID, report("good2", "t1", "w1", now.Add(time.Second)))
+		// Oversize output (an older worker's encoder makes each odd byte a
+		// 3-byte U+FFFD) is cut to its tail, not refused: the run is kept.
+		huge := report("huge", "t1", "w1", now)
+		huge.Output = strings.Repeat("\xff", worker.MaxOutputBytes) + "the end"
+		batch = append(batch, oddID, huge, report("good2", "t1", "w1", now.Add(time.Second)))
 		resp, err = e.m.IngestRuns(e.ctx, w1, batch)
 		if err != nil {
 			t.Fatalf("a batch with invalid runs failed whole: %v", err)
 		}
 		rej := rejectedIDs(resp)
-		if resp.Accepted != 2 || len(resp.Rejected) != len(bad)+1 {
+		if resp.Accepted != 3 || len(resp.Rejected) != len(bad)+1 {
 			t.Fatalf("mixed batch: accepted %d, rejected %v", resp.Accepted, rej)
 		}
 		for id := range bad {
@@ -173,6 +176,10 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 		}
 		if e.stored("good1") == nil || e.stored("good2") == nil {
 			t.Error("good runs of a batch with invalid ones were not stored")
+		}
+		if r := e.stored("huge"); r == nil || !r.BinaryOutput || !strings.HasSuffix(r.Output, "the end") ||
+			!strings.HasPrefix(r.Output, "[… ") || len(r.Output) > worker.MaxOutputBytes+100 || !utf8.ValidString(r.Output) {
+			t.Errorf("oversize output not kept as a bounded, valid tail with a notice: %+v", r)
 		}
 		tk, err := e.m.GetTask(e.ctx, "t1")
 		if err != nil {

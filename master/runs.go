@@ -134,7 +134,14 @@ func checkRun(r *worker.RunReport, node string, now time.Time) (store.Run, error
 	if r.Node != node {
 		return store.Run{}, fmt.Errorf("%w: run %s names node %q, but was sent by %q", ErrForbidden, r.ID, printable(r.Node), node)
 	}
-	if err := r.Validate(); err != nil {
+	// Output too long is cut to its tail, not refused: an older worker's JSON
+	// encoder turns each odd byte into a 3-byte U+FFFD, and a run must not be
+	// lost for its output's size (the batch body limit bounds it already).
+	out, binary := sanitizeOutput(r.Output)
+	out = tailOutput(out, worker.MaxOutputBytes)
+	rep := *r
+	rep.Output = out
+	if err := rep.Validate(); err != nil {
 		return store.Run{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	latest := now.Add(worker.MaxClockSkew)
@@ -162,7 +169,6 @@ func checkRun(r *worker.RunReport, node string, now time.Time) (store.Run, error
 	if r.ExitCode != nil && (*r.ExitCode < math.MinInt32 || *r.ExitCode > math.MaxInt32) {
 		return bad("exit_code %d out of range", *r.ExitCode)
 	}
-	out, binary := sanitizeOutput(r.Output)
 	var exit *int
 	if r.ExitCode != nil {
 		exit = ptr(*r.ExitCode)

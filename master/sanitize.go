@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -54,4 +55,17 @@ func sanitizeOutput(s string) (out string, binary bool) {
 		i += size
 	}
 	return b.String(), true
+}
+
+// tailOutput keeps the last max bytes of a valid UTF-8 output, starting on a
+// character boundary, behind a notice saying how much was cut.
+func tailOutput(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	start := len(s) - max
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("[… %d earlier bytes truncated]\n", start) + s[start:]
 }

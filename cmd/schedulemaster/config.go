@@ -99,6 +99,8 @@ func masterOptions(c *masterConfig) *options {
 	o.add(&option{name: "tls-key", key: "TLSKey", dst: &c.TLSKey, usage: "TLS private key file"})
 	o.add(&option{name: "trusted-proxies", key: "TrustedProxies", dst: &c.TrustedProxies,
 		usage: "comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the client is the TCP peer)"})
+	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: defReadTimeout.String(), dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
+		usage: "time to read one request, body included (a trickling client is cut off after it)"})
 	return o
 }
 
