@@ -7,8 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // apiNode is a node in the open API (SPEC section 7); fields may be added, never renamed.
@@ -77,7 +77,7 @@ func (s *server) apiCreateNode(c *gin.Context) {
 	if !bindJSON(c, &b) {
 		return
 	}
-	cfg := worker.NodeConfig{Name: b.Name, Host: b.Host, Protocol: b.Protocol, Priority: 1, MaxConcurrency: 20}
+	cfg := protocol.NodeConfig{Name: b.Name, Host: b.Host, Protocol: b.Protocol, Priority: 1, MaxConcurrency: 20}
 	if cfg.Protocol == "" {
 		cfg.Protocol = "http"
 	}

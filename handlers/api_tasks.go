@@ -10,8 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // apiRun is a run in the open API (SPEC section 7).
@@ -129,7 +129,7 @@ func (s *server) apiUpdateTask(c *gin.Context) {
 		return
 	}
 	if in.ID != "" && in.ID != c.Param("id") {
-		s.apiError(c, worker.FieldErrors{"id": "does not match the task in the path"})
+		s.apiError(c, protocol.FieldErrors{"id": "does not match the task in the path"})
 		return
 	}
 	t, err := s.m.UpdateTask(c.Request.Context(), c.Param("id"), in)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -122,14 +123,14 @@ func TestAPINodeLifecycle(t *testing.T) {
 		if status != 200 || decode[apiNode](t, body).Status != 1 {
 			t.Fatalf("connect: %d %s", status, body)
 		}
-		if w.Health().Status != worker.StateIdle {
+		if w.Health().Status != protocol.StateIdle {
 			t.Fatalf("worker state after connect: %s", w.Health().Status)
 		}
 		status, body = e.do(c, "POST", "/api/v1/nodes/w1/enable", "", nil)
 		if status != 200 || decode[apiNode](t, body).Status != 2 {
 			t.Fatalf("enable: %d %s", status, body)
 		}
-		if w.Health().Status != worker.StateScheduling {
+		if w.Health().Status != protocol.StateScheduling {
 			t.Fatalf("worker state after enable: %s", w.Health().Status)
 		}
 		status, body = e.do(c, "DELETE", "/api/v1/nodes/w1", "", nil)
@@ -140,7 +141,7 @@ func TestAPINodeLifecycle(t *testing.T) {
 		if status != 200 || decode[apiNode](t, body).Status != 1 {
 			t.Fatalf("disable: %d %s", status, body)
 		}
-		if w.Health().Status != worker.StateIdle {
+		if w.Health().Status != protocol.StateIdle {
 			t.Fatalf("worker state after disable: %s", w.Health().Status)
 		}
 		status, _ = e.do(c, "DELETE", "/api/v1/nodes/w1", "", nil)

@@ -15,9 +15,9 @@ import (
 	"github.com/gorilla/sessions"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 const (
@@ -74,7 +74,7 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 		}
 		if p == nil {
 			if api {
-				c.AbortWithStatusJSON(http.StatusUnauthorized, worker.ErrorResponse{Error: "authentication required: log in or send Authorization: Bearer <token>"})
+				c.AbortWithStatusJSON(http.StatusUnauthorized, protocol.ErrorResponse{Error: "authentication required: log in or send Authorization: Bearer <token>"})
 				return
 			}
 			if isHX(c) {
@@ -157,7 +157,7 @@ func (s *server) requireAdmin(c *gin.Context) {
 		return
 	}
 	if wantsJSON(c) {
-		c.AbortWithStatusJSON(http.StatusForbidden, worker.ErrorResponse{Error: "forbidden: your role may not change anything"})
+		c.AbortWithStatusJSON(http.StatusForbidden, protocol.ErrorResponse{Error: "forbidden: your role may not change anything"})
 		return
 	}
 	s.errorPage(c, http.StatusForbidden, "Your role may not change anything.")

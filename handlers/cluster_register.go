@@ -6,7 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/worker"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // registerBodyLimit bounds a registration body: a node configuration, a
@@ -21,12 +21,12 @@ func (s *server) registerWorker(c *gin.Context) {
 		return
 	}
 	h := master.RegisterHeaders{
-		Node:      c.GetHeader(worker.HeaderNode),
-		Timestamp: c.GetHeader(worker.HeaderTimestamp),
-		Nonce:     c.GetHeader(worker.HeaderNonce),
-		Signature: c.GetHeader(worker.HeaderSignature),
+		Node:      c.GetHeader(protocol.HeaderNode),
+		Timestamp: c.GetHeader(protocol.HeaderTimestamp),
+		Nonce:     c.GetHeader(protocol.HeaderNonce),
+		Signature: c.GetHeader(protocol.HeaderSignature),
 
-		NodeSignature: c.GetHeader(worker.HeaderNodeSignature),
+		NodeSignature: c.GetHeader(protocol.HeaderNodeSignature),
 	}
 	resp, err := s.m.Register(c.Request.Context(), h, body)
 	if err != nil {
@@ -42,8 +42,8 @@ func (s *server) offlineWorker(c *gin.Context) {
 	if _, err := readBody(c); err != nil {
 		return
 	}
-	name := c.GetHeader(worker.HeaderNode)
-	if err := s.m.Offline(c.Request.Context(), name, c.GetHeader(worker.HeaderSecret)); err != nil {
+	name := c.GetHeader(protocol.HeaderNode)
+	if err := s.m.Offline(c.Request.Context(), name, c.GetHeader(protocol.HeaderSecret)); err != nil {
 		s.log.Warn("offline notice refused", "node", name, "from", c.ClientIP(), "err", err)
 		s.apiError(c, err)
 		return
@@ -53,5 +53,5 @@ func (s *server) offlineWorker(c *gin.Context) {
 
 // masterHealth answers probes of the master itself.
 func (s *server) masterHealth(c *gin.Context) {
-	c.JSON(http.StatusOK, worker.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: worker.StateScheduling})
+	c.JSON(http.StatusOK, protocol.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: protocol.StateScheduling})
 }

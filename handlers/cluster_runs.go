@@ -5,17 +5,17 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/worker"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // lockFire handles POST /api/worker/lock: an executor claims one fire.
 func (s *server) lockFire(c *gin.Context) {
-	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(worker.HeaderNode), c.GetHeader(worker.HeaderSecret))
+	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(protocol.HeaderNode), c.GetHeader(protocol.HeaderSecret))
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	var req worker.LockRequest
+	var req protocol.LockRequest
 	if !bindJSON(c, &req) {
 		return
 	}
@@ -29,7 +29,7 @@ func (s *server) lockFire(c *gin.Context) {
 
 // reportRuns handles POST /api/worker/runs: a batch of run reports.
 func (s *server) reportRuns(c *gin.Context) {
-	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(worker.HeaderNode), c.GetHeader(worker.HeaderSecret))
+	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(protocol.HeaderNode), c.GetHeader(protocol.HeaderSecret))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -38,9 +38,9 @@ func (s *server) reportRuns(c *gin.Context) {
 	if err != nil {
 		return
 	}
-	var req worker.RunsRequest
+	var req protocol.RunsRequest
 	if err := decodeStrict(body, &req); err != nil {
-		c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
 		return
 	}
 	resp, err := s.m.IngestRuns(c.Request.Context(), node, req.Runs)

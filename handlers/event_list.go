@@ -9,9 +9,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // eventsPerPage is the page size of the event log in the console.
@@ -30,14 +30,14 @@ var eventActions = []string{
 
 // eventFilterInput reads the event filters of a query string; bad fields are
 // reported by name (the form shows them inline, the API returns them).
-func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, worker.FieldErrors) {
+func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, protocol.FieldErrors) {
 	fvm := views.EventFilterVM{
 		Actor: strings.TrimSpace(c.Query("actor")), Action: strings.TrimSpace(c.Query("action")),
 		TargetType: strings.TrimSpace(c.Query("target_type")), Target: strings.TrimSpace(c.Query("target")),
 		Outcome: strings.TrimSpace(c.Query("outcome")), From: strings.TrimSpace(c.Query("from")), To: strings.TrimSpace(c.Query("to")),
 	}
 	f := store.EventFilter{Actor: fvm.Actor, Action: fvm.Action, TargetType: fvm.TargetType, Target: fvm.Target, Outcome: fvm.Outcome}
-	fe := worker.FieldErrors{}
+	fe := protocol.FieldErrors{}
 	if len(fvm.Actor) > 128 {
 		fe["actor"] = "at most 128 characters"
 	}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // TestSecretsAreMasked: sensitive headers, secret params and URL passwords
@@ -52,7 +52,7 @@ func TestSecretsAreMasked(t *testing.T) {
 		}
 	}
 	noSecrets("create answer", body)
-	for _, want := range []string{worker.SecretMask, "plain-value", "fast", "http://bob:" + worker.SecretMask + "@127.0.0.1:1/hook"} {
+	for _, want := range []string{protocol.SecretMask, "plain-value", "fast", "http://bob:" + protocol.SecretMask + "@127.0.0.1:1/hook"} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("create answer lacks %q: %s", want, body)
 		}
@@ -70,13 +70,13 @@ func TestSecretsAreMasked(t *testing.T) {
 	for _, c := range []*http.Client{admin, viewer} {
 		_, page := e.do(c, "GET", "/tasks/"+id, "", nil)
 		noSecrets("task page", page)
-		if !strings.Contains(page, worker.SecretMask) {
+		if !strings.Contains(page, protocol.SecretMask) {
 			t.Fatal("the task page does not show the mask")
 		}
 	}
 	_, form := e.do(admin, "GET", "/tasks/"+id+"/edit", "", nil)
 	noSecrets("edit form", form)
-	if !strings.Contains(form, worker.SecretMask) || !strings.Contains(form, `name="secret_params" value="TOKEN"`) {
+	if !strings.Contains(form, protocol.SecretMask) || !strings.Contains(form, `name="secret_params" value="TOKEN"`) {
 		t.Fatalf("edit form lacks the mask or the secret params field")
 	}
 
@@ -92,7 +92,7 @@ func TestSecretsAreMasked(t *testing.T) {
 			t.Fatalf("after PUT with masks the stored definition lacks %q: %s", s, spec)
 		}
 	}
-	if strings.Contains(spec, worker.SecretMask) {
+	if strings.Contains(spec, protocol.SecretMask) {
 		t.Fatalf("the mask was stored: %s", spec)
 	}
 
@@ -100,10 +100,10 @@ func TestSecretsAreMasked(t *testing.T) {
 	resp := e.postForm(admin, "/tasks/"+id, url.Values{
 		"title": {"hook 3"}, "type": {"http"}, "schedule_kind": {"cron"}, "schedule_cron": {"0 * * * *"},
 		"timeout": {"30s"}, "retries": {"0"}, "executors": {"w1"},
-		"http_method": {"GET"}, "http_url": {"http://bob:" + worker.SecretMask + "@127.0.0.1:1/hook"},
-		"http_headers":        {"Authorization: " + worker.SecretMask + "\nX-Custom: " + worker.SecretMask + "\nX-Plain: plain-value"},
+		"http_method": {"GET"}, "http_url": {"http://bob:" + protocol.SecretMask + "@127.0.0.1:1/hook"},
+		"http_headers":        {"Authorization: " + protocol.SecretMask + "\nX-Custom: " + protocol.SecretMask + "\nX-Plain: plain-value"},
 		"http_secret_headers": {"X-Custom"},
-		"params":              {"MODE=fast\nTOKEN=" + worker.SecretMask}, "secret_params": {"TOKEN"},
+		"params":              {"MODE=fast\nTOKEN=" + protocol.SecretMask}, "secret_params": {"TOKEN"},
 	})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("console save with masks: %d", resp.StatusCode)
@@ -116,7 +116,7 @@ func TestSecretsAreMasked(t *testing.T) {
 	}
 
 	// A new value replaces the secret.
-	put = strings.Replace(put, `"Authorization":"`+worker.SecretMask+`"`, `"Authorization":"Bearer new-5"`, 1)
+	put = strings.Replace(put, `"Authorization":"`+protocol.SecretMask+`"`, `"Authorization":"Bearer new-5"`, 1)
 	if st, body := e.do(admin, "PUT", "/api/v1/tasks/"+id, put, nil); st != http.StatusOK {
 		t.Fatalf("PUT a new secret: %d %s", st, body)
 	}

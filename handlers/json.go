@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/worker"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // maxBody bounds every JSON request body.
@@ -22,7 +22,7 @@ func bindJSON(c *gin.Context, v any) bool {
 		return false
 	}
 	if err := decodeStrict(body, v); err != nil {
-		c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
 		return false
 	}
 	return true
@@ -37,9 +37,9 @@ func readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge, worker.ErrorResponse{Error: "request body too large"})
+			c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge, protocol.ErrorResponse{Error: "request body too large"})
 		} else {
-			c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "cannot read request body"})
+			c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "cannot read request body"})
 		}
 		return nil, err
 	}

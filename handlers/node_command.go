@@ -7,8 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // nodeCommand refreshes the worker command line while the form is typed in.
@@ -30,20 +30,20 @@ func masterURL(c *gin.Context) string {
 }
 
 // manualCommand is the exact command line for a manual worker named name.
-func (s *server) manualCommand(c *gin.Context, name, host, protocol string) string {
-	if worker.ValidateName(name) != "" {
+func (s *server) manualCommand(c *gin.Context, name, host, scheme string) string {
+	if protocol.ValidateName(name) != "" {
 		name = "NAME"
 	}
 	ip, port := "IP", "PORT"
-	if worker.ValidateHost(host) == "" {
+	if protocol.ValidateHost(host) == "" {
 		ip, port, _ = net.SplitHostPort(host)
 	}
-	if protocol != "https" {
-		protocol = "http"
+	if scheme != "https" {
+		scheme = "http"
 	}
 	parts := []string{"schedulemaster worker", "--autor=false", "--workerof=" + s.m.Identity(),
 		"--identity=" + name, "--ip=" + ip, "--port=" + port}
-	if protocol == "https" {
+	if scheme == "https" {
 		parts = append(parts, "--protocol=https")
 	}
 	parts = append(parts, "--master="+masterURL(c), "--cluster-key="+s.m.ClusterKey())

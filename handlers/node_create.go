@@ -9,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // showNewNode shows the empty Add node form.
@@ -41,7 +41,7 @@ func (s *server) createNode(c *gin.Context) {
 }
 
 // readNodeForm parses the node form; number fields that do not parse are field errors.
-func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, worker.NodeConfig, worker.FieldErrors) {
+func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, protocol.NodeConfig, protocol.FieldErrors) {
 	title := "Add node"
 	if edit {
 		title = "Edit node"
@@ -56,8 +56,8 @@ func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, work
 		vm.Name = c.Param("name")
 	}
 	vm.Command = s.manualCommand(c, vm.Name, vm.Host, vm.Protocol)
-	cfg := worker.NodeConfig{Name: vm.Name, Protocol: vm.Protocol, Host: vm.Host}
-	fe := worker.FieldErrors{}
+	cfg := protocol.NodeConfig{Name: vm.Name, Protocol: vm.Protocol, Host: vm.Host}
+	fe := protocol.FieldErrors{}
 	var err error
 	if cfg.Priority, err = strconv.Atoi(vm.Priority); err != nil {
 		fe["priority"] = "must be a whole number"
@@ -66,7 +66,7 @@ func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, work
 		fe["max_concurrency"] = "must be a whole number"
 	}
 	if err := cfg.Validate(); err != nil {
-		var all worker.FieldErrors
+		var all protocol.FieldErrors
 		if errors.As(err, &all) {
 			for k, v := range all {
 				if _, ok := fe[k]; !ok {
@@ -80,7 +80,7 @@ func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, work
 
 // formError puts an engine error into the form; false means it already answered 500.
 func (s *server) formError(c *gin.Context, err error, vm *views.NodeFormVM) bool {
-	var fe worker.FieldErrors
+	var fe protocol.FieldErrors
 	if errors.As(err, &fe) {
 		vm.Errors = fe
 		return true

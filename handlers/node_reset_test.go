@@ -13,29 +13,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // registerAs posts a signed registration of name to the real route and
 // returns the status, the body and the secret it sent.
 func (e *env) registerAs(name, host string, key ed25519.PrivateKey) (int, string, string) {
 	e.t.Helper()
-	secret := worker.NewSecret()
-	body, _ := json.Marshal(worker.RegisterRequest{
-		Node:   worker.NodeConfig{Name: name, Protocol: "http", Host: host, Priority: 1, MaxConcurrency: 2},
-		Secret: secret, BootID: worker.NewNonce(), MachineName: "box",
+	secret := protocol.NewSecret()
+	body, _ := json.Marshal(protocol.RegisterRequest{
+		Node:   protocol.NodeConfig{Name: name, Protocol: "http", Host: host, Priority: 1, MaxConcurrency: 2},
+		Secret: secret, BootID: protocol.NewNonce(), MachineName: "box",
 		NodeKey: hex.EncodeToString(key.Public().(ed25519.PublicKey)),
 	})
-	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), worker.NewNonce()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+worker.PathMasterRegister, bytes.NewReader(body))
+	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), protocol.NewNonce()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+protocol.PathMasterRegister, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(worker.HeaderNode, name)
-	req.Header.Set(worker.HeaderTimestamp, ts)
-	req.Header.Set(worker.HeaderNonce, nonce)
-	req.Header.Set(worker.HeaderSignature, worker.RegisterMAC(clusterKey, name, ts, nonce, body))
-	req.Header.Set(worker.HeaderNodeSignature, worker.SignRegistration(key, name, ts, nonce, body))
+	req.Header.Set(protocol.HeaderNode, name)
+	req.Header.Set(protocol.HeaderTimestamp, ts)
+	req.Header.Set(protocol.HeaderNonce, nonce)
+	req.Header.Set(protocol.HeaderSignature, protocol.RegisterMAC(clusterKey, name, ts, nonce, body))
+	req.Header.Set(protocol.HeaderNodeSignature, protocol.SignRegistration(key, name, ts, nonce, body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -128,19 +128,19 @@ func TestWorkerRunsRouteAnswersPerRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	run := func(id, task string) worker.RunReport {
-		return worker.RunReport{ID: id, TaskID: task, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
-			Result: worker.ResultSuccess, Attempt: 1, HTTPStatus: 200, Output: "ok"}
+	run := func(id, task string) protocol.RunReport {
+		return protocol.RunReport{ID: id, TaskID: task, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+			Result: protocol.ResultSuccess, Attempt: 1, HTTPStatus: 200, Output: "ok"}
 	}
 	bin := run("bin", "t1")
 	bin.Output = "\x89PNG\r\n\x1a\n\x00\x00"
-	batch, _ := json.Marshal(worker.RunsRequest{Runs: []worker.RunReport{run("good", "t1"), bin, run("forged", "no-such-task")}})
-	hdr := map[string]string{worker.HeaderNode: "w1", worker.HeaderSecret: secret}
-	code, body = e.do(http.DefaultClient, http.MethodPost, worker.PathMasterRuns, string(batch), hdr)
+	batch, _ := json.Marshal(protocol.RunsRequest{Runs: []protocol.RunReport{run("good", "t1"), bin, run("forged", "no-such-task")}})
+	hdr := map[string]string{protocol.HeaderNode: "w1", protocol.HeaderSecret: secret}
+	code, body = e.do(http.DefaultClient, http.MethodPost, protocol.PathMasterRuns, string(batch), hdr)
 	if code != http.StatusOK {
 		t.Fatalf("runs: %d %s", code, body)
 	}
-	var resp worker.RunsResponse
+	var resp protocol.RunsResponse
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Accepted != 2 || len(resp.Rejected) != 1 || resp.Rejected[0].ID != "forged" {
 		t.Fatalf("runs answer: %s (%v)", body, err)
 	}
@@ -155,8 +155,8 @@ func TestWorkerRunsRouteAnswersPerRun(t *testing.T) {
 	if _, page := e.do(admin, http.MethodGet, "/runs/good", "", nil); strings.Contains(page, `id="binary-output"`) {
 		t.Fatal("the run page calls a text output binary")
 	}
-	lock, _ := json.Marshal(worker.LockRequest{TaskID: "other-task", FireAt: now})
-	if code, body := e.do(http.DefaultClient, http.MethodPost, worker.PathMasterLock, string(lock), hdr); code != http.StatusForbidden {
+	lock, _ := json.Marshal(protocol.LockRequest{TaskID: "other-task", FireAt: now})
+	if code, body := e.do(http.DefaultClient, http.MethodPost, protocol.PathMasterLock, string(lock), hdr); code != http.StatusForbidden {
 		t.Fatalf("claim of a task not executed: %d %s, want 403", code, body)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // render renders a component into a buffer first, so a rendering error becomes
@@ -37,7 +37,7 @@ func wantsJSON(c *gin.Context) bool {
 func (s *server) serverError(c *gin.Context, err error) {
 	s.log.Error("server error", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 	if wantsJSON(c) {
-		c.AbortWithStatusJSON(http.StatusInternalServerError, worker.ErrorResponse{Error: "internal error; see the master's log"})
+		c.AbortWithStatusJSON(http.StatusInternalServerError, protocol.ErrorResponse{Error: "internal error; see the master's log"})
 		return
 	}
 	c.Data(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("internal error; see the master's log"))
@@ -46,9 +46,9 @@ func (s *server) serverError(c *gin.Context, err error) {
 
 // errorStatus maps engine errors to HTTP statuses; 0 means unexpected.
 func errorStatus(err error) int {
-	var fe worker.FieldErrors
+	var fe protocol.FieldErrors
 	switch {
-	case errors.As(err, &fe), errors.Is(err, master.ErrInvalid), errors.Is(err, worker.ErrInvalid):
+	case errors.As(err, &fe), errors.Is(err, master.ErrInvalid), errors.Is(err, protocol.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, master.ErrNotFound):
 		return http.StatusNotFound
@@ -84,7 +84,7 @@ func (s *server) apiError(c *gin.Context, err error) {
 		return
 	}
 	body := gin.H{"error": userMessage(err)}
-	var fe worker.FieldErrors
+	var fe protocol.FieldErrors
 	if errors.As(err, &fe) {
 		body["fields"] = fe
 	}
@@ -93,7 +93,7 @@ func (s *server) apiError(c *gin.Context, err error) {
 
 func (s *server) notFound(c *gin.Context) {
 	if wantsJSON(c) || c.Request.Method != http.MethodGet {
-		c.JSON(http.StatusNotFound, worker.ErrorResponse{Error: "no such route"})
+		c.JSON(http.StatusNotFound, protocol.ErrorResponse{Error: "no such route"})
 		return
 	}
 	s.errorPage(c, http.StatusNotFound, "There is no page at "+c.Request.URL.Path+".")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/worker"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // Body limits, enforced before anything parses a body.
@@ -257,7 +257,7 @@ func (s *server) badInput(c *gin.Context, status int, field, msg string) {
 	// A bad key names itself: keep its name printable.
 	field = strings.ReplaceAll(strings.ToValidUTF8(field, "\uFFFD"), "\x00", "\uFFFD")
 	if wantsJSON(c) {
-		c.AbortWithStatusJSON(status, gin.H{"error": field + ": " + msg, "fields": worker.FieldErrors{field: msg}})
+		c.AbortWithStatusJSON(status, gin.H{"error": field + ": " + msg, "fields": protocol.FieldErrors{field: msg}})
 		return
 	}
 	s.errorPage(c, status, fmt.Sprintf("The field “%s” %s.", field, msg))

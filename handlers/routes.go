@@ -14,9 +14,9 @@ import (
 	"github.com/gorilla/sessions"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/static"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // MasterDeps is what the master's routes need.
@@ -73,10 +73,10 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	r.GET("/health", s.masterHealth)
 
 	// Worker-to-master API: authenticated by cluster-key MAC or node secret.
-	r.POST(worker.PathMasterRegister, s.registerWorker)
-	r.POST(worker.PathMasterOffline, s.offlineWorker)
-	r.POST(worker.PathMasterLock, s.lockFire)
-	r.POST(worker.PathMasterRuns, s.reportRuns)
+	r.POST(protocol.PathMasterRegister, s.registerWorker)
+	r.POST(protocol.PathMasterOffline, s.offlineWorker)
+	r.POST(protocol.PathMasterLock, s.lockFire)
+	r.POST(protocol.PathMasterRuns, s.reportRuns)
 
 	// Console.
 	r.GET("/login", s.showLogin)

@@ -11,9 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // showSettings shows the settings in force. Everyone may look; only admins get
@@ -61,7 +61,7 @@ func (s *server) saveSettings(c *gin.Context) {
 			c.Redirect(http.StatusSeeOther, "/settings")
 			return
 		}
-		var all worker.FieldErrors
+		var all protocol.FieldErrors
 		if !errors.As(err, &all) {
 			s.serverError(c, err)
 			return
@@ -195,8 +195,8 @@ func readSettingsForm(c *gin.Context) views.SettingsForm {
 
 // parseSettingsForm turns the typed values into settings; values that do not
 // parse are field errors (the engine validates the ranges).
-func parseSettingsForm(f views.SettingsForm) (master.Settings, worker.FieldErrors) {
-	fe := worker.FieldErrors{}
+func parseSettingsForm(f views.SettingsForm) (master.Settings, protocol.FieldErrors) {
+	fe := protocol.FieldErrors{}
 	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
 		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL}
 	dur := func(field, v string, dst *time.Duration) {
@@ -229,8 +229,8 @@ func parseSettingsForm(f views.SettingsForm) (master.Settings, worker.FieldError
 }
 
 // mergeSettingsErrors adds the engine's field errors to fe where fe has none yet.
-func mergeSettingsErrors(fe worker.FieldErrors, err error) {
-	var all worker.FieldErrors
+func mergeSettingsErrors(fe protocol.FieldErrors, err error) {
+	var all protocol.FieldErrors
 	if errors.As(err, &all) {
 		for k, v := range all {
 			if _, ok := fe[k]; !ok {

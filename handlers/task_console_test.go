@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -70,16 +71,16 @@ func (e *env) task(id string) *master.Task {
 
 func (e *env) addOfflineNode(name string) {
 	e.t.Helper()
-	if _, err := e.m.CreateNode(context.Background(), worker.NodeConfig{Name: name, Protocol: "http", Host: "127.0.0.1:1", Priority: 1, MaxConcurrency: 5}); err != nil {
+	if _, err := e.m.CreateNode(context.Background(), protocol.NodeConfig{Name: name, Protocol: "http", Host: "127.0.0.1:1", Priority: 1, MaxConcurrency: 5}); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *env) createTask(title string, executors ...string) *master.Task {
 	e.t.Helper()
-	in := master.TaskInput{TaskDef: worker.TaskDef{Title: title, Type: "http",
-		Schedule: worker.Schedule{Kind: "cron", Cron: "*/5 * * * * *"},
-		HTTP:     &worker.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"}}, Executors: executors}
+	in := master.TaskInput{TaskDef: protocol.TaskDef{Title: title, Type: "http",
+		Schedule: protocol.Schedule{Kind: "cron", Cron: "*/5 * * * * *"},
+		HTTP:     &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"}}, Executors: executors}
 	t, err := e.m.CreateTask(context.Background(), in, "admin")
 	if err != nil {
 		e.t.Fatal(err)

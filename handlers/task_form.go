@@ -13,16 +13,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // readTaskForm parses the task form into the view model (exactly as typed), the
 // engine's input and the errors of text fields that do not parse. When some do
 // not parse, the definition is also checked here, so the form shows every
 // problem at once.
-func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, master.TaskInput, worker.FieldErrors) {
+func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, master.TaskInput, protocol.FieldErrors) {
 	title := "New task"
 	if edit {
 		title = "Edit task"
@@ -42,11 +42,11 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		ShellCommand:    c.PostForm("shell_command"), ShellArgs: c.PostForm("shell_args"),
 		ShellEnv: c.PostForm("shell_env"), ShellDir: strings.TrimSpace(c.PostForm("shell_dir")),
 	}
-	fe := worker.FieldErrors{}
+	fe := protocol.FieldErrors{}
 	in := master.TaskInput{
-		TaskDef: worker.TaskDef{
+		TaskDef: protocol.TaskDef{
 			Title: vm.Title, Description: vm.Description, Type: vm.Type,
-			Schedule:     worker.Schedule{Kind: vm.ScheduleKind},
+			Schedule:     protocol.Schedule{Kind: vm.ScheduleKind},
 			SecretParams: splitList(vm.SecretParams),
 		},
 		Executors: c.PostFormArray("executors"),
@@ -54,17 +54,17 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		Children:  c.PostFormArray("children"),
 	}
 	switch vm.ScheduleKind {
-	case worker.ScheduleCron:
+	case protocol.ScheduleCron:
 		in.Schedule.Cron = vm.Cron
-	case worker.ScheduleInterval:
+	case protocol.ScheduleInterval:
 		if vm.Every != "" {
 			d, err := time.ParseDuration(vm.Every)
 			if err != nil {
 				fe["schedule.every"] = fmt.Sprintf("%q is not a duration like 2s, 5m or 1h", vm.Every)
 			}
-			in.Schedule.Every = worker.Duration(d)
+			in.Schedule.Every = protocol.Duration(d)
 		}
-	case worker.ScheduleOnce:
+	case protocol.ScheduleOnce:
 		at, err := parseFormTime(vm.At)
 		if err != nil {
 			fe["schedule.at"] = err.Error()
@@ -86,12 +86,12 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		case d == 0:
 			fe["timeout"] = "must be more than 0"
 		}
-		in.Timeout = worker.Duration(d)
+		in.Timeout = protocol.Duration(d)
 	}
 	if vm.Retries != "" {
 		n, err := strconv.Atoi(vm.Retries)
 		if err != nil {
-			fe["retries"] = fmt.Sprintf("must be a whole number from 0 to %d", worker.MaxRetries)
+			fe["retries"] = fmt.Sprintf("must be a whole number from 0 to %d", protocol.MaxRetries)
 		}
 		in.Retries = n
 	}
@@ -99,15 +99,15 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		fe["params"] = err.Error()
 	}
 	switch vm.Type {
-	case worker.TaskHTTP:
-		h := &worker.HTTPSpec{Method: vm.HTTPMethod, URL: vm.HTTPURL, Body: vm.HTTPBody, ContentType: vm.HTTPContentType,
+	case protocol.TaskHTTP:
+		h := &protocol.HTTPSpec{Method: vm.HTTPMethod, URL: vm.HTTPURL, Body: vm.HTTPBody, ContentType: vm.HTTPContentType,
 			SecretHeaders: splitList(vm.SecretHeaders)}
 		if h.Headers, err = parsePairs(vm.HTTPHeaders, ":"); err != nil {
 			fe["http.headers"] = err.Error()
 		}
 		in.HTTP = h
-	case worker.TaskShell:
-		sh := &worker.ShellSpec{Command: vm.ShellCommand, Args: splitLines(vm.ShellArgs), Dir: vm.ShellDir}
+	case protocol.TaskShell:
+		sh := &protocol.ShellSpec{Command: vm.ShellCommand, Args: splitLines(vm.ShellArgs), Dir: vm.ShellDir}
 		if sh.Env, err = parsePairs(vm.ShellEnv, "="); err != nil {
 			fe["shell.env"] = err.Error()
 		}
@@ -116,7 +116,7 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 	if len(fe) > 0 {
 		def := in.TaskDef
 		def.Normalize()
-		var more worker.FieldErrors
+		var more protocol.FieldErrors
 		if err := def.Validate(time.Now()); errors.As(err, &more) {
 			for k, v := range more {
 				if _, ok := fe[k]; !ok {
@@ -131,7 +131,7 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 // taskFormError puts an engine error into the form and returns the status to
 // answer with; 0 means it already answered 500.
 func (s *server) taskFormError(c *gin.Context, err error, vm *views.TaskFormVM) int {
-	var fe worker.FieldErrors
+	var fe protocol.FieldErrors
 	if errors.As(err, &fe) {
 		vm.Errors = fe
 		return http.StatusUnprocessableEntity

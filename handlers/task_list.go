@@ -11,9 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // listTasks shows the task list with its filters; htmx gets only the rows.
@@ -201,13 +201,13 @@ func utcText(t time.Time) string {
 }
 
 // scheduleText describes a schedule: "cron */5 * * * * *", "every 2s", "once at …".
-func scheduleText(d *worker.TaskDef) string {
+func scheduleText(d *protocol.TaskDef) string {
 	switch d.Schedule.Kind {
-	case worker.ScheduleCron:
+	case protocol.ScheduleCron:
 		return "cron " + d.Schedule.Cron
-	case worker.ScheduleInterval:
+	case protocol.ScheduleInterval:
 		return "every " + shortDuration(time.Duration(d.Schedule.Every))
-	case worker.ScheduleOnce:
+	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
 			return "once at " + utcText(*d.Schedule.At)
 		}

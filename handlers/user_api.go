@@ -12,8 +12,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // apiUser is a user in the open API; the password hash is never shown.
@@ -80,7 +80,7 @@ func (s *server) apiCreateUser(c *gin.Context) {
 	if b.Role == "" {
 		b.Role = store.RoleViewer
 	}
-	fe := worker.FieldErrors{}
+	fe := protocol.FieldErrors{}
 	userNewErrors(fe, b.Username, b.Role, b.Email, b.Password)
 	if len(fe) > 0 {
 		s.apiError(c, fe)
@@ -119,7 +119,7 @@ func (s *server) apiPatchUser(c *gin.Context) {
 		s.apiError(c, fmt.Errorf("%w: nothing to change: send role, disabled, password or email", master.ErrInvalid))
 		return
 	}
-	fe := worker.FieldErrors{}
+	fe := protocol.FieldErrors{}
 	if b.Role != nil {
 		if msg := userCheckRole(*b.Role); msg != "" {
 			fe["role"] = msg

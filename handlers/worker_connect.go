@@ -7,29 +7,30 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // connect verifies the master's handshake and answers with a new secret.
 func (wa *workerAPI) connect(c *gin.Context) {
-	var req worker.ConnectRequest
-	if !bindWorkerJSON(c, &req, worker.MaxSmallBody) {
+	var req protocol.ConnectRequest
+	if !bindWorkerJSON(c, &req, protocol.MaxSmallBody) {
 		return
 	}
 	h := worker.ConnectHeaders{
-		Master:    c.GetHeader(worker.HeaderMaster),
-		NameTo:    c.GetHeader(worker.HeaderNameTo),
-		Timestamp: c.GetHeader(worker.HeaderTimestamp),
-		Nonce:     c.GetHeader(worker.HeaderNonce),
-		MAC:       c.GetHeader(worker.HeaderConnection),
+		Master:    c.GetHeader(protocol.HeaderMaster),
+		NameTo:    c.GetHeader(protocol.HeaderNameTo),
+		Timestamp: c.GetHeader(protocol.HeaderTimestamp),
+		Nonce:     c.GetHeader(protocol.HeaderNonce),
+		MAC:       c.GetHeader(protocol.HeaderConnection),
 	}
 	resp, err := wa.w.Connect(h, req, time.Now())
 	switch {
-	case errors.Is(err, worker.ErrHandshake):
+	case errors.Is(err, protocol.ErrHandshake):
 		wa.log.Warn("connect refused", "from", c.ClientIP(), "err", err)
-		c.JSON(http.StatusUnauthorized, worker.ErrorResponse{Error: err.Error()})
+		c.JSON(http.StatusUnauthorized, protocol.ErrorResponse{Error: err.Error()})
 	case err != nil:
-		c.JSON(http.StatusBadRequest, worker.ErrorResponse{Error: err.Error()})
+		c.JSON(http.StatusBadRequest, protocol.ErrorResponse{Error: err.Error()})
 	default:
 		c.JSON(http.StatusOK, resp)
 	}

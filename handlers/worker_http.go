@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -45,7 +46,7 @@ func NewWorkerServer(w *worker.Worker, log *slog.Logger, t WorkerTimeouts) *http
 // failure.
 func bindWorkerJSON(c *gin.Context, v any, limit int64) bool {
 	if c.Request.ContentLength > limit {
-		c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge, worker.ErrorResponse{Error: "request body too large"})
+		c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge, protocol.ErrorResponse{Error: "request body too large"})
 		return false
 	}
 	body, err := readBodyLimit(c, limit)
@@ -53,7 +54,7 @@ func bindWorkerJSON(c *gin.Context, v any, limit int64) bool {
 		return false
 	}
 	if err := decodeStrict(body, v); err != nil {
-		c.AbortWithStatusJSON(http.StatusBadRequest, worker.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
 		return false
 	}
 	return true

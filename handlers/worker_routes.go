@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -15,8 +16,8 @@ func NewWorkerRouter(w *worker.Worker, log *slog.Logger) http.Handler {
 	r := gin.New()
 	r.Use(gin.Recovery())
 	wa := &workerAPI{w: w, log: log}
-	r.GET(worker.PathHealth, wa.health)
-	r.POST(worker.PathConnect, wa.connect)
+	r.GET(protocol.PathHealth, wa.health)
+	r.POST(protocol.PathConnect, wa.connect)
 	guarded := r.Group("/api", wa.guard)
 	guarded.POST("/server/startup", wa.startup)
 	guarded.POST("/server/shutdown", wa.shutdown)
@@ -25,7 +26,7 @@ func NewWorkerRouter(w *worker.Worker, log *slog.Logger) http.Handler {
 	guarded.POST("/task/pause", wa.pauseTask)
 	guarded.POST("/task/resume", wa.resumeTask)
 	guarded.POST("/task/runonce", wa.runTaskOnce)
-	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, worker.ErrorResponse{Error: "no such route"}) })
+	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, protocol.ErrorResponse{Error: "no such route"}) })
 	return r
 }
 
@@ -37,8 +38,8 @@ type workerAPI struct {
 // guard lets a request through only with the current sm_secret. The 401 body
 // says nothing about either secret.
 func (wa *workerAPI) guard(c *gin.Context) {
-	if !wa.w.CheckSecret(c.GetHeader(worker.HeaderSecret)) {
-		c.AbortWithStatusJSON(http.StatusUnauthorized, worker.ErrorResponse{Error: "unauthorized"})
+	if !wa.w.CheckSecret(c.GetHeader(protocol.HeaderSecret)) {
+		c.AbortWithStatusJSON(http.StatusUnauthorized, protocol.ErrorResponse{Error: "unauthorized"})
 		return
 	}
 	c.Next()

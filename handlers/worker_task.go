@@ -6,15 +6,16 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // workerTaskError maps a task operation's error to a status.
 func (wa *workerAPI) workerTaskError(c *gin.Context, err error) {
-	var fe worker.FieldErrors
+	var fe protocol.FieldErrors
 	status := http.StatusInternalServerError
 	switch {
-	case errors.As(err, &fe), errors.Is(err, worker.ErrInvalid):
+	case errors.As(err, &fe), errors.Is(err, protocol.ErrInvalid):
 		status = http.StatusBadRequest
 	case errors.Is(err, worker.ErrShellRefused):
 		status = http.StatusForbidden
@@ -26,13 +27,13 @@ func (wa *workerAPI) workerTaskError(c *gin.Context, err error) {
 	if status == http.StatusInternalServerError {
 		wa.log.Error("task operation", "path", c.Request.URL.Path, "err", err)
 	}
-	c.JSON(status, worker.ErrorResponse{Error: err.Error()})
+	c.JSON(status, protocol.ErrorResponse{Error: err.Error()})
 }
 
 // startTask schedules the task in the body (idempotent).
 func (wa *workerAPI) startTask(c *gin.Context) {
-	var spec worker.TaskSpec
-	if !bindWorkerJSON(c, &spec, worker.MaxTaskBody) {
+	var spec protocol.TaskSpec
+	if !bindWorkerJSON(c, &spec, protocol.MaxTaskBody) {
 		return
 	}
 	if err := wa.w.StartTask(spec); err != nil {
@@ -44,8 +45,8 @@ func (wa *workerAPI) startTask(c *gin.Context) {
 
 // stopTask removes a task's job.
 func (wa *workerAPI) stopTask(c *gin.Context) {
-	var ref worker.TaskRef
-	if !bindWorkerJSON(c, &ref, worker.MaxSmallBody) {
+	var ref protocol.TaskRef
+	if !bindWorkerJSON(c, &ref, protocol.MaxSmallBody) {
 		return
 	}
 	wa.w.StopTask(ref.ID)
@@ -54,8 +55,8 @@ func (wa *workerAPI) stopTask(c *gin.Context) {
 
 // pauseTask keeps a task's schedule and skips its runs.
 func (wa *workerAPI) pauseTask(c *gin.Context) {
-	var ref worker.TaskRef
-	if !bindWorkerJSON(c, &ref, worker.MaxSmallBody) {
+	var ref protocol.TaskRef
+	if !bindWorkerJSON(c, &ref, protocol.MaxSmallBody) {
 		return
 	}
 	if err := wa.w.PauseTask(ref.ID); err != nil {
@@ -67,8 +68,8 @@ func (wa *workerAPI) pauseTask(c *gin.Context) {
 
 // resumeTask lets a paused task run again.
 func (wa *workerAPI) resumeTask(c *gin.Context) {
-	var ref worker.TaskRef
-	if !bindWorkerJSON(c, &ref, worker.MaxSmallBody) {
+	var ref protocol.TaskRef
+	if !bindWorkerJSON(c, &ref, protocol.MaxSmallBody) {
 		return
 	}
 	if err := wa.w.ResumeTask(ref.ID); err != nil {
@@ -80,8 +81,8 @@ func (wa *workerAPI) resumeTask(c *gin.Context) {
 
 // runTaskOnce runs a task now.
 func (wa *workerAPI) runTaskOnce(c *gin.Context) {
-	var req worker.RunOnceRequest
-	if !bindWorkerJSON(c, &req, worker.MaxTaskBody) {
+	var req protocol.RunOnceRequest
+	if !bindWorkerJSON(c, &req, protocol.MaxTaskBody) {
 		return
 	}
 	if err := wa.w.RunOnce(req); err != nil {

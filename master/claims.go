@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // claimKey names one fire of one task.
@@ -35,12 +35,12 @@ type claims struct {
 }
 
 // Claim decides whether node runs the given fire of a task.
-func (m *Master) Claim(ctx context.Context, node *store.Node, req worker.LockRequest) (worker.LockResponse, error) {
+func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.LockRequest) (protocol.LockResponse, error) {
 	if req.TaskID == "" || req.FireAt.IsZero() {
-		return worker.LockResponse{}, fmt.Errorf("%w: task_id and fire_at are required", ErrInvalid)
+		return protocol.LockResponse{}, fmt.Errorf("%w: task_id and fire_at are required", ErrInvalid)
 	}
 	if !isRunID(req.TaskID, maxTaskIDLen) {
-		return worker.LockResponse{}, fmt.Errorf("%w: task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxTaskIDLen)
+		return protocol.LockResponse{}, fmt.Errorf("%w: task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxTaskIDLen)
 	}
 	key := claimKey{task: req.TaskID, fire: req.FireAt.UTC().UnixNano()}
 	m.claims.mu.Lock()
@@ -58,16 +58,16 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req worker.LockReq
 	if !executor {
 		ok, err := store.IsTaskExecutor(ctx, m.st.DB, req.TaskID, node.Name)
 		if err != nil {
-			return worker.LockResponse{}, fmt.Errorf("master: claim: %w", err)
+			return protocol.LockResponse{}, fmt.Errorf("master: claim: %w", err)
 		}
 		if !ok {
-			return worker.LockResponse{}, fmt.Errorf("%w: node %s does not execute task %s", ErrForbidden, node.Name, req.TaskID)
+			return protocol.LockResponse{}, fmt.Errorf("%w: node %s does not execute task %s", ErrForbidden, node.Name, req.TaskID)
 		}
 	}
 	if round == nil {
 		weights, err := m.claimWeights(ctx, req.TaskID)
 		if err != nil {
-			return worker.LockResponse{}, err
+			return protocol.LockResponse{}, err
 		}
 		m.claims.mu.Lock()
 		if round = m.claims.rounds[key]; round == nil {
@@ -95,9 +95,9 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req worker.LockReq
 	select {
 	case <-round.done:
 	case <-ctx.Done():
-		return worker.LockResponse{}, ctx.Err()
+		return protocol.LockResponse{}, ctx.Err()
 	}
-	return worker.LockResponse{Won: round.winner == node.Name, Winner: round.winner}, nil
+	return protocol.LockResponse{Won: round.winner == node.Name, Winner: round.winner}, nil
 }
 
 // claimWeights returns the running executors of a running task with their priorities.

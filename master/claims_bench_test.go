@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // benchClaimSetup stores `fleet` running workers and one running task whose
@@ -23,7 +23,7 @@ func benchClaimSetup(b *testing.B, st *store.Store, fleet, executors int) (*mast
 	for i := 0; i < fleet; i++ {
 		n := &store.Node{Name: fmt.Sprintf("cw%05d", i), Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
 			Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5,
-			Mode: store.ModeAuto, Secret: worker.NewSecret()}
+			Mode: store.ModeAuto, Secret: protocol.NewSecret()}
 		if err := store.CreateNode(ctx, st.DB, n); err != nil {
 			b.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func BenchmarkClaim(b *testing.B) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							r, err := m.Claim(ctx, n, worker.LockRequest{TaskID: task, FireAt: fire})
+							r, err := m.Claim(ctx, n, protocol.LockRequest{TaskID: task, FireAt: fire})
 							if err != nil {
 								b.Error(err)
 								return

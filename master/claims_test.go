@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // runningTask stores running worker nodes with the given priorities and a
@@ -20,7 +20,7 @@ func runningTask(t *testing.T, e *env, prios map[string]int) string {
 	var names []string
 	for name, p := range prios {
 		n := &store.Node{Name: name, Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning,
-			DesiredStatus: store.StatusRunning, Priority: p, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: worker.NewSecret()}
+			DesiredStatus: store.StatusRunning, Priority: p, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: protocol.NewSecret()}
 		if err := store.CreateNode(e.ctx, e.s.Store.DB, n); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := e.m.Claim(e.ctx, e.node(name), worker.LockRequest{TaskID: id, FireAt: fire})
+					resp, err := e.m.Claim(e.ctx, e.node(name), protocol.LockRequest{TaskID: id, FireAt: fire})
 					if err != nil {
 						t.Errorf("claim %s: %v", name, err)
 						return
@@ -82,7 +82,7 @@ func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
 			}
 		}
 		// A late claim of a decided fire loses; the recorded winner stands.
-		resp, err := e.m.Claim(e.ctx, e.node("a"), worker.LockRequest{TaskID: id, FireAt: base})
+		resp, err := e.m.Claim(e.ctx, e.node("a"), protocol.LockRequest{TaskID: id, FireAt: base})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
 	id := runningTask(t, e, map[string]int{"x": 1, "y": 1})
 	// Only x claims (y is dead but not yet detected): x wins after ClaimWait.
 	start := time.Now()
-	resp, err := e.m.Claim(e.ctx, e.node("x"), worker.LockRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
+	resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.LockRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
 	if err := store.CreateNode(e.ctx, s.Store.DB, other); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = e.m.Claim(e.ctx, e.node("z"), worker.LockRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
+	resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.LockRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
 	if !errors.Is(err, master.ErrForbidden) || resp.Won {
 		t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
 	}

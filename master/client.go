@@ -1,17 +1,16 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // Client calls the worker API.
@@ -38,47 +37,36 @@ func nodeURL(n *store.Node, path string) string {
 
 // call sends one request to a worker; any failure names the node and what failed.
 func (c *Client) call(ctx context.Context, n *store.Node, method, path string, headers map[string]string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, nodeURL(n, path), body)
-	if err != nil {
-		return fmt.Errorf("%w: node %s: bad address %s://%s: %v", ErrWorker, n.Name, n.Protocol, n.Host, err)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: node %s at %s is unreachable: %v", ErrWorker, n.Name, n.Host, unwrapURLError(err))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("%w: node %s: reading the answer to %s: %v", ErrWorker, n.Name, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e worker.ErrorResponse
-		msg := http.StatusText(resp.StatusCode)
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			msg = e.Error
+	err := protocol.Call(ctx, c.http, method, nodeURL(n, path), headers, body, 1<<20, out)
+	var se *protocol.StatusError
+	var ce *protocol.CallError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		msg := se.Msg
+		if msg == "" {
+			msg = http.StatusText(se.Status)
 		}
-		return fmt.Errorf("%w: node %s answered %s with %d: %s", ErrWorker, n.Name, path, resp.StatusCode, msg)
+		return fmt.Errorf("%w: node %s answered %s with %d: %s", ErrWorker, n.Name, path, se.Status, msg)
+	case errors.As(err, &ce) && ce.Op == protocol.OpRequest:
+		return fmt.Errorf("%w: node %s: bad address %s://%s: %v", ErrWorker, n.Name, n.Protocol, n.Host, ce.Err)
+	case errors.As(err, &ce) && ce.Op == protocol.OpSend:
+		return fmt.Errorf("%w: node %s at %s is unreachable: %v", ErrWorker, n.Name, n.Host, unwrapURLError(ce.Err))
+	case errors.As(err, &ce) && ce.Op == protocol.OpRead:
+		return fmt.Errorf("%w: node %s: reading the answer to %s: %v", ErrWorker, n.Name, path, ce.Err)
+	case errors.As(err, &ce):
+		return fmt.Errorf("%w: node %s: bad answer to %s: %v", ErrWorker, n.Name, path, ce.Err)
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%w: node %s: bad answer to %s: %v", ErrWorker, n.Name, path, err)
-		}
-	}
-	return nil
+	return fmt.Errorf("%w: node %s: %s: %v", ErrWorker, n.Name, path, err)
 }
 
 func unwrapURLError(err error) error {
@@ -89,32 +77,32 @@ func unwrapURLError(err error) error {
 }
 
 // Health probes GET /health with the given timeout.
-func (c *Client) Health(ctx context.Context, n *store.Node, timeout time.Duration) (worker.HealthResponse, error) {
+func (c *Client) Health(ctx context.Context, n *store.Node, timeout time.Duration) (protocol.HealthResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var h worker.HealthResponse
-	err := c.call(ctx, n, http.MethodGet, worker.PathHealth, nil, nil, &h)
+	var h protocol.HealthResponse
+	err := c.call(ctx, n, http.MethodGet, protocol.PathHealth, nil, nil, &h)
 	return h, err
 }
 
 // Connect performs the HMAC handshake and returns the worker's new secret.
-func (c *Client) Connect(ctx context.Context, n *store.Node, masterName, clusterKey string) (worker.ConnectResponse, error) {
+func (c *Client) Connect(ctx context.Context, n *store.Node, masterName, clusterKey string) (protocol.ConnectResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	nonce := worker.NewNonce()
+	nonce := protocol.NewNonce()
 	headers := map[string]string{
-		worker.HeaderMaster:     masterName,
-		worker.HeaderNameTo:     n.Name,
-		worker.HeaderTimestamp:  ts,
-		worker.HeaderNonce:      nonce,
-		worker.HeaderConnection: worker.ConnectMAC(clusterKey, masterName, n.Name, ts, nonce),
+		protocol.HeaderMaster:     masterName,
+		protocol.HeaderNameTo:     n.Name,
+		protocol.HeaderTimestamp:  ts,
+		protocol.HeaderNonce:      nonce,
+		protocol.HeaderConnection: protocol.ConnectMAC(clusterKey, masterName, n.Name, ts, nonce),
 	}
-	body := worker.ConnectRequest{Node: worker.NodeConfig{
+	body := protocol.ConnectRequest{Node: protocol.NodeConfig{
 		Name: n.Name, Protocol: n.Protocol, Host: n.Host, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 	}}
-	var out worker.ConnectResponse
-	if err := c.call(ctx, n, http.MethodPost, worker.PathConnect, headers, body, &out); err != nil {
+	var out protocol.ConnectResponse
+	if err := c.call(ctx, n, http.MethodPost, protocol.PathConnect, headers, body, &out); err != nil {
 		return out, err
 	}
 	if out.Secret == "" || out.Node != n.Name {
@@ -124,40 +112,40 @@ func (c *Client) Connect(ctx context.Context, n *store.Node, masterName, cluster
 }
 
 // Startup tells the worker to start scheduling the given tasks.
-func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []worker.TaskSpec) error {
+func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []protocol.TaskSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	if tasks == nil {
-		tasks = []worker.TaskSpec{}
+		tasks = []protocol.TaskSpec{}
 	}
-	return c.call(ctx, n, http.MethodPost, worker.PathStartup, map[string]string{worker.HeaderSecret: n.Secret}, worker.StartupRequest{Tasks: tasks}, nil)
+	return c.call(ctx, n, http.MethodPost, protocol.PathStartup, map[string]string{protocol.HeaderSecret: n.Secret}, protocol.StartupRequest{Tasks: tasks}, nil)
 }
 
 // Shutdown tells the worker to stop scheduling; the worker waits for running jobs.
 func (c *Client) Shutdown(ctx context.Context, n *store.Node, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout+wait)
 	defer cancel()
-	return c.call(ctx, n, http.MethodPost, worker.PathShutdown, map[string]string{worker.HeaderSecret: n.Secret}, struct{}{}, nil)
+	return c.call(ctx, n, http.MethodPost, protocol.PathShutdown, map[string]string{protocol.HeaderSecret: n.Secret}, struct{}{}, nil)
 }
 
 // TaskStart pushes a task's full definition to a worker (idempotent there).
-func (c *Client) TaskStart(ctx context.Context, n *store.Node, spec worker.TaskSpec) error {
+func (c *Client) TaskStart(ctx context.Context, n *store.Node, spec protocol.TaskSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	return c.call(ctx, n, http.MethodPost, worker.PathTaskStart, map[string]string{worker.HeaderSecret: n.Secret}, spec, nil)
+	return c.call(ctx, n, http.MethodPost, protocol.PathTaskStart, map[string]string{protocol.HeaderSecret: n.Secret}, spec, nil)
 }
 
 // TaskOp sends stop, pause or resume of one task to a worker.
 func (c *Client) TaskOp(ctx context.Context, n *store.Node, path, taskID string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	return c.call(ctx, n, http.MethodPost, path, map[string]string{worker.HeaderSecret: n.Secret}, worker.TaskRef{ID: taskID}, nil)
+	return c.call(ctx, n, http.MethodPost, path, map[string]string{protocol.HeaderSecret: n.Secret}, protocol.TaskRef{ID: taskID}, nil)
 }
 
 // TaskRunOnce asks a worker to run a task now.
-func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec worker.TaskSpec) error {
+func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.TaskSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	return c.call(ctx, n, http.MethodPost, worker.PathTaskRunOnce, map[string]string{worker.HeaderSecret: n.Secret},
-		worker.RunOnceRequest{ID: spec.ID, Task: &spec}, nil)
+	return c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnce, map[string]string{protocol.HeaderSecret: n.Secret},
+		protocol.RunOnceRequest{ID: spec.ID, Task: &spec}, nil)
 }

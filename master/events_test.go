@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // events returns the event log, oldest first, as "actor action target outcome".
@@ -63,7 +63,7 @@ func TestEventsOfNodeActionsAndHealthChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A refused create (bad host) is recorded too.
-		if _, err := e.m.CreateNode(admin, worker.NodeConfig{Name: "bad", Protocol: "http", Host: "nohost", Priority: 1, MaxConcurrency: 1}); err == nil {
+		if _, err := e.m.CreateNode(admin, protocol.NodeConfig{Name: "bad", Protocol: "http", Host: "nohost", Priority: 1, MaxConcurrency: 1}); err == nil {
 			t.Fatal("CreateNode with a bad host succeeded")
 		}
 
@@ -144,9 +144,9 @@ func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
 		}
 
 		// Admin actions on tasks, through the same engine.
-		tk, err := e.m.CreateTask(admin, master.TaskInput{TaskDef: worker.TaskDef{
-			Title: "ping", Type: worker.TaskHTTP, Schedule: worker.Schedule{Kind: worker.ScheduleInterval, Every: worker.Duration(time.Hour)},
-			HTTP: &worker.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}, Timeout: worker.Duration(time.Second),
+		tk, err := e.m.CreateTask(admin, master.TaskInput{TaskDef: protocol.TaskDef{
+			Title: "ping", Type: protocol.TaskHTTP, Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
+			HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}, Timeout: protocol.Duration(time.Second),
 		}, Executors: []string{"m1"}}, "alice")
 		if err != nil {
 			t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // fuzzMaster is a master over a fresh SQLite store with worker w1 executing task t1.
@@ -26,7 +26,7 @@ func fuzzMaster(f *testing.F) (*master.Master, *store.Store, *store.Node) {
 	f.Cleanup(func() { m.Stop(context.Background()) })
 	ctx := context.Background()
 	n := &store.Node{Name: "w1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning,
-		Priority: 1, MaxConcurrency: 1, Mode: store.ModeAuto, Secret: worker.NewSecret()}
+		Priority: 1, MaxConcurrency: 1, Mode: store.ModeAuto, Secret: protocol.NewSecret()}
 	if err := store.CreateNode(ctx, s.Store.DB, n); err != nil {
 		f.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func FuzzIngestRuns(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, taskID, nodeName string, output []byte, startOffset, durMS int64, exit, status int, result string, attempt int, manual bool) {
 		now := time.Now()
 		started := now.Add(time.Duration(startOffset) * time.Second)
-		odd := worker.RunReport{ID: id, TaskID: taskID, Node: nodeName, ScheduledAt: started, StartedAt: started,
+		odd := protocol.RunReport{ID: id, TaskID: taskID, Node: nodeName, ScheduledAt: started, StartedAt: started,
 			EndedAt: started.Add(time.Duration(durMS) * time.Millisecond), DurationMS: durMS, Result: result, Attempt: attempt,
 			HTTPStatus: status, ExitCode: &exit, Output: string(output), Manual: manual}
-		good := worker.RunReport{ID: uuid.NewString(), TaskID: "t1", Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
-			Result: worker.ResultSuccess, Attempt: 1, Output: "fine"}
-		resp, err := m.IngestRuns(ctx, node, []worker.RunReport{odd, good})
+		good := protocol.RunReport{ID: uuid.NewString(), TaskID: "t1", Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+			Result: protocol.ResultSuccess, Attempt: 1, Output: "fine"}
+		resp, err := m.IngestRuns(ctx, node, []protocol.RunReport{odd, good})
 		if err != nil {
 			t.Fatalf("the batch failed whole: %v", err)
 		}
@@ -77,7 +77,7 @@ func FuzzIngestRuns(f *testing.F) {
 			if !utf8.ValidString(r.Output) || strings.ContainsRune(r.Output, 0) {
 				t.Fatalf("stored output %q is not clean UTF-8", r.Output)
 			}
-			if r.StartedAt.After(time.Now().Add(worker.MaxClockSkew)) {
+			if r.StartedAt.After(time.Now().Add(protocol.MaxClockSkew)) {
 				t.Fatalf("a run from the future was stored: %v", r.StartedAt)
 			}
 		}
@@ -89,8 +89,8 @@ func FuzzIngestRuns(f *testing.F) {
 // MAC. With sign set, the body is signed properly (MAC and node key), so the
 // fuzzer also reaches the decoding and identity rules.
 func FuzzRegisterHeaders(f *testing.F) {
-	valid, _ := json.Marshal(worker.RegisterRequest{
-		Node:   worker.NodeConfig{Name: "f1", Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 1},
+	valid, _ := json.Marshal(protocol.RegisterRequest{
+		Node:   protocol.NodeConfig{Name: "f1", Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 1},
 		Secret: strings.Repeat("ab", 32), BootID: "boot", MachineName: "box", NodeKey: "",
 	})
 	f.Add("f1", "0", "nonce", "sig", "nodesig", valid, false)
@@ -107,16 +107,16 @@ func FuzzRegisterHeaders(f *testing.F) {
 			// Put our public key in the body when it asks for one, then sign.
 			body = []byte(strings.Replace(string(body), `"node_key":""`, `"node_key":"`+pub+`"`, 1))
 			ts = strconv.FormatInt(time.Now().Unix(), 10)
-			nonce = worker.NewNonce()
-			sig = worker.RegisterMAC(clusterKey, node, ts, nonce, body)
-			nodeSig = worker.SignRegistration(key, node, ts, nonce, body)
+			nonce = protocol.NewNonce()
+			sig = protocol.RegisterMAC(clusterKey, node, ts, nonce, body)
+			nodeSig = protocol.SignRegistration(key, node, ts, nonce, body)
 		}
 		h := master.RegisterHeaders{Node: node, Timestamp: ts, Nonce: nonce, Signature: sig, NodeSignature: nodeSig}
 		resp, err := m.Register(ctx, h, body)
 		if err != nil {
 			return
 		}
-		if !sign || !worker.EqualMAC(sig, worker.RegisterMAC(clusterKey, node, ts, nonce, body)) {
+		if !sign || !protocol.EqualMAC(sig, protocol.RegisterMAC(clusterKey, node, ts, nonce, body)) {
 			t.Fatalf("accepted a registration without a valid MAC: %+v", h)
 		}
 		if resp.Master != masterName {

@@ -17,9 +17,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // fakeNode records a running auto worker directly in the store (nobody
@@ -27,7 +27,7 @@ import (
 func (e *env) fakeNode(name string) *store.Node {
 	e.t.Helper()
 	n := &store.Node{Name: name, Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning,
-		DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: worker.NewSecret()}
+		DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: protocol.NewSecret()}
 	if err := store.CreateNode(e.ctx, e.s.Store.DB, n); err != nil {
 		e.t.Fatal(err)
 	}
@@ -38,18 +38,18 @@ func (e *env) fakeNode(name string) *store.Node {
 func (e *env) storeTask(id string, status int, executors []string, children []string, retries int) {
 	e.t.Helper()
 	ch, _ := json.Marshal(children)
-	spec, _ := json.Marshal(worker.TaskDef{ID: id, Title: id, Type: worker.TaskHTTP, Retries: retries,
-		Schedule: worker.Schedule{Kind: worker.ScheduleInterval, Every: worker.Duration(time.Hour)},
-		HTTP:     &worker.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}, Timeout: worker.Duration(time.Second)})
+	spec, _ := json.Marshal(protocol.TaskDef{ID: id, Title: id, Type: protocol.TaskHTTP, Retries: retries,
+		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
+		HTTP:     &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}, Timeout: protocol.Duration(time.Second)})
 	tk := &store.Task{ID: id, Title: id, Type: "http", Status: status, Keepers: "[]", Children: string(ch), Spec: string(spec), Executors: executors}
 	if err := store.CreateTask(e.ctx, e.s.Store.DB, tk); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
-func report(id, task, node string, at time.Time) worker.RunReport {
-	return worker.RunReport{ID: id, TaskID: task, Node: node, ScheduledAt: at, StartedAt: at, EndedAt: at.Add(time.Millisecond),
-		DurationMS: 1, Result: worker.ResultSuccess, Attempt: 1, HTTPStatus: 200, Output: "ok"}
+func report(id, task, node string, at time.Time) protocol.RunReport {
+	return protocol.RunReport{ID: id, TaskID: task, Node: node, ScheduledAt: at, StartedAt: at, EndedAt: at.Add(time.Millisecond),
+		DurationMS: 1, Result: protocol.ResultSuccess, Attempt: 1, HTTPStatus: 200, Output: "ok"}
 }
 
 func (e *env) stored(id string) *store.Run {
@@ -64,7 +64,7 @@ func (e *env) stored(id string) *store.Run {
 	return r
 }
 
-func rejectedIDs(resp worker.RunsResponse) map[string]string {
+func rejectedIDs(resp protocol.RunsResponse) map[string]string {
 	out := map[string]string{}
 	for _, r := range resp.Rejected {
 		out[r.ID] = r.Error
@@ -93,7 +93,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			"png":     {png, "", true}, // checked below
 			"invalid": {"\xff\xfe ok \xc3", "\uFFFD\uFFFD ok \uFFFD", true},
 		}
-		var batch []worker.RunReport
+		var batch []protocol.RunReport
 		for id, o := range outputs {
 			r := report(id, "t1", "w1", now)
 			r.Output = o.in
@@ -130,20 +130,20 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 
 		// Invalid runs, each rejected with its id; the good ones stored.
 		ex := int(1 << 40)
-		bad := map[string]func(*worker.RunReport){
-			"future":       func(r *worker.RunReport) { r.StartedAt, r.EndedAt = now.Add(time.Hour), now.Add(time.Hour) },
-			"future-sched": func(r *worker.RunReport) { r.ScheduledAt = now.Add(10 * time.Minute) },
-			"ancient":      func(r *worker.RunReport) { r.StartedAt = time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC) },
-			"negative":     func(r *worker.RunReport) { r.DurationMS = -5 },
-			"exit":         func(r *worker.RunReport) { r.ExitCode = &ex },
-			"status":       func(r *worker.RunReport) { r.HTTPStatus = 70000 },
-			"attempt":      func(r *worker.RunReport) { r.Attempt = 0 },
-			"reversed":     func(r *worker.RunReport) { r.EndedAt = r.StartedAt.Add(-time.Second) },
-			"result":       func(r *worker.RunReport) { r.Result = "great" },
-			"oddtask":      func(r *worker.RunReport) { r.TaskID = "t1\xff\x00" },
-			"longtask":     func(r *worker.RunReport) { r.TaskID = strings.Repeat("a", 40) },
+		bad := map[string]func(*protocol.RunReport){
+			"future":       func(r *protocol.RunReport) { r.StartedAt, r.EndedAt = now.Add(time.Hour), now.Add(time.Hour) },
+			"future-sched": func(r *protocol.RunReport) { r.ScheduledAt = now.Add(10 * time.Minute) },
+			"ancient":      func(r *protocol.RunReport) { r.StartedAt = time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC) },
+			"negative":     func(r *protocol.RunReport) { r.DurationMS = -5 },
+			"exit":         func(r *protocol.RunReport) { r.ExitCode = &ex },
+			"status":       func(r *protocol.RunReport) { r.HTTPStatus = 70000 },
+			"attempt":      func(r *protocol.RunReport) { r.Attempt = 0 },
+			"reversed":     func(r *protocol.RunReport) { r.EndedAt = r.StartedAt.Add(-time.Second) },
+			"result":       func(r *protocol.RunReport) { r.Result = "great" },
+			"oddtask":      func(r *protocol.RunReport) { r.TaskID = "t1\xff\x00" },
+			"longtask":     func(r *protocol.RunReport) { r.TaskID = strings.Repeat("a", 40) },
 		}
-		batch = []worker.RunReport{report("good1", "t1", "w1", now)}
+		batch = []protocol.RunReport{report("good1", "t1", "w1", now)}
 		for id, edit := range bad {
 			r := report(id, "t1", "w1", now)
 			edit(&r)
@@ -153,7 +153,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 		// Oversize output (an older worker's encoder makes each odd byte a
 		// 3-byte U+FFFD) is cut to its tail, not refused: the run is kept.
 		huge := report("huge", "t1", "w1", now)
-		huge.Output = strings.Repeat("\xff", worker.MaxOutputBytes) + "the end"
+		huge.Output = strings.Repeat("\xff", protocol.MaxOutputBytes) + "the end"
 		batch = append(batch, oddID, huge, report("good2", "t1", "w1", now.Add(time.Second)))
 		resp, err = e.m.IngestRuns(e.ctx, w1, batch)
 		if err != nil {
@@ -178,7 +178,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			t.Error("good runs of a batch with invalid ones were not stored")
 		}
 		if r := e.stored("huge"); r == nil || !r.BinaryOutput || !strings.HasSuffix(r.Output, "the end") ||
-			!strings.HasPrefix(r.Output, "[… ") || len(r.Output) > worker.MaxOutputBytes+100 || !utf8.ValidString(r.Output) {
+			!strings.HasPrefix(r.Output, "[… ") || len(r.Output) > protocol.MaxOutputBytes+100 || !utf8.ValidString(r.Output) {
 			t.Errorf("oversize output not kept as a bounded, valid tail with a notice: %+v", r)
 		}
 		tk, err := e.m.GetTask(e.ctx, "t1")
@@ -194,7 +194,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			Where("id = ?", "t1").Exec(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{report("good3", "t1", "w1", now.Add(2*time.Second))}); err != nil {
+		if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("good3", "t1", "w1", now.Add(2*time.Second))}); err != nil {
 			t.Fatal(err)
 		}
 		tk, _ = e.m.GetTask(e.ctx, "t1")
@@ -233,14 +233,14 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		e.storeTask("t2", store.TaskRunning, []string{"w2"}, []string{"child"}, 0)
 		now := time.Now().UTC()
 
-		forged := []worker.RunReport{
+		forged := []protocol.RunReport{
 			report("no-task", "no-such-task", "w1", now),
 			report("not-mine", "t2", "w1", now),
 			report("other-name", "t1", "w2", now),
 			report("future", "t1", "w1", now.Add(6*time.Minute)),
 		}
 		failedForged := report("not-mine-failed", "t2", "w1", now)
-		failedForged.Result = worker.ResultFailed
+		failedForged.Result = protocol.ResultFailed
 		forged = append(forged, failedForged)
 		resp, err := e.m.IngestRuns(e.ctx, w1, forged)
 		if err != nil || resp.Accepted != 0 || len(resp.Rejected) != len(forged) {
@@ -258,8 +258,8 @@ func TestIngestRunsAuthorization(t *testing.T) {
 
 		// The legitimate failed run notifies; the forged one never did.
 		ok := report("mine-failed", "t1", "w1", now)
-		ok.Result = worker.ResultFailed
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{ok}); err != nil || resp.Accepted != 1 {
+		ok.Result = protocol.ResultFailed
+		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{ok}); err != nil || resp.Accepted != 1 {
 			t.Fatalf("legit failed run: %+v %v", resp, err)
 		}
 		storetest.Eventually(t, 10*time.Second, func() bool { return hits.Load() >= 1 }, "no webhook for the legitimate failed run")
@@ -268,7 +268,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		}
 		// The legitimate success starts the child (it fails on the dead
 		// worker, which the event log shows); the forged successes did not.
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{report("mine-ok", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("mine-ok", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
 			t.Fatalf("legit run: %+v %v", resp, err)
 		}
 		childRuns := func() int {
@@ -293,20 +293,20 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		if err := store.AddRunGrant(e.ctx, s.Store.DB, "t2", "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{report("granted", "t2", "w1", now)}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("granted", "t2", "w1", now)}); err != nil || resp.Accepted != 1 {
 			t.Errorf("granted run: %+v %v", resp, err)
 		}
 		// A deleted task's executor still delivers late runs.
 		if err := store.SetTaskStatus(e.ctx, s.Store.DB, "t1", []int{store.TaskRunning}, store.TaskDeleted); err != nil {
 			t.Fatal(err)
 		}
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{report("late", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("late", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
 			t.Errorf("late run of a deleted task: %+v %v", resp, err)
 		}
 
 		// Claims only for tasks the node executes.
 		for _, task := range []string{"t2", "no-such-task"} {
-			if _, err := e.m.Claim(e.ctx, w1, worker.LockRequest{TaskID: task, FireAt: now.Truncate(time.Second)}); !errors.Is(err, master.ErrForbidden) {
+			if _, err := e.m.Claim(e.ctx, w1, protocol.LockRequest{TaskID: task, FireAt: now.Truncate(time.Second)}); !errors.Is(err, master.ErrForbidden) {
 				t.Errorf("claim of %s by w1 = %v, want ErrForbidden", task, err)
 			}
 		}
@@ -326,7 +326,7 @@ func TestEditedAwayExecutorStillReports(t *testing.T) {
 	if _, err := e.m.UpdateTask(e.ctx, tk.ID, in); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{report("before-edit", tk.ID, "w1", time.Now())})
+	resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("before-edit", tk.ID, "w1", time.Now())})
 	if err != nil || resp.Accepted != 1 {
 		t.Fatalf("run of a former executor: %+v %v", resp, err)
 	}
@@ -356,10 +356,10 @@ func TestRegisterNodeIdentity(t *testing.T) {
 		e := newEnv(t, s)
 		e.addMasterNode()
 		now := time.Now()
-		req := func(name, host string) worker.RegisterRequest {
-			return worker.RegisterRequest{
-				Node:   worker.NodeConfig{Name: name, Protocol: "http", Host: host, Priority: 1, MaxConcurrency: 5},
-				Secret: worker.NewSecret(), BootID: worker.NewNonce(), MachineName: "box",
+		req := func(name, host string) protocol.RegisterRequest {
+			return protocol.RegisterRequest{
+				Node:   protocol.NodeConfig{Name: name, Protocol: "http", Host: host, Priority: 1, MaxConcurrency: 5},
+				Secret: protocol.NewSecret(), BootID: protocol.NewNonce(), MachineName: "box",
 			}
 		}
 		newKey := func() ed25519.PrivateKey {
@@ -369,14 +369,14 @@ func TestRegisterNodeIdentity(t *testing.T) {
 			}
 			return k
 		}
-		register := func(k ed25519.PrivateKey, r worker.RegisterRequest) error {
+		register := func(k ed25519.PrivateKey, r protocol.RegisterRequest) error {
 			h, b := signedRegistrationWith(t, clusterKey, k, r, now)
 			_, err := e.m.Register(e.ctx, h, b)
 			return err
 		}
 
 		// A manual node (created by an admin) cannot be taken over.
-		if _, err := e.m.CreateNode(e.ctx, worker.NodeConfig{Name: "w2", Protocol: "http", Host: "127.0.0.1:30002", Priority: 1, MaxConcurrency: 1}); err != nil {
+		if _, err := e.m.CreateNode(e.ctx, protocol.NodeConfig{Name: "w2", Protocol: "http", Host: "127.0.0.1:30002", Priority: 1, MaxConcurrency: 1}); err != nil {
 			t.Fatal(err)
 		}
 		before := e.snapshot("w2")
@@ -474,9 +474,9 @@ func TestRegisterNodeIdentity(t *testing.T) {
 // resign signs body again as a worker would (the cluster MAC and node key).
 func resign(t *testing.T, k ed25519.PrivateKey, h master.RegisterHeaders, body []byte) (master.RegisterHeaders, []byte) {
 	t.Helper()
-	h.Nonce = worker.NewNonce()
-	h.Signature = worker.RegisterMAC(clusterKey, h.Node, h.Timestamp, h.Nonce, body)
-	h.NodeSignature = worker.SignRegistration(k, h.Node, h.Timestamp, h.Nonce, body)
+	h.Nonce = protocol.NewNonce()
+	h.Signature = protocol.RegisterMAC(clusterKey, h.Node, h.Timestamp, h.Nonce, body)
+	h.NodeSignature = protocol.SignRegistration(k, h.Node, h.Timestamp, h.Nonce, body)
 	return h, body
 }
 
@@ -523,7 +523,7 @@ func TestStopWaitsForBackgroundWork(t *testing.T) {
 	}
 	w1 := e.fakeNode("w1")
 	hung := &store.Node{Name: "hung", Type: store.TypeWorker, Protocol: "http", Host: hungWorker.Listener.Addr().String(),
-		Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: worker.NewSecret()}
+		Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: protocol.NewSecret()}
 	if err := store.CreateNode(e.ctx, s.Store.DB, hung); err != nil {
 		t.Fatal(err)
 	}
@@ -534,10 +534,10 @@ func TestStopWaitsForBackgroundWork(t *testing.T) {
 	}
 
 	now := time.Now()
-	var batch []worker.RunReport
+	var batch []protocol.RunReport
 	for i := range 1100 {
 		r := report("fail-"+strconv.Itoa(i), "parent", "w1", now)
-		r.Result = worker.ResultFailed
+		r.Result = protocol.ResultFailed
 		batch = append(batch, r)
 	}
 	for len(batch) > 0 {
@@ -547,7 +547,7 @@ func TestStopWaitsForBackgroundWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.m.IngestRuns(e.ctx, w1, []worker.RunReport{report("ok", "parent", "w1", now)}); err != nil {
+	if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("ok", "parent", "w1", now)}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Eventually(t, 10*time.Second, func() bool { return webhooks.Load() >= 4 && workerCalls.Load() >= 1 },

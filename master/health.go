@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // SweepResult counts what one health sweep did.
@@ -73,7 +73,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 			h, err := m.client.Health(ctx, node, hc.Timeout)
 			// A manual worker started without --identity answers with no name
 			// until it is connected; after a restart that is how it comes back.
-			if err == nil && h.Node != node.Name && !(h.Node == "" && h.Status == worker.StateWaiting) {
+			if err == nil && h.Node != node.Name && !(h.Node == "" && h.Status == protocol.StateWaiting) {
 				err = fmt.Errorf("%w: %s answered as node %q", ErrWorker, node.Host, h.Node)
 			}
 			if err == nil && h.BootID == "" {
@@ -133,7 +133,7 @@ func shortReason(err error) string {
 // its registration wanted up, or a node whose boot id changed (it restarted and
 // lost its in-memory schedule). Auto workers re-register by themselves after a
 // restart; the master reconnects manual ones and re-pushes running tasks.
-func (m *Master) recover(ctx context.Context, name string, h worker.HealthResponse) bool {
+func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResponse) bool {
 	defer m.locks.lock(name)()
 	n, err := store.GetNode(ctx, m.st.DB, name)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // benchFleet is n worker endpoints on loopback, one listener each; every
@@ -66,7 +66,7 @@ func newBenchFleet(b *testing.B, st *store.Store, n, hungEvery int) *benchFleet 
 			}()
 			continue
 		}
-		answers[ln.Addr().(*net.TCPAddr).Port], _ = json.Marshal(worker.HealthResponse{Node: name, BootID: "boot", Status: worker.StateScheduling})
+		answers[ln.Addr().(*net.TCPAddr).Port], _ = json.Marshal(protocol.HealthResponse{Node: name, BootID: "boot", Status: protocol.StateScheduling})
 		healthy = append(healthy, ln)
 	}
 	for _, ln := range healthy {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -101,7 +102,7 @@ func TestSweepFlakyWorkerStaysOnline(t *testing.T) {
 		var healthCalls atomic.Int32
 		router := tw.Router()
 		tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == worker.PathHealth && healthCalls.Add(1) <= 2 {
+			if r.URL.Path == protocol.PathHealth && healthCalls.Add(1) <= 2 {
 				http.Error(rw, `{"error":"busy"}`, http.StatusInternalServerError)
 				return
 			}
@@ -127,7 +128,7 @@ func TestSweepFlakyWorkerStaysOnline(t *testing.T) {
 		if healthCalls.Load() != 3 {
 			t.Errorf("%d health calls, want 3", healthCalls.Load())
 		}
-		if tw.W.Health().Status != worker.StateScheduling {
+		if tw.W.Health().Status != protocol.StateScheduling {
 			t.Error("the worker stopped scheduling")
 		}
 	})
@@ -157,7 +158,7 @@ func TestSweepHungWorkerDoesNotDelayOthers(t *testing.T) {
 			e.connect(tw.cfg.Identity)
 			router := tw.Router()
 			tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == worker.PathHealth {
+				if r.URL.Path == protocol.PathHealth {
 					now := time.Now().UnixNano()
 					for {
 						cur := lastProbe.Load()
@@ -232,7 +233,7 @@ func TestSweepReconnectsRestartedManualWorker(t *testing.T) {
 		if oldWorker.CheckSecret(n.Secret) {
 			t.Error("the old worker accepts the new secret")
 		}
-		if h := nw.Health(); h.Status != worker.StateScheduling {
+		if h := nw.Health(); h.Status != protocol.StateScheduling {
 			t.Errorf("the new worker is %q, want scheduling", h.Status)
 		}
 		// And the next sweep sees it healthy.
@@ -251,7 +252,7 @@ func TestSweepReconnectsRestartedManualWorker(t *testing.T) {
 		if n := e.node("w2"); n.Status != store.StatusIdle || n.BootID != nw2.BootID() || !nw2.CheckSecret(n.Secret) {
 			t.Errorf("idle worker after restart: %+v", n)
 		}
-		if nw2.Health().Status != worker.StateIdle {
+		if nw2.Health().Status != protocol.StateIdle {
 			t.Errorf("idle worker state = %q", nw2.Health().Status)
 		}
 	})
@@ -282,7 +283,7 @@ func TestSweepRecoversOfflineManualWorker(t *testing.T) {
 		if n.Status != store.StatusRunning || n.BootID != nw.BootID() || !nw.CheckSecret(n.Secret) || n.Reason != "" || n.Failures != 0 {
 			t.Errorf("after recovery: %+v", n)
 		}
-		if nw.Health().Status != worker.StateScheduling {
+		if nw.Health().Status != protocol.StateScheduling {
 			t.Errorf("recovered worker is %q, want scheduling", nw.Health().Status)
 		}
 
@@ -292,7 +293,7 @@ func TestSweepRecoversOfflineManualWorker(t *testing.T) {
 		if res := e.m.Sweep(e.ctx); res.Probed != 1 {
 			t.Errorf("sweep probed %d nodes, want only w1", res.Probed)
 		}
-		if t2.W.Health().Status != worker.StateWaiting {
+		if t2.W.Health().Status != protocol.StateWaiting {
 			t.Error("the master connected a node nobody asked it to")
 		}
 	})
@@ -400,7 +401,7 @@ func TestSweepReconnectsRestartedAnonymousManualWorker(t *testing.T) {
 		}
 		before := e.node("anon1")
 		nw := tw.Replace()
-		if h := nw.Health(); h.Node != "" || h.Status != worker.StateWaiting {
+		if h := nw.Health(); h.Node != "" || h.Status != protocol.StateWaiting {
 			t.Fatalf("restarted anonymous worker health = %+v", h)
 		}
 		res := e.m.Sweep(e.ctx)
@@ -411,7 +412,7 @@ func TestSweepReconnectsRestartedAnonymousManualWorker(t *testing.T) {
 		if n.Status != store.StatusRunning || n.BootID != nw.BootID() || n.BootID == before.BootID || !nw.CheckSecret(n.Secret) {
 			t.Errorf("after recovery: %+v", n)
 		}
-		if h := nw.Health(); h.Node != "anon1" || h.Status != worker.StateScheduling {
+		if h := nw.Health(); h.Node != "anon1" || h.Status != protocol.StateScheduling {
 			t.Errorf("worker after recovery: %+v", h)
 		}
 	})

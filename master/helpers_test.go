@@ -15,6 +15,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -180,8 +181,8 @@ func (tw *testWorker) Router() http.Handler {
 	return handlers.NewWorkerRouter(tw.W, storetest.Logger(tw.t))
 }
 
-func (tw *testWorker) Config() worker.NodeConfig {
-	return worker.NodeConfig{Name: tw.cfg.Identity, Protocol: "http", Host: tw.Host, Priority: 1, MaxConcurrency: 10}
+func (tw *testWorker) Config() protocol.NodeConfig {
+	return protocol.NodeConfig{Name: tw.cfg.Identity, Protocol: "http", Host: tw.Host, Priority: 1, MaxConcurrency: 10}
 }
 
 // create adds the worker as a manual node; connect and enable are optional steps.
@@ -222,11 +223,11 @@ func masterAPI(m *master.Master) http.Handler {
 			return
 		}
 		switch r.URL.Path {
-		case worker.PathMasterRegister:
+		case protocol.PathMasterRegister:
 			resp, err := m.Register(r.Context(), master.RegisterHeaders{
-				Node: r.Header.Get(worker.HeaderNode), Timestamp: r.Header.Get(worker.HeaderTimestamp),
-				Nonce: r.Header.Get(worker.HeaderNonce), Signature: r.Header.Get(worker.HeaderSignature),
-				NodeSignature: r.Header.Get(worker.HeaderNodeSignature),
+				Node: r.Header.Get(protocol.HeaderNode), Timestamp: r.Header.Get(protocol.HeaderTimestamp),
+				Nonce: r.Header.Get(protocol.HeaderNonce), Signature: r.Header.Get(protocol.HeaderSignature),
+				NodeSignature: r.Header.Get(protocol.HeaderNodeSignature),
 			}, body)
 			if err != nil {
 				writeErr(rw, err)
@@ -234,8 +235,8 @@ func masterAPI(m *master.Master) http.Handler {
 			}
 			rw.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(rw).Encode(resp)
-		case worker.PathMasterOffline:
-			if err := m.Offline(r.Context(), r.Header.Get(worker.HeaderNode), r.Header.Get(worker.HeaderSecret)); err != nil {
+		case protocol.PathMasterOffline:
+			if err := m.Offline(r.Context(), r.Header.Get(protocol.HeaderNode), r.Header.Get(protocol.HeaderSecret)); err != nil {
 				writeErr(rw, err)
 				return
 			}
@@ -251,7 +252,7 @@ func writeErr(rw http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, master.ErrUnauthorized):
 		code = http.StatusUnauthorized
-	case errors.Is(err, master.ErrInvalid), errors.Is(err, worker.ErrInvalid):
+	case errors.Is(err, master.ErrInvalid), errors.Is(err, protocol.ErrInvalid):
 		code = http.StatusBadRequest
 	case errors.Is(err, master.ErrState), errors.Is(err, master.ErrDuplicate):
 		code = http.StatusConflict
@@ -260,7 +261,7 @@ func writeErr(rw http.ResponseWriter, err error) {
 	}
 	rw.Header().Set("Content-Type", "application/json")
 	rw.WriteHeader(code)
-	json.NewEncoder(rw).Encode(worker.ErrorResponse{Error: err.Error()})
+	json.NewEncoder(rw).Encode(protocol.ErrorResponse{Error: err.Error()})
 }
 
 // serveMaster serves masterAPI(e.m) on loopback and returns its URL.
@@ -285,6 +286,6 @@ func runWorker(t *testing.T, w *worker.Worker) {
 }
 
 func isFieldErrors(err error, field string) bool {
-	var fe worker.FieldErrors
+	var fe protocol.FieldErrors
 	return errors.As(err, &fe) && (field == "" || fe[field] != "")
 }

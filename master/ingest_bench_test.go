@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // BenchmarkIngestRuns measures one delivery of 500 run reports (the worker
@@ -27,7 +27,7 @@ func BenchmarkIngestRuns(b *testing.B) {
 				ctx := context.Background()
 				node := &store.Node{Name: "iw1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
 					Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5,
-					Mode: store.ModeAuto, Secret: worker.NewSecret()}
+					Mode: store.ModeAuto, Secret: protocol.NewSecret()}
 				if err := store.CreateNode(ctx, st.DB, node); err != nil {
 					b.Fatal(err)
 				}
@@ -44,13 +44,13 @@ func BenchmarkIngestRuns(b *testing.B) {
 				m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 					Health: master.HealthConfig{Interval: time.Hour}}, st, storetest.Discard())
 				code := 0
-				mk := func() []worker.RunReport {
+				mk := func() []protocol.RunReport {
 					now := time.Now().UTC()
-					runs := make([]worker.RunReport, batch)
+					runs := make([]protocol.RunReport, batch)
 					for j := range runs {
-						runs[j] = worker.RunReport{ID: uuid.NewString(), TaskID: ids[j%tasks], Node: node.Name,
+						runs[j] = protocol.RunReport{ID: uuid.NewString(), TaskID: ids[j%tasks], Node: node.Name,
 							ScheduledAt: now.Truncate(time.Second), StartedAt: now, EndedAt: now.Add(3 * time.Millisecond), DurationMS: 3,
-							Result: worker.ResultSuccess, Attempt: 1, HTTPStatus: 200, ExitCode: &code, Output: `{"ok":true}`}
+							Result: protocol.ResultSuccess, Attempt: 1, HTTPStatus: 200, ExitCode: &code, Output: `{"ok":true}`}
 					}
 					return runs
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -46,7 +47,7 @@ func TestLifecycleTransitions(t *testing.T) {
 		}
 		refused("Enable from offline", enable)
 		refused("Disable from offline", disable)
-		if h := tw.W.Health(); h.Status != worker.StateWaiting {
+		if h := tw.W.Health(); h.Status != protocol.StateWaiting {
 			t.Errorf("worker state after refused actions = %q", h.Status)
 		}
 
@@ -58,7 +59,7 @@ func TestLifecycleTransitions(t *testing.T) {
 		if !tw.W.CheckSecret(n.Secret) {
 			t.Fatal("the stored secret is not the one the worker accepts")
 		}
-		if h := tw.W.Health(); h.Status != worker.StateIdle {
+		if h := tw.W.Health(); h.Status != protocol.StateIdle {
 			t.Errorf("worker state after connect = %q, want idle", h.Status)
 		}
 		refused("Connect from idle", connect)
@@ -72,7 +73,7 @@ func TestLifecycleTransitions(t *testing.T) {
 		if n.Status != store.StatusRunning || n.DesiredStatus != store.StatusRunning {
 			t.Fatalf("after enable: %+v", n)
 		}
-		if h := tw.W.Health(); h.Status != worker.StateScheduling {
+		if h := tw.W.Health(); h.Status != protocol.StateScheduling {
 			t.Errorf("worker state after enable = %q, want scheduling", h.Status)
 		}
 		refused("Connect from running", connect)
@@ -100,7 +101,7 @@ func TestLifecycleTransitions(t *testing.T) {
 		if n.Status != store.StatusIdle || n.DesiredStatus != store.StatusIdle {
 			t.Errorf("after disable: %+v", n)
 		}
-		if h := tw.W.Health(); h.Status != worker.StateIdle {
+		if h := tw.W.Health(); h.Status != protocol.StateIdle {
 			t.Errorf("worker state after disable = %q, want idle", h.Status)
 		}
 		if c := e.locks("w1"); c != 0 {
@@ -141,7 +142,7 @@ func TestLifecycleTransitions(t *testing.T) {
 func TestUnknownNodeAndMasterNode(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
-		cfg := worker.NodeConfig{Name: "ghost", Protocol: "http", Host: "127.0.0.1:9", Priority: 1, MaxConcurrency: 1}
+		cfg := protocol.NodeConfig{Name: "ghost", Protocol: "http", Host: "127.0.0.1:9", Priority: 1, MaxConcurrency: 1}
 		for label, err := range map[string]error{
 			"Get":     func() error { _, err := e.m.GetNode(e.ctx, "ghost"); return err }(),
 			"Connect": func() error { _, err := e.m.ConnectNode(e.ctx, "ghost"); return err }(),
@@ -160,7 +161,7 @@ func TestUnknownNodeAndMasterNode(t *testing.T) {
 
 		e.addMasterNode()
 		before := e.snapshot(masterName)
-		mcfg := worker.NodeConfig{Name: masterName, Protocol: "http", Host: "127.0.0.1:2", Priority: 1, MaxConcurrency: 1}
+		mcfg := protocol.NodeConfig{Name: masterName, Protocol: "http", Host: "127.0.0.1:2", Priority: 1, MaxConcurrency: 1}
 		for label, err := range map[string]error{
 			"Connect": func() error { _, err := e.m.ConnectNode(e.ctx, masterName); return err }(),
 			"Enable":  func() error { _, err := e.m.EnableNode(e.ctx, masterName); return err }(),
@@ -188,15 +189,15 @@ func TestValidationChangesNothing(t *testing.T) {
 
 		bad := []struct {
 			field string
-			edit  func(*worker.NodeConfig)
+			edit  func(*protocol.NodeConfig)
 		}{
-			{"name", func(c *worker.NodeConfig) { c.Name = "bad name" }},
-			{"name", func(c *worker.NodeConfig) { c.Name = strings.Repeat("n", 65) }},
-			{"protocol", func(c *worker.NodeConfig) { c.Protocol = "gopher" }},
-			{"host", func(c *worker.NodeConfig) { c.Host = "127.0.0.1" }},
-			{"host", func(c *worker.NodeConfig) { c.Host = "127.0.0.1:99999" }},
-			{"priority", func(c *worker.NodeConfig) { c.Priority = -1 }},
-			{"max_concurrency", func(c *worker.NodeConfig) { c.MaxConcurrency = 0 }},
+			{"name", func(c *protocol.NodeConfig) { c.Name = "bad name" }},
+			{"name", func(c *protocol.NodeConfig) { c.Name = strings.Repeat("n", 65) }},
+			{"protocol", func(c *protocol.NodeConfig) { c.Protocol = "gopher" }},
+			{"host", func(c *protocol.NodeConfig) { c.Host = "127.0.0.1" }},
+			{"host", func(c *protocol.NodeConfig) { c.Host = "127.0.0.1:99999" }},
+			{"priority", func(c *protocol.NodeConfig) { c.Priority = -1 }},
+			{"max_concurrency", func(c *protocol.NodeConfig) { c.MaxConcurrency = 0 }},
 		}
 		for _, b := range bad {
 			c := good
@@ -297,7 +298,7 @@ func TestWorkerDown(t *testing.T) {
 		f := startWorker(t, "wf", func(c *worker.Config) { c.WorkerOf = "other-master" })
 		e.create(f)
 		down("Connect to another master's worker", "wf", func() error { _, err := e.m.ConnectNode(e.ctx, "wf"); return err })
-		if f.W.Health().Status != worker.StateWaiting {
+		if f.W.Health().Status != protocol.StateWaiting {
 			t.Error("a worker of another master accepted the connection")
 		}
 	})
@@ -316,7 +317,7 @@ func TestConcurrentEnable(t *testing.T) {
 			var startups atomic.Int32
 			router := tw.Router()
 			tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == worker.PathStartup {
+				if r.URL.Path == protocol.PathStartup {
 					startups.Add(1)
 				}
 				router.ServeHTTP(rw, r)
@@ -341,7 +342,7 @@ func TestConcurrentEnable(t *testing.T) {
 			var once sync.Once
 			router := tw.Router()
 			tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == worker.PathStartup {
+				if r.URL.Path == protocol.PathStartup {
 					if arrived.Add(1) >= 2 {
 						once.Do(func() { close(release) })
 					}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // HealthConfig tunes the health checker.
@@ -91,7 +91,7 @@ type Master struct {
 	st     *store.Store
 	log    *slog.Logger
 	client *Client
-	nonces *worker.NonceCache
+	nonces *protocol.NonceCache
 	bootID string
 	locks  keyedMutex
 	claims claims
@@ -123,8 +123,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		st:     st,
 		log:    log,
 		client: NewClient(cfg.CallTimeout),
-		nonces: worker.NewNonceCache(100_000),
-		bootID: worker.NewNonce(),
+		nonces: protocol.NewNonceCache(100_000),
+		bootID: protocol.NewNonce(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	h := cfg.Health

@@ -10,8 +10,8 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // StatusName names a node status for messages.
@@ -62,13 +62,13 @@ func (m *Master) GetNode(ctx context.Context, name string) (*store.Node, error) 
 }
 
 // CreateNode adds a manual worker node in status offline.
-func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (_ *store.Node, err error) {
+func (m *Master) CreateNode(ctx context.Context, c protocol.NodeConfig) (_ *store.Node, err error) {
 	defer func() { m.event(ctx, "node.create", store.TargetNode, c.Name, err, c.Protocol+"://"+c.Host) }()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	if strings.EqualFold(c.Name, m.cfg.Identity) {
-		return nil, worker.FieldErrors{"name": "is the master's own name"}
+		return nil, protocol.FieldErrors{"name": "is the master's own name"}
 	}
 	n := &store.Node{
 		Name: c.Name, Type: store.TypeWorker, Protocol: c.Protocol, Host: c.Host,
@@ -76,7 +76,7 @@ func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (_ *store.
 	}
 	if err := store.CreateNode(ctx, m.st.DB, n); err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
-			return nil, worker.FieldErrors{"name": "is already taken by another node"}
+			return nil, protocol.FieldErrors{"name": "is already taken by another node"}
 		}
 		return nil, mapStoreErr(err, c.Name)
 	}
@@ -85,7 +85,7 @@ func (m *Master) CreateNode(ctx context.Context, c worker.NodeConfig) (_ *store.
 }
 
 // UpdateNode edits a worker's protocol, host, priority and max concurrency.
-func (m *Master) UpdateNode(ctx context.Context, name string, c worker.NodeConfig) (_ *store.Node, err error) {
+func (m *Master) UpdateNode(ctx context.Context, name string, c protocol.NodeConfig) (_ *store.Node, err error) {
 	defer func() {
 		m.event(ctx, "node.edit", store.TargetNode, name, err,
 			fmt.Sprintf("%s://%s, priority %d, max concurrency %d", c.Protocol, c.Host, c.Priority, c.MaxConcurrency))

@@ -17,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // Failure notifications wait in a bounded queue served by a small pool, so a
@@ -91,7 +91,7 @@ func excerpt(s string) string {
 // runFailed notifies about a failed or timed-out run, once its last attempt
 // has failed. It runs in the background and never fails the ingestion.
 func (n *notifier) runFailed(r store.Run) {
-	if r.Result != worker.ResultFailed && r.Result != worker.ResultTimeout {
+	if r.Result != protocol.ResultFailed && r.Result != protocol.ResultTimeout {
 		return
 	}
 	// The pool starts with the first failure: a master that never sees one

@@ -18,9 +18,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // smtpSink is a minimal SMTP server on loopback that keeps what it receives.
@@ -134,15 +134,15 @@ func TestFailedRunNotifiesKeepersAndWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	run := func(id string, attempt int) worker.RunReport {
-		return worker.RunReport{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+	run := func(id string, attempt int) protocol.RunReport {
+		return protocol.RunReport{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
 			Result: "failed", Attempt: attempt, HTTPStatus: 500, Output: "boom: database unavailable"}
 	}
 	// The first attempt fails with a retry to come: no notification for it.
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{run("n1", 1)}); err != nil {
+	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{run("n1", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{run("n2", 2)}); err != nil {
+	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{run("n2", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Eventually(t, 10*time.Second, func() bool { return len(sink.messages()) == 1 && hook.Load() != nil }, "e-mail and webhook after the final failed attempt")

@@ -14,8 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // RegisterHeaders are the authentication headers of a registration.
@@ -33,53 +33,53 @@ type RegisterHeaders struct {
 // binds it; an auto node with a key accepts only that key. Registration never
 // touches a node an admin created, the master's node, or a name that differs
 // only in case from another node. It returns the node's running tasks.
-func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (worker.RegisterResponse, error) {
+func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (protocol.RegisterResponse, error) {
 	now := time.Now()
 	if h.Node == "" || h.Timestamp == "" || h.Nonce == "" || h.Signature == "" {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: missing registration headers", ErrUnauthorized)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: missing registration headers", ErrUnauthorized)
 	}
-	if err := worker.CheckTimestamp(h.Timestamp, now); err != nil {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
+	if err := protocol.CheckTimestamp(h.Timestamp, now); err != nil {
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
 	}
-	if !worker.EqualMAC(h.Signature, worker.RegisterMAC(m.cfg.ClusterKey, h.Node, h.Timestamp, h.Nonce, body)) {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: bad registration signature (wrong cluster key?)", ErrUnauthorized)
+	if !protocol.EqualMAC(h.Signature, protocol.RegisterMAC(m.cfg.ClusterKey, h.Node, h.Timestamp, h.Nonce, body)) {
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: bad registration signature (wrong cluster key?)", ErrUnauthorized)
 	}
 	if len(h.Nonce) > 128 || !m.nonces.Use(h.Nonce, now) {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: registration nonce already used", ErrUnauthorized)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: registration nonce already used", ErrUnauthorized)
 	}
-	var req worker.RegisterRequest
+	var req protocol.RegisterRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: registration body: %v", ErrInvalid, err)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: registration body: %v", ErrInvalid, err)
 	}
 	if err := req.Node.Validate(); err != nil {
-		return worker.RegisterResponse{}, err
+		return protocol.RegisterResponse{}, err
 	}
 	if req.Node.Name != h.Node {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, printable(h.Node))
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, printable(h.Node))
 	}
 	if strings.EqualFold(req.Node.Name, m.cfg.Identity) {
-		return worker.RegisterResponse{}, worker.FieldErrors{"name": "is the master's own name"}
+		return protocol.RegisterResponse{}, protocol.FieldErrors{"name": "is the master's own name"}
 	}
 	if b, err := hex.DecodeString(req.Secret); err != nil || len(b) != 32 {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: secret must be 32 bytes, hex", ErrInvalid)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: secret must be 32 bytes, hex", ErrInvalid)
 	}
 	if req.BootID == "" || len(req.BootID) > 64 || len(req.MachineName) > 255 {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: boot_id is required (at most 64 chars) and machine_name at most 255", ErrInvalid)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: boot_id is required (at most 64 chars) and machine_name at most 255", ErrInvalid)
 	}
 	if !utf8.ValidString(req.MachineName) || strings.ContainsRune(req.MachineName, 0) ||
 		!utf8.ValidString(req.BootID) || strings.ContainsRune(req.BootID, 0) {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: boot_id and machine_name must be valid UTF-8 without NUL", ErrInvalid)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: boot_id and machine_name must be valid UTF-8 without NUL", ErrInvalid)
 	}
 	key, err := hex.DecodeString(req.NodeKey)
 	if err != nil || len(key) != ed25519.PublicKeySize {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: node_key must be a %d-byte Ed25519 public key, hex (upgrade the worker)", ErrInvalid, ed25519.PublicKeySize)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: node_key must be a %d-byte Ed25519 public key, hex (upgrade the worker)", ErrInvalid, ed25519.PublicKeySize)
 	}
 	nodeKey := hex.EncodeToString(key) // one spelling, so keys compare as strings
 	if h.NodeSignature == "" {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: missing %s", ErrUnauthorized, worker.HeaderNodeSignature)
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: missing %s", ErrUnauthorized, protocol.HeaderNodeSignature)
 	}
-	if !worker.VerifyRegistration(nodeKey, h.NodeSignature, h.Node, h.Timestamp, h.Nonce, body) {
-		return worker.RegisterResponse{}, fmt.Errorf("%w: bad node key signature", ErrUnauthorized)
+	if !protocol.VerifyRegistration(nodeKey, h.NodeSignature, h.Node, h.Timestamp, h.Nonce, body) {
+		return protocol.RegisterResponse{}, fmt.Errorf("%w: bad node key signature", ErrUnauthorized)
 	}
 
 	name := req.Node.Name
@@ -89,9 +89,9 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: req.Node.Priority,
 		MaxConcurrency: req.Node.MaxConcurrency, NodeKey: nodeKey,
 	}
-	refuse := func(err error) (worker.RegisterResponse, error) {
+	refuse := func(err error) (protocol.RegisterResponse, error) {
 		m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, err, "")
-		return worker.RegisterResponse{}, err
+		return protocol.RegisterResponse{}, err
 	}
 	old, err := store.GetNodeFold(ctx, m.st.DB, name)
 	switch {
@@ -104,7 +104,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			return refuse(mapStoreErr(err, name))
 		}
 	case err != nil:
-		return worker.RegisterResponse{}, mapStoreErr(err, name)
+		return protocol.RegisterResponse{}, mapStoreErr(err, name)
 	case old.Name != name:
 		return refuse(fmt.Errorf("%w: node %q already exists; names are case-insensitive", ErrDuplicate, old.Name))
 	case old.Type != store.TypeWorker:
@@ -124,7 +124,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
 	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
-	return worker.RegisterResponse{Master: m.cfg.Identity, Tasks: m.tasksFor(ctx, n.Name)}, nil
+	return protocol.RegisterResponse{Master: m.cfg.Identity, Tasks: m.tasksFor(ctx, n.Name)}, nil
 }
 
 // decodeStrict decodes one JSON value, refusing unknown fields and trailing data.
@@ -172,7 +172,7 @@ func (m *Master) Authenticate(ctx context.Context, name, secret string) (*store.
 		}
 		return nil, mapStoreErr(err, name)
 	}
-	if n.Type != store.TypeWorker || !worker.EqualSecret(secret, n.Secret) {
+	if n.Type != store.TypeWorker || !protocol.EqualSecret(secret, n.Secret) {
 		return nil, fmt.Errorf("%w: unknown node or wrong secret", ErrUnauthorized)
 	}
 	return n, nil

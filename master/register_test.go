@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -40,7 +41,7 @@ func TestAutoRegistrationAndOffline(t *testing.T) {
 		if !tw.W.CheckSecret(n.Secret) {
 			t.Error("the stored secret is not the worker's")
 		}
-		if h := tw.W.Health(); h.Status != worker.StateScheduling {
+		if h := tw.W.Health(); h.Status != protocol.StateScheduling {
 			t.Errorf("worker state after registration = %q", h.Status)
 		}
 
@@ -52,7 +53,7 @@ func TestAutoRegistrationAndOffline(t *testing.T) {
 		// Authenticate and Offline with bad credentials: ErrUnauthorized, nothing changes.
 		before := e.snapshot("auto1")
 		for _, c := range []struct{ name, secret string }{
-			{"auto1", worker.NewSecret()}, {"auto1", ""}, {"", n.Secret}, {"nobody", n.Secret}, {"auto1", n.Secret[:10]},
+			{"auto1", protocol.NewSecret()}, {"auto1", ""}, {"", n.Secret}, {"nobody", n.Secret}, {"auto1", n.Secret[:10]},
 		} {
 			if err := e.m.Offline(e.ctx, c.name, c.secret); !errors.Is(err, master.ErrUnauthorized) {
 				t.Errorf("Offline(%q, %q...) = %v, want ErrUnauthorized", c.name, c.secret[:min(6, len(c.secret))], err)
@@ -155,7 +156,7 @@ func TestManualWorkerAppearsOnlyAfterConnect(t *testing.T) {
 
 // signedRegistration builds a registration request as worker.Run does, with a
 // fresh node key.
-func signedRegistration(t *testing.T, key string, req worker.RegisterRequest, at time.Time) (master.RegisterHeaders, []byte) {
+func signedRegistration(t *testing.T, key string, req protocol.RegisterRequest, at time.Time) (master.RegisterHeaders, []byte) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -166,7 +167,7 @@ func signedRegistration(t *testing.T, key string, req worker.RegisterRequest, at
 
 // signedRegistrationWith signs a registration with the cluster key and the
 // given node key (whose public half goes in the body unless set already).
-func signedRegistrationWith(t *testing.T, key string, nodeKey ed25519.PrivateKey, req worker.RegisterRequest, at time.Time) (master.RegisterHeaders, []byte) {
+func signedRegistrationWith(t *testing.T, key string, nodeKey ed25519.PrivateKey, req protocol.RegisterRequest, at time.Time) (master.RegisterHeaders, []byte) {
 	t.Helper()
 	if req.NodeKey == "" {
 		req.NodeKey = hex.EncodeToString(nodeKey.Public().(ed25519.PublicKey))
@@ -176,10 +177,10 @@ func signedRegistrationWith(t *testing.T, key string, nodeKey ed25519.PrivateKey
 		t.Fatal(err)
 	}
 	ts := strconv.FormatInt(at.Unix(), 10)
-	nonce := worker.NewNonce()
+	nonce := protocol.NewNonce()
 	return master.RegisterHeaders{Node: req.Node.Name, Timestamp: ts, Nonce: nonce,
-		Signature:     worker.RegisterMAC(key, req.Node.Name, ts, nonce, body),
-		NodeSignature: worker.SignRegistration(nodeKey, req.Node.Name, ts, nonce, body)}, body
+		Signature:     protocol.RegisterMAC(key, req.Node.Name, ts, nonce, body),
+		NodeSignature: protocol.SignRegistration(nodeKey, req.Node.Name, ts, nonce, body)}, body
 }
 
 func TestRegisterRefusals(t *testing.T) {
@@ -187,10 +188,10 @@ func TestRegisterRefusals(t *testing.T) {
 		e := newEnv(t, s)
 		e.addMasterNode()
 		now := time.Now()
-		valid := func() worker.RegisterRequest {
-			return worker.RegisterRequest{
-				Node:   worker.NodeConfig{Name: "r1", Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 5},
-				Secret: worker.NewSecret(), BootID: worker.NewNonce(), MachineName: "box",
+		valid := func() protocol.RegisterRequest {
+			return protocol.RegisterRequest{
+				Node:   protocol.NodeConfig{Name: "r1", Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 5},
+				Secret: protocol.NewSecret(), BootID: protocol.NewNonce(), MachineName: "box",
 			}
 		}
 		h, body := signedRegistration(t, clusterKey, valid(), now)
@@ -227,19 +228,19 @@ func TestRegisterRefusals(t *testing.T) {
 		}
 		invalid := []struct {
 			name string
-			edit func(*worker.RegisterRequest)
+			edit func(*protocol.RegisterRequest)
 		}{
-			{"bad host", func(r *worker.RegisterRequest) { r.Node.Host = "nope" }},
-			{"short secret", func(r *worker.RegisterRequest) { r.Secret = "abcd" }},
-			{"no boot id", func(r *worker.RegisterRequest) { r.BootID = "" }},
-			{"master's name", func(r *worker.RegisterRequest) { r.Node.Name = masterName }},
+			{"bad host", func(r *protocol.RegisterRequest) { r.Node.Host = "nope" }},
+			{"short secret", func(r *protocol.RegisterRequest) { r.Secret = "abcd" }},
+			{"no boot id", func(r *protocol.RegisterRequest) { r.BootID = "" }},
+			{"master's name", func(r *protocol.RegisterRequest) { r.Node.Name = masterName }},
 		}
 		for _, c := range invalid {
 			r := valid()
 			c.edit(&r)
 			h, b := signedRegistration(t, clusterKey, r, now)
 			_, err := e.m.Register(e.ctx, h, b)
-			if err == nil || errors.Is(err, master.ErrUnauthorized) || !(errors.Is(err, master.ErrInvalid) || errors.Is(err, worker.ErrInvalid)) {
+			if err == nil || errors.Is(err, master.ErrUnauthorized) || !(errors.Is(err, master.ErrInvalid) || errors.Is(err, protocol.ErrInvalid)) {
 				t.Errorf("%s: %v, want an invalid-input error", c.name, err)
 			}
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // MaxRunsPerBatch bounds one delivery of run reports.
@@ -38,14 +38,14 @@ var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // stored (same run id) are skipped, so a redelivered batch is counted once.
 // A new successful run triggers the task's children, a new failed one the
 // failure notifications. Only a database failure fails the whole batch.
-func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker.RunReport) (worker.RunsResponse, error) {
+func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	if len(runs) > MaxRunsPerBatch {
-		return worker.RunsResponse{}, fmt.Errorf("%w: at most %d runs per batch", ErrInvalid, MaxRunsPerBatch)
+		return protocol.RunsResponse{}, fmt.Errorf("%w: at most %d runs per batch", ErrInvalid, MaxRunsPerBatch)
 	}
 	now := time.Now()
-	resp := worker.RunsResponse{Rejected: []worker.RunRejected{}}
+	resp := protocol.RunsResponse{Rejected: []protocol.RunRejected{}}
 	reject := func(id string, err error) {
-		resp.Rejected = append(resp.Rejected, worker.RunRejected{ID: id, Error: eventError(err)})
+		resp.Rejected = append(resp.Rejected, protocol.RunRejected{ID: id, Error: eventError(err)})
 		m.log.Warn("run report rejected", "node", node.Name, "run", id, "err", err)
 	}
 	rows := make([]store.Run, 0, len(runs))
@@ -62,7 +62,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 	if len(rows) > 0 {
 		exists, allowed, err := store.ReportableTasks(ctx, m.st.DB, node.Name, dedupe(taskIDs))
 		if err != nil {
-			return worker.RunsResponse{}, fmt.Errorf("master: check reported tasks: %w", err)
+			return protocol.RunsResponse{}, fmt.Errorf("master: check reported tasks: %w", err)
 		}
 		ok := rows[:0]
 		for _, r := range rows {
@@ -92,12 +92,12 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 		}
 	}
 	if err != nil {
-		return worker.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
+		return protocol.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
 	}
 	resp.Accepted, resp.Duplicates = len(fresh), len(rows)-len(fresh)
 	var succeeded []string
 	for _, r := range fresh {
-		if r.Result == worker.ResultSuccess {
+		if r.Result == protocol.ResultSuccess {
 			succeeded = append(succeeded, r.TaskID)
 		} else {
 			m.notify.runFailed(r)
@@ -110,7 +110,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 			m.log.Error("load child tasks", "err", err)
 		}
 		for _, r := range fresh {
-			if r.Result == worker.ResultSuccess && len(children[r.TaskID]) > 0 {
+			if r.Result == protocol.ResultSuccess && len(children[r.TaskID]) > 0 {
 				m.runChildren(r.TaskID, children[r.TaskID])
 			}
 		}
@@ -121,7 +121,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []worker
 // checkRun validates one report sent by node and builds its row: every
 // string is bounded and clean, every number fits its column and every time
 // lies between oldestRunTime and now + worker.MaxClockSkew.
-func checkRun(r *worker.RunReport, node string, now time.Time) (store.Run, error) {
+func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, error) {
 	bad := func(format string, args ...any) (store.Run, error) {
 		return store.Run{}, fmt.Errorf("%w: run %s: "+format, append([]any{ErrInvalid, printable(r.ID)}, args...)...)
 	}
@@ -137,14 +137,14 @@ func checkRun(r *worker.RunReport, node string, now time.Time) (store.Run, error
 	// Output too long is cut to its tail, not refused: an older worker's JSON
 	// encoder turns each odd byte into a 3-byte U+FFFD, and a run must not be
 	// lost for its output's size (the batch body limit bounds it already).
-	out, binary := sanitizeOutput(r.Output)
-	out = tailOutput(out, worker.MaxOutputBytes)
+	out, binary := protocol.SanitizeOutput(r.Output)
+	out = tailOutput(out, protocol.MaxOutputBytes)
 	rep := *r
 	rep.Output = out
 	if err := rep.Validate(); err != nil {
 		return store.Run{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	latest := now.Add(worker.MaxClockSkew)
+	latest := now.Add(protocol.MaxClockSkew)
 	scheduled := r.ScheduledAt
 	if scheduled.IsZero() {
 		scheduled = r.StartedAt
@@ -157,7 +157,7 @@ func checkRun(r *worker.RunReport, node string, now time.Time) (store.Run, error
 			return bad("%s %s is before %d", t.name, t.at.UTC().Format(time.RFC3339), oldestRunTime.Year())
 		}
 		if t.at.After(latest) {
-			return bad("%s %s is more than %s in the future", t.name, t.at.UTC().Format(time.RFC3339), worker.MaxClockSkew)
+			return bad("%s %s is more than %s in the future", t.name, t.at.UTC().Format(time.RFC3339), protocol.MaxClockSkew)
 		}
 	}
 	if r.DurationMS < 0 {
@@ -199,7 +199,7 @@ func printable(s string) string {
 	if len(s) > 80 {
 		s = s[:80]
 	}
-	s, _ = sanitizeOutput(s)
+	s, _ = protocol.SanitizeOutput(s)
 	return s
 }
 

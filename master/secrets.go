@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schedulemaster-go/schedulemaster/worker"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // alwaysSecretHeaders are masked whether or not the admin marked them.
@@ -49,12 +49,12 @@ func MaskURL(raw string) string {
 	// Written by hand: url.URL would percent-encode the mask's asterisks.
 	user := url.User(u.User.Username()).String()
 	u.User = nil
-	return u.Scheme + "://" + user + ":" + worker.SecretMask + "@" + strings.TrimPrefix(u.String(), u.Scheme+"://")
+	return u.Scheme + "://" + user + ":" + protocol.SecretMask + "@" + strings.TrimPrefix(u.String(), u.Scheme+"://")
 }
 
 // MaskTaskDef returns a copy of d fit to show: secret header values, secret
 // params and URL passwords are worker.SecretMask. d is not changed.
-func MaskTaskDef(d worker.TaskDef) worker.TaskDef {
+func MaskTaskDef(d protocol.TaskDef) protocol.TaskDef {
 	d.Params = maskMap(d.Params, func(k string) bool { return IsSecretParam(k, d.SecretParams) })
 	if d.HTTP != nil {
 		h := *d.HTTP
@@ -78,7 +78,7 @@ func maskMap(m map[string]string, secret func(string) bool) map[string]string {
 	out := maps.Clone(m)
 	for k, v := range out {
 		if v != "" && secret(k) {
-			out[k] = worker.SecretMask
+			out[k] = protocol.SecretMask
 		}
 	}
 	return out
@@ -88,9 +88,9 @@ func maskMap(m map[string]string, secret func(string) bool) map[string]string {
 // unchanged: a secret header or param whose value is worker.SecretMask, and
 // a URL whose password is the mask (same user). A mask with no stored value
 // to stand for stays as typed.
-func KeepMaskedSecrets(in *worker.TaskDef, stored *worker.TaskDef) {
+func KeepMaskedSecrets(in *protocol.TaskDef, stored *protocol.TaskDef) {
 	for k, v := range in.Params {
-		if v == worker.SecretMask {
+		if v == protocol.SecretMask {
 			if old, ok := stored.Params[k]; ok {
 				in.Params[k] = old
 			}
@@ -100,7 +100,7 @@ func KeepMaskedSecrets(in *worker.TaskDef, stored *worker.TaskDef) {
 		return
 	}
 	for k, v := range in.HTTP.Headers {
-		if v != worker.SecretMask {
+		if v != protocol.SecretMask {
 			continue
 		}
 		for sk, old := range stored.HTTP.Headers {
@@ -114,7 +114,7 @@ func KeepMaskedSecrets(in *worker.TaskDef, stored *worker.TaskDef) {
 	if err != nil || u.User == nil {
 		return
 	}
-	if p, has := u.User.Password(); !has || p != worker.SecretMask {
+	if p, has := u.User.Password(); !has || p != protocol.SecretMask {
 		return
 	}
 	su, err := url.Parse(stored.HTTP.URL)

@@ -12,8 +12,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/uptrace/bun"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // Settings are the stored, console-editable settings. They take effect without
@@ -37,7 +37,7 @@ type Settings struct {
 // DefaultSettings are the settings of a new installation.
 func DefaultSettings() Settings {
 	return Settings{HealthInterval: 10 * time.Second, HealthTimeout: 3 * time.Second, MaxFailures: 3,
-		DefaultHTTPTimeout: worker.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls"}
+		DefaultHTTPTimeout: protocol.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls"}
 }
 
 // Setting limits.
@@ -51,7 +51,7 @@ const (
 
 // Validate checks every field and returns worker.FieldErrors, or nil.
 func (s *Settings) Validate() error {
-	fe := worker.FieldErrors{}
+	fe := protocol.FieldErrors{}
 	if s.HealthInterval < minHealthInterval || s.HealthInterval > maxHealthInterval {
 		fe["health_interval"] = fmt.Sprintf("must be from %s to %s", minHealthInterval, maxHealthInterval)
 	}
@@ -63,14 +63,14 @@ func (s *Settings) Validate() error {
 	if s.MaxFailures < 1 || s.MaxFailures > 100 {
 		fe["max_failures"] = "must be from 1 to 100"
 	}
-	if s.DefaultHTTPTimeout < 100*time.Millisecond || s.DefaultHTTPTimeout > worker.MaxTimeout {
-		fe["default_http_timeout"] = fmt.Sprintf("must be from 100ms to %s", worker.MaxTimeout)
+	if s.DefaultHTTPTimeout < 100*time.Millisecond || s.DefaultHTTPTimeout > protocol.MaxTimeout {
+		fe["default_http_timeout"] = fmt.Sprintf("must be from 100ms to %s", protocol.MaxTimeout)
 	}
 	if s.RunRetentionDays < 0 || s.RunRetentionDays > maxRetentionDays {
 		fe["run_retention_days"] = fmt.Sprintf("must be from 0 (keep forever) to %d", maxRetentionDays)
 	}
 	if s.SMTPHost != "" {
-		if msg := worker.ValidateHost(s.SMTPHost + ":1"); msg != "" {
+		if msg := protocol.ValidateHost(s.SMTPHost + ":1"); msg != "" {
 			fe["smtp_host"] = "is not a valid host name or IP address"
 		}
 		if s.SMTPPort < 1 || s.SMTPPort > 65535 {

@@ -14,14 +14,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // TaskInput is a task as an admin or script submits it (SPEC section 7). The
 // read-only fields of Task may be sent back and are ignored.
 type TaskInput struct {
-	worker.TaskDef
+	protocol.TaskDef
 	Executors []string `json:"executors"`
 	Keepers   []string `json:"keepers"`
 	Children  []string `json:"children"`
@@ -38,7 +38,7 @@ type TaskInput struct {
 
 // Task is a task as the open API shows it.
 type Task struct {
-	worker.TaskDef
+	protocol.TaskDef
 	Executors  []string   `json:"executors"`
 	Keepers    []string   `json:"keepers"`
 	Children   []string   `json:"children"`
@@ -94,43 +94,11 @@ func decodeTask(t *store.Task) (*Task, error) {
 		out.LastRunAt = &lr
 	}
 	if t.Status == store.TaskRunning {
-		if next, ok := NextFire(&out.TaskDef, time.Now()); ok {
+		if next, ok := protocol.NextFire(&out.TaskDef, time.Now()); ok {
 			out.NextRunAt = &next
 		}
 	}
 	return out, nil
-}
-
-// NextFire is the next time a task's schedule fires after now, if any.
-func NextFire(d *worker.TaskDef, now time.Time) (time.Time, bool) {
-	from := now
-	if d.StartAt != nil && d.StartAt.After(from) {
-		from = *d.StartAt
-	}
-	var next time.Time
-	switch d.Schedule.Kind {
-	case worker.ScheduleCron:
-		s, err := worker.ParseCron(d.Schedule.Cron)
-		if err != nil {
-			return time.Time{}, false
-		}
-		next = s.Next(from.UTC())
-	case worker.ScheduleInterval:
-		every := time.Duration(d.Schedule.Every)
-		if every <= 0 {
-			return time.Time{}, false
-		}
-		next = from.Truncate(every).Add(every)
-	case worker.ScheduleOnce:
-		if d.Schedule.At == nil || !d.Schedule.At.After(now) {
-			return time.Time{}, false
-		}
-		next = *d.Schedule.At
-	}
-	if next.IsZero() || (d.EndAt != nil && next.After(*d.EndAt)) {
-		return time.Time{}, false
-	}
-	return next.UTC(), true
 }
 
 func mapTaskErr(err error, id string) error {
@@ -211,7 +179,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	}
 	in.ID = id
 	// Secrets are shown masked; an edit that sends the mask back keeps them.
-	var stored worker.TaskDef
+	var stored protocol.TaskDef
 	if json.Unmarshal([]byte(cur.Spec), &stored) == nil {
 		KeepMaskedSecrets(&in.TaskDef, &stored)
 	}
@@ -243,12 +211,12 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 // checkTaskInput validates everything about a task input and builds its row.
 func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
 	if in.Timeout == 0 {
-		in.Timeout = worker.Duration(m.defaultTimeout())
+		in.Timeout = protocol.Duration(m.defaultTimeout())
 	}
 	in.Normalize()
-	fe := worker.FieldErrors{}
+	fe := protocol.FieldErrors{}
 	if err := in.Validate(time.Now()); err != nil {
-		var def worker.FieldErrors
+		var def protocol.FieldErrors
 		if !errors.As(err, &def) {
 			return nil, err
 		}
@@ -386,8 +354,8 @@ func findCycle(graph map[string][]string, start string) []string {
 }
 
 // spec is what a worker receives for a task.
-func (t *Task) spec() worker.TaskSpec {
-	return worker.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: len(t.Executors)}
+func (t *Task) spec() protocol.TaskSpec {
+	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: len(t.Executors)}
 }
 
 // runningExecutors returns the task's executors that are running, in name order.
@@ -472,7 +440,7 @@ func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
 			spec := t.spec()
 			return func(ctx context.Context, n *store.Node) error { return m.client.TaskStart(ctx, n, spec) },
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, worker.PathTaskStop, id)
+					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				}
 		})
 }
@@ -483,7 +451,7 @@ func (m *Master) StopTask(ctx context.Context, id string) (*Task, error) {
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			spec := t.spec()
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, worker.PathTaskStop, id)
+					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				},
 				func(ctx context.Context, n *store.Node) error { return m.client.TaskStart(ctx, n, spec) }
 		})
@@ -494,10 +462,10 @@ func (m *Master) PauseTask(ctx context.Context, id string) (*Task, error) {
 	return m.taskTransition(ctx, id, "pause", []int{store.TaskRunning}, store.TaskPaused,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, worker.PathTaskPause, id)
+					return m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, worker.PathTaskResume, id)
+					return m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
 				}
 		})
 }
@@ -507,10 +475,10 @@ func (m *Master) ResumeTask(ctx context.Context, id string) (*Task, error) {
 	return m.taskTransition(ctx, id, "resume", []int{store.TaskPaused}, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, worker.PathTaskResume, id)
+					return m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, worker.PathTaskPause, id)
+					return m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
 				}
 		})
 }
@@ -607,13 +575,13 @@ func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
 
 // tasksFor returns the running and paused tasks a node executes, pushed on
 // Enable, registration and recovery.
-func (m *Master) tasksFor(ctx context.Context, node string) []worker.TaskSpec {
+func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
 	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
 	if err != nil {
 		m.log.Error("load tasks of node", "node", node, "err", err)
-		return []worker.TaskSpec{}
+		return []protocol.TaskSpec{}
 	}
-	out := make([]worker.TaskSpec, 0, len(rows))
+	out := make([]protocol.TaskSpec, 0, len(rows))
 	for i := range rows {
 		t, err := decodeTask(&rows[i])
 		if err != nil {

@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 func httpInput(executors ...string) master.TaskInput {
 	return master.TaskInput{
-		TaskDef: worker.TaskDef{Title: "ping", Type: worker.TaskHTTP,
-			Schedule: worker.Schedule{Kind: worker.ScheduleInterval, Every: worker.Duration(time.Hour)},
-			HTTP:     &worker.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}},
+		TaskDef: protocol.TaskDef{Title: "ping", Type: protocol.TaskHTTP,
+			Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
+			HTTP:     &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}},
 		Executors: executors,
 	}
 }
@@ -220,10 +220,10 @@ func TestIngestRunsIsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC()
-		mk := func(id string) worker.RunReport {
-			return worker.RunReport{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now.Add(time.Millisecond), Result: "success", Attempt: 1}
+		mk := func(id string) protocol.RunReport {
+			return protocol.RunReport{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now.Add(time.Millisecond), Result: "success", Attempt: 1}
 		}
-		batch := []worker.RunReport{mk("r1"), mk("r2"), mk("r2")}
+		batch := []protocol.RunReport{mk("r1"), mk("r2"), mk("r2")}
 		resp, err := e.m.IngestRuns(e.ctx, e.node("w1"), batch)
 		if err != nil || resp.Accepted != 2 || resp.Duplicates != 1 {
 			t.Fatalf("first delivery: %+v %v", resp, err)
@@ -242,7 +242,7 @@ func TestIngestRunsIsIdempotent(t *testing.T) {
 		other.Node = "w9"
 		badResult := mk("r4")
 		badResult.Result = "great"
-		resp, err = e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{other, mk("r5"), badResult})
+		resp, err = e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{other, mk("r5"), badResult})
 		if err != nil || resp.Accepted != 1 || len(resp.Rejected) != 2 || resp.Rejected[0].ID != "r3" || resp.Rejected[1].ID != "r4" {
 			t.Fatalf("mixed batch: %+v %v", resp, err)
 		}
@@ -272,8 +272,8 @@ func TestStopTaskWhoseExecutorsAreAllOffline(t *testing.T) {
 		t.Fatalf("stop with every executor offline: %+v %v", got, err)
 	}
 	now := time.Now().UTC()
-	run := worker.RunReport{ID: "kept", TaskID: tk.ID, Node: "gone", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
-	if _, err := e.m.IngestRuns(e.ctx, e.node("gone"), []worker.RunReport{run}); err != nil {
+	run := protocol.RunReport{ID: "kept", TaskID: tk.ID, Node: "gone", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
+	if _, err := e.m.IngestRuns(e.ctx, e.node("gone"), []protocol.RunReport{run}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
@@ -306,10 +306,10 @@ func TestConcurrentIngestOnSharedTasks(t *testing.T) {
 		errs := make(chan error, 4)
 		for g := 0; g < 4; g++ {
 			go func() {
-				var batch []worker.RunReport
+				var batch []protocol.RunReport
 				for i := 0; i < 200; i++ {
 					id := fmt.Sprintf("g%d-r%d", g, i)
-					batch = append(batch, worker.RunReport{ID: id, TaskID: ids[(i+g)%len(ids)], Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1})
+					batch = append(batch, protocol.RunReport{ID: id, TaskID: ids[(i+g)%len(ids)], Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1})
 				}
 				_, err := e.m.IngestRuns(e.ctx, e.node("w1"), batch)
 				errs <- err
@@ -346,8 +346,8 @@ func TestSuccessfulRunStartsChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	ok := worker.RunReport{ID: "p1", TaskID: parent.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{ok}); err != nil {
+	ok := protocol.RunReport{ID: "p1", TaskID: parent.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
+	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{ok}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Eventually(t, 10*time.Second, func() bool {
@@ -357,7 +357,7 @@ func TestSuccessfulRunStartsChildren(t *testing.T) {
 	// A failed run starts no child.
 	bad := ok
 	bad.ID, bad.Result = "p2", "failed"
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []worker.RunReport{bad}); err != nil {
+	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{bad}); err != nil {
 		t.Fatal(err)
 	}
 	evs, _, _ := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID})

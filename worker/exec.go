@@ -12,22 +12,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // copyBufs pools the buffers that read answers: io.Copy would allocate 32 KiB
 // per run, which at a thousand runs a second is most of the worker's garbage.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}
-
-// expand replaces {{KEY}} placeholders with parameter values.
-func expand(s string, params map[string]string) string {
-	if len(params) == 0 || !strings.Contains(s, "{{") {
-		return s
-	}
-	for k, v := range params {
-		s = strings.ReplaceAll(s, "{{"+k+"}}", v)
-	}
-	return s
-}
 
 // outcome is what one execution produced.
 type outcome struct {
@@ -39,18 +30,18 @@ type outcome struct {
 }
 
 // runHTTP performs an HTTP task; success is a 2xx status.
-func runHTTP(ctx context.Context, client *http.Client, def *TaskDef) outcome {
+func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef) outcome {
 	h := def.HTTP
 	var body io.Reader
 	if h.Body != "" {
-		body = strings.NewReader(expand(h.Body, def.Params))
+		body = strings.NewReader(protocol.ExpandParams(h.Body, def.Params))
 	}
-	req, err := http.NewRequestWithContext(ctx, h.Method, expand(h.URL, def.Params), body)
+	req, err := http.NewRequestWithContext(ctx, h.Method, protocol.ExpandParams(h.URL, def.Params), body)
 	if err != nil {
-		return outcome{result: ResultFailed, output: "bad request: " + err.Error()}
+		return outcome{result: protocol.ResultFailed, output: "bad request: " + err.Error()}
 	}
 	for k, v := range h.Headers {
-		req.Header.Set(k, expand(v, def.Params))
+		req.Header.Set(k, protocol.ExpandParams(v, def.Params))
 	}
 	if h.ContentType != "" {
 		req.Header.Set("Content-Type", h.ContentType)
@@ -59,12 +50,12 @@ func runHTTP(ctx context.Context, client *http.Client, def *TaskDef) outcome {
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return outcome{result: ResultTimeout, output: fmt.Sprintf("no answer within the timeout of %s", time.Duration(def.Timeout))}
+			return outcome{result: protocol.ResultTimeout, output: fmt.Sprintf("no answer within the timeout of %s", time.Duration(def.Timeout))}
 		}
-		return outcome{result: ResultFailed, output: "request failed: " + err.Error()}
+		return outcome{result: protocol.ResultFailed, output: "request failed: " + err.Error()}
 	}
 	defer resp.Body.Close()
-	out := &tailBuffer{max: MaxOutputBytes}
+	out := &tailBuffer{max: protocol.MaxOutputBytes}
 	buf := copyBufs.Get().(*[]byte)
 	_, copyErr := io.CopyBuffer(out, io.LimitReader(resp.Body, 16<<20), *buf)
 	copyBufs.Put(buf)
@@ -72,29 +63,29 @@ func runHTTP(ctx context.Context, client *http.Client, def *TaskDef) outcome {
 	o := outcome{httpStatus: resp.StatusCode, output: text, binary: binary}
 	switch {
 	case copyErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		o.result = ResultTimeout
+		o.result = protocol.ResultTimeout
 		o.output += "\n[timed out while reading the answer]"
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		o.result = ResultSuccess
+		o.result = protocol.ResultSuccess
 	default:
-		o.result = ResultFailed
+		o.result = protocol.ResultFailed
 	}
 	return o
 }
 
 // runShell runs a shell task in its own process group, so a timeout kills the
 // command and everything it started.
-func runShell(ctx context.Context, def *TaskDef) outcome {
+func runShell(ctx context.Context, def *protocol.TaskDef) outcome {
 	s := def.Shell
 	var cmd *exec.Cmd
 	if len(s.Args) == 0 {
-		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", expand(s.Command, def.Params))
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", protocol.ExpandParams(s.Command, def.Params))
 	} else {
 		args := make([]string, len(s.Args))
 		for i, a := range s.Args {
-			args[i] = expand(a, def.Params)
+			args[i] = protocol.ExpandParams(a, def.Params)
 		}
-		cmd = exec.CommandContext(ctx, expand(s.Command, def.Params), args...)
+		cmd = exec.CommandContext(ctx, protocol.ExpandParams(s.Command, def.Params), args...)
 	}
 	cmd.Dir = s.Dir
 	env := os.Environ()
@@ -102,10 +93,10 @@ func runShell(ctx context.Context, def *TaskDef) outcome {
 		env = append(env, k+"="+v)
 	}
 	for k, v := range s.Env {
-		env = append(env, k+"="+expand(v, def.Params))
+		env = append(env, k+"="+protocol.ExpandParams(v, def.Params))
 	}
 	cmd.Env = env
-	out := &tailBuffer{max: MaxOutputBytes}
+	out := &tailBuffer{max: protocol.MaxOutputBytes}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -119,16 +110,16 @@ func runShell(ctx context.Context, def *TaskDef) outcome {
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		o.result = ResultTimeout
+		o.result = protocol.ResultTimeout
 		o.output += fmt.Sprintf("\n[killed: timeout of %s]", time.Duration(def.Timeout))
 	case err != nil:
-		o.result = ResultFailed
+		o.result = protocol.ResultFailed
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			o.output += "\n[could not run: " + err.Error() + "]"
 		}
 	default:
-		o.result = ResultSuccess
+		o.result = protocol.ResultSuccess
 	}
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -39,21 +40,21 @@ func sign(key, macMaster, headerMaster, node string, at time.Time, nonce string)
 	ts := strconv.FormatInt(at.Unix(), 10)
 	return worker.ConnectHeaders{
 		Master: headerMaster, NameTo: node, Timestamp: ts, Nonce: nonce,
-		MAC: worker.ConnectMAC(key, macMaster, node, ts, nonce),
+		MAC: protocol.ConnectMAC(key, macMaster, node, ts, nonce),
 	}
 }
 
 func good(node string, now time.Time) worker.ConnectHeaders {
-	return sign(clusterKey, masterName, masterName, node, now, worker.NewNonce())
+	return sign(clusterKey, masterName, masterName, node, now, protocol.NewNonce())
 }
 
-func connectReq(node string) worker.ConnectRequest {
-	return worker.ConnectRequest{Node: worker.NodeConfig{Name: node, Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 10}}
+func connectReq(node string) protocol.ConnectRequest {
+	return protocol.ConnectRequest{Node: protocol.NodeConfig{Name: node, Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 10}}
 }
 
 func TestConnectAcceptsAndRotatesSecret(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
-	if h := w.Health(); h.Status != worker.StateWaiting || h.Node != "w1" || h.BootID != w.BootID() || h.BootID == "" {
+	if h := w.Health(); h.Status != protocol.StateWaiting || h.Node != "w1" || h.BootID != w.BootID() || h.BootID == "" {
 		t.Fatalf("health before connect = %+v", h)
 	}
 	now := time.Now()
@@ -72,7 +73,7 @@ func TestConnectAcceptsAndRotatesSecret(t *testing.T) {
 	if !w.CheckSecret(r1.Secret) {
 		t.Error("the returned secret does not pass CheckSecret")
 	}
-	if h := w.Health(); h.Status != worker.StateIdle {
+	if h := w.Health(); h.Status != protocol.StateIdle {
 		t.Errorf("state after connect = %q, want idle", h.Status)
 	}
 
@@ -110,55 +111,55 @@ func TestConnectRefusals(t *testing.T) {
 	cases := []struct {
 		name    string
 		headers func() worker.ConnectHeaders
-		req     worker.ConnectRequest
+		req     protocol.ConnectRequest
 		want    error
 	}{
 		{"wrong key", func() worker.ConnectHeaders {
-			return sign("another-cluster-key", masterName, masterName, "w1", now, worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
+			return sign("another-cluster-key", masterName, masterName, "w1", now, protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
 		{"stale timestamp", func() worker.ConnectHeaders {
-			return sign(clusterKey, masterName, masterName, "w1", now.Add(-6*time.Minute), worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
+			return sign(clusterKey, masterName, masterName, "w1", now.Add(-6*time.Minute), protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
 		{"future timestamp", func() worker.ConnectHeaders {
-			return sign(clusterKey, masterName, masterName, "w1", now.Add(6*time.Minute), worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
+			return sign(clusterKey, masterName, masterName, "w1", now.Add(6*time.Minute), protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
 		{"timestamp not a number", missing(func(h *worker.ConnectHeaders) {
 			h.Timestamp = "yesterday"
-			h.MAC = worker.ConnectMAC(clusterKey, masterName, h.NameTo, h.Timestamp, h.Nonce)
-		}), connectReq("w1"), worker.ErrHandshake},
+			h.MAC = protocol.ConnectMAC(clusterKey, masterName, h.NameTo, h.Timestamp, h.Nonce)
+		}), connectReq("w1"), protocol.ErrHandshake},
 		{"another master in header and MAC", func() worker.ConnectHeaders {
-			return sign(clusterKey, "evil-master", "evil-master", "w1", now, worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
+			return sign(clusterKey, "evil-master", "evil-master", "w1", now, protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
 		{"another master in header, MAC for ours", func() worker.ConnectHeaders {
-			return sign(clusterKey, masterName, "evil-master", "w1", now, worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
+			return sign(clusterKey, masterName, "evil-master", "w1", now, protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
 		{"MAC for another master, right header", func() worker.ConnectHeaders {
-			return sign(clusterKey, "evil-master", masterName, "w1", now, worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
+			return sign(clusterKey, "evil-master", masterName, "w1", now, protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
 		{"MAC for another master, no header", func() worker.ConnectHeaders {
-			return sign(clusterKey, "evil-master", "", "w1", now, worker.NewNonce())
-		}, connectReq("w1"), worker.ErrHandshake},
-		{"ScheduleMaster md5 forgery", forged, connectReq("w1"), worker.ErrHandshake},
-		{"MAC not hex", missing(func(h *worker.ConnectHeaders) { h.MAC = "zz" + h.MAC[2:] }), connectReq("w1"), worker.ErrHandshake},
+			return sign(clusterKey, "evil-master", "", "w1", now, protocol.NewNonce())
+		}, connectReq("w1"), protocol.ErrHandshake},
+		{"ScheduleMaster md5 forgery", forged, connectReq("w1"), protocol.ErrHandshake},
+		{"MAC not hex", missing(func(h *worker.ConnectHeaders) { h.MAC = "zz" + h.MAC[2:] }), connectReq("w1"), protocol.ErrHandshake},
 		{"MAC for another node", func() worker.ConnectHeaders {
 			h := good("w1", now)
-			h.MAC = worker.ConnectMAC(clusterKey, masterName, "w2", h.Timestamp, h.Nonce)
+			h.MAC = protocol.ConnectMAC(clusterKey, masterName, "w2", h.Timestamp, h.Nonce)
 			return h
-		}, connectReq("w1"), worker.ErrHandshake},
-		{"signed for another node name", func() worker.ConnectHeaders { return good("w2", now) }, connectReq("w2"), worker.ErrHandshake},
+		}, connectReq("w1"), protocol.ErrHandshake},
+		{"signed for another node name", func() worker.ConnectHeaders { return good("w2", now) }, connectReq("w2"), protocol.ErrHandshake},
 		{"nonce too short", func() worker.ConnectHeaders {
 			return sign(clusterKey, masterName, masterName, "w1", now, "abc")
-		}, connectReq("w1"), worker.ErrHandshake},
-		{"missing sm_nameto", missing(func(h *worker.ConnectHeaders) { h.NameTo = "" }), connectReq("w1"), worker.ErrHandshake},
-		{"missing sm_timestamp", missing(func(h *worker.ConnectHeaders) { h.Timestamp = "" }), connectReq("w1"), worker.ErrHandshake},
-		{"missing sm_nonce", missing(func(h *worker.ConnectHeaders) { h.Nonce = "" }), connectReq("w1"), worker.ErrHandshake},
-		{"missing sm_connection", missing(func(h *worker.ConnectHeaders) { h.MAC = "" }), connectReq("w1"), worker.ErrHandshake},
-		{"body names another node", func() worker.ConnectHeaders { return good("w1", now) }, connectReq("w9"), worker.ErrInvalid},
-		{"bad config in body", func() worker.ConnectHeaders { return good("w1", now) }, func() worker.ConnectRequest {
+		}, connectReq("w1"), protocol.ErrHandshake},
+		{"missing sm_nameto", missing(func(h *worker.ConnectHeaders) { h.NameTo = "" }), connectReq("w1"), protocol.ErrHandshake},
+		{"missing sm_timestamp", missing(func(h *worker.ConnectHeaders) { h.Timestamp = "" }), connectReq("w1"), protocol.ErrHandshake},
+		{"missing sm_nonce", missing(func(h *worker.ConnectHeaders) { h.Nonce = "" }), connectReq("w1"), protocol.ErrHandshake},
+		{"missing sm_connection", missing(func(h *worker.ConnectHeaders) { h.MAC = "" }), connectReq("w1"), protocol.ErrHandshake},
+		{"body names another node", func() worker.ConnectHeaders { return good("w1", now) }, connectReq("w9"), protocol.ErrInvalid},
+		{"bad config in body", func() worker.ConnectHeaders { return good("w1", now) }, func() protocol.ConnectRequest {
 			r := connectReq("w1")
 			r.Node.Host = "127.0.0.1:0"
 			return r
-		}(), worker.ErrInvalid},
+		}(), protocol.ErrInvalid},
 	}
 	w := newWorker(t, manualConfig("w1"))
 	ok, err := w.Connect(good("w1", now), connectReq("w1"), now)
@@ -193,7 +194,7 @@ func TestConnectReplayedNonce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = w.Connect(h, connectReq("w1"), now.Add(time.Second))
-	if !errors.Is(err, worker.ErrHandshake) || !strings.Contains(err.Error(), "nonce") {
+	if !errors.Is(err, protocol.ErrHandshake) || !strings.Contains(err.Error(), "nonce") {
 		t.Fatalf("replay = %v, want a nonce handshake error", err)
 	}
 	if !w.CheckSecret(first.Secret) {
@@ -207,7 +208,7 @@ func TestConnectRefusedWithoutMaster(t *testing.T) {
 	cfg.AutoRegister, cfg.WorkerOf = true, ""
 	w := newWorker(t, cfg)
 	now := time.Now()
-	if _, err := w.Connect(good("w1", now), connectReq("w1"), now); !errors.Is(err, worker.ErrHandshake) {
+	if _, err := w.Connect(good("w1", now), connectReq("w1"), now); !errors.Is(err, protocol.ErrHandshake) {
 		t.Fatalf("Connect on a worker with no master = %v, want ErrHandshake", err)
 	}
 }
@@ -221,53 +222,5 @@ func TestConnectAssignsNameToAnonymousWorker(t *testing.T) {
 	}
 	if resp.Node != "picked" || w.Name() != "picked" || w.Health().Node != "picked" {
 		t.Errorf("name after connect: resp %q, Name %q", resp.Node, w.Name())
-	}
-}
-
-func TestCheckTimestamp(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	for _, c := range []struct {
-		ts string
-		ok bool
-	}{
-		{strconv.FormatInt(now.Unix(), 10), true},
-		{strconv.FormatInt(now.Add(-5*time.Minute).Unix(), 10), true},
-		{strconv.FormatInt(now.Add(5*time.Minute).Unix(), 10), true},
-		{strconv.FormatInt(now.Add(-5*time.Minute-time.Second).Unix(), 10), false},
-		{strconv.FormatInt(now.Add(5*time.Minute+time.Second).Unix(), 10), false},
-		{"", false},
-		{"1e9", false},
-		{"-1", false},
-	} {
-		err := worker.CheckTimestamp(c.ts, now)
-		if (err == nil) != c.ok {
-			t.Errorf("CheckTimestamp(%q) = %v, want ok=%v", c.ts, err, c.ok)
-		}
-		if err != nil && !errors.Is(err, worker.ErrHandshake) {
-			t.Errorf("CheckTimestamp(%q) error %v is not ErrHandshake", c.ts, err)
-		}
-	}
-}
-
-func TestMACHelpers(t *testing.T) {
-	a := worker.RegisterMAC(clusterKey, "w1", "1", "n", []byte(`{"a":1}`))
-	if a == worker.RegisterMAC(clusterKey, "w1", "1", "n", []byte(`{"a":2}`)) {
-		t.Error("RegisterMAC does not cover the body")
-	}
-	if a == worker.RegisterMAC("other", "w1", "1", "n", []byte(`{"a":1}`)) {
-		t.Error("RegisterMAC does not depend on the key")
-	}
-	if !worker.EqualMAC(a, a) || worker.EqualMAC(a, a[:len(a)-2]) || worker.EqualMAC("zz", "zz") {
-		t.Error("EqualMAC wrong")
-	}
-	// The fields are separated: moving a character between them changes the MAC.
-	if worker.ConnectMAC(clusterKey, "ab", "c", "1", "n") == worker.ConnectMAC(clusterKey, "a", "bc", "1", "n") {
-		t.Error("ConnectMAC fields are not separated")
-	}
-	if worker.EqualSecret("", "") || !worker.EqualSecret("x", "x") || worker.EqualSecret("x", "y") {
-		t.Error("EqualSecret wrong")
-	}
-	if s1, s2 := worker.NewSecret(), worker.NewSecret(); s1 == s2 || len(s1) != 64 {
-		t.Errorf("NewSecret: %q %q", s1, s2)
 	}
 }

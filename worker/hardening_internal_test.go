@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-co-op/gocron/v2"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 func TestTailBufferCutsOnACharacterBoundaryWithANotice(t *testing.T) {
@@ -42,7 +44,7 @@ func TestTailBufferCutsOnACharacterBoundaryWithANotice(t *testing.T) {
 }
 
 func TestTailBufferReplacesNULAndInvalidBytes(t *testing.T) {
-	b := &tailBuffer{max: MaxOutputBytes}
+	b := &tailBuffer{max: protocol.MaxOutputBytes}
 	b.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff"))
 	s, binary := b.Output()
 	if !binary {
@@ -116,8 +118,8 @@ func TestRunnerStartWhileFiringDoesNotRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.sched.Shutdown()
-	spec := TaskSpec{TaskDef: TaskDef{ID: "t1", Title: "t", Type: TaskHTTP, Schedule: Schedule{Kind: ScheduleInterval, Every: Duration(time.Hour)},
-		HTTP: &HTTPSpec{URL: "http://127.0.0.1:1/"}}, Executors: 2}
+	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t1", Title: "t", Type: protocol.TaskHTTP, Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
+		HTTP: &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}}, Executors: 2}
 	if err := r.start(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -161,22 +163,22 @@ func newScriptedMaster() *scriptedMaster {
 	return &scriptedMaster{reject: map[string]bool{}, unread: map[string]bool{}, stored: map[string]int{}}
 }
 
-func (m *scriptedMaster) post(_ context.Context, runs []RunReport) (RunsResponse, error) {
+func (m *scriptedMaster) post(_ context.Context, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.batches++
 	if m.down {
-		return RunsResponse{}, errors.New("connection refused")
+		return protocol.RunsResponse{}, errors.New("connection refused")
 	}
 	for _, r := range runs {
 		if m.unread[r.ID] {
-			return RunsResponse{}, fmt.Errorf("%w: master answered 400", errBatchRefused)
+			return protocol.RunsResponse{}, fmt.Errorf("%w: master answered 400", errBatchRefused)
 		}
 	}
-	var resp RunsResponse
+	var resp protocol.RunsResponse
 	for _, r := range runs {
 		if m.reject[r.ID] {
-			resp.Rejected = append(resp.Rejected, RunRejected{ID: r.ID, Error: "task unknown"})
+			resp.Rejected = append(resp.Rejected, protocol.RunRejected{ID: r.ID, Error: "task unknown"})
 			continue
 		}
 		m.stored[r.ID]++
@@ -225,14 +227,14 @@ func TestReporterDropsRejectedRunsAndNeverResendsThem(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
 	for _, id := range []string{"a", "bad1", "b", "bad2", "c"} {
-		r.add(RunReport{ID: id, TaskID: "t"})
+		r.add(protocol.RunReport{ID: id, TaskID: "t"})
 	}
 	waitFor(t, 10*time.Second, func() bool { return m.total() == 3 && r.stats().Dropped == 2 }, "good runs stored and bad ones dropped")
 	waitFor(t, 5*time.Second, func() bool { return journalSize(t, dir) == 0 }, "journal emptied")
 	m.mu.Lock()
 	before := m.batches
 	m.mu.Unlock()
-	r.add(RunReport{ID: "d", TaskID: "t"})
+	r.add(protocol.RunReport{ID: "d", TaskID: "t"})
 	waitFor(t, 10*time.Second, func() bool { return m.count("d") == 1 }, "a later run delivered")
 	m.mu.Lock()
 	after := m.batches
@@ -253,9 +255,9 @@ func TestReporterIsolatesAnUnreadableRun(t *testing.T) {
 	down := newScriptedMaster()
 	down.down = true
 	r := newReporter(dir, 0, log, down.post)
-	r.add(RunReport{ID: "poison", TaskID: "t"})
+	r.add(protocol.RunReport{ID: "poison", TaskID: "t"})
 	for i := range 40 {
-		r.add(RunReport{ID: fmt.Sprintf("ok%02d", i), TaskID: "t"})
+		r.add(protocol.RunReport{ID: fmt.Sprintf("ok%02d", i), TaskID: "t"})
 	}
 	// Killed before any delivery: the next process finds the journal.
 	m := newScriptedMaster()
@@ -266,7 +268,7 @@ func TestReporterIsolatesAnUnreadableRun(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { return m.total() == 40 }, "the 40 good runs delivered around the unreadable one")
 	waitFor(t, 5*time.Second, func() bool { return r2.stats().Dropped == 1 && journalSize(t, dir) == 0 }, "the unreadable run dropped and the journal emptied")
 	// Delivery goes on.
-	r2.add(RunReport{ID: "later", TaskID: "t"})
+	r2.add(protocol.RunReport{ID: "later", TaskID: "t"})
 	waitFor(t, 10*time.Second, func() bool { return m.count("later") == 1 }, "a later run delivered")
 	cancel()
 	<-r2.done
@@ -286,7 +288,7 @@ func TestReporterKeepsRunsWhileTheMasterFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
 	for i := range 20 {
-		r.add(RunReport{ID: fmt.Sprintf("r%d", i), TaskID: "t"})
+		r.add(protocol.RunReport{ID: fmt.Sprintf("r%d", i), TaskID: "t"})
 	}
 	waitFor(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.batches >= 2 }, "retried")
 	if st := r.stats(); st.Dropped != 0 || st.Overflow != 0 {
@@ -312,7 +314,7 @@ func TestReporterJournalBound(t *testing.T) {
 	go r.run(ctx)
 	out := strings.Repeat("o", 900)
 	for i := range 100 {
-		r.add(RunReport{ID: fmt.Sprintf("r%03d", i), TaskID: "t", Output: out})
+		r.add(protocol.RunReport{ID: fmt.Sprintf("r%03d", i), TaskID: "t", Output: out})
 	}
 	st := r.stats()
 	if st.Overflow == 0 || st.JournalBytes > bound || journalSize(t, dir) > bound {
@@ -344,7 +346,7 @@ func TestReporterStreamsASpilledJournal(t *testing.T) {
 	out := strings.Repeat("z", 60<<10)
 	const n = 400 // 400 x 60 KiB: past the 16 MiB queue
 	for i := range n {
-		r.add(RunReport{ID: fmt.Sprintf("s%03d", i), TaskID: "t", Output: out})
+		r.add(protocol.RunReport{ID: fmt.Sprintf("s%03d", i), TaskID: "t", Output: out})
 	}
 	r.mu.Lock()
 	spilled := r.spilled
@@ -357,7 +359,7 @@ func TestReporterStreamsASpilledJournal(t *testing.T) {
 	m.mu.Unlock()
 	// Keep adding while it delivers.
 	for i := range 50 {
-		r.add(RunReport{ID: fmt.Sprintf("late%02d", i), TaskID: "t"})
+		r.add(protocol.RunReport{ID: fmt.Sprintf("late%02d", i), TaskID: "t"})
 	}
 	waitFor(t, 30*time.Second, func() bool { return m.total() == n+50 }, "all runs delivered")
 	waitFor(t, 5*time.Second, func() bool { return journalSize(t, dir) == 0 }, "journal emptied")
@@ -381,7 +383,7 @@ func TestReporterSurvivesAPartialJournalLine(t *testing.T) {
 	}
 	m := newScriptedMaster()
 	r := newReporter(dir, 0, slog.New(slog.DiscardHandler), m.post)
-	r.add(RunReport{ID: "c", TaskID: "t"})
+	r.add(protocol.RunReport{ID: "c", TaskID: "t"})
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
 	waitFor(t, 10*time.Second, func() bool { return m.count("a") == 1 && m.count("c") == 1 }, "reports around a partial line delivered")

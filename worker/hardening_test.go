@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -26,8 +26,8 @@ import (
 func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
 	now := time.Now()
-	_, errRight := w.Connect(sign("guessed-key-0123456789", masterName, masterName, "w1", now, worker.NewNonce()), connectReq("w1"), now)
-	_, errWrong := w.Connect(sign("guessed-key-0123456789", "other", "other", "w1", now, worker.NewNonce()), connectReq("w1"), now)
+	_, errRight := w.Connect(sign("guessed-key-0123456789", masterName, masterName, "w1", now, protocol.NewNonce()), connectReq("w1"), now)
+	_, errWrong := w.Connect(sign("guessed-key-0123456789", "other", "other", "w1", now, protocol.NewNonce()), connectReq("w1"), now)
 	if errRight == nil || errWrong == nil || errRight.Error() != errWrong.Error() {
 		t.Fatalf("answers differ: right master name %v, wrong one %v", errRight, errWrong)
 	}
@@ -37,11 +37,11 @@ func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
 	// Over HTTP too: same status and body.
 	srv := serveWorker(t, w)
 	answer := func(master string) string {
-		h := sign("guessed-key-0123456789", master, master, "w1", time.Now(), worker.NewNonce())
+		h := sign("guessed-key-0123456789", master, master, "w1", time.Now(), protocol.NewNonce())
 		body, _ := json.Marshal(connectReq("w1"))
-		code, resp := post(t, srv.URL+worker.PathConnect, map[string]string{
-			worker.HeaderMaster: h.Master, worker.HeaderNameTo: h.NameTo, worker.HeaderTimestamp: h.Timestamp,
-			worker.HeaderNonce: h.Nonce, worker.HeaderConnection: h.MAC,
+		code, resp := post(t, srv.URL+protocol.PathConnect, map[string]string{
+			protocol.HeaderMaster: h.Master, protocol.HeaderNameTo: h.NameTo, protocol.HeaderTimestamp: h.Timestamp,
+			protocol.HeaderNonce: h.Nonce, protocol.HeaderConnection: h.MAC,
 		}, string(body))
 		return fmt.Sprint(code, " ", resp)
 	}
@@ -49,92 +49,9 @@ func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
 		t.Fatalf("HTTP answers differ: %q vs %q", a, b)
 	}
 	// A holder of the cluster key signing for another master may learn that.
-	_, err := w.Connect(sign(clusterKey, "other", "other", "w1", now, worker.NewNonce()), connectReq("w1"), now)
+	_, err := w.Connect(sign(clusterKey, "other", "other", "w1", now, protocol.NewNonce()), connectReq("w1"), now)
 	if err == nil || !strings.Contains(err.Error(), "another master") {
 		t.Fatalf("a cluster member of another master: %v", err)
-	}
-}
-
-func TestScheduleRefusals(t *testing.T) {
-	now := time.Now()
-	soon, later := now.Add(time.Minute), now.Add(2*time.Hour)
-	cases := []struct {
-		name  string
-		edit  func(*worker.TaskDef)
-		field string
-	}{
-		{"@every 1ms", func(d *worker.TaskDef) { d.Schedule.Cron = "@every 1ms" }, "schedule.cron"},
-		{"@every 0s", func(d *worker.TaskDef) { d.Schedule.Cron = "@every 0s" }, "schedule.cron"},
-		{"@every -1s", func(d *worker.TaskDef) { d.Schedule.Cron = "@every -1s" }, "schedule.cron"},
-		{"@every 1500ms", func(d *worker.TaskDef) { d.Schedule.Cron = "@every 1500ms" }, "schedule.cron"},
-		{"@every 2s is fine", func(d *worker.TaskDef) { d.Schedule.Cron = "@every 2s" }, ""},
-		{"30 February", func(d *worker.TaskDef) { d.Schedule.Cron = "0 0 30 2 *" }, "schedule.cron"},
-		{"31 April", func(d *worker.TaskDef) { d.Schedule.Cron = "0 0 31 4 *" }, "schedule.cron"},
-		{"29 February is fine", func(d *worker.TaskDef) { d.Schedule.Cron = "0 0 29 2 *" }, ""},
-		{"interval 0", func(d *worker.TaskDef) { d.Schedule = worker.Schedule{Kind: "interval"} }, "schedule.every"},
-		{"interval negative", func(d *worker.TaskDef) {
-			d.Schedule = worker.Schedule{Kind: "interval", Every: worker.Duration(-time.Second)}
-		}, "schedule.every"},
-		{"interval past the window", func(d *worker.TaskDef) {
-			d.Schedule = worker.Schedule{Kind: "interval", Every: worker.Duration(time.Hour)}
-			d.EndAt = &soon
-		}, "schedule.every"},
-		{"cron past the window", func(d *worker.TaskDef) {
-			d.Schedule.Cron = "0 0 1 1 *"
-			d.EndAt = &later
-		}, "schedule.cron"},
-		{"once after the end", func(d *worker.TaskDef) {
-			at := later.Add(time.Hour)
-			d.Schedule = worker.Schedule{Kind: "once", At: &at}
-			d.EndAt = &later
-		}, "schedule.at"},
-		{"once before the start", func(d *worker.TaskDef) {
-			d.Schedule = worker.Schedule{Kind: "once", At: &soon}
-			d.StartAt = &later
-		}, "schedule.at"},
-		{"once inside the window", func(d *worker.TaskDef) {
-			at := soon.Add(time.Minute)
-			d.Schedule = worker.Schedule{Kind: "once", At: &at}
-			d.StartAt, d.EndAt = &soon, &later
-		}, ""},
-		{"header multi-line after substitution", func(d *worker.TaskDef) {
-			d.HTTP.Headers = map[string]string{"X-Token": "{{TOKEN}}"}
-			d.Params = map[string]string{"TOKEN": "abc\r\nX-Evil: 1"}
-		}, "http.headers"},
-		{"header NUL after substitution", func(d *worker.TaskDef) {
-			d.HTTP.Headers = map[string]string{"X-Token": "a{{TOKEN}}"}
-			d.Params = map[string]string{"TOKEN": "x\x00y"}
-		}, "http.headers"},
-		{"header NUL", func(d *worker.TaskDef) { d.HTTP.Headers = map[string]string{"X-A": "a\x00"} }, "http.headers"},
-		{"multi-line param used in a header-free task is fine", func(d *worker.TaskDef) {
-			d.Params = map[string]string{"SCRIPT": "line1\nline2"}
-		}, ""},
-		{"URL multi-line after substitution", func(d *worker.TaskDef) {
-			d.HTTP.URL = "http://127.0.0.1:1/{{P}}"
-			d.Params = map[string]string{"P": "x\r\nHost: evil"}
-		}, "http.url"},
-		{"content type NUL", func(d *worker.TaskDef) { d.HTTP.ContentType = "text/plain\x00" }, "http.content_type"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			d := validHTTP()
-			c.edit(&d)
-			d.Normalize()
-			err := d.Validate(now)
-			var fe worker.FieldErrors
-			switch {
-			case c.field == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case c.field == "":
-			case !errors.As(err, &fe):
-				t.Fatalf("Validate = %v, want a field error on %s", err, c.field)
-			case fe[c.field] == "":
-				t.Fatalf("Validate = %v, want a field error on %s", err, c.field)
-			}
-		})
-	}
-	if _, err := worker.ParseCron("0 0 30 2 *"); err == nil || !strings.Contains(err.Error(), "five years") && !strings.Contains(err.Error(), "5 years") {
-		t.Errorf("ParseCron(30 Feb) = %v, want 'never fires in the next 5 years'", err)
 	}
 }
 
@@ -221,7 +138,7 @@ func TestRegistrationIsSignedWithTheNodeKey(t *testing.T) {
 	msrv := httptest.NewServer(fm)
 	t.Cleanup(msrv.Close)
 	dir := t.TempDir()
-	register := func() worker.RegisterRequest {
+	register := func() protocol.RegisterRequest {
 		cfg := manualConfig("auto1")
 		cfg.AutoRegister, cfg.WorkerOf, cfg.MasterURL, cfg.Port, cfg.DataDir = true, "", msrv.URL, freePort(t), dir
 		w := newWorker(t, cfg)
@@ -269,7 +186,7 @@ func TestWorkerServerCutsATrickledBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", worker.PathConnect)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", protocol.PathConnect)
 	closed := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(io.Discard, conn) // returns when the server closes
@@ -300,18 +217,18 @@ func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
 	_, resp, _ := connectHTTP(t, srv.URL, "w1")
-	guard := map[string]string{worker.HeaderSecret: resp.Secret}
+	guard := map[string]string{protocol.HeaderSecret: resp.Secret}
 	big := func(n int) string { return `{"id":"` + strings.Repeat("a", n) + `"}` }
 	cases := []struct {
 		path    string
 		headers map[string]string
 		body    string
 	}{
-		{worker.PathConnect, nil, big(worker.MaxSmallBody)},
-		{worker.PathTaskStop, guard, big(worker.MaxSmallBody)},
-		{worker.PathTaskPause, guard, big(worker.MaxSmallBody)},
-		{worker.PathTaskStart, guard, big(worker.MaxTaskBody)},
-		{worker.PathTaskRunOnce, guard, big(worker.MaxTaskBody)},
+		{protocol.PathConnect, nil, big(protocol.MaxSmallBody)},
+		{protocol.PathTaskStop, guard, big(protocol.MaxSmallBody)},
+		{protocol.PathTaskPause, guard, big(protocol.MaxSmallBody)},
+		{protocol.PathTaskStart, guard, big(protocol.MaxTaskBody)},
+		{protocol.PathTaskRunOnce, guard, big(protocol.MaxTaskBody)},
 	}
 	for _, c := range cases {
 		if code, body := post(t, srv.URL+c.path, c.headers, c.body); code != http.StatusRequestEntityTooLarge {
@@ -319,8 +236,8 @@ func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
 		}
 	}
 	// Chunked (no Content-Length) is bounded too.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+worker.PathTaskStop, bufio.NewReader(strings.NewReader(big(worker.MaxSmallBody))))
-	req.Header.Set(worker.HeaderSecret, resp.Secret)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+protocol.PathTaskStop, bufio.NewReader(strings.NewReader(big(protocol.MaxSmallBody))))
+	req.Header.Set(protocol.HeaderSecret, resp.Secret)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -48,15 +49,15 @@ func post(t *testing.T, url string, headers map[string]string, body string) (int
 	return resp.StatusCode, string(b)
 }
 
-func connectHTTP(t *testing.T, base, node string) (int, worker.ConnectResponse, string) {
+func connectHTTP(t *testing.T, base, node string) (int, protocol.ConnectResponse, string) {
 	t.Helper()
 	h := good(node, time.Now())
 	body, _ := json.Marshal(connectReq(node))
-	code, resp := post(t, base+worker.PathConnect, map[string]string{
-		worker.HeaderMaster: h.Master, worker.HeaderNameTo: h.NameTo, worker.HeaderTimestamp: h.Timestamp,
-		worker.HeaderNonce: h.Nonce, worker.HeaderConnection: h.MAC,
+	code, resp := post(t, base+protocol.PathConnect, map[string]string{
+		protocol.HeaderMaster: h.Master, protocol.HeaderNameTo: h.NameTo, protocol.HeaderTimestamp: h.Timestamp,
+		protocol.HeaderNonce: h.Nonce, protocol.HeaderConnection: h.MAC,
 	}, string(body))
-	var out worker.ConnectResponse
+	var out protocol.ConnectResponse
 	if code == http.StatusOK {
 		if err := json.Unmarshal([]byte(resp), &out); err != nil {
 			t.Fatalf("connect answer %q: %v", resp, err)
@@ -69,16 +70,16 @@ func TestHTTPConnect(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
 
-	resp, err := http.Get(srv.URL + worker.PathHealth)
+	resp, err := http.Get(srv.URL + protocol.PathHealth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h worker.HealthResponse
+	var h protocol.HealthResponse
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("health: %d %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
-	if h.Node != "w1" || h.BootID != w.BootID() || h.Status != worker.StateWaiting {
+	if h.Node != "w1" || h.BootID != w.BootID() || h.Status != protocol.StateWaiting {
 		t.Errorf("health = %+v", h)
 	}
 
@@ -90,9 +91,9 @@ func TestHTTPConnect(t *testing.T) {
 	// A refused handshake over HTTP is a 401 with a JSON error, and changes nothing.
 	hdr := good("w1", time.Now())
 	body, _ := json.Marshal(connectReq("w1"))
-	code, raw = post(t, srv.URL+worker.PathConnect, map[string]string{
-		worker.HeaderMaster: masterName, worker.HeaderNameTo: "w1", worker.HeaderTimestamp: hdr.Timestamp,
-		worker.HeaderNonce: hdr.Nonce, worker.HeaderConnection: worker.ConnectMAC("wrong-key", masterName, "w1", hdr.Timestamp, hdr.Nonce),
+	code, raw = post(t, srv.URL+protocol.PathConnect, map[string]string{
+		protocol.HeaderMaster: masterName, protocol.HeaderNameTo: "w1", protocol.HeaderTimestamp: hdr.Timestamp,
+		protocol.HeaderNonce: hdr.Nonce, protocol.HeaderConnection: protocol.ConnectMAC("wrong-key", masterName, "w1", hdr.Timestamp, hdr.Nonce),
 	}, string(body))
 	if code != http.StatusUnauthorized || !strings.Contains(raw, `"error"`) {
 		t.Errorf("bad handshake over HTTP: %d %s", code, raw)
@@ -104,12 +105,12 @@ func TestHTTPConnect(t *testing.T) {
 		t.Error("refused connect changed the secret")
 	}
 	// No headers at all.
-	if code, raw := post(t, srv.URL+worker.PathConnect, nil, string(body)); code != http.StatusUnauthorized {
+	if code, raw := post(t, srv.URL+protocol.PathConnect, nil, string(body)); code != http.StatusUnauthorized {
 		t.Errorf("connect without headers: %d %s", code, raw)
 	}
 	// Malformed or unknown-field bodies are 400.
 	for _, b := range []string{"", "{", `{"node":{"name":"w1"},"extra":1}`} {
-		if code, raw := post(t, srv.URL+worker.PathConnect, nil, b); code != http.StatusBadRequest {
+		if code, raw := post(t, srv.URL+protocol.PathConnect, nil, b); code != http.StatusBadRequest {
 			t.Errorf("connect with body %q: %d %s", b, code, raw)
 		}
 	}
@@ -118,8 +119,8 @@ func TestHTTPConnect(t *testing.T) {
 func TestHTTPSecretGuard(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
-	startup := srv.URL + worker.PathStartup
-	shutdown := srv.URL + worker.PathShutdown
+	startup := srv.URL + protocol.PathStartup
+	shutdown := srv.URL + protocol.PathShutdown
 
 	code, c1, raw := connectHTTP(t, srv.URL, "w1")
 	if code != http.StatusOK {
@@ -138,47 +139,47 @@ func TestHTTPSecretGuard(t *testing.T) {
 				t.Errorf("%s: the 401 body reveals a secret: %s", label, body)
 			}
 		}
-		if w.Health().Status == worker.StateScheduling {
+		if w.Health().Status == protocol.StateScheduling {
 			t.Fatalf("%s: the worker started scheduling without the right secret", label)
 		}
 	}
-	wrong := worker.NewSecret()
+	wrong := protocol.NewSecret()
 	refused("no secret", startup, nil, s1)
-	refused("empty secret", startup, map[string]string{worker.HeaderSecret: ""}, s1)
-	refused("wrong secret", startup, map[string]string{worker.HeaderSecret: wrong}, s1, wrong)
-	refused("secret prefix", startup, map[string]string{worker.HeaderSecret: s1[:32]}, s1)
-	refused("wrong secret on shutdown", shutdown, map[string]string{worker.HeaderSecret: wrong}, s1, wrong)
+	refused("empty secret", startup, map[string]string{protocol.HeaderSecret: ""}, s1)
+	refused("wrong secret", startup, map[string]string{protocol.HeaderSecret: wrong}, s1, wrong)
+	refused("secret prefix", startup, map[string]string{protocol.HeaderSecret: s1[:32]}, s1)
+	refused("wrong secret on shutdown", shutdown, map[string]string{protocol.HeaderSecret: wrong}, s1, wrong)
 
 	// Reconnect: s1 is rotated out at once.
 	code, c2, raw := connectHTTP(t, srv.URL, "w1")
 	if code != http.StatusOK || c2.Secret == s1 {
 		t.Fatalf("reconnect: %d %s", code, raw)
 	}
-	refused("rotated-out secret", startup, map[string]string{worker.HeaderSecret: s1}, s1, c2.Secret)
+	refused("rotated-out secret", startup, map[string]string{protocol.HeaderSecret: s1}, s1, c2.Secret)
 
-	code, body := post(t, startup, map[string]string{worker.HeaderSecret: c2.Secret}, `{"tasks":[]}`)
+	code, body := post(t, startup, map[string]string{protocol.HeaderSecret: c2.Secret}, `{"tasks":[]}`)
 	if code != http.StatusOK {
 		t.Fatalf("startup with the current secret: %d %s", code, body)
 	}
-	if h := w.Health(); h.Status != worker.StateScheduling {
+	if h := w.Health(); h.Status != protocol.StateScheduling {
 		t.Errorf("after startup: %+v", h)
 	}
 	if strings.Contains(body, c2.Secret) {
 		t.Error("the startup answer contains the secret")
 	}
 	// Bad body with the right secret: 400, state kept.
-	if code, body := post(t, startup, map[string]string{worker.HeaderSecret: c2.Secret}, `{"tasks":"x"}`); code != http.StatusBadRequest {
+	if code, body := post(t, startup, map[string]string{protocol.HeaderSecret: c2.Secret}, `{"tasks":"x"}`); code != http.StatusBadRequest {
 		t.Errorf("startup with a bad body: %d %s", code, body)
 	}
-	code, body = post(t, shutdown, map[string]string{worker.HeaderSecret: c2.Secret}, `{}`)
+	code, body = post(t, shutdown, map[string]string{protocol.HeaderSecret: c2.Secret}, `{}`)
 	if code != http.StatusOK {
 		t.Fatalf("shutdown: %d %s", code, body)
 	}
-	if h := w.Health(); h.Status != worker.StateIdle || h.RunningTasks != 0 {
+	if h := w.Health(); h.Status != protocol.StateIdle || h.RunningTasks != 0 {
 		t.Errorf("after shutdown: %+v", h)
 	}
 	// /health needs no secret; unknown routes are a JSON 404.
-	if code, body := post(t, srv.URL+"/api/nope", map[string]string{worker.HeaderSecret: c2.Secret}, `{}`); code != http.StatusNotFound {
+	if code, body := post(t, srv.URL+"/api/nope", map[string]string{protocol.HeaderSecret: c2.Secret}, `{}`); code != http.StatusNotFound {
 		t.Errorf("unknown route: %d %s", code, body)
 	}
 }
@@ -188,40 +189,40 @@ func TestHTTPSecretGuard(t *testing.T) {
 type fakeMaster struct {
 	failures atomic.Int32 // answer 503 to this many registrations first
 	mu       sync.Mutex
-	regs     []worker.RegisterRequest
+	regs     []protocol.RegisterRequest
 	offline  []string // secrets sent with offline
 }
 
 func (f *fakeMaster) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	switch r.URL.Path {
-	case worker.PathMasterRegister:
+	case protocol.PathMasterRegister:
 		if f.failures.Add(-1) >= 0 {
 			http.Error(rw, `{"error":"database down"}`, http.StatusServiceUnavailable)
 			return
 		}
-		node, ts, nonce := r.Header.Get(worker.HeaderNode), r.Header.Get(worker.HeaderTimestamp), r.Header.Get(worker.HeaderNonce)
-		if !worker.EqualMAC(r.Header.Get(worker.HeaderSignature), worker.RegisterMAC(clusterKey, node, ts, nonce, body)) {
+		node, ts, nonce := r.Header.Get(protocol.HeaderNode), r.Header.Get(protocol.HeaderTimestamp), r.Header.Get(protocol.HeaderNonce)
+		if !protocol.EqualMAC(r.Header.Get(protocol.HeaderSignature), protocol.RegisterMAC(clusterKey, node, ts, nonce, body)) {
 			http.Error(rw, `{"error":"bad signature"}`, http.StatusUnauthorized)
 			return
 		}
-		var req worker.RegisterRequest
+		var req protocol.RegisterRequest
 		if err := json.Unmarshal(body, &req); err != nil {
 			http.Error(rw, `{"error":"bad body"}`, http.StatusBadRequest)
 			return
 		}
 		// The node key signs the same facts: the master binds the name to it.
-		if !worker.VerifyRegistration(req.NodeKey, r.Header.Get(worker.HeaderNodeSignature), node, ts, nonce, body) {
+		if !protocol.VerifyRegistration(req.NodeKey, r.Header.Get(protocol.HeaderNodeSignature), node, ts, nonce, body) {
 			http.Error(rw, `{"error":"bad node signature"}`, http.StatusUnauthorized)
 			return
 		}
 		f.mu.Lock()
 		f.regs = append(f.regs, req)
 		f.mu.Unlock()
-		json.NewEncoder(rw).Encode(worker.RegisterResponse{Master: masterName})
-	case worker.PathMasterOffline:
+		json.NewEncoder(rw).Encode(protocol.RegisterResponse{Master: masterName})
+	case protocol.PathMasterOffline:
 		f.mu.Lock()
-		f.offline = append(f.offline, r.Header.Get(worker.HeaderSecret))
+		f.offline = append(f.offline, r.Header.Get(protocol.HeaderSecret))
 		f.mu.Unlock()
 		rw.Write([]byte("{}"))
 	default:
@@ -258,7 +259,7 @@ func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
 		t.Fatal("Run did not register within 20s")
 	}
 	fm.mu.Lock()
-	regs := append([]worker.RegisterRequest(nil), fm.regs...)
+	regs := append([]protocol.RegisterRequest(nil), fm.regs...)
 	fm.mu.Unlock()
 	if len(regs) != 1 {
 		t.Fatalf("%d registrations recorded, want 1 (after one refused attempt)", len(regs))
@@ -267,7 +268,7 @@ func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
 	if r.Node.Name != "auto1" || r.Node.Host != "127.0.0.1:"+strconv.Itoa(cfg.Port) || r.BootID != w.BootID() || !w.CheckSecret(r.Secret) {
 		t.Errorf("registration = %+v", r)
 	}
-	if h := w.Health(); h.Status != worker.StateScheduling {
+	if h := w.Health(); h.Status != protocol.StateScheduling {
 		t.Errorf("after registration: %+v", h)
 	}
 	// After registering, the master it registered with may connect.
@@ -284,7 +285,7 @@ func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
 	if len(offline) != 1 || !w.CheckSecret(offline[0]) {
 		t.Errorf("offline calls %d, secret accepted=%v", len(offline), len(offline) == 1 && w.CheckSecret(offline[0]))
 	}
-	if h := w.Health(); h.Status == worker.StateScheduling {
+	if h := w.Health(); h.Status == protocol.StateScheduling {
 		t.Errorf("still scheduling after Stop: %+v", h)
 	}
 }
@@ -307,7 +308,7 @@ func TestRunStopsRetryingWhenCancelled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run kept retrying after its context was cancelled")
 	}
-	if w.Health().Status == worker.StateScheduling {
+	if w.Health().Status == protocol.StateScheduling {
 		t.Error("a worker that never registered is scheduling")
 	}
 }

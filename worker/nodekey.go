@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // NodeKeyFile is the name of the node key in the worker's data dir.
@@ -40,7 +42,7 @@ func loadOrCreateNodeKey(dir string) (ed25519.PrivateKey, bool, error) {
 		if derr != nil || len(seed) != ed25519.SeedSize {
 			return nil, false, fmt.Errorf("worker: node key %s is corrupt (want %d hex-encoded bytes); restore it, "+
 				"or delete it and have an admin press Reset identity on this node in the master's console: %w",
-				path, ed25519.SeedSize, ErrInvalid)
+				path, ed25519.SeedSize, protocol.ErrInvalid)
 		}
 		if err := os.Chmod(path, 0o600); err != nil {
 			return nil, false, fmt.Errorf("worker: make node key %s private: %w", path, err)

@@ -2,32 +2,11 @@ package worker
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"unicode/utf8"
-)
 
-// SanitizeOutput makes run output safe to store and show: NUL bytes and
-// invalid UTF-8 become U+FFFD. binary reports whether anything was replaced,
-// which is how a binary answer (an image, a gzip body) is recognised.
-func SanitizeOutput(s string) (out string, binary bool) {
-	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
-		return s, false
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == 0:
-			b.WriteRune(utf8.RuneError)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String(), true
-}
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
 
 // tailBuffer keeps the last max bytes written to it: a run's output is bounded
 // but its end, usually the interesting part, survives.
@@ -88,7 +67,7 @@ func (t *tailBuffer) Output() (string, bool) {
 		start -= n
 	}
 	kept := b[start:]
-	s, binary := SanitizeOutput(string(kept))
+	s, binary := protocol.SanitizeOutput(string(kept))
 	if dropped := t.total - int64(len(kept)); dropped > 0 {
 		s = truncNotice(dropped) + s
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // Report delivery limits.
@@ -45,7 +47,7 @@ type ReportStats struct {
 // queued is a report waiting in memory; off and size place its line in the
 // journal (off < 0: not journaled).
 type queued struct {
-	rep  RunReport
+	rep  protocol.RunReport
 	seq  uint64
 	off  int64
 	size int64
@@ -63,7 +65,7 @@ type queued struct {
 // stores each run id once, so a report sent twice is counted once.
 type reporter struct {
 	log      *slog.Logger
-	post     func(ctx context.Context, runs []RunReport) (RunsResponse, error)
+	post     func(ctx context.Context, runs []protocol.RunReport) (protocol.RunsResponse, error)
 	path     string
 	maxBytes int64
 
@@ -86,7 +88,7 @@ type reporter struct {
 	done chan struct{}
 }
 
-func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(context.Context, []RunReport) (RunsResponse, error)) *reporter {
+func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(context.Context, []protocol.RunReport) (protocol.RunsResponse, error)) *reporter {
 	if maxBytes <= 0 {
 		maxBytes = DefaultJournalMaxBytes
 	}
@@ -141,7 +143,7 @@ func (r *reporter) stats() ReportStats {
 // add records a report: in the journal first, then in the queue. A report
 // that would grow the journal past its bound is dropped, so the older ones
 // are kept.
-func (r *reporter) add(rep RunReport) {
+func (r *reporter) add(rep protocol.RunReport) {
 	line, err := json.Marshal(&rep)
 	if err != nil {
 		r.dropped.Add(1)
@@ -263,7 +265,7 @@ func (r *reporter) drain(ctx context.Context) bool {
 			continue
 		}
 		n := min(len(r.pending), reportBatchSize)
-		batch := make([]RunReport, n)
+		batch := make([]protocol.RunReport, n)
 		for i := range n {
 			batch[i] = r.pending[i].rep
 		}
@@ -353,7 +355,7 @@ func (r *reporter) deliverJournal(ctx context.Context) bool {
 func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int64) bool {
 	br := bufio.NewReaderSize(io.NewSectionReader(f, from, end-from), 64<<10)
 	off := from
-	batch := make([]RunReport, 0, reportBatchSize)
+	batch := make([]protocol.RunReport, 0, reportBatchSize)
 	seen := map[string]bool{}
 	flush := func() bool {
 		if len(batch) > 0 && r.deliver(ctx, batch) != nil {
@@ -375,7 +377,7 @@ func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int6
 		case tooLong:
 			r.log.Error("skipping an overlong line in the report journal", "journal", r.path, "bytes", n)
 		case len(line) > 0 && string(line) != "\n":
-			var rep RunReport
+			var rep protocol.RunReport
 			if jerr := json.Unmarshal(line, &rep); jerr != nil {
 				r.log.Error("skipping a corrupt line in the report journal", "journal", r.path, "err", jerr)
 			} else if !seen[rep.ID] {
@@ -421,7 +423,7 @@ func readJournalLine(br *bufio.Reader) (line []byte, n int64, tooLong bool, err 
 // whole as unreadable (400, 413) is split until the bad runs are alone, and
 // those are dropped: one bad run never blocks the others. Any other failure
 // (unreachable, 5xx, 401) keeps the batch for a later retry.
-func (r *reporter) deliver(ctx context.Context, runs []RunReport) error {
+func (r *reporter) deliver(ctx context.Context, runs []protocol.RunReport) error {
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	resp, err := r.post(dctx, runs)
 	cancel()

@@ -16,6 +16,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
 	"github.com/robfig/cron/v3"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // limiter bounds concurrent runs on the node (--maxc); its limit can change
@@ -67,7 +69,7 @@ func (l *limiter) release() {
 // job is scheduled (fire reads it without a lock); what start may update in
 // place, the executor count and the paused flag, is atomic.
 type taskJob struct {
-	spec      TaskSpec
+	spec      protocol.TaskSpec
 	jobID     uuid.UUID
 	paused    atomic.Bool
 	executors atomic.Int64
@@ -75,7 +77,7 @@ type taskJob struct {
 }
 
 // current is the task's spec with its current executor count and paused flag.
-func (tj *taskJob) current() TaskSpec {
+func (tj *taskJob) current() protocol.TaskSpec {
 	spec := tj.spec
 	spec.Executors = int(tj.executors.Load())
 	spec.Paused = tj.paused.Load()
@@ -104,11 +106,11 @@ type runner struct {
 func (tj *taskJob) scheduledFire(now time.Time) time.Time {
 	s := tj.spec.Schedule
 	switch s.Kind {
-	case ScheduleOnce:
+	case protocol.ScheduleOnce:
 		return s.At.UTC()
-	case ScheduleInterval:
+	case protocol.ScheduleInterval:
 		return now.Round(time.Duration(s.Every)).UTC()
-	case ScheduleCron:
+	case protocol.ScheduleCron:
 		// The last schedule point at or before now (plus a little for a timer
 		// firing early). Look back 2 s first: it is where the point is unless
 		// the run started very late.
@@ -133,17 +135,17 @@ func (r *runner) definition(tj *taskJob, now time.Time) (gocron.JobDefinition, [
 	var opts []gocron.JobOption
 	var def gocron.JobDefinition
 	switch d.Schedule.Kind {
-	case ScheduleCron:
-		sch, err := ParseCron(d.Schedule.Cron)
+	case protocol.ScheduleCron:
+		sch, err := protocol.ParseCron(d.Schedule.Cron)
 		if err != nil {
 			return nil, nil, err
 		}
 		tj.cron = sch
-		def = gocron.CronJob(d.Schedule.Cron, CronHasSeconds(d.Schedule.Cron))
+		def = gocron.CronJob(d.Schedule.Cron, protocol.CronHasSeconds(d.Schedule.Cron))
 		if d.StartAt != nil && d.StartAt.After(now) {
 			opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(*d.StartAt)))
 		}
-	case ScheduleInterval:
+	case protocol.ScheduleInterval:
 		every := time.Duration(d.Schedule.Every)
 		def = gocron.DurationJob(every)
 		// Align the first fire to a multiple of the interval since the epoch so
@@ -154,13 +156,13 @@ func (r *runner) definition(tj *taskJob, now time.Time) (gocron.JobDefinition, [
 		}
 		first := from.Truncate(every).Add(every)
 		opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(first)))
-	case ScheduleOnce:
+	case protocol.ScheduleOnce:
 		if d.Schedule.At.Before(now) {
-			return nil, nil, fmt.Errorf("%w: one-time schedule at %s has passed", ErrInvalid, d.Schedule.At.UTC().Format(time.RFC3339))
+			return nil, nil, fmt.Errorf("%w: one-time schedule at %s has passed", protocol.ErrInvalid, d.Schedule.At.UTC().Format(time.RFC3339))
 		}
 		def = gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(*d.Schedule.At))
 	default:
-		return nil, nil, fmt.Errorf("%w: schedule kind %q", ErrInvalid, d.Schedule.Kind)
+		return nil, nil, fmt.Errorf("%w: schedule kind %q", protocol.ErrInvalid, d.Schedule.Kind)
 	}
 	if d.EndAt != nil {
 		opts = append(opts, gocron.WithStopAt(gocron.WithStopDateTime(*d.EndAt)))
@@ -182,15 +184,15 @@ var errPaused = errors.New("paused")
 
 // start schedules a task, or updates it in place when it is already scheduled
 // (starting a started task is fine).
-func (r *runner) start(spec TaskSpec) error {
+func (r *runner) start(spec protocol.TaskSpec) error {
 	spec.Normalize()
 	if err := spec.Validate(time.Now()); err != nil {
 		return fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	if spec.ID == "" {
-		return fmt.Errorf("%w: task id is required", ErrInvalid)
+		return fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
 	}
-	if spec.Type == TaskShell && !r.shell {
+	if spec.Type == protocol.TaskShell && !r.shell {
 		return ErrShellRefused
 	}
 	r.mu.Lock()
@@ -248,7 +250,7 @@ func (r *runner) setPaused(id string, paused bool) error {
 }
 
 // replace makes the scheduled set equal to specs; it returns the tasks that failed.
-func (r *runner) replace(specs []TaskSpec) error {
+func (r *runner) replace(specs []protocol.TaskSpec) error {
 	want := map[string]bool{}
 	var errs []string
 	for _, s := range specs {
@@ -294,12 +296,12 @@ func (r *runner) count() int {
 	return len(r.jobs)
 }
 
-func (r *runner) get(id string) (TaskSpec, bool) {
+func (r *runner) get(id string) (protocol.TaskSpec, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tj, ok := r.jobs[id]
 	if !ok {
-		return TaskSpec{}, false
+		return protocol.TaskSpec{}, false
 	}
 	return tj.current(), true
 }
@@ -324,17 +326,17 @@ func (r *runner) fire(tj *taskJob) {
 }
 
 // runOnce runs a task now, outside its schedule, without a claim.
-func (r *runner) runOnce(spec TaskSpec) {
+func (r *runner) runOnce(spec protocol.TaskSpec) {
 	go r.execute(spec, time.Now().UTC(), true)
 }
 
 // execute runs attempts until one succeeds or the retries are used up, with
 // exponentially growing delays, and reports every attempt.
-func (r *runner) execute(spec TaskSpec, fire time.Time, manual bool) {
+func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool) {
 	for attempt := 1; attempt <= spec.Retries+1; attempt++ {
 		rep := r.attempt(&spec.TaskDef, fire, attempt, manual)
 		r.reports.add(rep)
-		if rep.Result == ResultSuccess || attempt > spec.Retries {
+		if rep.Result == protocol.ResultSuccess || attempt > spec.Retries {
 			return
 		}
 		delay := r.backoff << (attempt - 1)
@@ -347,15 +349,15 @@ func (r *runner) execute(spec TaskSpec, fire time.Time, manual bool) {
 }
 
 // attempt runs one execution within the node's concurrency bound and timeout.
-func (r *runner) attempt(def *TaskDef, fire time.Time, attempt int, manual bool) RunReport {
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
-	rep := RunReport{ID: uuid.NewString(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
+	rep := protocol.RunReport{ID: uuid.NewString(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	wait, cancelWait := context.WithTimeout(r.ctx, timeout)
 	ok := r.limit.acquire(wait)
 	cancelWait()
 	if !ok {
 		now := time.Now().UTC()
-		rep.StartedAt, rep.EndedAt, rep.Result = now, now, ResultSkipped
+		rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
 		rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
 		return rep
 	}
@@ -365,22 +367,22 @@ func (r *runner) attempt(def *TaskDef, fire time.Time, attempt int, manual bool)
 	rep.StartedAt = time.Now().UTC()
 	var o outcome
 	switch def.Type {
-	case TaskHTTP:
+	case protocol.TaskHTTP:
 		o = runHTTP(ctx, r.http, def)
-	case TaskShell:
+	case protocol.TaskShell:
 		if !r.shell {
-			o = outcome{result: ResultFailed, output: ErrShellRefused.Error()}
+			o = outcome{result: protocol.ResultFailed, output: ErrShellRefused.Error()}
 		} else {
 			o = runShell(ctx, def)
 		}
 	default:
-		o = outcome{result: ResultFailed, output: "unknown task type " + def.Type}
+		o = outcome{result: protocol.ResultFailed, output: "unknown task type " + def.Type}
 	}
 	rep.EndedAt = time.Now().UTC()
 	rep.DurationMS = rep.EndedAt.Sub(rep.StartedAt).Milliseconds()
 	rep.Result, rep.HTTPStatus, rep.ExitCode = o.result, o.httpStatus, o.exitCode
 	// Notes added to the output (errors, timeouts) may quote odd bytes too.
-	out, binary := SanitizeOutput(o.output)
+	out, binary := protocol.SanitizeOutput(o.output)
 	rep.Output, rep.BinaryOutput = out, binary || o.binary
 	return rep
 }

@@ -3,6 +3,8 @@ package worker
 import (
 	"testing"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // BenchmarkScheduledFire measures naming the fire a cron run belongs to, done
@@ -10,11 +12,11 @@ import (
 func BenchmarkScheduledFire(b *testing.B) {
 	for _, expr := range []string{"* * * * * *", "*/5 * * * * *", "0 * * * * *", "0 0 * * *"} {
 		b.Run(expr, func(b *testing.B) {
-			sch, err := ParseCron(expr)
+			sch, err := protocol.ParseCron(expr)
 			if err != nil {
 				b.Fatal(err)
 			}
-			tj := &taskJob{spec: TaskSpec{TaskDef: TaskDef{Schedule: Schedule{Kind: ScheduleCron, Cron: expr}}}, cron: sch}
+			tj := &taskJob{spec: protocol.TaskSpec{TaskDef: protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: expr}}}, cron: sch}
 			now := time.Date(2026, 11, 22, 10, 0, 0, 1_500_000, time.UTC)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

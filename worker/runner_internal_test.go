@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 func TestTailBufferKeepsTheEnd(t *testing.T) {
@@ -29,11 +31,11 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 }
 
 func TestScheduledFireNamesTheScheduleTime(t *testing.T) {
-	sched, err := ParseCron("*/5 * * * * *")
+	sched, err := protocol.ParseCron("*/5 * * * * *")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tj := &taskJob{spec: TaskSpec{TaskDef: TaskDef{Schedule: Schedule{Kind: ScheduleCron, Cron: "*/5 * * * * *"}}}, cron: sched}
+	tj := &taskJob{spec: protocol.TaskSpec{TaskDef: protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "*/5 * * * * *"}}}, cron: sched}
 	base := time.Date(2026, 1, 2, 3, 4, 10, 0, time.UTC)
 	for _, lag := range []time.Duration{0, 3 * time.Millisecond, 900 * time.Millisecond, 4 * time.Second} {
 		if got := tj.scheduledFire(base.Add(lag)); !got.Equal(base) {
@@ -44,7 +46,7 @@ func TestScheduledFireNamesTheScheduleTime(t *testing.T) {
 	if got := tj.scheduledFire(base.Add(-50 * time.Millisecond)); !got.Equal(base) {
 		t.Errorf("early: fire %s, want %s", got, base)
 	}
-	iv := &taskJob{spec: TaskSpec{TaskDef: TaskDef{Schedule: Schedule{Kind: ScheduleInterval, Every: Duration(2 * time.Second)}}}}
+	iv := &taskJob{spec: protocol.TaskSpec{TaskDef: protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(2 * time.Second)}}}}
 	if got := iv.scheduledFire(base.Add(30 * time.Millisecond)); !got.Equal(base) {
 		t.Errorf("interval: fire %s, want %s", got, base)
 	}
@@ -57,16 +59,16 @@ type fakeMaster struct {
 	got  map[string]int
 }
 
-func (f *fakeMaster) post(_ context.Context, runs []RunReport) (RunsResponse, error) {
+func (f *fakeMaster) post(_ context.Context, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
-		return RunsResponse{}, errors.New("connection refused")
+		return protocol.RunsResponse{}, errors.New("connection refused")
 	}
 	for _, r := range runs {
 		f.got[r.ID]++
 	}
-	return RunsResponse{Accepted: len(runs)}, nil
+	return protocol.RunsResponse{Accepted: len(runs)}, nil
 }
 
 func (f *fakeMaster) count() int {
@@ -83,7 +85,7 @@ func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
 	for i := 0; i < 50; i++ {
-		r.add(RunReport{ID: "r" + string(rune('A'+i%26)) + string(rune('a'+i/26)), TaskID: "t"})
+		r.add(protocol.RunReport{ID: "r" + string(rune('A'+i%26)) + string(rune('a'+i/26)), TaskID: "t"})
 	}
 	spool := filepath.Join(dir, "runs.spool")
 	deadline := time.Now().Add(5 * time.Second)
@@ -134,7 +136,7 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Queue before the loop runs, then stop at once: the flush must spool them.
 	for i := 0; i < 10; i++ {
-		r.add(RunReport{ID: "s" + string(rune('a'+i)), TaskID: "t"})
+		r.add(protocol.RunReport{ID: "s" + string(rune('a'+i)), TaskID: "t"})
 	}
 	cancel()
 	r.run(ctx)
@@ -162,11 +164,11 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 func TestReporterJournalSurvivesAKill(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	never := func(context.Context, []RunReport) (RunsResponse, error) {
-		return RunsResponse{}, errors.New("killed before delivery")
+	never := func(context.Context, []protocol.RunReport) (protocol.RunsResponse, error) {
+		return protocol.RunsResponse{}, errors.New("killed before delivery")
 	}
 	r := newReporter(dir, 0, log, never)
-	r.add(RunReport{ID: "k1", TaskID: "t"}) // the loop never ran: as if SIGKILL came now
+	r.add(protocol.RunReport{ID: "k1", TaskID: "t"}) // the loop never ran: as if SIGKILL came now
 	up := &fakeMaster{got: map[string]int{}}
 	r2 := newReporter(dir, 0, log, up.post)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,7 +4,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	crand "crypto/rand"
@@ -12,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -24,6 +22,8 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // Config is the worker's validated configuration (NodeSetting in ScheduleMaster).
@@ -55,8 +55,8 @@ type Config struct {
 func (c Config) Host() string { return net.JoinHostPort(c.IP, strconv.Itoa(c.Port)) }
 
 // NodeConfig is the configuration the worker announces when it registers.
-func (c Config) NodeConfig() NodeConfig {
-	return NodeConfig{Name: c.Identity, Protocol: c.Protocol, Host: c.Host(), Priority: c.Priority, MaxConcurrency: c.MaxConcurrency}
+func (c Config) NodeConfig() protocol.NodeConfig {
+	return protocol.NodeConfig{Name: c.Identity, Protocol: c.Protocol, Host: c.Host(), Priority: c.Priority, MaxConcurrency: c.MaxConcurrency}
 }
 
 // Worker is one running worker node.
@@ -65,7 +65,7 @@ type Worker struct {
 	log    *slog.Logger
 	client *http.Client
 	bootID string
-	nonces *NonceCache
+	nonces *protocol.NonceCache
 	sched  gocron.Scheduler
 
 	nodeKey ed25519.PrivateKey // proves this node's name to the master
@@ -78,7 +78,7 @@ type Worker struct {
 
 	mu         sync.Mutex
 	secret     string
-	node       NodeConfig
+	node       protocol.NodeConfig
 	master     string // master name accepted for Connect; from --workerof or registration
 	connected  bool
 	scheduling bool
@@ -127,10 +127,10 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		cfg:     cfg,
 		log:     log,
 		client:  &http.Client{Timeout: 10 * time.Second},
-		bootID:  NewNonce(),
-		nonces:  NewNonceCache(100_000),
+		bootID:  protocol.NewNonce(),
+		nonces:  protocol.NewNonceCache(100_000),
 		sched:   sched,
-		secret:  NewSecret(),
+		secret:  protocol.NewSecret(),
 		nodeKey: nodeKey,
 		node:    cfg.NodeConfig(),
 		master:  cfg.WorkerOf,
@@ -163,17 +163,17 @@ func (w *Worker) Name() string {
 }
 
 // Health reports the worker's identity and state.
-func (w *Worker) Health() HealthResponse {
+func (w *Worker) Health() protocol.HealthResponse {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	state := StateWaiting
+	state := protocol.StateWaiting
 	switch {
 	case w.scheduling:
-		state = StateScheduling
+		state = protocol.StateScheduling
 	case w.connected:
-		state = StateIdle
+		state = protocol.StateIdle
 	}
-	return HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count()}
+	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count()}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -181,7 +181,7 @@ func (w *Worker) CheckSecret(s string) bool {
 	w.mu.Lock()
 	cur := w.secret
 	w.mu.Unlock()
-	return EqualSecret(s, cur)
+	return protocol.EqualSecret(s, cur)
 }
 
 // ConnectHeaders are the handshake headers of a Connect request.
@@ -191,55 +191,55 @@ type ConnectHeaders struct {
 
 // Connect verifies the handshake, adopts the configuration sent and returns a new
 // secret; the previous secret stops working at once.
-func (w *Worker) Connect(h ConnectHeaders, req ConnectRequest, now time.Time) (ConnectResponse, error) {
+func (w *Worker) Connect(h ConnectHeaders, req protocol.ConnectRequest, now time.Time) (protocol.ConnectResponse, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h.NameTo == "" || h.Timestamp == "" || h.Nonce == "" || h.MAC == "" {
-		return ConnectResponse{}, fmt.Errorf("%w: missing handshake headers", ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: missing handshake headers", protocol.ErrHandshake)
 	}
-	if err := CheckTimestamp(h.Timestamp, now); err != nil {
-		return ConnectResponse{}, err
+	if err := protocol.CheckTimestamp(h.Timestamp, now); err != nil {
+		return protocol.ConnectResponse{}, err
 	}
 	// Nothing about this worker's master may leak before the sender proves it
 	// holds the cluster key: an outsider gets the same answer whatever master
 	// name it tries. A MAC made for the master named in sm_master proves the
 	// key too, so such a sender may learn that this worker is not its own.
-	ours := w.master != "" && EqualMAC(h.MAC, ConnectMAC(w.cfg.ClusterKey, w.master, h.NameTo, h.Timestamp, h.Nonce))
+	ours := w.master != "" && protocol.EqualMAC(h.MAC, protocol.ConnectMAC(w.cfg.ClusterKey, w.master, h.NameTo, h.Timestamp, h.Nonce))
 	theirs := !ours && h.Master != "" && h.Master != w.master &&
-		EqualMAC(h.MAC, ConnectMAC(w.cfg.ClusterKey, h.Master, h.NameTo, h.Timestamp, h.Nonce))
+		protocol.EqualMAC(h.MAC, protocol.ConnectMAC(w.cfg.ClusterKey, h.Master, h.NameTo, h.Timestamp, h.Nonce))
 	if !ours && !theirs {
-		return ConnectResponse{}, fmt.Errorf("%w: bad signature (wrong cluster key or master name)", ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: bad signature (wrong cluster key or master name)", protocol.ErrHandshake)
 	}
 	if !w.nonces.Use(h.Nonce, now) {
-		return ConnectResponse{}, fmt.Errorf("%w: nonce already used", ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: nonce already used", protocol.ErrHandshake)
 	}
 	if w.master == "" {
-		return ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof master", ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof master", protocol.ErrHandshake)
 	}
 	if theirs || (h.Master != "" && h.Master != w.master) {
-		return ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another master", ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another master", protocol.ErrHandshake)
 	}
 	if req.Node.Name != h.NameTo {
-		return ConnectResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, h.NameTo)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: body names node %q, header %q", protocol.ErrInvalid, req.Node.Name, h.NameTo)
 	}
 	if w.cfg.Identity != "" && w.cfg.Identity != h.NameTo {
-		return ConnectResponse{}, fmt.Errorf("%w: this worker is %q, not %q", ErrHandshake, w.cfg.Identity, h.NameTo)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker is %q, not %q", protocol.ErrHandshake, w.cfg.Identity, h.NameTo)
 	}
 	if err := req.Node.Validate(); err != nil {
-		return ConnectResponse{}, fmt.Errorf("worker: connect config: %w", err)
+		return protocol.ConnectResponse{}, fmt.Errorf("worker: connect config: %w", err)
 	}
 	w.node = req.Node
 	w.runner.limit.setMax(req.Node.MaxConcurrency)
-	w.secret = NewSecret()
+	w.secret = protocol.NewSecret()
 	w.connected = true
 	w.log.Info("connected to master", "master", w.master, "node", w.node.Name)
-	return ConnectResponse{Node: w.node.Name, Secret: w.secret, BootID: w.bootID}, nil
+	return protocol.ConnectResponse{Node: w.node.Name, Secret: w.secret, BootID: w.bootID}, nil
 }
 
 // Startup starts scheduling the given tasks; it replaces the task set of a
 // worker that already schedules. A task that cannot be scheduled is logged and
 // reported; the others run.
-func (w *Worker) Startup(_ context.Context, req StartupRequest) error {
+func (w *Worker) Startup(_ context.Context, req protocol.StartupRequest) error {
 	w.mu.Lock()
 	if !w.scheduling {
 		w.sched.Start()
@@ -272,7 +272,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 }
 
 // StartTask schedules a task (idempotent: a started task is updated in place).
-func (w *Worker) StartTask(spec TaskSpec) error {
+func (w *Worker) StartTask(spec protocol.TaskSpec) error {
 	if !w.isScheduling() {
 		return ErrNotScheduling
 	}
@@ -290,7 +290,7 @@ func (w *Worker) ResumeTask(id string) error { return w.runner.setPaused(id, fal
 
 // RunOnce runs a task now, once, outside its schedule. A task not scheduled
 // here needs its definition in the request.
-func (w *Worker) RunOnce(req RunOnceRequest) error {
+func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 	spec, ok := w.runner.get(req.ID)
 	if !ok {
 		if req.Task == nil {
@@ -302,10 +302,10 @@ func (w *Worker) RunOnce(req RunOnceRequest) error {
 			return fmt.Errorf("task %s: %w", spec.ID, err)
 		}
 		if spec.ID != req.ID {
-			return fmt.Errorf("%w: body names task %q and %q", ErrInvalid, req.ID, spec.ID)
+			return fmt.Errorf("%w: body names task %q and %q", protocol.ErrInvalid, req.ID, spec.ID)
 		}
 	}
-	if spec.Type == TaskShell && !w.cfg.AllowShell {
+	if spec.Type == protocol.TaskShell && !w.cfg.AllowShell {
 		return ErrShellRefused
 	}
 	w.runner.runOnce(spec)
@@ -322,19 +322,19 @@ func (w *Worker) isScheduling() bool {
 func (w *Worker) authHeaders() map[string]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return map[string]string{HeaderNode: w.node.Name, HeaderSecret: w.secret}
+	return map[string]string{protocol.HeaderNode: w.node.Name, protocol.HeaderSecret: w.secret}
 }
 
 // claimFire asks the master whether this node runs the given fire.
 func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (bool, error) {
-	body, err := json.Marshal(LockRequest{TaskID: taskID, FireAt: fire})
+	body, err := json.Marshal(protocol.LockRequest{TaskID: taskID, FireAt: fire})
 	if err != nil {
 		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var resp LockResponse
-	if err := w.post(ctx, PathMasterLock, w.authHeaders(), body, &resp); err != nil {
+	var resp protocol.LockResponse
+	if err := w.post(ctx, protocol.PathMasterLock, w.authHeaders(), body, &resp); err != nil {
 		w.maybeReregister(err)
 		return false, err
 	}
@@ -343,20 +343,20 @@ func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (
 
 // postRuns delivers one batch of run reports. A 400 or 413 means the master
 // cannot read the batch at all (errBatchRefused); the reporter then splits it.
-func (w *Worker) postRuns(ctx context.Context, runs []RunReport) (RunsResponse, error) {
-	body, err := json.Marshal(RunsRequest{Runs: runs})
+func (w *Worker) postRuns(ctx context.Context, runs []protocol.RunReport) (protocol.RunsResponse, error) {
+	body, err := json.Marshal(protocol.RunsRequest{Runs: runs})
 	if err != nil {
-		return RunsResponse{}, fmt.Errorf("worker: encode run reports: %w", err)
+		return protocol.RunsResponse{}, fmt.Errorf("worker: encode run reports: %w", err)
 	}
-	var resp RunsResponse
-	if err := w.post(ctx, PathMasterRuns, w.authHeaders(), body, &resp); err != nil {
+	var resp protocol.RunsResponse
+	if err := w.post(ctx, protocol.PathMasterRuns, w.authHeaders(), body, &resp); err != nil {
 		w.maybeReregister(err)
-		var me *masterError
-		if errors.As(err, &me) && (me.status == http.StatusBadRequest || me.status == http.StatusRequestEntityTooLarge ||
-			me.status == http.StatusUnprocessableEntity) {
-			return RunsResponse{}, fmt.Errorf("%w: %w", errBatchRefused, err)
+		var se *protocol.StatusError
+		if errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusRequestEntityTooLarge ||
+			se.Status == http.StatusUnprocessableEntity) {
+			return protocol.RunsResponse{}, fmt.Errorf("%w: %w", errBatchRefused, err)
 		}
-		return RunsResponse{}, err
+		return protocol.RunsResponse{}, err
 	}
 	return resp, nil
 }
@@ -416,7 +416,7 @@ func (w *Worker) Run(ctx context.Context) {
 
 func (w *Worker) register(ctx context.Context) error {
 	w.mu.Lock()
-	req := RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID,
+	req := protocol.RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID,
 		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey))}
 	w.mu.Unlock()
 	body, err := json.Marshal(req)
@@ -424,22 +424,22 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	nonce := NewNonce()
+	nonce := protocol.NewNonce()
 	headers := map[string]string{
-		HeaderNode:      req.Node.Name,
-		HeaderTimestamp: ts,
-		HeaderNonce:     nonce,
-		HeaderSignature: RegisterMAC(w.cfg.ClusterKey, req.Node.Name, ts, nonce, body),
+		protocol.HeaderNode:      req.Node.Name,
+		protocol.HeaderTimestamp: ts,
+		protocol.HeaderNonce:     nonce,
+		protocol.HeaderSignature: protocol.RegisterMAC(w.cfg.ClusterKey, req.Node.Name, ts, nonce, body),
 		// The cluster key lets a machine join; only this node's key lets it
 		// take its own name again.
-		HeaderNodeSignature: SignRegistration(w.nodeKey, req.Node.Name, ts, nonce, body),
+		protocol.HeaderNodeSignature: protocol.SignRegistration(w.nodeKey, req.Node.Name, ts, nonce, body),
 	}
-	var resp RegisterResponse
-	if err := w.post(ctx, PathMasterRegister, headers, body, &resp); err != nil {
+	var resp protocol.RegisterResponse
+	if err := w.post(ctx, protocol.PathMasterRegister, headers, body, &resp); err != nil {
 		return err
 	}
 	// A task that cannot be scheduled is logged by Startup; the node still registers.
-	_ = w.Startup(ctx, StartupRequest{Tasks: resp.Tasks})
+	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks})
 	w.mu.Lock()
 	w.master = resp.Master
 	if w.cfg.WorkerOf != "" {
@@ -468,7 +468,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if !connected {
 		return nil
 	}
-	err := w.post(ctx, PathMasterOffline, map[string]string{HeaderNode: name, HeaderSecret: secret}, []byte("{}"), nil)
+	err := w.post(ctx, protocol.PathMasterOffline, map[string]string{protocol.HeaderNode: name, protocol.HeaderSecret: secret}, []byte("{}"), nil)
 	if err != nil {
 		return fmt.Errorf("worker: tell the master we go offline: %w", err)
 	}
@@ -479,58 +479,31 @@ func (w *Worker) Stop(ctx context.Context) error {
 // post sends a JSON body to the master and decodes a JSON answer into out.
 func (w *Worker) post(ctx context.Context, path string, headers map[string]string, body []byte, out any) error {
 	url := strings.TrimRight(w.cfg.MasterURL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("worker: request %s: %w", url, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("worker: master at %s unreachable: %w", w.cfg.MasterURL, err)
-	}
-	defer resp.Body.Close()
 	// A registration answer carries every task of the node: allow as much as
 	// the worker's own startup route does.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxStartupBody))
-	if err != nil {
-		return fmt.Errorf("worker: read answer of %s: %w", url, err)
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
+	err := protocol.Call(ctx, w.client, http.MethodPost, url, headers, body, protocol.MaxStartupBody, out)
+	var se *protocol.StatusError
+	var ce *protocol.CallError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Status == http.StatusUnauthorized:
 		return fmt.Errorf("worker: master answered 401: %w", errMasterUnauthorized)
+	case errors.As(err, &se):
+		return fmt.Errorf("worker: master %w", se)
+	case errors.As(err, &ce) && ce.Op == protocol.OpRequest:
+		return fmt.Errorf("worker: request %s: %w", url, ce.Err)
+	case errors.As(err, &ce) && ce.Op == protocol.OpSend:
+		return fmt.Errorf("worker: master at %s unreachable: %w", w.cfg.MasterURL, ce.Err)
+	case errors.As(err, &ce) && ce.Op == protocol.OpRead:
+		return fmt.Errorf("worker: read answer of %s: %w", url, ce.Err)
+	case errors.As(err, &ce):
+		return fmt.Errorf("worker: decode answer of %s: %w", url, ce.Err)
 	}
-	if resp.StatusCode/100 != 2 {
-		me := &masterError{status: resp.StatusCode}
-		var e ErrorResponse
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			me.msg = e.Error
-		}
-		return fmt.Errorf("worker: %w", me)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("worker: decode answer of %s: %w", url, err)
-		}
-	}
-	return nil
+	return fmt.Errorf("worker: %s: %w", url, err)
 }
 
 var errMasterUnauthorized = errors.New("the master does not know this node or its secret")
 
-// masterError is a non-2xx answer of the master.
-type masterError struct {
-	status int
-	msg    string
-}
-
-func (e *masterError) Error() string {
-	if e.msg == "" {
-		return fmt.Sprintf("master answered %d", e.status)
-	}
-	return fmt.Sprintf("master answered %d: %s", e.status, e.msg)
-}
-
 // IsHandshakeError reports whether err is a refused handshake.
-func IsHandshakeError(err error) bool { return errors.Is(err, ErrHandshake) }
+func IsHandshakeError(err error) bool { return errors.Is(err, protocol.ErrHandshake) }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -126,7 +127,7 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 		bad("db", "%s", strings.TrimPrefix(err.Error(), "store: --db: "))
 	}
 	c.DSN = dsn
-	if msg := worker.ValidateName(c.Identity); msg != "" {
+	if msg := protocol.ValidateName(c.Identity); msg != "" {
 		bad("identity", "%s", msg)
 	}
 	if c.AdminPassword != "" && utf8.RuneCountInString(c.AdminPassword) < minAdminPasswordLen {
@@ -138,7 +139,7 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 		}
 	}
 	if c.Advertise != "" {
-		if msg := worker.ValidateHost(c.Advertise); msg != "" {
+		if msg := protocol.ValidateHost(c.Advertise); msg != "" {
 			bad("advertise", "%s", msg)
 		}
 	}
@@ -177,8 +178,8 @@ func workerOptions(c *workerConfig) *options {
 	o.add(&option{name: "identity", key: "IdentityName", dst: &c.Identity, usage: "node name (required unless --autor=false)"})
 	o.add(&option{name: "protocol", key: "Protocol", def: "http", dst: &c.Protocol, usage: "protocol the master uses to reach this worker: http or https"})
 	o.add(&option{name: "ip", key: "IP", def: "127.0.0.1", dst: &c.IP, usage: "IP or host name the master reaches this worker on"})
-	o.add(&option{name: "priority", key: "Priority", def: "1", dst: &c.Priority, min: 0, max: worker.MaxPriority, usage: "weight when the master picks a worker"})
-	o.add(&option{name: "maxc", key: "MaxConcurrency", def: "20", dst: &c.MaxConcurrency, min: 1, max: worker.MaxMaxConcurrency, usage: "max concurrently running jobs"})
+	o.add(&option{name: "priority", key: "Priority", def: "1", dst: &c.Priority, min: 0, max: protocol.MaxPriority, usage: "weight when the master picks a worker"})
+	o.add(&option{name: "maxc", key: "MaxConcurrency", def: "20", dst: &c.MaxConcurrency, min: 1, max: protocol.MaxMaxConcurrency, usage: "max concurrently running jobs"})
 	o.add(&option{name: "master", key: "Master", dst: &c.MasterURL, usage: "master URL, http(s)://host[:port] (required)"})
 	o.add(&option{name: "cluster-key", key: "ClusterKey", dst: &c.ClusterKey, usage: "the master's cluster key (required)"})
 	o.add(&option{name: "autor", key: "AutoRegister", def: "true", dst: &c.AutoRegister,
@@ -210,7 +211,7 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 		bad("listen", "%s", msg)
 	}
 	if c.AutoRegister || c.Identity != "" {
-		if msg := worker.ValidateName(c.Identity); msg != "" {
+		if msg := protocol.ValidateName(c.Identity); msg != "" {
 			if c.Identity == "" {
 				msg = "is required when the worker registers itself (or use --autor=false --workerof MASTER)"
 			}
@@ -226,7 +227,7 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 	if announced.Port == 0 {
 		announced.Port = 1
 	}
-	if msg := worker.ValidateHost(announced.Host()); msg != "" {
+	if msg := protocol.ValidateHost(announced.Host()); msg != "" {
 		bad("ip", "%s", msg)
 	}
 	if msg := validMasterURL(c.MasterURL); msg != "" {
@@ -236,7 +237,7 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 		bad("cluster-key", "%s", msg)
 	}
 	if c.WorkerOf != "" {
-		if msg := worker.ValidateName(c.WorkerOf); msg != "" {
+		if msg := protocol.ValidateName(c.WorkerOf); msg != "" {
 			bad("workerof", "%s", msg)
 		}
 	} else if !c.AutoRegister {

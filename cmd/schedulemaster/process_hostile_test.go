@@ -29,7 +29,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/schedulemaster-go/schedulemaster/worker"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
 // hostileTarget is an HTTP endpoint that answers odd bodies and remembers the
@@ -150,8 +150,8 @@ func do(t *testing.T, c *http.Client, req *http.Request) (int, string, http.Head
 func fakeNodeHost(t *testing.T, name, bootID string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Path == worker.PathHealth {
-			_ = json.NewEncoder(w).Encode(worker.HealthResponse{Node: name, BootID: bootID, Status: worker.StateScheduling})
+		if r.URL.Path == protocol.PathHealth {
+			_ = json.NewEncoder(w).Encode(protocol.HealthResponse{Node: name, BootID: bootID, Status: protocol.StateScheduling})
 			return
 		}
 		io.WriteString(w, "{}")
@@ -187,13 +187,13 @@ func (m *masterProc) register(r registration) (int, string) {
 		r.clusterKey = testClusterKey
 	}
 	if r.secret == "" {
-		r.secret = worker.NewSecret()
+		r.secret = protocol.NewSecret()
 	}
 	if r.bootID == "" {
-		r.bootID = worker.NewNonce()
+		r.bootID = protocol.NewNonce()
 	}
-	req := worker.RegisterRequest{
-		Node:        worker.NodeConfig{Name: r.name, Protocol: "http", Host: r.host, Priority: 1, MaxConcurrency: 10},
+	req := protocol.RegisterRequest{
+		Node:        protocol.NodeConfig{Name: r.name, Protocol: "http", Host: r.host, Priority: 1, MaxConcurrency: 10},
 		MachineName: "hostile-test", Secret: r.secret, BootID: r.bootID,
 	}
 	switch {
@@ -204,15 +204,15 @@ func (m *masterProc) register(r registration) (int, string) {
 		req.NodeKey = pubHex(r.signer)
 	}
 	body, _ := json.Marshal(req)
-	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), worker.NewNonce()
-	hr, _ := http.NewRequest("POST", m.URL+worker.PathMasterRegister, bytes.NewReader(body))
+	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), protocol.NewNonce()
+	hr, _ := http.NewRequest("POST", m.URL+protocol.PathMasterRegister, bytes.NewReader(body))
 	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set(worker.HeaderNode, r.name)
-	hr.Header.Set(worker.HeaderTimestamp, ts)
-	hr.Header.Set(worker.HeaderNonce, nonce)
-	hr.Header.Set(worker.HeaderSignature, worker.RegisterMAC(r.clusterKey, r.name, ts, nonce, body))
+	hr.Header.Set(protocol.HeaderNode, r.name)
+	hr.Header.Set(protocol.HeaderTimestamp, ts)
+	hr.Header.Set(protocol.HeaderNonce, nonce)
+	hr.Header.Set(protocol.HeaderSignature, protocol.RegisterMAC(r.clusterKey, r.name, ts, nonce, body))
 	if r.signer != nil {
-		hr.Header.Set(worker.HeaderNodeSignature, worker.SignRegistration(r.signer, r.name, ts, nonce, body))
+		hr.Header.Set(protocol.HeaderNodeSignature, protocol.SignRegistration(r.signer, r.name, ts, nonce, body))
 	}
 	status, resp, _ := do(m.t, http.DefaultClient, hr)
 	return status, resp
@@ -227,8 +227,8 @@ type fakeNode struct {
 
 func registerFake(t *testing.T, m *masterProc, name string) *fakeNode {
 	t.Helper()
-	boot := worker.NewNonce()
-	f := &fakeNode{name: name, secret: worker.NewSecret(), host: fakeNodeHost(t, name, boot), key: newKey(t)}
+	boot := protocol.NewNonce()
+	f := &fakeNode{name: name, secret: protocol.NewSecret(), host: fakeNodeHost(t, name, boot), key: newKey(t)}
 	if status, body := m.register(registration{name: name, host: f.host, secret: f.secret, bootID: boot, signer: f.key}); status != 200 {
 		t.Fatalf("register fake node %s: %d %s", name, status, body)
 	}
@@ -240,28 +240,28 @@ func (f *fakeNode) call(t *testing.T, m *masterProc, path, secret string, body [
 	t.Helper()
 	req, _ := http.NewRequest("POST", m.URL+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(worker.HeaderNode, f.name)
-	req.Header.Set(worker.HeaderSecret, secret)
+	req.Header.Set(protocol.HeaderNode, f.name)
+	req.Header.Set(protocol.HeaderSecret, secret)
 	status, resp, _ := do(t, http.DefaultClient, req)
 	return status, resp
 }
 
 // report sends one batch and decodes the per-run answer.
-func (f *fakeNode) report(t *testing.T, m *masterProc, runs ...worker.RunReport) worker.RunsResponse {
+func (f *fakeNode) report(t *testing.T, m *masterProc, runs ...protocol.RunReport) protocol.RunsResponse {
 	t.Helper()
-	body, _ := json.Marshal(worker.RunsRequest{Runs: runs})
-	status, resp := f.call(t, m, worker.PathMasterRuns, f.secret, body)
+	body, _ := json.Marshal(protocol.RunsRequest{Runs: runs})
+	status, resp := f.call(t, m, protocol.PathMasterRuns, f.secret, body)
 	if status != 200 {
 		t.Fatalf("run batch of %s: %d %s, want 200 with a per-run answer", f.name, status, resp)
 	}
-	var rr worker.RunsResponse
+	var rr protocol.RunsResponse
 	if err := json.Unmarshal([]byte(resp), &rr); err != nil {
 		t.Fatalf("run batch answer %s: %v", resp, err)
 	}
 	return rr
 }
 
-func rejected(rr worker.RunsResponse, id string) bool {
+func rejected(rr protocol.RunsResponse, id string) bool {
 	for _, r := range rr.Rejected {
 		if r.ID == id {
 			return true
@@ -392,15 +392,15 @@ func (f *hostileFleet) binaryOutput(t *testing.T) {
 	}
 
 	// A batch with a wrong node secret is refused as a whole.
-	good := worker.RunReport{ID: "bogus-secret-run", TaskID: ids["/ok"], Node: "hw1", ScheduledAt: time.Now(), StartedAt: time.Now(),
-		EndedAt: time.Now(), Result: worker.ResultSuccess, Attempt: 1, Output: "forged"}
-	body, _ := json.Marshal(worker.RunsRequest{Runs: []worker.RunReport{good}})
+	good := protocol.RunReport{ID: "bogus-secret-run", TaskID: ids["/ok"], Node: "hw1", ScheduledAt: time.Now(), StartedAt: time.Now(),
+		EndedAt: time.Now(), Result: protocol.ResultSuccess, Attempt: 1, Output: "forged"}
+	body, _ := json.Marshal(protocol.RunsRequest{Runs: []protocol.RunReport{good}})
 	hw1 := &fakeNode{name: "hw1"}
-	if status, resp := hw1.call(t, m, worker.PathMasterRuns, worker.NewSecret(), body); status != http.StatusUnauthorized {
+	if status, resp := hw1.call(t, m, protocol.PathMasterRuns, protocol.NewSecret(), body); status != http.StatusUnauthorized {
 		t.Errorf("run batch with a bogus secret: %d %s, want 401", status, resp)
 	}
 	// A batch that is not JSON is a 400 for the whole batch.
-	if status, resp := f.fake.call(t, m, worker.PathMasterRuns, f.fake.secret, []byte("\x00\xffnot json{")); status != http.StatusBadRequest {
+	if status, resp := f.fake.call(t, m, protocol.PathMasterRuns, f.fake.secret, []byte("\x00\xffnot json{")); status != http.StatusBadRequest {
 		t.Errorf("non-JSON run batch: %d %s, want 400", status, resp)
 	}
 	if status, _ := m.api("GET", "/api/v1/runs/bogus-secret-run", ""); status != http.StatusNotFound {
@@ -526,11 +526,11 @@ func (f *hostileFleet) forgedReports(t *testing.T) {
 	own := f.task(t, f.httpTask("the fake's own", "1h", "/own", `["hfake"]`, `,"children":["`+child.ID+`"]`))
 
 	now := time.Now().UTC()
-	run := func(id, task, node string, start time.Time) worker.RunReport {
-		return worker.RunReport{ID: id, TaskID: task, Node: node, ScheduledAt: start.Truncate(time.Second), StartedAt: start,
-			EndedAt: start.Add(10 * time.Millisecond), DurationMS: 10, Result: worker.ResultSuccess, Attempt: 1, HTTPStatus: 200, Output: "forged"}
+	run := func(id, task, node string, start time.Time) protocol.RunReport {
+		return protocol.RunReport{ID: id, TaskID: task, Node: node, ScheduledAt: start.Truncate(time.Second), StartedAt: start,
+			EndedAt: start.Add(10 * time.Millisecond), DurationMS: 10, Result: protocol.ResultSuccess, Attempt: 1, HTTPStatus: 200, Output: "forged"}
 	}
-	forged := []worker.RunReport{
+	forged := []protocol.RunReport{
 		run("forged-not-executor", other.ID, "hfake", now),
 		run("forged-no-such-task", "no-such-task-0123456789", "hfake", now),
 		run("forged-other-name", own.ID, "hw1", now),
@@ -574,13 +574,13 @@ func (f *hostileFleet) forgedReports(t *testing.T) {
 		LastRunAt *time.Time `json:"last_run_at"`
 	}
 	_ = json.Unmarshal([]byte(body), &got)
-	if got.LastRunAt != nil && got.LastRunAt.After(time.Now().Add(worker.MaxClockSkew)) {
+	if got.LastRunAt != nil && got.LastRunAt.After(time.Now().Add(protocol.MaxClockSkew)) {
 		t.Errorf("last_run_at %s is in the future", got.LastRunAt)
 	}
 	// Claims: only for tasks the node executes.
 	claim := func(task string) (int, string) {
-		b, _ := json.Marshal(worker.LockRequest{TaskID: task, FireAt: time.Now().Truncate(time.Second)})
-		return fake.call(t, m, worker.PathMasterLock, fake.secret, b)
+		b, _ := json.Marshal(protocol.LockRequest{TaskID: task, FireAt: time.Now().Truncate(time.Second)})
+		return fake.call(t, m, protocol.PathMasterLock, fake.secret, b)
 	}
 	if status, body := claim(other.ID); status != http.StatusForbidden {
 		t.Errorf("claim of a task the node does not execute: %d %s, want 403", status, body)
@@ -770,7 +770,7 @@ func (f *hostileFleet) maskedSecrets(t *testing.T) {
 				}
 			}
 		}
-		if _, js := m.api("GET", "/api/v1/tasks/"+tk.ID, ""); !strings.Contains(js, worker.SecretMask) {
+		if _, js := m.api("GET", "/api/v1/tasks/"+tk.ID, ""); !strings.Contains(js, protocol.SecretMask) {
 			t.Errorf("%s: task JSON does not show the mask: %s", when, js)
 		}
 	}
@@ -786,7 +786,7 @@ func (f *hostileFleet) maskedSecrets(t *testing.T) {
 	shown("after create")
 	received("after create", 1)
 	// An update that sends the masks back keeps the stored values.
-	if status, resp := m.api("PUT", "/api/v1/tasks/"+tk.ID, body(worker.SecretMask, worker.SecretMask, "user:"+worker.SecretMask)); status != 200 {
+	if status, resp := m.api("PUT", "/api/v1/tasks/"+tk.ID, body(protocol.SecretMask, protocol.SecretMask, "user:"+protocol.SecretMask)); status != 200 {
 		t.Fatalf("update with the masks: %d %s", status, resp)
 	}
 	shown("after an update with the masks")
@@ -797,15 +797,15 @@ func (f *hostileFleet) maskedSecrets(t *testing.T) {
 // name it claims, so the --workerof name cannot be probed.
 func (f *hostileFleet) connectProbe(t *testing.T) {
 	try := func(masterName string) (int, string) {
-		ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), worker.NewNonce()
-		b, _ := json.Marshal(worker.ConnectRequest{Node: worker.NodeConfig{Name: "hman", Protocol: "http", Host: f.manHost, Priority: 1, MaxConcurrency: 10}})
-		req, _ := http.NewRequest("POST", "http://"+f.manHost+worker.PathConnect, bytes.NewReader(b))
+		ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), protocol.NewNonce()
+		b, _ := json.Marshal(protocol.ConnectRequest{Node: protocol.NodeConfig{Name: "hman", Protocol: "http", Host: f.manHost, Priority: 1, MaxConcurrency: 10}})
+		req, _ := http.NewRequest("POST", "http://"+f.manHost+protocol.PathConnect, bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(worker.HeaderMaster, masterName)
-		req.Header.Set(worker.HeaderNameTo, "hman")
-		req.Header.Set(worker.HeaderTimestamp, ts)
-		req.Header.Set(worker.HeaderNonce, nonce)
-		req.Header.Set(worker.HeaderConnection, worker.ConnectMAC("wrong-cluster-key-0123456789", masterName, "hman", ts, nonce))
+		req.Header.Set(protocol.HeaderMaster, masterName)
+		req.Header.Set(protocol.HeaderNameTo, "hman")
+		req.Header.Set(protocol.HeaderTimestamp, ts)
+		req.Header.Set(protocol.HeaderNonce, nonce)
+		req.Header.Set(protocol.HeaderConnection, protocol.ConnectMAC("wrong-cluster-key-0123456789", masterName, "hman", ts, nonce))
 		status, body, _ := do(t, http.DefaultClient, req)
 		return status, body
 	}
@@ -1019,7 +1019,7 @@ func TestHostileSlowBodyCutOff(t *testing.T) {
 		t.Skip("worker has no --read-timeout flag to shorten its server timeouts for a process test")
 	}
 	_, host := startWorker(t, m, "hslow", "--"+wFlag, "2s")
-	took := trickle(t, host, worker.PathTaskStart, 20*time.Second)
+	took := trickle(t, host, protocol.PathTaskStart, 20*time.Second)
 	t.Logf("worker cut a trickled body after %s (read timeout 2s)", took.Round(time.Millisecond))
 }
 

@@ -24,8 +24,8 @@ import (
 	"github.com/uptrace/bun"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // benchClusterKey is the cluster key of every master smbench starts.
@@ -290,7 +290,7 @@ func workerNode(name, host, bootID string) store.Node {
 }
 
 // taskRow builds a stored task from a definition.
-func taskRow(def worker.TaskDef, status int, executors []string) (*store.Task, error) {
+func taskRow(def protocol.TaskDef, status int, executors []string) (*store.Task, error) {
 	spec, err := json.Marshal(def)
 	if err != nil {
 		return nil, err
@@ -320,12 +320,12 @@ func insertTasks(ctx context.Context, db *bun.DB, tasks []*store.Task) error {
 }
 
 // httpTask is an HTTP GET task on a cron schedule.
-func httpTask(id, cron, target string) worker.TaskDef {
-	return worker.TaskDef{
-		ID: id, Title: "smbench " + id, Type: worker.TaskHTTP,
-		Schedule: worker.Schedule{Kind: worker.ScheduleCron, Cron: cron},
-		HTTP:     &worker.HTTPSpec{Method: "GET", URL: target + "/t/" + id},
-		Timeout:  worker.Duration(10 * time.Second),
+func httpTask(id, cron, target string) protocol.TaskDef {
+	return protocol.TaskDef{
+		ID: id, Title: "smbench " + id, Type: protocol.TaskHTTP,
+		Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: cron},
+		HTTP:     &protocol.HTTPSpec{Method: "GET", URL: target + "/t/" + id},
+		Timeout:  protocol.Duration(10 * time.Second),
 	}
 }
 
@@ -390,7 +390,7 @@ func startFleet(n, hungEvery int, bootID string, keepAlive bool) (*fleet, error)
 	f := &fleet{hung: map[string]bool{}}
 	answers := make(map[int][]byte, n)
 	f.srv = &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != worker.PathHealth {
+		if r.URL.Path != protocol.PathHealth {
 			rw.Header().Set("Content-Type", "application/json")
 			_, _ = rw.Write([]byte("{}"))
 			return
@@ -422,7 +422,7 @@ func startFleet(n, hungEvery int, bootID string, keepAlive bool) (*fleet, error)
 			go f.hold(ln)
 			continue
 		}
-		body, _ := json.Marshal(worker.HealthResponse{Node: name, BootID: bootID, Status: worker.StateScheduling})
+		body, _ := json.Marshal(protocol.HealthResponse{Node: name, BootID: bootID, Status: protocol.StateScheduling})
 		answers[lport] = body
 		healthy = append(healthy, ln)
 	}

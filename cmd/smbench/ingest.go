@@ -20,6 +20,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -115,7 +116,7 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 			if size <= 0 {
 				break
 			}
-			runs := make([]worker.RunReport, size)
+			runs := make([]protocol.RunReport, size)
 			for j := range runs {
 				started := now.Add(time.Duration(k+j) * time.Millisecond)
 				task := tasks[rand.IntN(len(tasks))]
@@ -123,14 +124,14 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 					own := len(tasks) / senders
 					task = tasks[ni*own+(k+j)%own]
 				}
-				runs[j] = worker.RunReport{
+				runs[j] = protocol.RunReport{
 					ID: uuid.NewString(), TaskID: task, Node: n.name,
 					ScheduledAt: started.Truncate(time.Second), StartedAt: started, EndedAt: started.Add(3 * time.Millisecond),
-					DurationMS: 3, Result: worker.ResultSuccess, Attempt: 1, HTTPStatus: 200, ExitCode: &code,
+					DurationMS: 3, Result: protocol.ResultSuccess, Attempt: 1, HTTPStatus: 200, ExitCode: &code,
 					Output: `{"ok":true,"message":"smbench run report output of a typical size"}`,
 				}
 			}
-			body, err := json.Marshal(worker.RunsRequest{Runs: runs})
+			body, err := json.Marshal(protocol.RunsRequest{Runs: runs})
 			if err != nil {
 				return res, err
 			}
@@ -150,10 +151,10 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 			defer wg.Done()
 			for _, body := range n.bodies {
 				for attempt := 1; ; attempt++ {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+worker.PathMasterRuns, bytes.NewReader(body))
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+protocol.PathMasterRuns, bytes.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set(worker.HeaderNode, n.name)
-					req.Header.Set(worker.HeaderSecret, n.secret)
+					req.Header.Set(protocol.HeaderNode, n.name)
+					req.Header.Set(protocol.HeaderSecret, n.secret)
 					resp, err := client.Do(req)
 					if err != nil {
 						errs <- err
@@ -174,7 +175,7 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 						break
 					}
 					if attempt == 10 {
-						errs <- fmt.Errorf("POST %s: %d %s (10 attempts)", worker.PathMasterRuns, resp.StatusCode, data)
+						errs <- fmt.Errorf("POST %s: %d %s (10 attempts)", protocol.PathMasterRuns, resp.StatusCode, data)
 						return
 					}
 					time.Sleep(time.Second) // the reporter's first retry delay

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -124,8 +125,8 @@ func serveLagPeer() error {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.URL.Path == worker.PathMasterRuns:
-			var req worker.RunsRequest
+		case r.URL.Path == protocol.PathMasterRuns:
+			var req protocol.RunsRequest
 			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 				http.Error(rw, err.Error(), http.StatusBadRequest)
 				return
@@ -133,7 +134,7 @@ func serveLagPeer() error {
 			for i := range req.Runs {
 				starts.add(req.Runs[i].ScheduledAt, req.Runs[i].StartedAt)
 			}
-			_ = json.NewEncoder(rw).Encode(worker.RunsResponse{Accepted: len(req.Runs)})
+			_ = json.NewEncoder(rw).Encode(protocol.RunsResponse{Accepted: len(req.Runs)})
 		case r.URL.Path == "/stats":
 			starts.mu.Lock()
 			arrivals.mu.Lock()
@@ -246,11 +247,11 @@ func (b *bench) lagWorker(ctx context.Context, tasks, maxc int, d time.Duration,
 	if err != nil {
 		return start, arrival, err
 	}
-	specs := make([]worker.TaskSpec, tasks)
+	specs := make([]protocol.TaskSpec, tasks)
 	for i := range specs {
-		specs[i] = worker.TaskSpec{TaskDef: httpTask(fmt.Sprintf("lag%05d", i), "* * * * * *", peer.URL), Executors: 1}
+		specs[i] = protocol.TaskSpec{TaskDef: httpTask(fmt.Sprintf("lag%05d", i), "* * * * * *", peer.URL), Executors: 1}
 	}
-	if err := w.Startup(ctx, worker.StartupRequest{Tasks: specs}); err != nil {
+	if err := w.Startup(ctx, protocol.StartupRequest{Tasks: specs}); err != nil {
 		return start, arrival, err
 	}
 	want := tasks * int(d/time.Second)

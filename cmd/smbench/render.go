@@ -13,8 +13,8 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 const (
@@ -84,9 +84,9 @@ func seedRuns(ctx context.Context, st *store.Store, nodes []string, tasks, runs 
 			t = rows[1+i%(tasks-1)]
 		}
 		started := now.Add(-time.Duration(runs-i) * time.Second)
-		res := worker.ResultSuccess
+		res := protocol.ResultSuccess
 		if i%17 == 0 {
-			res = worker.ResultFailed
+			res = protocol.ResultFailed
 		}
 		batch = append(batch, store.Run{ID: uuid.NewString(), TaskID: t.ID, Node: t.Executors[0], ScheduledAt: started.Truncate(time.Second),
 			StartedAt: started, EndedAt: started.Add(12 * time.Millisecond), DurationMS: 12, Result: res, Attempt: 1,

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
-	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
 // proc is a running schedulemaster process with its log kept.
@@ -193,11 +193,11 @@ func (b *bench) workerRSS(ctx context.Context) []row {
 	// Tasks pushed the way Enable pushes them: POST /api/server/startup.
 	client := master.NewClient(30 * time.Second)
 	push := func(cron, prefix string) error {
-		specs := make([]worker.TaskSpec, tasks)
+		specs := make([]protocol.TaskSpec, tasks)
 		var stored []*store.Task
 		for i := range specs {
 			def := httpTask(fmt.Sprintf("%s%05d", prefix, i), cron, target.URL)
-			specs[i] = worker.TaskSpec{TaskDef: def, Executors: 1}
+			specs[i] = protocol.TaskSpec{TaskDef: def, Executors: 1}
 			t, err := taskRow(def, store.TaskRunning, []string{name})
 			if err != nil {
 				return err

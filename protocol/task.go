@@ -1,4 +1,4 @@
-package worker
+package protocol
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/robfig/cron/v3"
 )
 
 // Task types.
@@ -115,65 +113,6 @@ type TaskSpec struct {
 	// Executors is how many running nodes run this task; with more than one,
 	// each fire is claimed through the master.
 	Executors int `json:"executors"`
-}
-
-// cronParser accepts five fields, or six with leading seconds, and descriptors like @hourly.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// cronHorizon is how far ahead a schedule must fire at least once.
-const cronHorizon = 5
-
-// ParseCron parses a cron expression with optional seconds, in UTC. It refuses
-// what cannot work as written: an @every that is not a whole number of
-// seconds, at least one (robfig/cron would silently round it), and an
-// expression with no fire in the next five years, such as "0 0 30 2 *".
-func ParseCron(expr string) (cron.Schedule, error) {
-	trimmed := strings.TrimSpace(expr)
-	if strings.HasPrefix(trimmed, "TZ=") || strings.HasPrefix(trimmed, "CRON_TZ=") {
-		return nil, fmt.Errorf("time zone prefixes are not supported; schedules are in UTC")
-	}
-	s, err := cronParser.Parse(expr)
-	if err != nil {
-		return nil, err
-	}
-	switch v := s.(type) {
-	case cron.ConstantDelaySchedule:
-		every, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(trimmed, "@every")))
-		if err != nil {
-			return nil, fmt.Errorf("@every needs a duration like 30s or 5m")
-		}
-		if msg := CheckEvery(every); msg != "" {
-			return nil, fmt.Errorf("@every %s", msg)
-		}
-	case *cron.SpecSchedule:
-		v.Location = time.UTC
-	}
-	now := time.Now().UTC()
-	if next := s.Next(now); next.IsZero() || next.After(now.AddDate(cronHorizon, 0, 0)) {
-		return nil, fmt.Errorf("never fires in the next %d years", cronHorizon)
-	}
-	return s, nil
-}
-
-// CheckEvery checks an interval: a whole number of seconds from MinInterval
-// to MaxInterval. It returns what is wrong, or "".
-func CheckEvery(every time.Duration) string {
-	switch {
-	case every <= 0:
-		return "must be more than 0"
-	case every < MinInterval:
-		return fmt.Sprintf("is shorter than %s: sub-second intervals cannot run as written", MinInterval)
-	case every%time.Second != 0:
-		return "must be a whole number of seconds"
-	case every > MaxInterval:
-		return fmt.Sprintf("is longer than %s", MaxInterval)
-	}
-	return ""
-}
-
-// CronHasSeconds reports whether a cron expression has the optional seconds field.
-func CronHasSeconds(expr string) bool {
-	return !strings.HasPrefix(expr, "@") && len(strings.Fields(expr)) == 6
 }
 
 var (
@@ -370,7 +309,7 @@ func (d *TaskDef) validateHTTP(fe FieldErrors) {
 	if _, ok := fe["http.url"]; !ok {
 		// Parameters may hold anything (newlines are fine in shell env);
 		// what they are substituted into must still be a valid request.
-		if x := expand(h.URL, d.Params); strings.ContainsAny(x, controlChars+" ") {
+		if x := ExpandParams(h.URL, d.Params); strings.ContainsAny(x, controlChars+" ") {
 			fe["http.url"] = "holds a space, line break or NUL once {{KEY}} parameters are substituted"
 		} else if u, err := url.Parse(x); err != nil || u.Host == "" {
 			fe["http.url"] = "is not a valid URL once {{KEY}} parameters are substituted"
@@ -387,7 +326,7 @@ func (d *TaskDef) validateHTTP(fe FieldErrors) {
 			fe["http.headers"] = fmt.Sprintf("value of %q is longer than %d KiB", k, maxHeaderValue>>10)
 		case strings.ContainsAny(v, controlChars):
 			fe["http.headers"] = fmt.Sprintf("value of %q has a line break or NUL", k)
-		case strings.ContainsAny(expand(v, d.Params), controlChars):
+		case strings.ContainsAny(ExpandParams(v, d.Params), controlChars):
 			fe["http.headers"] = fmt.Sprintf("value of %q has a line break or NUL once {{KEY}} parameters are substituted", k)
 		}
 	}
@@ -517,4 +456,15 @@ type TaskRef struct {
 type RunOnceRequest struct {
 	ID   string    `json:"id"`
 	Task *TaskSpec `json:"task,omitempty"`
+}
+
+// ExpandParams replaces {{KEY}} placeholders with parameter values.
+func ExpandParams(s string, params map[string]string) string {
+	if len(params) == 0 || !strings.Contains(s, "{{") {
+		return s
+	}
+	for k, v := range params {
+		s = strings.ReplaceAll(s, "{{"+k+"}}", v)
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package worker
+package protocol
 
 import (
 	"crypto/ed25519"
