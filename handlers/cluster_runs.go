@@ -8,14 +8,15 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
-// lockFire handles POST /api/worker/lock: an executor claims one fire.
-func (s *server) lockFire(c *gin.Context) {
+// claimFire handles POST /api/worker/claim (and its old path /api/worker/lock):
+// an executor claims one fire.
+func (s *server) claimFire(c *gin.Context) {
 	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(protocol.HeaderNode), c.GetHeader(protocol.HeaderSecret))
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	var req protocol.LockRequest
+	var req protocol.ClaimRequest
 	if !bindJSON(c, &req) {
 		return
 	}
@@ -39,7 +40,7 @@ func (s *server) reportRuns(c *gin.Context) {
 		return
 	}
 	var req protocol.RunsRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := protocol.DecodeStrict(body, &req); err != nil {
 		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
 		return
 	}

@@ -156,7 +156,7 @@ func startWorker(t *testing.T, cfg worker.Config) (*worker.Worker, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = handlers.NewWorkerRouter(w, storetest.Logger(t))
+	srv.Config.Handler = worker.NewHandler(w, storetest.Logger(t))
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return w, host

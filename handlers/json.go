@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -21,7 +20,7 @@ func bindJSON(c *gin.Context, v any) bool {
 	if err != nil {
 		return false
 	}
-	if err := decodeStrict(body, v); err != nil {
+	if err := protocol.DecodeStrict(body, v); err != nil {
 		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
 		return false
 	}
@@ -44,19 +43,4 @@ func readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	return body, nil
-}
-
-func decodeStrict(body []byte, v any) error {
-	if len(body) == 0 {
-		return errors.New("empty body")
-	}
-	dec := json.NewDecoder(bytesReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
 }

@@ -155,8 +155,11 @@ func TestWorkerRunsRouteAnswersPerRun(t *testing.T) {
 	if _, page := e.do(admin, http.MethodGet, "/runs/good", "", nil); strings.Contains(page, `id="binary-output"`) {
 		t.Fatal("the run page calls a text output binary")
 	}
-	lock, _ := json.Marshal(protocol.LockRequest{TaskID: "other-task", FireAt: now})
-	if code, body := e.do(http.DefaultClient, http.MethodPost, protocol.PathMasterLock, string(lock), hdr); code != http.StatusForbidden {
-		t.Fatalf("claim of a task not executed: %d %s, want 403", code, body)
+	lock, _ := json.Marshal(protocol.ClaimRequest{TaskID: "other-task", FireAt: now})
+	// The claim path and its old name, kept as an alias, answer alike.
+	for _, path := range []string{protocol.PathMasterClaim, protocol.PathMasterLock} {
+		if code, body := e.do(http.DefaultClient, http.MethodPost, path, string(lock), hdr); code != http.StatusForbidden {
+			t.Fatalf("claim of a task not executed on %s: %d %s, want 403", path, code, body)
+		}
 	}
 }

@@ -1,5 +1,6 @@
-// Package handlers holds the gin routes and handlers: console pages and
-// fragments, the open API, the master API for workers and the worker API.
+// Package handlers holds the master's gin routes and handlers: console pages
+// and fragments, the open API, and the API workers call. The worker's own API
+// is in package worker.
 package handlers
 
 import (
@@ -75,7 +76,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	// Worker-to-master API: authenticated by cluster-key MAC or node secret.
 	r.POST(protocol.PathMasterRegister, s.registerWorker)
 	r.POST(protocol.PathMasterOffline, s.offlineWorker)
-	r.POST(protocol.PathMasterLock, s.lockFire)
+	r.POST(protocol.PathMasterClaim, s.claimFire)
+	r.POST(protocol.PathMasterLock, s.claimFire) // the old path of claims, kept as an alias
 	r.POST(protocol.PathMasterRuns, s.reportRuns)
 
 	// Console.

@@ -35,12 +35,12 @@ type claims struct {
 }
 
 // Claim decides whether node runs the given fire of a task.
-func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.LockRequest) (protocol.LockResponse, error) {
+func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (protocol.ClaimResponse, error) {
 	if req.TaskID == "" || req.FireAt.IsZero() {
-		return protocol.LockResponse{}, fmt.Errorf("%w: task_id and fire_at are required", ErrInvalid)
+		return protocol.ClaimResponse{}, fmt.Errorf("%w: task_id and fire_at are required", ErrInvalid)
 	}
 	if !isRunID(req.TaskID, maxTaskIDLen) {
-		return protocol.LockResponse{}, fmt.Errorf("%w: task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxTaskIDLen)
+		return protocol.ClaimResponse{}, fmt.Errorf("%w: task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxTaskIDLen)
 	}
 	key := claimKey{task: req.TaskID, fire: req.FireAt.UTC().UnixNano()}
 	m.claims.mu.Lock()
@@ -58,16 +58,16 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.LockR
 	if !executor {
 		ok, err := store.IsTaskExecutor(ctx, m.st.DB, req.TaskID, node.Name)
 		if err != nil {
-			return protocol.LockResponse{}, fmt.Errorf("master: claim: %w", err)
+			return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 		}
 		if !ok {
-			return protocol.LockResponse{}, fmt.Errorf("%w: node %s does not execute task %s", ErrForbidden, node.Name, req.TaskID)
+			return protocol.ClaimResponse{}, fmt.Errorf("%w: node %s does not execute task %s", ErrForbidden, node.Name, req.TaskID)
 		}
 	}
 	if round == nil {
 		weights, err := m.claimWeights(ctx, req.TaskID)
 		if err != nil {
-			return protocol.LockResponse{}, err
+			return protocol.ClaimResponse{}, err
 		}
 		m.claims.mu.Lock()
 		if round = m.claims.rounds[key]; round == nil {
@@ -95,9 +95,9 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.LockR
 	select {
 	case <-round.done:
 	case <-ctx.Done():
-		return protocol.LockResponse{}, ctx.Err()
+		return protocol.ClaimResponse{}, ctx.Err()
 	}
-	return protocol.LockResponse{Won: round.winner == node.Name, Winner: round.winner}, nil
+	return protocol.ClaimResponse{Won: round.winner == node.Name, Winner: round.winner}, nil
 }
 
 // claimWeights returns the running executors of a running task with their priorities.

@@ -43,7 +43,7 @@ func benchClaimSetup(b *testing.B, st *store.Store, fleet, executors int) (*mast
 }
 
 // BenchmarkClaim measures one fire claimed by every executor of a task
-// (POST /api/worker/lock without HTTP): the round is decided as soon as all
+// (POST /api/worker/claim without HTTP): the round is decided as soon as all
 // running executors have claimed. fleet is the number of running nodes.
 func BenchmarkClaim(b *testing.B) {
 	for _, dialect := range storetest.Dialects {
@@ -62,7 +62,7 @@ func BenchmarkClaim(b *testing.B) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							r, err := m.Claim(ctx, n, protocol.LockRequest{TaskID: task, FireAt: fire})
+							r, err := m.Claim(ctx, n, protocol.ClaimRequest{TaskID: task, FireAt: fire})
 							if err != nil {
 								b.Error(err)
 								return

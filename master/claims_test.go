@@ -57,7 +57,7 @@ func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := e.m.Claim(e.ctx, e.node(name), protocol.LockRequest{TaskID: id, FireAt: fire})
+					resp, err := e.m.Claim(e.ctx, e.node(name), protocol.ClaimRequest{TaskID: id, FireAt: fire})
 					if err != nil {
 						t.Errorf("claim %s: %v", name, err)
 						return
@@ -82,7 +82,7 @@ func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
 			}
 		}
 		// A late claim of a decided fire loses; the recorded winner stands.
-		resp, err := e.m.Claim(e.ctx, e.node("a"), protocol.LockRequest{TaskID: id, FireAt: base})
+		resp, err := e.m.Claim(e.ctx, e.node("a"), protocol.ClaimRequest{TaskID: id, FireAt: base})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
 	id := runningTask(t, e, map[string]int{"x": 1, "y": 1})
 	// Only x claims (y is dead but not yet detected): x wins after ClaimWait.
 	start := time.Now()
-	resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.LockRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
+	resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
 	if err := store.CreateNode(e.ctx, s.Store.DB, other); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.LockRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
+	resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
 	if !errors.Is(err, master.ErrForbidden) || resp.Won {
 		t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
 	}

@@ -306,7 +306,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 
 		// Claims only for tasks the node executes.
 		for _, task := range []string{"t2", "no-such-task"} {
-			if _, err := e.m.Claim(e.ctx, w1, protocol.LockRequest{TaskID: task, FireAt: now.Truncate(time.Second)}); !errors.Is(err, master.ErrForbidden) {
+			if _, err := e.m.Claim(e.ctx, w1, protocol.ClaimRequest{TaskID: task, FireAt: now.Truncate(time.Second)}); !errors.Is(err, master.ErrForbidden) {
 				t.Errorf("claim of %s by w1 = %v, want ErrForbidden", task, err)
 			}
 		}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -169,7 +168,7 @@ func (tw *testWorker) Replace() *worker.Worker {
 		_ = w.Stop(ctx) // may fail to reach a master; only frees the scheduler
 	})
 	tw.W = w
-	tw.Serve(handlers.NewWorkerRouter(w, storetest.Logger(tw.t)))
+	tw.Serve(worker.NewHandler(w, storetest.Logger(tw.t)))
 	return w
 }
 
@@ -178,7 +177,7 @@ func (tw *testWorker) Serve(h http.Handler) { tw.handler.Store(&h) }
 
 // Router is the real worker router of the current engine.
 func (tw *testWorker) Router() http.Handler {
-	return handlers.NewWorkerRouter(tw.W, storetest.Logger(tw.t))
+	return worker.NewHandler(tw.W, storetest.Logger(tw.t))
 }
 
 func (tw *testWorker) Config() protocol.NodeConfig {

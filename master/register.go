@@ -1,15 +1,12 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -48,7 +45,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		return protocol.RegisterResponse{}, fmt.Errorf("%w: registration nonce already used", ErrUnauthorized)
 	}
 	var req protocol.RegisterRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := protocol.DecodeStrict(body, &req); err != nil {
 		return protocol.RegisterResponse{}, fmt.Errorf("%w: registration body: %v", ErrInvalid, err)
 	}
 	if err := req.Node.Validate(); err != nil {
@@ -125,19 +122,6 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
 	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
 	return protocol.RegisterResponse{Master: m.cfg.Identity, Tasks: m.tasksFor(ctx, n.Name)}, nil
-}
-
-// decodeStrict decodes one JSON value, refusing unknown fields and trailing data.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("unexpected data after the JSON value")
-	}
-	return nil
 }
 
 // ResetIdentity clears a worker node's key, so that the next registration of

@@ -434,14 +434,15 @@ type RunRejected struct {
 	Error string `json:"error"`
 }
 
-// LockRequest is the body of POST /api/worker/lock: a claim of one fire.
-type LockRequest struct {
+// ClaimRequest is the body of POST /api/worker/claim (formerly /api/worker/lock):
+// an executor's claim of one fire.
+type ClaimRequest struct {
 	TaskID string    `json:"task_id"`
 	FireAt time.Time `json:"fire_at"`
 }
 
-// LockResponse says whether this node won the fire.
-type LockResponse struct {
+// ClaimResponse says whether this node won the fire, and which node did.
+type ClaimResponse struct {
 	Won    bool   `json:"won"`
 	Winner string `json:"winner"`
 }

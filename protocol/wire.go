@@ -47,8 +47,11 @@ const (
 	PathTaskRunOnce    = "/api/task/runonce"
 	PathMasterRegister = "/api/worker/register"
 	PathMasterOffline  = "/api/worker/offline"
-	PathMasterLock     = "/api/worker/lock"
+	PathMasterClaim    = "/api/worker/claim"
 	PathMasterRuns     = "/api/worker/runs"
+	// PathMasterLock is the old name of PathMasterClaim, still served by the
+	// master for workers of earlier versions.
+	PathMasterLock = "/api/worker/lock"
 )
 
 // Body limits of the worker API, enforced before parsing. A task definition
@@ -309,3 +312,18 @@ func CheckTimestamp(ts string, now time.Time) error {
 	}
 	return nil
 }
+
+// TaskReply answers a task operation on the worker API (start, stop, pause,
+// resume, runonce): the task and its state there.
+type TaskReply struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// TaskReply statuses.
+const (
+	ReplyStarted = "started" // start: scheduled; runonce: the run began
+	ReplyStopped = "stopped"
+	ReplyPaused  = "paused"
+	ReplyRunning = "running" // resumed
+)

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -168,9 +167,9 @@ func TestRegistrationIsSignedWithTheNodeKey(t *testing.T) {
 // server's read timeout instead of holding the connection.
 func TestWorkerServerCutsATrickledBody(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
-	to := handlers.DefaultWorkerTimeouts()
+	to := worker.DefaultServerTimeouts()
 	to.ReadHeader, to.Read = 200*time.Millisecond, 500*time.Millisecond
-	srv := handlers.NewWorkerServer(w, testLogger(t), to)
+	srv := worker.NewServer(w, testLogger(t), to)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -22,7 +21,7 @@ import (
 // serveWorker serves the real worker API for w on a loopback ephemeral port.
 func serveWorker(t *testing.T, w *worker.Worker) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(handlers.NewWorkerRouter(w, testLogger(t)))
+	srv := httptest.NewServer(worker.NewHandler(w, testLogger(t)))
 	t.Cleanup(srv.Close)
 	return srv
 }

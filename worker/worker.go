@@ -327,14 +327,14 @@ func (w *Worker) authHeaders() map[string]string {
 
 // claimFire asks the master whether this node runs the given fire.
 func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (bool, error) {
-	body, err := json.Marshal(protocol.LockRequest{TaskID: taskID, FireAt: fire})
+	body, err := json.Marshal(protocol.ClaimRequest{TaskID: taskID, FireAt: fire})
 	if err != nil {
 		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var resp protocol.LockResponse
-	if err := w.post(ctx, protocol.PathMasterLock, w.authHeaders(), body, &resp); err != nil {
+	var resp protocol.ClaimResponse
+	if err := w.post(ctx, protocol.PathMasterClaim, w.authHeaders(), body, &resp); err != nil {
 		w.maybeReregister(err)
 		return false, err
 	}

@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
@@ -50,10 +49,10 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	timeouts := handlers.DefaultWorkerTimeouts()
+	timeouts := worker.DefaultServerTimeouts()
 	timeouts.Read = cfg.ReadTimeout
 	timeouts.ReadHeader = min(timeouts.ReadHeader, cfg.ReadTimeout)
-	srv := handlers.NewWorkerServer(w, log, timeouts)
+	srv := worker.NewServer(w, log, timeouts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	mode := "auto"

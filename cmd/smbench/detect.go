@@ -98,7 +98,7 @@ func (b *bench) detectOnce(ctx context.Context, e *detectEnv, name string, hang 
 		return 0, err
 	}
 	var hung atomic.Bool
-	api := handlers.NewWorkerRouter(w, log)
+	api := worker.NewHandler(w, log)
 	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if hung.Load() {
 			<-r.Context().Done()

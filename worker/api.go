@@ -1,0 +1,242 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// NewHandler is the worker API, every route listed here: the health probe and
+// the handshake are open, the rest need the current secret (header
+// sm_secret). Bodies are bounded per route before parsing and decoded
+// strictly; every answer, refusals included, is JSON.
+func NewHandler(w *Worker, log *slog.Logger) http.Handler {
+	a := &api{w: w, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+protocol.PathHealth, a.health)
+	mux.HandleFunc("POST "+protocol.PathConnect, a.connect)
+	mux.HandleFunc("POST "+protocol.PathStartup, a.guard(a.startup))
+	mux.HandleFunc("POST "+protocol.PathShutdown, a.guard(a.shutdown))
+	mux.HandleFunc("POST "+protocol.PathTaskStart, a.guard(a.startTask))
+	mux.HandleFunc("POST "+protocol.PathTaskStop, a.guard(a.stopTask))
+	mux.HandleFunc("POST "+protocol.PathTaskPause, a.guard(a.pauseTask))
+	mux.HandleFunc("POST "+protocol.PathTaskResume, a.guard(a.resumeTask))
+	mux.HandleFunc("POST "+protocol.PathTaskRunOnce, a.guard(a.runTaskOnce))
+	// Anything else, a known path with another method included, is a 404.
+	mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
+		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: "no such route"})
+	})
+	return a.recover(mux)
+}
+
+type api struct {
+	w   *Worker
+	log *slog.Logger
+}
+
+// recover answers 500 to a handler's panic and logs it, instead of dropping
+// the connection.
+func (a *api) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.log.Error("worker API handler panicked", "path", r.URL.Path, "panic", v)
+				rw.WriteHeader(http.StatusInternalServerError)
+			}
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// guard lets a request through only with the current sm_secret, compared in
+// constant time. The 401 body says nothing about either secret.
+func (a *api) guard(next http.HandlerFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		if !a.w.CheckSecret(r.Header.Get(protocol.HeaderSecret)) {
+			writeJSON(rw, http.StatusUnauthorized, protocol.ErrorResponse{Error: "unauthorized"})
+			return
+		}
+		next(rw, r)
+	}
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(rw http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status, data = http.StatusInternalServerError, []byte(`{"error":"cannot encode the answer"}`)
+	}
+	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
+	rw.WriteHeader(status)
+	_, _ = rw.Write(data)
+}
+
+// readJSON decodes a JSON body of at most limit bytes (413 past it, before
+// any parsing) with unknown fields refused, answering 400 itself on failure.
+func readJSON(rw http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	if r.ContentLength > limit {
+		writeJSON(rw, http.StatusRequestEntityTooLarge, protocol.ErrorResponse{Error: "request body too large"})
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(rw, http.StatusRequestEntityTooLarge, protocol.ErrorResponse{Error: "request body too large"})
+		} else {
+			writeJSON(rw, http.StatusBadRequest, protocol.ErrorResponse{Error: "cannot read request body"})
+		}
+		return false
+	}
+	if err := protocol.DecodeStrict(body, v); err != nil {
+		writeJSON(rw, http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// health answers the master's probe with the node name and boot id.
+func (a *api) health(rw http.ResponseWriter, _ *http.Request) {
+	writeJSON(rw, http.StatusOK, a.w.Health())
+}
+
+// connect verifies the master's handshake and answers with a new secret.
+func (a *api) connect(rw http.ResponseWriter, r *http.Request) {
+	var req protocol.ConnectRequest
+	if !readJSON(rw, r, &req, protocol.MaxSmallBody) {
+		return
+	}
+	h := ConnectHeaders{
+		Master:    r.Header.Get(protocol.HeaderMaster),
+		NameTo:    r.Header.Get(protocol.HeaderNameTo),
+		Timestamp: r.Header.Get(protocol.HeaderTimestamp),
+		Nonce:     r.Header.Get(protocol.HeaderNonce),
+		MAC:       r.Header.Get(protocol.HeaderConnection),
+	}
+	resp, err := a.w.Connect(h, req, time.Now())
+	switch {
+	case errors.Is(err, protocol.ErrHandshake):
+		from, _, _ := net.SplitHostPort(r.RemoteAddr)
+		a.log.Warn("connect refused", "from", from, "err", err)
+		writeJSON(rw, http.StatusUnauthorized, protocol.ErrorResponse{Error: err.Error()})
+	case err != nil:
+		writeJSON(rw, http.StatusBadRequest, protocol.ErrorResponse{Error: err.Error()})
+	default:
+		writeJSON(rw, http.StatusOK, resp)
+	}
+}
+
+// startup starts scheduling the tasks in the body.
+func (a *api) startup(rw http.ResponseWriter, r *http.Request) {
+	var req protocol.StartupRequest
+	if !readJSON(rw, r, &req, protocol.MaxStartupBody) {
+		return
+	}
+	if err := a.w.Startup(r.Context(), req); err != nil {
+		a.log.Error("startup", "err", err)
+		writeJSON(rw, http.StatusInternalServerError, protocol.ErrorResponse{Error: err.Error()})
+		return
+	}
+	writeJSON(rw, http.StatusOK, a.w.Health())
+}
+
+// shutdown stops scheduling and waits (bounded) for running jobs.
+func (a *api) shutdown(rw http.ResponseWriter, r *http.Request) {
+	if err := a.w.Shutdown(r.Context()); err != nil {
+		a.log.Error("shutdown", "err", err)
+		writeJSON(rw, http.StatusInternalServerError, protocol.ErrorResponse{Error: err.Error()})
+		return
+	}
+	writeJSON(rw, http.StatusOK, a.w.Health())
+}
+
+// taskError maps a task operation's error to a status.
+func (a *api) taskError(rw http.ResponseWriter, r *http.Request, err error) {
+	var fe protocol.FieldErrors
+	status := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &fe), errors.Is(err, protocol.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, ErrShellRefused):
+		status = http.StatusForbidden
+	case errors.Is(err, ErrUnknownTask):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrNotScheduling):
+		status = http.StatusConflict
+	}
+	if status == http.StatusInternalServerError {
+		a.log.Error("task operation", "path", r.URL.Path, "err", err)
+	}
+	writeJSON(rw, status, protocol.ErrorResponse{Error: err.Error()})
+}
+
+// startTask schedules the task in the body (idempotent).
+func (a *api) startTask(rw http.ResponseWriter, r *http.Request) {
+	var spec protocol.TaskSpec
+	if !readJSON(rw, r, &spec, protocol.MaxTaskBody) {
+		return
+	}
+	if err := a.w.StartTask(spec); err != nil {
+		a.taskError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: spec.ID, Status: protocol.ReplyStarted})
+}
+
+// stopTask removes a task's job.
+func (a *api) stopTask(rw http.ResponseWriter, r *http.Request) {
+	var ref protocol.TaskRef
+	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
+		return
+	}
+	a.w.StopTask(ref.ID)
+	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: protocol.ReplyStopped})
+}
+
+// pauseTask keeps a task's schedule and skips its runs.
+func (a *api) pauseTask(rw http.ResponseWriter, r *http.Request) {
+	var ref protocol.TaskRef
+	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
+		return
+	}
+	if err := a.w.PauseTask(ref.ID); err != nil {
+		a.taskError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: protocol.ReplyPaused})
+}
+
+// resumeTask lets a paused task run again.
+func (a *api) resumeTask(rw http.ResponseWriter, r *http.Request) {
+	var ref protocol.TaskRef
+	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
+		return
+	}
+	if err := a.w.ResumeTask(ref.ID); err != nil {
+		a.taskError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: protocol.ReplyRunning})
+}
+
+// runTaskOnce runs a task now.
+func (a *api) runTaskOnce(rw http.ResponseWriter, r *http.Request) {
+	var req protocol.RunOnceRequest
+	if !readJSON(rw, r, &req, protocol.MaxTaskBody) {
+		return
+	}
+	if err := a.w.RunOnce(req); err != nil {
+		a.taskError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusAccepted, protocol.TaskReply{ID: req.ID, Status: protocol.ReplyStarted})
+}
