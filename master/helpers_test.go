@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -212,60 +212,27 @@ func (e *env) enable(name string) *store.Node {
 	return n
 }
 
-// masterAPI is a test-only stand-in for the master's worker API routes: it
-// passes register and offline calls to the real engine.
-func masterAPI(m *master.Master) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, 1<<20))
-		if err != nil {
-			writeErr(rw, fmt.Errorf("%w: body: %v", master.ErrInvalid, err))
-			return
-		}
-		switch r.URL.Path {
-		case protocol.PathMasterRegister:
-			resp, err := m.Register(r.Context(), master.RegisterHeaders{
-				Node: r.Header.Get(protocol.HeaderNode), Timestamp: r.Header.Get(protocol.HeaderTimestamp),
-				Nonce: r.Header.Get(protocol.HeaderNonce), Signature: r.Header.Get(protocol.HeaderSignature),
-				NodeSignature: r.Header.Get(protocol.HeaderNodeSignature),
-			}, body)
-			if err != nil {
-				writeErr(rw, err)
-				return
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(rw).Encode(resp)
-		case protocol.PathMasterOffline:
-			if err := m.Offline(r.Context(), r.Header.Get(protocol.HeaderNode), r.Header.Get(protocol.HeaderSecret)); err != nil {
-				writeErr(rw, err)
-				return
-			}
-			rw.Write([]byte("{}"))
-		default:
-			http.NotFound(rw, r)
-		}
-	})
+// masterAPI is the master's real router (the API workers call included)
+// over the engine of e.
+func (e *env) masterAPI() http.Handler {
+	e.t.Helper()
+	h, err := handlers.NewMasterRouter(e.ctx, handlers.MasterDeps{Store: e.s.Store, Master: e.m, Log: storetest.Logger(e.t)})
+	if err != nil {
+		e.t.Fatalf("NewMasterRouter: %v", err)
+	}
+	return h
 }
 
+// writeErr answers 503 with a JSON error body, as a master that is not up.
 func writeErr(rw http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, master.ErrUnauthorized):
-		code = http.StatusUnauthorized
-	case errors.Is(err, master.ErrInvalid), errors.Is(err, protocol.ErrInvalid):
-		code = http.StatusBadRequest
-	case errors.Is(err, master.ErrState), errors.Is(err, master.ErrDuplicate):
-		code = http.StatusConflict
-	case errors.Is(err, master.ErrForbidden):
-		code = http.StatusForbidden
-	}
 	rw.Header().Set("Content-Type", "application/json")
-	rw.WriteHeader(code)
+	rw.WriteHeader(http.StatusServiceUnavailable)
 	json.NewEncoder(rw).Encode(protocol.ErrorResponse{Error: err.Error()})
 }
 
-// serveMaster serves masterAPI(e.m) on loopback and returns its URL.
+// serveMaster serves the master's router on loopback and returns its URL.
 func (e *env) serveMaster() string {
-	srv := httptest.NewServer(masterAPI(e.m))
+	srv := httptest.NewServer(e.masterAPI())
 	e.t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -1,5 +1,6 @@
 // Package master is the master engine: node lifecycle, registration, the health
-// checker and the client of the worker API. It never imports gin or templ.
+// checker and the client of the worker API. It never imports gin, templ or
+// worker: it speaks to workers in package protocol's terms.
 package master
 
 import (

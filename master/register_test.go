@@ -92,7 +92,7 @@ func TestRegistrationRetriesUntilMasterUp(t *testing.T) {
 		e := newEnv(t, s)
 		var up atomic.Bool
 		var refused atomic.Int32
-		api := masterAPI(e.m)
+		api := e.masterAPI()
 		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if !up.Load() {
 				refused.Add(1)

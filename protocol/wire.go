@@ -226,7 +226,7 @@ func (c NodeConfig) Validate() error {
 func NewSecret() string {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		panic("worker: crypto/rand failed: " + err.Error()) // never happens on Linux
+		panic("protocol: crypto/rand failed: " + err.Error()) // never happens on Linux
 	}
 	return hex.EncodeToString(b)
 }
@@ -235,7 +235,7 @@ func NewSecret() string {
 func NewNonce() string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		panic("worker: crypto/rand failed: " + err.Error())
+		panic("protocol: crypto/rand failed: " + err.Error())
 	}
 	return hex.EncodeToString(b)
 }

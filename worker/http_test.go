@@ -336,3 +336,44 @@ func TestRunManualReturnsAtOnce(t *testing.T) {
 		t.Error("an unconnected manual worker told the master it goes offline")
 	}
 }
+
+// The ServeMux keeps the answers of the gin router it replaced: a known path
+// with another method is a JSON 404 like any unknown route, task operations
+// answer a TaskReply, and a body with data after the JSON value is a 400.
+func TestHandlerRoutesAndReplies(t *testing.T) {
+	w := newWorker(t, manualConfig("w1"))
+	srv := serveWorker(t, w)
+	code, c, raw := connectHTTP(t, srv.URL, "w1")
+	if code != http.StatusOK {
+		t.Fatalf("connect: %d %s", code, raw)
+	}
+	auth := map[string]string{protocol.HeaderSecret: c.Secret}
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, srv.URL+protocol.PathTaskStop, nil)
+		req.Header.Set(protocol.HeaderSecret, c.Secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"error":"no such route"`) {
+			t.Errorf("%s %s: %d %s, want a JSON 404", m, protocol.PathTaskStop, resp.StatusCode, b)
+		}
+	}
+	if code, body := post(t, srv.URL+protocol.PathHealth, nil, `{}`); code != http.StatusNotFound {
+		t.Errorf("POST /health: %d %s, want 404", code, body)
+	}
+	code, body := post(t, srv.URL+protocol.PathTaskStop, auth, `{"id":"t1"}`)
+	var reply protocol.TaskReply
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &reply) != nil ||
+		reply != (protocol.TaskReply{ID: "t1", Status: protocol.ReplyStopped}) {
+		t.Errorf("stop: %d %s", code, body)
+	}
+	if code, body := post(t, srv.URL+protocol.PathTaskPause, auth, `{"id":"t1"} {}`); code != http.StatusBadRequest {
+		t.Errorf("trailing data: %d %s, want 400", code, body)
+	}
+	if code, body := post(t, srv.URL+protocol.PathTaskPause, auth, ``); code != http.StatusBadRequest {
+		t.Errorf("empty body: %d %s, want 400", code, body)
+	}
+}

@@ -1,6 +1,9 @@
-// Package worker is the worker engine: its connection state and secret, the
-// handshake, registration with the master, and the gocron runner. It never opens
-// the database; it needs only the master's URL and the cluster key.
+// Package worker is the worker engine and its guarded HTTP API (NewHandler,
+// on the standard library's ServeMux): connection state and secret, the
+// handshake, registration with the master, the gocron runner, the http and
+// shell executors, and the run-report journal and its delivery. It speaks to
+// the master only in package protocol's terms; it never opens the database and
+// needs only the master's URL and the cluster key.
 package worker
 
 import (
