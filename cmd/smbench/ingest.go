@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
@@ -105,6 +106,26 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 		nodes[i] = &node{name: n.Name, secret: n.Secret}
 	}
 	if err := insertNodes(ctx, e.st.DB, rows); err != nil {
+		return res, err
+	}
+	// The master stores only runs of tasks the node executes: make the
+	// senders the executors, of all tasks when shared, else of their own.
+	err = e.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		own := len(tasks) / senders
+		for j, id := range tasks {
+			execs := make([]string, 0, senders)
+			for ni, n := range nodes {
+				if shared || j/own == ni {
+					execs = append(execs, n.name)
+				}
+			}
+			if err := store.SetTaskExecutors(ctx, tx, id, execs); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return res, err
 	}
 	// Build every body first: only the master's work is timed.
