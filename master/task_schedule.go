@@ -1,0 +1,36 @@
+// What workers schedule: the spec pushed for a task and the tasks a node
+// runs, pushed on Enable, registration and recovery.
+
+package master
+
+import (
+	"context"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// spec is what a worker receives for a task.
+func (t *Task) spec() protocol.TaskSpec {
+	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: len(t.Executors)}
+}
+
+// tasksFor returns the running and paused tasks a node executes, pushed on
+// Enable, registration and recovery.
+func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
+	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
+	if err != nil {
+		m.log.Error("load tasks of node", "node", node, "err", err)
+		return []protocol.TaskSpec{}
+	}
+	out := make([]protocol.TaskSpec, 0, len(rows))
+	for i := range rows {
+		t, err := decodeTask(&rows[i])
+		if err != nil {
+			m.log.Error("skip task with a bad stored definition", "task", rows[i].ID, "err", err)
+			continue
+		}
+		out = append(out, t.spec())
+	}
+	return out
+}
