@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/crypto/bcrypt"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -60,44 +60,25 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 		s.render(c, http.StatusTooManyRequests, views.AccountPage(vm))
 		return
 	}
-	switch {
-	case current == "":
-		vm.PwErrors["current_password"] = "is required"
-	case len(current) > 256 || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil:
+	err := s.m.ChangeOwnPassword(c.Request.Context(), u, current, next, confirm)
+	if errors.Is(err, master.ErrUnauthorized) {
 		s.limiter.fail(ip, u.Username, time.Now())
 		s.log.Warn("wrong current password", "username", u.Username, "ip", ip)
-		s.userEvent(c, "user.password_change", u.Username, errors.New("the current password is wrong"), "")
-		vm.PwErrors["current_password"] = "is wrong"
 	}
-	if msg := userCheckPassword(next); msg != "" {
-		vm.PwErrors["new_password"] = msg
-	} else if next == current {
-		vm.PwErrors["new_password"] = "must differ from the current password"
-	} else if confirm != next {
-		vm.PwErrors["new_password_confirm"] = "does not match the new password"
-	}
-	if len(vm.PwErrors) > 0 {
+	if master.Merge(vm.PwErrors, err) {
 		vm.Flash = &views.Flash{Message: "Your password was not changed."}
 		s.render(c, http.StatusUnprocessableEntity, views.AccountPage(vm))
 		return
 	}
-	hash, err := userHashPassword(next)
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	if err := store.SetUserPassword(c.Request.Context(), s.st.DB, u.Username, hash); err != nil {
-		s.serverError(c, err)
-		return
-	}
 	// Other sessions of this user end; this one goes on with the new password.
-	u.PasswordHash = hash
 	if err := s.startSession(c, u); err != nil {
 		s.serverError(c, err)
 		return
 	}
-	s.log.Info("own password changed", "username", u.Username)
-	s.userEvent(c, "user.password_change", u.Username, nil, "")
 	s.setFlash(c, true, "Your password was changed.")
 	c.Redirect(http.StatusSeeOther, "/account")
 }
@@ -109,18 +90,17 @@ func (s *server) changeOwnEmail(c *gin.Context) {
 		return
 	}
 	vm.Email = strings.TrimSpace(c.PostForm("email"))
-	if msg := userCheckEmail(vm.Email); msg != "" {
-		vm.EmailErrors = map[string]string{"email": msg}
+	err := s.m.ChangeOwnEmail(c.Request.Context(), u.Username, vm.Email)
+	vm.EmailErrors = map[string]string{}
+	if master.Merge(vm.EmailErrors, err) {
 		vm.Flash = &views.Flash{Message: "Your email was not changed."}
 		s.render(c, http.StatusUnprocessableEntity, views.AccountPage(vm))
 		return
 	}
-	if err := store.SetUserEmail(c.Request.Context(), s.st.DB, u.Username, vm.Email); err != nil {
+	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	s.log.Info("own email changed", "username", u.Username)
-	s.userEvent(c, "user.email_change", u.Username, nil, "")
 	if vm.Email == "" {
 		s.setFlash(c, true, "Your email was removed.")
 	} else {

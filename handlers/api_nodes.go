@@ -28,7 +28,7 @@ type apiNode struct {
 
 func toAPINode(n *store.Node) apiNode {
 	a := apiNode{
-		Name: n.Name, Type: n.Type, Status: n.Status, Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
+		Name: n.Name, Type: n.Type, Status: int(n.Status), Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
 	}
 	if !n.LastSeen.IsZero() {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -48,12 +47,12 @@ func pageParams(c *gin.Context) (limit, offset int, err error) {
 	limit, offset = 50, 0
 	if v := c.Query("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 500 {
-			return 0, 0, fmt.Errorf("%w: limit must be a number from 1 to 500", master.ErrInvalid)
+			return 0, 0, master.Errorf(master.KindInvalid, "limit must be a number from 1 to 500")
 		}
 	}
 	if v := c.Query("offset"); v != "" {
 		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return 0, 0, fmt.Errorf("%w: offset must be a number >= 0", master.ErrInvalid)
+			return 0, 0, master.Errorf(master.KindInvalid, "offset must be a number >= 0")
 		}
 	}
 	return limit, offset, nil
@@ -67,14 +66,15 @@ func taskFilter(c *gin.Context) (store.TaskFilter, error) {
 	}
 	f := store.TaskFilter{Title: c.Query("title"), Node: c.Query("node"), Limit: limit, Offset: offset}
 	if len(f.Title) > 200 || len(f.Node) > 64 {
-		return f, fmt.Errorf("%w: title or node filter too long", master.ErrInvalid)
+		return f, master.Errorf(master.KindInvalid, "title or node filter too long")
 	}
 	if v := c.Query("status"); v != "" {
 		st, err := strconv.Atoi(v)
 		if err != nil || st < 0 || st > 2 {
-			return f, fmt.Errorf("%w: status must be 0 (stopped), 1 (running) or 2 (paused)", master.ErrInvalid)
+			return f, master.Errorf(master.KindInvalid, "status must be 0 (stopped), 1 (running) or 2 (paused)")
 		}
-		f.Status = &st
+		ts := store.TaskStatus(st)
+		f.Status = &ts
 	}
 	return f, nil
 }

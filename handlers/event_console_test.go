@@ -214,14 +214,14 @@ func TestDashboardNumbersChartAndFailures(t *testing.T) {
 			t.Fatalf("empty dashboard: %d\n%s", status, body)
 		}
 
-		for i, st := range []int{store.StatusOffline, store.StatusOffline, store.StatusIdle, store.StatusRunning, store.StatusRunning, store.StatusRunning} {
+		for i, st := range []store.NodeStatus{store.StatusOffline, store.StatusOffline, store.StatusIdle, store.StatusRunning, store.StatusRunning, store.StatusRunning} {
 			n := &store.Node{Name: fmt.Sprintf("w%d", i), Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
 				Priority: 1, MaxConcurrency: 1, Status: st, Mode: store.ModeManual}
 			if err := store.CreateNode(ctx, db, n); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for i, st := range []int{store.TaskRunning, store.TaskRunning, store.TaskPaused, store.TaskStopped, store.TaskStopped, store.TaskStopped, store.TaskDeleted} {
+		for i, st := range []store.TaskStatus{store.TaskRunning, store.TaskRunning, store.TaskPaused, store.TaskStopped, store.TaskStopped, store.TaskStopped, store.TaskDeleted} {
 			tk := &store.Task{ID: fmt.Sprintf("task-%d", i), Title: fmt.Sprintf("Task %d", i), Type: "http", Spec: "{}",
 				Keepers: "[]", Children: "[]", Status: st}
 			if err := store.CreateTask(ctx, db, tk); err != nil {

@@ -159,6 +159,12 @@ func startWorker(t *testing.T, cfg worker.Config) (*worker.Worker, string) {
 	srv.Config.Handler = worker.NewHandler(w, storetest.Logger(t))
 	srv.Start()
 	t.Cleanup(srv.Close)
+	// Stop ends the report delivery New started: no goroutine outlives the test.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
 	return w, host
 }
 

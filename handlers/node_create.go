@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -65,16 +66,7 @@ func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, prot
 	if cfg.MaxConcurrency, err = strconv.Atoi(vm.MaxConcurrency); err != nil {
 		fe["max_concurrency"] = "must be a whole number"
 	}
-	if err := cfg.Validate(); err != nil {
-		var all protocol.FieldErrors
-		if errors.As(err, &all) {
-			for k, v := range all {
-				if _, ok := fe[k]; !ok {
-					fe[k] = v
-				}
-			}
-		}
-	}
+	master.Merge(fe, cfg.Validate())
 	return vm, cfg, fe
 }
 
@@ -89,6 +81,6 @@ func (s *server) formError(c *gin.Context, err error, vm *views.NodeFormVM) bool
 		s.serverError(c, err)
 		return false
 	}
-	vm.FormError = userMessage(err)
+	vm.FormError = master.Message(err)
 	return true
 }

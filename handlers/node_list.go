@@ -59,18 +59,20 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 }
 
 func nodeRow(n store.Node, now time.Time) views.NodeRow {
-	worker := n.Type == store.TypeWorker
+	isWorker := n.Type == store.TypeWorker
 	r := views.NodeRow{
-		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: n.Status,
-		StatusName: master.StatusName(n.Status), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
+		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: int(n.Status),
+		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
-		CanConnect: worker && n.Status == store.StatusOffline,
-		CanEnable:  worker && n.Status == store.StatusIdle,
-		CanDisable: worker && n.Status == store.StatusRunning,
-		CanDelete:  worker && n.Status != store.StatusRunning,
-		CanEdit:    worker,
+		// The buttons follow the engine's state table; the master's own node has none.
+		CanConnect: isWorker && master.NodeAllows(n.Status, master.NodeConnect),
+		CanEnable:  isWorker && master.NodeAllows(n.Status, master.NodeEnable),
+		CanDisable: isWorker && master.NodeAllows(n.Status, master.NodeDisable),
+		CanDelete:  isWorker && master.NodeAllows(n.Status, master.NodeDelete),
+		CanEdit:    isWorker && master.NodeAllows(n.Status, master.NodeEdit),
 
-		CanResetIdentity: worker && n.Mode == store.ModeAuto && n.NodeKey != "",
+		CanResetIdentity: isWorker && master.NodeAllows(n.Status, master.NodeResetIdentity) &&
+			n.Mode == store.ModeAuto && n.NodeKey != "",
 	}
 	if !n.LastSeen.IsZero() {
 		r.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)
@@ -123,7 +125,7 @@ func (s *server) nodeAction(c *gin.Context, verb string, do func(ctx context.Con
 			return
 		}
 		s.log.Warn("node action failed", "action", verb, "node", name, "user", currentUser(c).Name, "err", err)
-		s.renderNodesOutcome(c, status, false, fmt.Sprintf("%s %s failed: %s", verb, name, userMessage(err)))
+		s.renderNodesOutcome(c, status, false, fmt.Sprintf("%s %s failed: %s", verb, name, master.Message(err)))
 		return
 	}
 	s.log.Info("node action", "action", verb, "node", name, "user", currentUser(c).Name)

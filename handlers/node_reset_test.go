@@ -155,10 +155,10 @@ func TestWorkerRunsRouteAnswersPerRun(t *testing.T) {
 	if _, page := e.do(admin, http.MethodGet, "/runs/good", "", nil); strings.Contains(page, `id="binary-output"`) {
 		t.Fatal("the run page calls a text output binary")
 	}
-	lock, _ := json.Marshal(protocol.ClaimRequest{TaskID: "other-task", FireAt: now})
+	claim, _ := json.Marshal(protocol.ClaimRequest{TaskID: "other-task", FireAt: now})
 	// The claim path and its old name, kept as an alias, answer alike.
 	for _, path := range []string{protocol.PathMasterClaim, protocol.PathMasterLock} {
-		if code, body := e.do(http.DefaultClient, http.MethodPost, path, string(lock), hdr); code != http.StatusForbidden {
+		if code, body := e.do(http.DefaultClient, http.MethodPost, path, string(claim), hdr); code != http.StatusForbidden {
 			t.Fatalf("claim of a task not executed on %s: %d %s, want 403", path, code, body)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -15,7 +16,7 @@ func (s *server) showEditNode(c *gin.Context) {
 	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		if st := errorStatus(err); st != 0 {
-			s.errorPage(c, st, userMessage(err))
+			s.errorPage(c, st, master.Message(err))
 			return
 		}
 		s.serverError(c, err)

@@ -27,9 +27,9 @@ func benchNodesVM(n int) views.NodesVM {
 	vm := views.NodesVM{Layout: views.LayoutVM{Title: "Nodes", User: "admin", Role: store.RoleAdmin, Active: "nodes"},
 		PollInterval: "every 2s", ShowActions: true, AutoCommand: "schedulemaster worker --identity NAME --master http://127.0.0.1:30000 --cluster-key KEY"}
 	for i := 0; i < n; i++ {
-		st := []int{store.StatusRunning, store.StatusRunning, store.StatusIdle, store.StatusOffline}[i%4]
+		st := []store.NodeStatus{store.StatusRunning, store.StatusRunning, store.StatusIdle, store.StatusOffline}[i%4]
 		r := views.NodeRow{Name: fmt.Sprintf("worker-%05d", i), Type: store.TypeWorker, Host: fmt.Sprintf("10.0.%d.%d:30001", i/256, i%256),
-			Protocol: "http", Status: st, StatusName: master.StatusName(st), Priority: 1 + i%5, MaxConcurrency: 20,
+			Protocol: "http", Status: int(st), StatusName: st.String(), Priority: 1 + i%5, MaxConcurrency: 20,
 			LastSeen: fmt.Sprintf("%ds ago", i%60), LastSeenAt: "2026-11-22T10:00:00Z", Mode: store.ModeAuto,
 			CanConnect: st == store.StatusOffline, CanEnable: st == store.StatusIdle, CanDisable: st == store.StatusRunning,
 			CanDelete: st != store.StatusRunning, CanEdit: true}
@@ -80,7 +80,7 @@ func BenchmarkNodesHandler(b *testing.B) {
 	now := time.Now().UTC()
 	var nodes []store.Node
 	for i := 0; i < 1000; i++ {
-		st := []int{store.StatusRunning, store.StatusRunning, store.StatusIdle, store.StatusOffline}[i%4]
+		st := []store.NodeStatus{store.StatusRunning, store.StatusRunning, store.StatusIdle, store.StatusOffline}[i%4]
 		nodes = append(nodes, store.Node{Name: fmt.Sprintf("worker-%05d", i), Type: store.TypeWorker, Protocol: "http",
 			Host: fmt.Sprintf("10.0.%d.%d:30001", i/256, i%256), Secret: "s", Status: st, DesiredStatus: st, Priority: 1,
 			MaxConcurrency: 20, LastSeen: now.Add(-time.Duration(i%60) * time.Second), BootID: "b", Mode: store.ModeAuto,

@@ -44,46 +44,38 @@ func (s *server) serverError(c *gin.Context, err error) {
 	c.Abort()
 }
 
-// errorStatus maps engine errors to HTTP statuses; 0 means unexpected.
+// errorStatus maps the kind of an engine refusal to an HTTP status; 0 means
+// unexpected.
 func errorStatus(err error) int {
-	var fe protocol.FieldErrors
-	switch {
-	case errors.As(err, &fe), errors.Is(err, master.ErrInvalid), errors.Is(err, protocol.ErrInvalid):
+	switch master.KindOf(err) {
+	case master.KindInvalid:
 		return http.StatusBadRequest
-	case errors.Is(err, master.ErrNotFound):
+	case master.KindNotFound:
 		return http.StatusNotFound
-	case errors.Is(err, master.ErrDuplicate), errors.Is(err, master.ErrState):
+	case master.KindDuplicate, master.KindState:
 		return http.StatusConflict
-	case errors.Is(err, master.ErrWorker):
+	case master.KindWorker:
 		return http.StatusBadGateway
-	case errors.Is(err, master.ErrUnauthorized):
+	case master.KindUnauthorized:
 		return http.StatusUnauthorized
-	case errors.Is(err, master.ErrForbidden):
+	case master.KindForbidden:
 		return http.StatusForbidden
 	}
 	return 0
 }
 
-// userMessage strips the package prefixes of sentinel errors for display.
-func userMessage(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"master: not allowed in this state: ", "master: worker call failed: ", "master: not found: ",
-		"master: already exists: ", "master: invalid input: ", "master: unauthorized: ", "master: forbidden: "} {
-		if len(msg) >= len(p) && msg[:len(p)] == p {
-			return msg[len(p):]
-		}
-	}
-	return msg
-}
-
 // apiError answers an API request with {"error": ...} and the mapped status.
+// The body has the refusal's sentence; the log keeps its cause.
 func (s *server) apiError(c *gin.Context, err error) {
 	status := errorStatus(err)
 	if status == 0 {
 		s.serverError(c, err)
 		return
 	}
-	body := gin.H{"error": userMessage(err)}
+	if status == http.StatusBadGateway {
+		s.log.Warn("worker call failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	}
+	body := gin.H{"error": master.Message(err)}
 	var fe protocol.FieldErrors
 	if errors.As(err, &fe) {
 		body["fields"] = fe

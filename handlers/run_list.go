@@ -9,7 +9,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -41,7 +40,7 @@ func (s *server) runsVM(c *gin.Context, taskID string) (views.RunsVM, error) {
 	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, StatusName: "deleted", LastRun: "never", NextRun: "-"}
 	now := time.Now()
 	if t, err := s.m.GetTask(c.Request.Context(), taskID); err == nil {
-		vm.StatusName, vm.RunCount, vm.LastResult = master.TaskStatusName(t.Status), t.RunCount, t.LastResult
+		vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
 		if t.LastRunAt != nil {
 			vm.LastRun = ago(*t.LastRunAt, now)
 		}

@@ -47,7 +47,7 @@ func (s *server) saveSettings(c *gin.Context) {
 		next.SMTPPassword = cur.SMTPPassword
 	}
 	if err := next.Validate(); err != nil {
-		mergeSettingsErrors(fe, err)
+		master.Merge(fe, err)
 	}
 	if len(fe) == 0 {
 		err := s.m.UpdateSettings(ctx, next)
@@ -226,16 +226,4 @@ func parseSettingsForm(f views.SettingsForm) (master.Settings, protocol.FieldErr
 		num("smtp_port", f.SMTPPort, &st.SMTPPort)
 	}
 	return st, fe
-}
-
-// mergeSettingsErrors adds the engine's field errors to fe where fe has none yet.
-func mergeSettingsErrors(fe protocol.FieldErrors, err error) {
-	var all protocol.FieldErrors
-	if errors.As(err, &all) {
-		for k, v := range all {
-			if _, ok := fe[k]; !ok {
-				fe[k] = v
-			}
-		}
-	}
 }

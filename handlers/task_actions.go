@@ -85,7 +85,7 @@ func (s *server) taskAction(c *gin.Context, verb string, op func(context.Context
 		if t != nil {
 			what = "task “" + t.Title + "”"
 		}
-		s.renderTaskOutcome(c, id, status, false, verb+" "+what+" failed: "+userMessage(err))
+		s.renderTaskOutcome(c, id, status, false, verb+" "+what+" failed: "+master.Message(err))
 		return
 	}
 	s.log.Info("task action", "action", verb, "task", id, "user", currentUser(c).Name)

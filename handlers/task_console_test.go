@@ -232,7 +232,7 @@ func TestTaskListFiltersPagesAndFragment(t *testing.T) {
 
 	alpha := e.createTask("alpha billing", "w1")
 	beta := e.createTask("beta reports", "w2")
-	if err := store.SetTaskStatus(context.Background(), e.st.DB, beta.ID, []int{store.TaskStopped}, store.TaskPaused); err != nil {
+	if err := store.SetTaskStatus(context.Background(), e.st.DB, beta.ID, []store.TaskStatus{store.TaskStopped}, store.TaskPaused); err != nil {
 		t.Fatal(err)
 	}
 	has := func(page string, tk *master.Task) bool { return strings.Contains(page, `id="task-`+tk.ID+`"`) }

@@ -116,14 +116,7 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 	if len(fe) > 0 {
 		def := in.TaskDef
 		def.Normalize()
-		var more protocol.FieldErrors
-		if err := def.Validate(time.Now()); errors.As(err, &more) {
-			for k, v := range more {
-				if _, ok := fe[k]; !ok {
-					fe[k] = v
-				}
-			}
-		}
+		master.Merge(fe, def.Validate(time.Now()))
 	}
 	return vm, in, fe
 }
@@ -141,7 +134,7 @@ func (s *server) taskFormError(c *gin.Context, err error, vm *views.TaskFormVM) 
 		s.serverError(c, err)
 		return 0
 	}
-	vm.FormError = userMessage(err)
+	vm.FormError = master.Message(err)
 	return st
 }
 
@@ -175,7 +168,7 @@ func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, exec
 		if n.Type != store.TypeWorker {
 			continue
 		}
-		vm.Executors = append(vm.Executors, views.NodeOption{Name: n.Name, StatusName: master.StatusName(n.Status), Checked: checked[n.Name]})
+		vm.Executors = append(vm.Executors, views.NodeOption{Name: n.Name, StatusName: n.Status.String(), Checked: checked[n.Name]})
 		delete(checked, n.Name)
 	}
 	for _, e := range executors {

@@ -44,7 +44,7 @@ func (s *server) taskRows(c *gin.Context) {
 // tasksError answers a bad filter with a readable 4xx and anything else with 500.
 func (s *server) tasksError(c *gin.Context, err error) {
 	if st := errorStatus(err); st != 0 {
-		s.errorPage(c, st, userMessage(err))
+		s.errorPage(c, st, master.Message(err))
 		return
 	}
 	s.serverError(c, err)
@@ -94,7 +94,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	l := s.layout(c, "Tasks", "tasks")
 	fvm := views.TaskFilterVM{Title: f.Title, Node: f.Node}
 	if f.Status != nil {
-		fvm.Status = strconv.Itoa(*f.Status)
+		fvm.Status = strconv.Itoa(int(*f.Status))
 	}
 	vm := views.TasksVM{
 		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.TaskFilterVM{}),
@@ -136,22 +136,34 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func taskActions(status int) views.TaskActions {
-	switch status {
-	case store.TaskStopped:
-		return views.TaskActions{Start: true, RunOnce: true, Edit: true, Delete: true}
-	case store.TaskRunning:
-		return views.TaskActions{Pause: true, Stop: true, RunOnce: true}
-	case store.TaskPaused:
-		return views.TaskActions{Resume: true, Stop: true, RunOnce: true}
+// taskActions turns the engine's state table into the buttons a task shows.
+func taskActions(s store.TaskStatus) views.TaskActions {
+	var a views.TaskActions
+	for _, act := range master.TaskActions(s) {
+		switch act {
+		case master.TaskStart:
+			a.Start = true
+		case master.TaskStop:
+			a.Stop = true
+		case master.TaskPause:
+			a.Pause = true
+		case master.TaskResume:
+			a.Resume = true
+		case master.TaskRun:
+			a.RunOnce = true
+		case master.TaskEdit:
+			a.Edit = true
+		case master.TaskDelete:
+			a.Delete = true
+		}
 	}
-	return views.TaskActions{}
+	return a
 }
 
 func taskRow(t *master.Task, now time.Time) views.TaskRow {
 	r := views.TaskRow{
 		ID: t.ID, Title: t.Title, Type: t.Type, Schedule: scheduleText(&t.TaskDef),
-		Executors: strings.Join(t.Executors, ", "), Status: t.Status, StatusName: master.TaskStatusName(t.Status),
+		Executors: strings.Join(t.Executors, ", "), Status: int(t.Status), StatusName: t.Status.String(),
 		LastResult: t.LastResult, RunCount: t.RunCount, Actions: taskActions(t.Status),
 	}
 	r.LastRun, r.LastRunAt = lastRunText(t, now)

@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -40,7 +39,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	now := time.Now()
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
-		Schedule: scheduleText(&t.TaskDef), Status: t.Status, StatusName: master.TaskStatusName(t.Status),
+		Schedule: scheduleText(&t.TaskDef), Status: int(t.Status), StatusName: t.Status.String(),
 		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
@@ -82,4 +81,4 @@ func sortedKV(m map[string]string) []views.KV {
 }
 
 // isStopped reports whether a task may be edited.
-func isStopped(t *master.Task) bool { return t.Status == store.TaskStopped }
+func isStopped(t *master.Task) bool { return master.TaskAllows(t.Status, master.TaskEdit) }

@@ -58,7 +58,7 @@ func (s *server) updateTask(c *gin.Context) {
 			return
 		}
 		if errors.Is(err, master.ErrState) {
-			vm.Locked = userMessage(err)
+			vm.Locked = master.Message(err)
 			s.renderTaskForm(c, http.StatusConflict, vm)
 			return
 		}
@@ -72,5 +72,5 @@ func (s *server) updateTask(c *gin.Context) {
 }
 
 func lockedMessage(t *master.Task) string {
-	return taskName(t) + " is " + master.TaskStatusName(t.Status) + "; stop it before editing. Only a stopped task can be edited."
+	return taskName(t) + " is " + t.Status.String() + "; stop it before editing. Only a stopped task can be edited."
 }

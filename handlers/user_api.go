@@ -1,18 +1,13 @@
 package handlers
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
@@ -54,9 +49,9 @@ func (s *server) apiListUsers(c *gin.Context) {
 // apiGetUser answers GET /api/v1/users/{username}.
 func (s *server) apiGetUser(c *gin.Context) {
 	name := c.Param("username")
-	u, err := store.GetUser(c.Request.Context(), s.st.DB, name)
+	u, err := s.m.GetUser(c.Request.Context(), name)
 	if err != nil {
-		s.apiError(c, userAPIErr(err, name))
+		s.apiError(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toAPIUser(c, u))
@@ -80,17 +75,11 @@ func (s *server) apiCreateUser(c *gin.Context) {
 	if b.Role == "" {
 		b.Role = store.RoleViewer
 	}
-	fe := protocol.FieldErrors{}
-	userNewErrors(fe, b.Username, b.Role, b.Email, b.Password)
-	if len(fe) > 0 {
-		s.apiError(c, fe)
+	if err := s.m.CreateUser(c.Request.Context(), master.NewUser{Username: b.Username, Role: b.Role, Email: b.Email, Password: b.Password}); err != nil {
+		s.apiError(c, err)
 		return
 	}
-	if err := s.userInsert(c, b.Username, b.Role, b.Email, b.Password); err != nil {
-		s.apiError(c, userAPIErr(err, b.Username))
-		return
-	}
-	u, err := store.GetUser(c.Request.Context(), s.st.DB, b.Username)
+	u, err := s.m.GetUser(c.Request.Context(), b.Username)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -115,106 +104,14 @@ func (s *server) apiPatchUser(c *gin.Context) {
 	if !bindJSON(c, &b) {
 		return
 	}
-	if b.Role == nil && b.Disabled == nil && b.Password == nil && b.Email == nil {
-		s.apiError(c, fmt.Errorf("%w: nothing to change: send role, disabled, password or email", master.ErrInvalid))
-		return
-	}
-	fe := protocol.FieldErrors{}
-	if b.Role != nil {
-		if msg := userCheckRole(*b.Role); msg != "" {
-			fe["role"] = msg
-		}
-	}
-	if b.Email != nil {
-		*b.Email = strings.TrimSpace(*b.Email)
-		if msg := userCheckEmail(*b.Email); msg != "" {
-			fe["email"] = msg
-		}
-	}
-	if b.Password != nil {
-		if msg := userCheckPassword(*b.Password); msg != "" {
-			fe["password"] = msg
-		}
-	}
-	if len(fe) > 0 {
-		s.apiError(c, fe)
-		return
-	}
-	if b.Disabled != nil && *b.Disabled && name == currentUser(c).Name {
-		err := fmt.Errorf("%w: you cannot disable yourself; ask another admin", master.ErrState)
-		s.userEvent(c, "user.update", name, err, userPatchDetail(b))
+	if err := s.m.PatchUser(c.Request.Context(), name, master.UserPatch(b)); err != nil {
 		s.apiError(c, err)
 		return
 	}
-	var hash string
-	if b.Password != nil {
-		h, err := userHashPassword(*b.Password)
-		if err != nil {
-			s.serverError(c, err)
-			return
-		}
-		hash = h
-	}
-	err := s.st.DB.RunInTx(c.Request.Context(), nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := store.GetUser(ctx, tx, name); err != nil {
-			return err
-		}
-		if b.Role != nil {
-			if err := store.UpdateUserRole(ctx, tx, name, *b.Role); err != nil {
-				return err
-			}
-		}
-		if b.Disabled != nil {
-			if err := store.SetUserDisabled(ctx, tx, name, *b.Disabled); err != nil {
-				return err
-			}
-		}
-		if b.Email != nil {
-			if err := store.SetUserEmail(ctx, tx, name, *b.Email); err != nil {
-				return err
-			}
-		}
-		if b.Password != nil {
-			return store.SetUserPassword(ctx, tx, name, hash)
-		}
-		return nil
-	})
-	if err != nil {
-		s.log.Warn("user change refused", "username", name, "by", currentUser(c).Name, "err", err)
-		if !errors.Is(err, store.ErrNotFound) {
-			s.userEvent(c, "user.update", name, userAPIErr(err, name), userPatchDetail(b))
-		}
-		s.apiError(c, userAPIErr(err, name))
-		return
-	}
-	s.log.Info("user updated", "username", name, "by", currentUser(c).Name, "changes", userPatchDetail(b))
-	s.userEvent(c, "user.update", name, nil, userPatchDetail(b))
-	u, err := store.GetUser(c.Request.Context(), s.st.DB, name)
+	u, err := s.m.GetUser(c.Request.Context(), name)
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toAPIUser(c, u))
-}
-
-// userPatchDetail says what a PATCH changes, without the password itself.
-func userPatchDetail(b apiPatchUserBody) string {
-	var parts []string
-	if b.Role != nil {
-		parts = append(parts, "role "+*b.Role)
-	}
-	if b.Disabled != nil {
-		parts = append(parts, fmt.Sprintf("disabled %t", *b.Disabled))
-	}
-	if b.Email != nil {
-		if *b.Email == "" {
-			parts = append(parts, "email none")
-		} else {
-			parts = append(parts, "email "+*b.Email)
-		}
-	}
-	if b.Password != nil {
-		parts = append(parts, "new password")
-	}
-	return strings.Join(parts, ", ")
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -23,22 +23,25 @@ func (s *server) createUser(c *gin.Context) {
 		Open:     true,
 	}
 	password, confirm := c.PostForm("password"), c.PostForm("password_confirm")
-	userNewErrors(f.Errors, f.Username, f.Role, f.Email, password)
+	u := master.NewUser{Username: f.Username, Role: f.Role, Email: f.Email, Password: password}
+	master.Merge(f.Errors, u.Check())
 	if _, bad := f.Errors["password"]; !bad && confirm != password {
 		f.Errors["password_confirm"] = "does not match the password"
 	}
 	if len(f.Errors) == 0 {
-		err := s.userInsert(c, f.Username, f.Role, f.Email, password)
+		err := s.m.CreateUser(c.Request.Context(), u)
 		if err == nil {
 			s.setFlash(c, true, fmt.Sprintf("User %s created (%s).", f.Username, f.Role))
 			c.Redirect(http.StatusSeeOther, "/users")
 			return
 		}
-		if !errors.Is(err, store.ErrDuplicate) {
+		if !errors.Is(err, master.ErrDuplicate) && !master.Merge(f.Errors, err) {
 			s.serverError(c, err)
 			return
 		}
-		f.Errors["username"] = "is already taken"
+		if errors.Is(err, master.ErrDuplicate) {
+			f.Errors["username"] = "is already taken"
+		}
 	}
 	vm, err := s.usersVM(c, 0)
 	if err != nil {
@@ -48,42 +51,4 @@ func (s *server) createUser(c *gin.Context) {
 	vm.Create = f
 	vm.Flash = &views.Flash{Message: "The user was not created: correct the fields marked below."}
 	s.render(c, http.StatusUnprocessableEntity, views.UsersPage(vm))
-}
-
-// userNewErrors puts what is wrong with a new user's fields into fe.
-func userNewErrors(fe map[string]string, username, role, email, password string) {
-	for field, msg := range map[string]string{
-		"username": userCheckUsername(username),
-		"role":     userCheckRole(role),
-		"email":    userCheckEmail(email),
-		"password": userCheckPassword(password),
-	} {
-		if msg != "" {
-			fe[field] = msg
-		}
-	}
-}
-
-// userInsert hashes the password and stores the new user; a taken name gives
-// store.ErrDuplicate.
-func (s *server) userInsert(c *gin.Context, username, role, email, password string) error {
-	// A taken name is refused before the (deliberately slow) hashing; the
-	// unique key still decides a race.
-	switch _, err := store.GetUser(c.Request.Context(), s.st.DB, username); {
-	case err == nil:
-		return fmt.Errorf("handlers: user %q: %w", username, store.ErrDuplicate)
-	case !errors.Is(err, store.ErrNotFound):
-		return err
-	}
-	hash, err := userHashPassword(password)
-	if err != nil {
-		return err
-	}
-	u := &store.User{Username: username, PasswordHash: hash, Role: role, Email: email}
-	if err := store.CreateUser(c.Request.Context(), s.st.DB, u); err != nil {
-		return err
-	}
-	s.log.Info("user created", "username", username, "role", role, "by", currentUser(c).Name)
-	s.userEvent(c, "user.create", username, nil, "role "+role)
-	return nil
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
+// userPageSize is how many users one page of the list shows.
+const userPageSize = 50
+
 // listUsers shows the users page: everyone may look, admins also act.
 func (s *server) listUsers(c *gin.Context) {
 	offset, _ := strconv.Atoi(c.Query("offset"))

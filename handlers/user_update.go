@@ -1,15 +1,14 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -58,31 +57,18 @@ func (s *server) updateUser(c *gin.Context) {
 	vm.Role = strings.TrimSpace(c.PostForm("role"))
 	vm.Email = strings.TrimSpace(c.PostForm("email"))
 	vm.Errors = map[string]string{}
-	if msg := userCheckRole(vm.Role); msg != "" {
-		vm.Errors["role"] = msg
-	}
-	if msg := userCheckEmail(vm.Email); msg != "" {
-		vm.Errors["email"] = msg
-	}
-	if len(vm.Errors) > 0 {
+	err := s.m.PatchUser(c.Request.Context(), vm.Username, master.UserPatch{Role: &vm.Role, Email: &vm.Email})
+	if master.Merge(vm.Errors, err) {
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
 		return
 	}
-	err := s.st.DB.RunInTx(c.Request.Context(), nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := store.UpdateUserRole(ctx, tx, vm.Username, vm.Role); err != nil {
-			return err
-		}
-		return store.SetUserEmail(ctx, tx, vm.Username, vm.Email)
-	})
 	if err != nil {
-		status, msg := userChangeError(err, vm.Username)
+		status := errorStatus(err)
 		if status == 0 {
 			s.serverError(c, err)
 			return
 		}
-		s.log.Warn("user change refused", "username", vm.Username, "by", currentUser(c).Name, "err", err)
-		s.userEvent(c, "user.update", vm.Username, errors.New(msg), "role "+vm.Role)
-		vm.FormError = "Not saved: " + msg
+		vm.FormError = "Not saved: " + master.Message(err) + "."
 		s.render(c, status, views.UserEditPage(vm))
 		return
 	}
@@ -90,8 +76,6 @@ func (s *server) updateUser(c *gin.Context) {
 	if email == "" {
 		email = "none"
 	}
-	s.log.Info("user updated", "username", vm.Username, "role", vm.Role, "by", currentUser(c).Name)
-	s.userEvent(c, "user.update", vm.Username, nil, "role "+vm.Role+", email "+email)
 	s.setFlash(c, true, fmt.Sprintf("User %s saved: role %s, email %s.", vm.Username, vm.Role, email))
 	c.Redirect(http.StatusSeeOther, "/users")
 }
@@ -104,7 +88,7 @@ func (s *server) resetUserPassword(c *gin.Context) {
 	}
 	password, confirm := c.PostForm("password"), c.PostForm("password_confirm")
 	vm.PwErrors = map[string]string{}
-	if msg := userCheckPassword(password); msg != "" {
+	if msg := master.CheckPassword(password); msg != "" {
 		vm.PwErrors["password"] = msg
 	} else if confirm != password {
 		vm.PwErrors["password_confirm"] = "does not match the new password"
@@ -114,24 +98,16 @@ func (s *server) resetUserPassword(c *gin.Context) {
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
 		return
 	}
-	hash, err := userHashPassword(password)
-	if err != nil {
-		s.serverError(c, err)
-		return
-	}
-	if err := store.SetUserPassword(c.Request.Context(), s.st.DB, vm.Username, hash); err != nil {
-		status, msg := userChangeError(err, vm.Username)
+	if err := s.m.ResetPassword(c.Request.Context(), vm.Username, password); err != nil {
+		status := errorStatus(err)
 		if status == 0 {
 			s.serverError(c, err)
 			return
 		}
-		s.userEvent(c, "user.password_reset", vm.Username, errors.New(msg), "")
-		vm.PwFormError = msg
+		vm.PwFormError = master.Message(err)
 		s.render(c, status, views.UserEditPage(vm))
 		return
 	}
-	s.log.Info("user password reset", "username", vm.Username, "by", currentUser(c).Name)
-	s.userEvent(c, "user.password_reset", vm.Username, nil, "")
 	s.setFlash(c, true, "Password of "+vm.Username+" reset.")
 	c.Redirect(http.StatusSeeOther, "/users")
 }
@@ -148,24 +124,15 @@ func (s *server) userSetDisabled(c *gin.Context, disabled bool) {
 	if disabled {
 		verb = "disable"
 	}
-	if disabled && name == currentUser(c).Name {
-		s.userEvent(c, "user.disable", name, errors.New(userSelfDisableMsg), "")
-		s.userActionDone(c, http.StatusConflict, userSelfDisableMsg)
-		return
-	}
-	if err := store.SetUserDisabled(c.Request.Context(), s.st.DB, name, disabled); err != nil {
-		status, msg := userChangeError(err, name)
+	if err := s.m.SetUserDisabled(c.Request.Context(), name, disabled); err != nil {
+		status := errorStatus(err)
 		if status == 0 {
 			s.serverError(c, err)
 			return
 		}
-		s.log.Warn("user change refused", "action", verb, "username", name, "by", currentUser(c).Name, "err", err)
-		s.userEvent(c, "user."+verb, name, errors.New(msg), "")
-		s.userActionDone(c, status, "Cannot "+verb+" "+name+": "+msg)
+		s.userActionDone(c, status, "Cannot "+verb+" "+name+": "+master.Message(err)+".")
 		return
 	}
-	s.log.Info("user "+verb+"d", "username", name, "by", currentUser(c).Name)
-	s.userEvent(c, "user."+verb, name, nil, "")
 	if disabled {
 		s.userActionDone(c, http.StatusOK, "User "+name+" disabled: their sessions end now.")
 	} else {

@@ -37,10 +37,10 @@ type claims struct {
 // Claim decides whether node runs the given fire of a task.
 func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (protocol.ClaimResponse, error) {
 	if req.TaskID == "" || req.FireAt.IsZero() {
-		return protocol.ClaimResponse{}, fmt.Errorf("%w: task_id and fire_at are required", ErrInvalid)
+		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id and fire_at are required")
 	}
 	if !isRunID(req.TaskID, maxTaskIDLen) {
-		return protocol.ClaimResponse{}, fmt.Errorf("%w: task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxTaskIDLen)
+		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxTaskIDLen)
 	}
 	key := claimKey{task: req.TaskID, fire: req.FireAt.UTC().UnixNano()}
 	m.claims.mu.Lock()
@@ -61,7 +61,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 			return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 		}
 		if !ok {
-			return protocol.ClaimResponse{}, fmt.Errorf("%w: node %s does not execute task %s", ErrForbidden, node.Name, req.TaskID)
+			return protocol.ClaimResponse{}, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID)
 		}
 	}
 	if round == nil {

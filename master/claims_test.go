@@ -93,28 +93,29 @@ func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
 }
 
 func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
-	s := storetest.OpenSQLite(t)
-	e := newEnv(t, s, func(c *master.Config) { c.ClaimWait = 200 * time.Millisecond })
-	id := runningTask(t, e, map[string]int{"x": 1, "y": 1})
-	// Only x claims (y is dead but not yet detected): x wins after ClaimWait.
-	start := time.Now()
-	resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !resp.Won || resp.Winner != "x" {
-		t.Fatalf("lone claimant: %+v, want it to win", resp)
-	}
-	if took := time.Since(start); took < 150*time.Millisecond {
-		t.Fatalf("decided after %s: it must wait for the other executor first", took)
-	}
-	// A node that is not an executor never wins.
-	other := &store.Node{Name: "z", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning, Priority: 9, MaxConcurrency: 1, Mode: store.ModeAuto}
-	if err := store.CreateNode(e.ctx, s.Store.DB, other); err != nil {
-		t.Fatal(err)
-	}
-	resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
-	if !errors.Is(err, master.ErrForbidden) || resp.Won {
-		t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
-	}
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s, func(c *master.Config) { c.ClaimWait = 200 * time.Millisecond })
+		id := runningTask(t, e, map[string]int{"x": 1, "y": 1})
+		// Only x claims (y is dead but not yet detected): x wins after ClaimWait.
+		start := time.Now()
+		resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !resp.Won || resp.Winner != "x" {
+			t.Fatalf("lone claimant: %+v, want it to win", resp)
+		}
+		if took := time.Since(start); took < 150*time.Millisecond {
+			t.Fatalf("decided after %s: it must wait for the other executor first", took)
+		}
+		// A node that is not an executor never wins.
+		other := &store.Node{Name: "z", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning, Priority: 9, MaxConcurrency: 1, Mode: store.ModeAuto}
+		if err := store.CreateNode(e.ctx, s.Store.DB, other); err != nil {
+			t.Fatal(err)
+		}
+		resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
+		if !errors.Is(err, master.ErrForbidden) || resp.Won {
+			t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
+		}
+	})
 }

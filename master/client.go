@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -56,17 +55,17 @@ func (c *Client) call(ctx context.Context, n *store.Node, method, path string, h
 		if msg == "" {
 			msg = http.StatusText(se.Status)
 		}
-		return fmt.Errorf("%w: node %s answered %s with %d: %s", ErrWorker, n.Name, path, se.Status, msg)
+		return wrapf(KindWorker, err, "node %s answered %s with %d: %s", n.Name, path, se.Status, msg)
 	case errors.As(err, &ce) && ce.Op == protocol.OpRequest:
-		return fmt.Errorf("%w: node %s: bad address %s://%s: %v", ErrWorker, n.Name, n.Protocol, n.Host, ce.Err)
+		return wrapf(KindWorker, err, "node %s has a bad address %s://%s", n.Name, n.Protocol, n.Host)
 	case errors.As(err, &ce) && ce.Op == protocol.OpSend:
-		return fmt.Errorf("%w: node %s at %s is unreachable: %v", ErrWorker, n.Name, n.Host, unwrapURLError(ce.Err))
+		return wrapf(KindWorker, unwrapURLError(ce.Err), "node %s at %s is unreachable (%s)", n.Name, n.Host, netReason(ce.Err))
 	case errors.As(err, &ce) && ce.Op == protocol.OpRead:
-		return fmt.Errorf("%w: node %s: reading the answer to %s: %v", ErrWorker, n.Name, path, ce.Err)
+		return wrapf(KindWorker, ce.Err, "node %s did not finish its answer to %s (%s)", n.Name, path, netReason(ce.Err))
 	case errors.As(err, &ce):
-		return fmt.Errorf("%w: node %s: bad answer to %s: %v", ErrWorker, n.Name, path, ce.Err)
+		return wrapf(KindWorker, ce.Err, "node %s gave an answer to %s that the master cannot read", n.Name, path)
 	}
-	return fmt.Errorf("%w: node %s: %s: %v", ErrWorker, n.Name, path, err)
+	return wrapf(KindWorker, err, "the call of %s on node %s failed", path, n.Name)
 }
 
 func unwrapURLError(err error) error {
@@ -106,7 +105,7 @@ func (c *Client) Connect(ctx context.Context, n *store.Node, masterName, cluster
 		return out, err
 	}
 	if out.Secret == "" || out.Node != n.Name {
-		return out, fmt.Errorf("%w: node %s: connect answer names node %q and carries no secret", ErrWorker, n.Name, out.Node)
+		return out, Errorf(KindWorker, "node %s: connect answer names node %q and carries no secret", n.Name, out.Node)
 	}
 	return out, nil
 }

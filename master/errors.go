@@ -1,22 +1,186 @@
 package master
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
 
-// Sentinel errors of the master engine; handlers map them to HTTP statuses.
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// Kind says why the engine refused something; handlers map it to an HTTP status.
+type Kind int
+
+// Kinds of refusal.
+const (
+	// KindInvalid is bad input; Fields may say which fields.
+	KindInvalid Kind = iota + 1
+	// KindNotFound is a missing node, task, run or user.
+	KindNotFound
+	// KindDuplicate is a name that is taken.
+	KindDuplicate
+	// KindState is an action the current status does not allow.
+	KindState
+	// KindWorker is a failed call to a worker; the node's state is unchanged.
+	KindWorker
+	// KindUnauthorized is a worker-to-master call that failed authentication.
+	KindUnauthorized
+	// KindForbidden is an authenticated caller acting as someone else or on
+	// something it may not touch.
+	KindForbidden
+)
+
+// String names the kind as the sentinels' texts do.
+func (k Kind) String() string {
+	switch k {
+	case KindInvalid:
+		return "invalid input"
+	case KindNotFound:
+		return "not found"
+	case KindDuplicate:
+		return "already exists"
+	case KindState:
+		return "not allowed in this state"
+	case KindWorker:
+		return "worker call failed"
+	case KindUnauthorized:
+		return "unauthorized"
+	case KindForbidden:
+		return "forbidden"
+	}
+	return fmt.Sprintf("kind %d", int(k))
+}
+
+// Error is the one refusal type of the engine. Msg is a sentence for people
+// (the console and the API show it as it is); Err keeps the cause for the log
+// only, so a Go error chain never reaches a page.
+type Error struct {
+	Kind   Kind
+	Msg    string
+	Fields protocol.FieldErrors
+	Err    error
+}
+
+// Error is the text for logs: kind, sentence and cause.
+func (e *Error) Error() string {
+	s := "master: " + e.Kind.String()
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is matches any refusal of the same kind, so errors.Is(err, ErrState) holds
+// for every state refusal.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind
+}
+
+// Unwrap gives the field errors and the cause to errors.As and errors.Is.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.Fields != nil {
+		out = append(out, e.Fields)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// Sentinels of the engine, one per kind; errors.Is(err, ErrX) tests the kind.
 var (
-	// ErrInvalid means bad input (a worker.FieldErrors carries the fields).
-	ErrInvalid = errors.New("master: invalid input")
-	// ErrNotFound means the node does not exist.
-	ErrNotFound = errors.New("master: not found")
+	// ErrInvalid means bad input (a protocol.FieldErrors may carry the fields).
+	ErrInvalid error = &Error{Kind: KindInvalid}
+	// ErrNotFound means the node, task, run or user does not exist.
+	ErrNotFound error = &Error{Kind: KindNotFound}
 	// ErrDuplicate means the name is taken.
-	ErrDuplicate = errors.New("master: already exists")
-	// ErrState means the action is not allowed in the node's current status.
-	ErrState = errors.New("master: not allowed in this state")
+	ErrDuplicate error = &Error{Kind: KindDuplicate}
+	// ErrState means the action is not allowed in the current status.
+	ErrState error = &Error{Kind: KindState}
 	// ErrWorker means a call to a worker failed; the node's state is unchanged.
-	ErrWorker = errors.New("master: worker call failed")
+	ErrWorker error = &Error{Kind: KindWorker}
 	// ErrUnauthorized means a worker-to-master call failed authentication.
-	ErrUnauthorized = errors.New("master: unauthorized")
+	ErrUnauthorized error = &Error{Kind: KindUnauthorized}
 	// ErrForbidden means an authenticated caller acted as someone else or on
 	// something it may not touch (a worker reporting runs of another's task).
-	ErrForbidden = errors.New("master: forbidden")
+	ErrForbidden error = &Error{Kind: KindForbidden}
 )
+
+// Errorf returns a refusal of kind k whose sentence is the formatted text.
+func Errorf(k Kind, format string, args ...any) error {
+	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}
+}
+
+// wrapf is Errorf keeping cause for the log; the sentence must not repeat it.
+func wrapf(k Kind, cause error, format string, args ...any) error {
+	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// KindOf returns the kind of a refusal, or 0 for an unexpected error. Field
+// errors and the protocol's invalid input count as KindInvalid.
+func KindOf(err error) Kind {
+	var e *Error
+	var fe protocol.FieldErrors
+	switch {
+	case errors.As(err, &e):
+		return e.Kind
+	case errors.As(err, &fe), errors.Is(err, protocol.ErrInvalid):
+		return KindInvalid
+	}
+	return 0
+}
+
+// Message is the sentence to show people for err: a refusal's Msg (its kind
+// for a bare sentinel), or the error's text otherwise; never a refusal's cause.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Msg == "" {
+			return e.Kind.String()
+		}
+		return e.Msg
+	}
+	return err.Error()
+}
+
+// Merge adds the field errors err carries to fe, keeping the fields fe
+// already has, and reports whether err carried any.
+func Merge(fe protocol.FieldErrors, err error) bool {
+	var more protocol.FieldErrors
+	if !errors.As(err, &more) {
+		return false
+	}
+	for k, v := range more {
+		if _, ok := fe[k]; !ok {
+			fe[k] = v
+		}
+	}
+	return true
+}
+
+// netReason says in a few words why a network call failed (the full chain
+// goes to the log).
+func netReason(err error) string {
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &dns):
+		return "unknown host"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer in time"
+	case errors.Is(err, context.Canceled):
+		return "request canceled"
+	}
+	return "network error"
+}

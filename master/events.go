@@ -2,8 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -17,14 +15,6 @@ const (
 // workerActor names a worker acting on its own node (registration, graceful stop).
 func workerActor(ctx context.Context, name string) context.Context {
 	return WithActor(ctx, "worker "+name)
-}
-
-// RecordEvent appends one line to the event log: the actor (ActorFrom(ctx))
-// did action ("user.create", "settings.update") to the target, with outcome
-// "error" and the error's text when err is not nil. It never fails: a write
-// error is logged. Handlers call it for the actions the engine does not see.
-func (m *Master) RecordEvent(ctx context.Context, action, targetType, target string, err error, detail string) {
-	m.event(ctx, action, targetType, target, err, detail)
 }
 
 // ListEvents returns a page of the event log, newest first, and the total.
@@ -41,9 +31,9 @@ func (m *Master) event(ctx context.Context, action, targetType, target string, e
 	if err != nil {
 		e.Outcome = store.OutcomeError
 		if detail != "" {
-			e.Detail = detail + ": " + eventError(err)
+			e.Detail = detail + ": " + Message(err)
 		} else {
-			e.Detail = eventError(err)
+			e.Detail = Message(err)
 		}
 	}
 	// The action happened even if its request is gone: write with a fresh deadline.
@@ -52,15 +42,4 @@ func (m *Master) event(ctx context.Context, action, targetType, target string, e
 	if werr := store.AddEvent(wctx, m.st.DB, e); werr != nil {
 		m.log.Error("event log: record failed", "action", action, "target", target, "actor", e.Actor, "err", werr)
 	}
-}
-
-// eventError is an error's text without the sentinel prefix of this package.
-func eventError(err error) string {
-	msg := err.Error()
-	for _, s := range []error{ErrInvalid, ErrNotFound, ErrDuplicate, ErrState, ErrWorker, ErrUnauthorized, ErrForbidden} {
-		if errors.Is(err, s) {
-			msg = strings.TrimPrefix(msg, s.Error()+": ")
-		}
-	}
-	return msg
 }

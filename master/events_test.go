@@ -169,7 +169,9 @@ func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
 		if err := e.m.DeleteTask(admin, tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		e.m.RecordEvent(master.WithActor(e.ctx, "alice"), "user.create", store.TargetUser, "bob", nil, "role viewer")
+		if err := e.m.CreateUser(admin, master.NewUser{Username: "bob", Role: store.RoleViewer, Password: "bob-password-1"}); err != nil {
+			t.Fatal(err)
+		}
 
 		got := eventLines(e.events(store.EventFilter{}))
 		want := strings.Join([]string{

@@ -35,7 +35,7 @@ func (e *env) fakeNode(name string) *store.Node {
 }
 
 // storeTask records a task directly in the store.
-func (e *env) storeTask(id string, status int, executors []string, children []string, retries int) {
+func (e *env) storeTask(id string, status store.TaskStatus, executors []string, children []string, retries int) {
 	e.t.Helper()
 	ch, _ := json.Marshal(children)
 	spec, _ := json.Marshal(protocol.TaskDef{ID: id, Title: id, Type: protocol.TaskHTTP, Retries: retries,
@@ -297,7 +297,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 			t.Errorf("granted run: %+v %v", resp, err)
 		}
 		// A deleted task's executor still delivers late runs.
-		if err := store.SetTaskStatus(e.ctx, s.Store.DB, "t1", []int{store.TaskRunning}, store.TaskDeleted); err != nil {
+		if err := store.SetTaskStatus(e.ctx, s.Store.DB, "t1", []store.TaskStatus{store.TaskRunning}, store.TaskDeleted); err != nil {
 			t.Fatal(err)
 		}
 		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("late", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
@@ -315,38 +315,42 @@ func TestIngestRunsAuthorization(t *testing.T) {
 
 // An executor removed by an edit may still deliver runs it made before.
 func TestEditedAwayExecutorStillReports(t *testing.T) {
-	e := newEnv(t, storetest.OpenSQLite(t))
-	w1 := e.fakeNode("w1")
-	e.fakeNode("w2")
-	tk, err := e.m.CreateTask(e.ctx, httpInput("w1", "w2"), "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := httpInput("w2")
-	if _, err := e.m.UpdateTask(e.ctx, tk.ID, in); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("before-edit", tk.ID, "w1", time.Now())})
-	if err != nil || resp.Accepted != 1 {
-		t.Fatalf("run of a former executor: %+v %v", resp, err)
-	}
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		w1 := e.fakeNode("w1")
+		e.fakeNode("w2")
+		tk, err := e.m.CreateTask(e.ctx, httpInput("w1", "w2"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := httpInput("w2")
+		if _, err := e.m.UpdateTask(e.ctx, tk.ID, in); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("before-edit", tk.ID, "w1", time.Now())})
+		if err != nil || resp.Accepted != 1 {
+			t.Fatalf("run of a former executor: %+v %v", resp, err)
+		}
+	})
 }
 
 // Run once records a grant before it sends the task to the node.
 func TestRunTaskRecordsGrant(t *testing.T) {
-	e := newEnv(t, storetest.OpenSQLite(t))
-	runningWorkers(e, "w1")
-	tk, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, node, err := e.m.RunTask(e.ctx, tk.ID); err != nil || node != "w1" {
-		t.Fatalf("RunTask: %s %v", node, err)
-	}
-	n, err := e.s.Store.DB.NewSelect().Model((*store.RunGrant)(nil)).Where("task_id = ?", tk.ID).Where("node = ?", "w1").Count(e.ctx)
-	if err != nil || n != 1 {
-		t.Fatalf("run grants of %s: %d %v", tk.ID, n, err)
-	}
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		runningWorkers(e, "w1")
+		tk, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, node, err := e.m.RunTask(e.ctx, tk.ID); err != nil || node != "w1" {
+			t.Fatalf("RunTask: %s %v", node, err)
+		}
+		n, err := e.s.Store.DB.NewSelect().Model((*store.RunGrant)(nil)).Where("task_id = ?", tk.ID).Where("node = ?", "w1").Count(e.ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("run grants of %s: %d %v", tk.ID, n, err)
+		}
+	})
 }
 
 // Identity: the cluster key lets a new machine join under a new name, never

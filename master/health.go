@@ -49,7 +49,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 	n := m.sweeps.Add(1)
 	if n%100 == 1 {
 		// Fire claims matter for minutes; keep a day for inspection.
-		if err := store.DeleteOldLocks(ctx, m.st.DB, start.Add(-24*time.Hour)); err != nil {
+		if err := store.DeleteOldClaims(ctx, m.st.DB, start.Add(-24*time.Hour)); err != nil {
 			m.log.Error("health sweep: delete old fire claims", "err", err)
 		}
 	}
@@ -74,10 +74,10 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 			// A manual worker started without --identity answers with no name
 			// until it is connected; after a restart that is how it comes back.
 			if err == nil && h.Node != node.Name && !(h.Node == "" && h.Status == protocol.StateWaiting) {
-				err = fmt.Errorf("%w: %s answered as node %q", ErrWorker, node.Host, h.Node)
+				err = Errorf(KindWorker, "%s answered as node %q", node.Host, h.Node)
 			}
 			if err == nil && h.BootID == "" {
-				err = fmt.Errorf("%w: %s answered without a boot id", ErrWorker, node.Host)
+				err = Errorf(KindWorker, "%s answered without a boot id", node.Host)
 			}
 			switch {
 			case err != nil && node.Status == store.StatusOffline:
@@ -122,7 +122,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 
 // shortReason keeps the stored reason readable and bounded.
 func shortReason(err error) string {
-	s := err.Error()
+	s := Message(err)
 	if len(s) > 400 {
 		s = s[:400]
 	}
@@ -149,7 +149,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 			// Its secret died with the old process; it registers again on start.
 			if n.Status != store.StatusOffline {
 				err := store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-					From: []int{n.Status}, To: store.StatusOffline, IfBootID: &n.BootID,
+					From: []store.NodeStatus{n.Status}, To: store.StatusOffline, IfBootID: &n.BootID,
 					Reason: ptr("worker restarted; waiting for it to register again"),
 				})
 				if err != nil && !errors.Is(err, store.ErrConflict) {
@@ -179,20 +179,20 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 		}
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-		From: []int{n.Status}, To: want, Secret: &n.Secret, BootID: &n.BootID, Reason: ptr(""), Seen: time.Now(),
+		From: []store.NodeStatus{n.Status}, To: want, Secret: &n.Secret, BootID: &n.BootID, Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
 		m.log.Error("recover: update node", "node", name, "err", err)
 		return false
 	}
-	m.log.Info("node recovered", "node", name, "status", StatusName(want), "restarted", restarted)
+	m.log.Info("node recovered", "node", name, "status", want.String(), "restarted", restarted)
 	m.event(WithActor(ctx, ActorHealthChecker), "node.recover", store.TargetNode, name, nil,
-		fmt.Sprintf("answers again; back to %s (restarted: %t)", StatusName(want), restarted))
+		fmt.Sprintf("answers again; back to %s (restarted: %t)", want, restarted))
 	return true
 }
 
 // pushState makes the worker schedule (running) or not (idle).
-func (m *Master) pushState(ctx context.Context, n *store.Node, want int) error {
+func (m *Master) pushState(ctx context.Context, n *store.Node, want store.NodeStatus) error {
 	if want == store.StatusRunning {
 		return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
 	}

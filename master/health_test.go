@@ -41,9 +41,9 @@ func TestSweepTakesDeadWorkerOffline(t *testing.T) {
 		if _, err := s.Store.DB.ExecContext(e.ctx, "UPDATE nodes SET last_seen = ? WHERE name = ?", old, masterName); err != nil {
 			t.Fatal(err)
 		}
-		e.insertLock("task-1", "w1")
-		e.insertLock("task-2", "w1")
-		e.insertLock("task-1b", "w2")
+		e.insertClaim("task-1", "w1")
+		e.insertClaim("task-2", "w1")
+		e.insertClaim("task-1b", "w2")
 		tw.Srv.Close()
 
 		for i := 1; i <= 2; i++ {
@@ -55,8 +55,8 @@ func TestSweepTakesDeadWorkerOffline(t *testing.T) {
 			if n.Status != store.StatusRunning || n.Failures != i || !strings.Contains(n.Reason, "w1") {
 				t.Fatalf("after sweep %d: status %d failures %d reason %q", i, n.Status, n.Failures, n.Reason)
 			}
-			if e.locks("w1") != 2 {
-				t.Fatalf("locks released before max failures")
+			if e.claimsOf("w1") != 2 {
+				t.Fatalf("fire claims released before max failures")
 			}
 		}
 		if m := e.node(masterName); !m.LastSeen.After(old) {
@@ -73,11 +73,11 @@ func TestSweepTakesDeadWorkerOffline(t *testing.T) {
 		if n.DesiredStatus != store.StatusRunning {
 			t.Errorf("desired status = %d, want kept at running for recovery", n.DesiredStatus)
 		}
-		if e.locks("w1") != 0 {
-			t.Error("locks of the offline node were not released")
+		if e.claimsOf("w1") != 0 {
+			t.Error("claims of the offline node were not released")
 		}
-		if e.locks("w2") != 1 {
-			t.Error("a healthy node lost its locks")
+		if e.claimsOf("w2") != 1 {
+			t.Error("a healthy node lost its claims")
 		}
 		if n := e.node("w2"); n.Status != store.StatusRunning || n.Failures != 0 {
 			t.Errorf("the healthy node: %+v", n)

@@ -83,16 +83,16 @@ func (e *env) countNodes() int {
 	return len(ns)
 }
 
-func (e *env) insertLock(task, node string) {
+func (e *env) insertClaim(task, node string) {
 	e.t.Helper()
 	_, err := e.s.Store.DB.ExecContext(e.ctx, "INSERT INTO locks (task_id, fire_at, node, created_at) VALUES (?, ?, ?, ?)",
 		task, time.Now().UTC(), node, time.Now().UTC())
 	if err != nil {
-		e.t.Fatalf("insert lock: %v", err)
+		e.t.Fatalf("insert claim: %v", err)
 	}
 }
 
-func (e *env) locks(node string) int {
+func (e *env) claimsOf(node string) int {
 	e.t.Helper()
 	var n int
 	if err := e.s.Store.DB.QueryRowContext(e.ctx, "SELECT COUNT(*) FROM locks WHERE node = ?", node).Scan(&n); err != nil {

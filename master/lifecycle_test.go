@@ -91,9 +91,9 @@ func TestLifecycleTransitions(t *testing.T) {
 			t.Errorf("after edit: %+v", got)
 		}
 
-		// disable: running -> idle, locks released
-		e.insertLock("task-1", "w1")
-		e.insertLock("task-1", "other")
+		// disable: running -> idle, fire claims released
+		e.insertClaim("task-1", "w1")
+		e.insertClaim("task-1", "other")
 		n, err = e.m.DisableNode(e.ctx, "w1")
 		if err != nil {
 			t.Fatalf("DisableNode: %v", err)
@@ -104,11 +104,11 @@ func TestLifecycleTransitions(t *testing.T) {
 		if h := tw.W.Health(); h.Status != protocol.StateIdle {
 			t.Errorf("worker state after disable = %q, want idle", h.Status)
 		}
-		if c := e.locks("w1"); c != 0 {
-			t.Errorf("locks after disable = %d, want 0", c)
+		if c := e.claimsOf("w1"); c != 0 {
+			t.Errorf("claims after disable = %d, want 0", c)
 		}
-		if c := e.locks("other"); c != 1 {
-			t.Errorf("another node's locks = %d, want 1", c)
+		if c := e.claimsOf("other"); c != 1 {
+			t.Errorf("another node's claims = %d, want 1", c)
 		}
 		refused("Connect after disable", connect)
 		refused("Disable twice", disable)

@@ -1,6 +1,9 @@
-// Package master is the master engine: node lifecycle, registration, the health
-// checker and the client of the worker API. It never imports gin, templ or
-// worker: it speaks to workers in package protocol's terms.
+// Package master is the master engine: nodes (lifecycle, registration, the
+// health checker), users, settings, the leader lease, tasks (input, schedule,
+// dispatch to their executors), fire claims, run ingest, notifications, the
+// event log, and the client of the worker API. Handlers are thin adapters over
+// it. It never imports gin, templ or worker: it speaks to workers in package
+// protocol's terms and keeps its state through package store.
 package master
 
 import (
@@ -57,14 +60,15 @@ type Pinned struct {
 }
 
 func (c *Config) defaults() {
+	def := DefaultSettings()
 	if c.Health.Interval <= 0 {
-		c.Health.Interval = 10 * time.Second
+		c.Health.Interval = def.HealthInterval
 	}
 	if c.Health.Timeout <= 0 {
-		c.Health.Timeout = 3 * time.Second
+		c.Health.Timeout = def.HealthTimeout
 	}
 	if c.Health.MaxFailures <= 0 {
-		c.Health.MaxFailures = 3
+		c.Health.MaxFailures = def.MaxFailures
 	}
 	if c.Health.Concurrency <= 0 {
 		c.Health.Concurrency = 256
@@ -275,7 +279,7 @@ func (m *Master) Stop(ctx context.Context) {
 	}
 	reason := "master stopped"
 	if err := store.TransitionNode(ctx, m.st.DB, m.cfg.Identity, store.Transition{
-		From: []int{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline, Reason: &reason,
+		From: []store.NodeStatus{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline, Reason: &reason,
 	}); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
 		m.log.Error("mark master offline", "err", err)
 	}

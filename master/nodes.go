@@ -14,19 +14,6 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// StatusName names a node status for messages.
-func StatusName(s int) string {
-	switch s {
-	case store.StatusOffline:
-		return "offline"
-	case store.StatusIdle:
-		return "idle"
-	case store.StatusRunning:
-		return "running"
-	}
-	return fmt.Sprintf("status %d", s)
-}
-
 func hostname() string {
 	h, err := os.Hostname()
 	if err != nil {
@@ -41,11 +28,11 @@ func mapStoreErr(err error, name string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: node %q does not exist", ErrNotFound, name)
+		return Errorf(KindNotFound, "node %q does not exist", name)
 	case errors.Is(err, store.ErrDuplicate):
-		return fmt.Errorf("%w: a node named %q already exists", ErrDuplicate, name)
+		return Errorf(KindDuplicate, "a node named %q already exists", name)
 	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: node %q changed state meanwhile; reload and retry", ErrState, name)
+		return Errorf(KindState, "node %q changed state meanwhile; reload and retry", name)
 	}
 	return fmt.Errorf("master: node %q: %w", name, err)
 }
@@ -100,7 +87,7 @@ func (m *Master) UpdateNode(ctx context.Context, name string, c protocol.NodeCon
 		return nil, mapStoreErr(err, name)
 	}
 	if n.Type == store.TypeMaster {
-		return nil, fmt.Errorf("%w: the master's own node cannot be edited", ErrState)
+		return nil, Errorf(KindState, "the master's own node cannot be edited")
 	}
 	err = store.UpdateNodeConfig(ctx, m.st.DB, name, store.NodeConfig{
 		Protocol: c.Protocol, Host: c.Host, Priority: c.Priority, MaxConcurrency: c.MaxConcurrency,
@@ -112,17 +99,17 @@ func (m *Master) UpdateNode(ctx context.Context, name string, c protocol.NodeCon
 	return m.GetNode(ctx, name)
 }
 
-// requireState loads a worker node and checks its status.
-func (m *Master) requireState(ctx context.Context, name, action string, want int) (*store.Node, error) {
+// requireState loads a worker node and checks that its status allows a.
+func (m *Master) requireState(ctx context.Context, name, action string, a NodeAction) (*store.Node, error) {
 	n, err := store.GetNode(ctx, m.st.DB, name)
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
 	if n.Type == store.TypeMaster {
-		return nil, fmt.Errorf("%w: %s is the master; it cannot be %s", ErrState, name, action)
+		return nil, Errorf(KindState, "%s is the master; it cannot be %s", name, action)
 	}
-	if n.Status != want {
-		return nil, fmt.Errorf("%w: node %s is %s; %s needs it %s", ErrState, name, StatusName(n.Status), action, StatusName(want))
+	if !NodeAllows(n.Status, a) {
+		return nil, Errorf(KindState, "node %s is %s; %s needs it %s", name, n.Status, action, statusList(nodeFrom(a)))
 	}
 	return n, nil
 }
@@ -133,7 +120,7 @@ func ptr[T any](v T) *T { return &v }
 func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, err error) {
 	defer func() { m.event(ctx, "node.connect", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
-	n, err := m.requireState(ctx, name, "connected", store.StatusOffline)
+	n, err := m.requireState(ctx, name, "connected", NodeConnect)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +129,7 @@ func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, e
 		return nil, err
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-		From: []int{store.StatusOffline}, To: store.StatusIdle,
+		From: nodeFrom(NodeConnect), To: store.StatusIdle,
 		Secret: &resp.Secret, BootID: &resp.BootID, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
@@ -156,7 +143,7 @@ func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, e
 func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, err error) {
 	defer func() { m.event(ctx, "node.enable", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
-	n, err := m.requireState(ctx, name, "enabled", store.StatusIdle)
+	n, err := m.requireState(ctx, name, "enabled", NodeEnable)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +151,7 @@ func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, er
 		return nil, err
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-		From: []int{store.StatusIdle}, To: store.StatusRunning, DesiredStatus: ptr(store.StatusRunning), Reason: ptr(""), Seen: time.Now(),
+		From: nodeFrom(NodeEnable), To: store.StatusRunning, DesiredStatus: ptr(store.StatusRunning), Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, name)
@@ -173,11 +160,11 @@ func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, er
 	return m.GetNode(ctx, name)
 }
 
-// DisableNode stops scheduling on a running node; it becomes idle and its locks are released.
+// DisableNode stops scheduling on a running node; it becomes idle and its fire claims are released.
 func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, err error) {
 	defer func() { m.event(ctx, "node.disable", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
-	n, err := m.requireState(ctx, name, "disabled", store.StatusRunning)
+	n, err := m.requireState(ctx, name, "disabled", NodeDisable)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +172,7 @@ func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, e
 		return nil, err
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-		From: []int{store.StatusRunning}, To: store.StatusIdle, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
+		From: nodeFrom(NodeDisable), To: store.StatusIdle, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, name)
@@ -203,7 +190,7 @@ func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
 		return mapStoreErr(err, name)
 	}
 	if n.Type == store.TypeMaster {
-		return fmt.Errorf("%w: %s is the master; it cannot be deleted", ErrState, name)
+		return Errorf(KindState, "%s is the master; it cannot be deleted", name)
 	}
 	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.DeleteNode(ctx, tx, name); err != nil {
@@ -213,7 +200,7 @@ func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("%w: node %s is running; disable it before deleting it", ErrState, name)
+			return Errorf(KindState, "node %s is running; disable it before deleting it", name)
 		}
 		return mapStoreErr(err, name)
 	}

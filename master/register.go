@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,50 +32,50 @@ type RegisterHeaders struct {
 func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (protocol.RegisterResponse, error) {
 	now := time.Now()
 	if h.Node == "" || h.Timestamp == "" || h.Nonce == "" || h.Signature == "" {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: missing registration headers", ErrUnauthorized)
+		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "missing registration headers")
 	}
 	if err := protocol.CheckTimestamp(h.Timestamp, now); err != nil {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: %v", ErrUnauthorized, err)
+		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "%v", err)
 	}
 	if !protocol.EqualMAC(h.Signature, protocol.RegisterMAC(m.cfg.ClusterKey, h.Node, h.Timestamp, h.Nonce, body)) {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: bad registration signature (wrong cluster key?)", ErrUnauthorized)
+		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "bad registration signature (wrong cluster key?)")
 	}
 	if len(h.Nonce) > 128 || !m.nonces.Use(h.Nonce, now) {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: registration nonce already used", ErrUnauthorized)
+		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "registration nonce already used")
 	}
 	var req protocol.RegisterRequest
 	if err := protocol.DecodeStrict(body, &req); err != nil {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: registration body: %v", ErrInvalid, err)
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "registration body: %v", err)
 	}
 	if err := req.Node.Validate(); err != nil {
 		return protocol.RegisterResponse{}, err
 	}
 	if req.Node.Name != h.Node {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: body names node %q, header %q", ErrInvalid, req.Node.Name, printable(h.Node))
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "body names node %q, header %q", req.Node.Name, printable(h.Node))
 	}
 	if strings.EqualFold(req.Node.Name, m.cfg.Identity) {
 		return protocol.RegisterResponse{}, protocol.FieldErrors{"name": "is the master's own name"}
 	}
 	if b, err := hex.DecodeString(req.Secret); err != nil || len(b) != 32 {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: secret must be 32 bytes, hex", ErrInvalid)
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "secret must be 32 bytes, hex")
 	}
 	if req.BootID == "" || len(req.BootID) > 64 || len(req.MachineName) > 255 {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: boot_id is required (at most 64 chars) and machine_name at most 255", ErrInvalid)
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "boot_id is required (at most 64 chars) and machine_name at most 255")
 	}
 	if !utf8.ValidString(req.MachineName) || strings.ContainsRune(req.MachineName, 0) ||
 		!utf8.ValidString(req.BootID) || strings.ContainsRune(req.BootID, 0) {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: boot_id and machine_name must be valid UTF-8 without NUL", ErrInvalid)
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "boot_id and machine_name must be valid UTF-8 without NUL")
 	}
 	key, err := hex.DecodeString(req.NodeKey)
 	if err != nil || len(key) != ed25519.PublicKeySize {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: node_key must be a %d-byte Ed25519 public key, hex (upgrade the worker)", ErrInvalid, ed25519.PublicKeySize)
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "node_key must be a %d-byte Ed25519 public key, hex (upgrade the worker)", ed25519.PublicKeySize)
 	}
 	nodeKey := hex.EncodeToString(key) // one spelling, so keys compare as strings
 	if h.NodeSignature == "" {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: missing %s", ErrUnauthorized, protocol.HeaderNodeSignature)
+		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "missing %s", protocol.HeaderNodeSignature)
 	}
 	if !protocol.VerifyRegistration(nodeKey, h.NodeSignature, h.Node, h.Timestamp, h.Nonce, body) {
-		return protocol.RegisterResponse{}, fmt.Errorf("%w: bad node key signature", ErrUnauthorized)
+		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "bad node key signature")
 	}
 
 	name := req.Node.Name
@@ -96,20 +95,20 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		n.Status, n.DesiredStatus, n.Mode, n.LastSeen = store.StatusRunning, store.StatusRunning, store.ModeAuto, time.Now().UTC()
 		if err := store.CreateNode(ctx, m.st.DB, n); err != nil {
 			if errors.Is(err, store.ErrDuplicate) {
-				return refuse(fmt.Errorf("%w: a node named %q (or differing only in case) was created meanwhile", ErrDuplicate, name))
+				return refuse(Errorf(KindDuplicate, "a node named %q (or differing only in case) was created meanwhile", name))
 			}
 			return refuse(mapStoreErr(err, name))
 		}
 	case err != nil:
 		return protocol.RegisterResponse{}, mapStoreErr(err, name)
 	case old.Name != name:
-		return refuse(fmt.Errorf("%w: node %q already exists; names are case-insensitive", ErrDuplicate, old.Name))
+		return refuse(Errorf(KindDuplicate, "node %q already exists; names are case-insensitive", old.Name))
 	case old.Type != store.TypeWorker:
-		return refuse(fmt.Errorf("%w: %q is the master's node", ErrState, name))
+		return refuse(Errorf(KindState, "%q is the master's node", name))
 	case old.Mode != store.ModeAuto:
-		return refuse(fmt.Errorf("%w: node %s was added by an admin (manual registration); it is connected from the console and cannot register itself", ErrState, name))
+		return refuse(Errorf(KindState, "node %s was added by an admin (manual registration); it is connected from the console and cannot register itself", name))
 	case old.NodeKey != "" && subtle.ConstantTimeCompare([]byte(old.NodeKey), []byte(nodeKey)) != 1:
-		return refuse(fmt.Errorf("%w: node %s is bound to another machine's key; an admin can reset its identity", ErrState, name))
+		return refuse(Errorf(KindState, "node %s is bound to another machine's key; an admin can reset its identity", name))
 	default:
 		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
 			return refuse(mapStoreErr(err, name))
@@ -135,7 +134,7 @@ func (m *Master) ResetIdentity(ctx context.Context, name string) (_ *store.Node,
 		return nil, mapStoreErr(err, name)
 	}
 	if n.Type != store.TypeWorker {
-		return nil, fmt.Errorf("%w: %s is the master; it has no node key", ErrState, name)
+		return nil, Errorf(KindState, "%s is the master; it has no node key", name)
 	}
 	if err := store.ResetNodeKey(ctx, m.st.DB, name); err != nil {
 		return nil, mapStoreErr(err, name)
@@ -147,17 +146,17 @@ func (m *Master) ResetIdentity(ctx context.Context, name string) (_ *store.Node,
 // Authenticate checks a worker-to-master call's sm_node and sm_secret against the stored secret.
 func (m *Master) Authenticate(ctx context.Context, name, secret string) (*store.Node, error) {
 	if name == "" || secret == "" {
-		return nil, fmt.Errorf("%w: missing sm_node or sm_secret", ErrUnauthorized)
+		return nil, Errorf(KindUnauthorized, "missing sm_node or sm_secret")
 	}
 	n, err := store.GetNode(ctx, m.st.DB, name)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("%w: unknown node or wrong secret", ErrUnauthorized)
+			return nil, Errorf(KindUnauthorized, "unknown node or wrong secret")
 		}
 		return nil, mapStoreErr(err, name)
 	}
 	if n.Type != store.TypeWorker || !protocol.EqualSecret(secret, n.Secret) {
-		return nil, fmt.Errorf("%w: unknown node or wrong secret", ErrUnauthorized)
+		return nil, Errorf(KindUnauthorized, "unknown node or wrong secret")
 	}
 	return n, nil
 }
@@ -174,7 +173,7 @@ func (m *Master) Offline(ctx context.Context, name, secret string) error {
 		return nil
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-		From: []int{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline,
+		From: []store.NodeStatus{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline,
 		DesiredStatus: ptr(store.StatusOffline), Reason: ptr("worker stopped (graceful shutdown)"),
 	})
 	if err != nil && !errors.Is(err, store.ErrConflict) {

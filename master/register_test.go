@@ -66,8 +66,8 @@ func TestAutoRegistrationAndOffline(t *testing.T) {
 			t.Errorf("Authenticate with the right secret = %v", err)
 		}
 
-		// Graceful stop: the worker tells the master, the node goes offline, locks released.
-		e.insertLock("task-1", "auto1")
+		// Graceful stop: the worker tells the master, the node goes offline, fire claims released.
+		e.insertClaim("task-1", "auto1")
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 		defer cancel()
 		if err := tw.W.Stop(ctx); err != nil {
@@ -77,8 +77,8 @@ func TestAutoRegistrationAndOffline(t *testing.T) {
 		if n.Status != store.StatusOffline || n.DesiredStatus != store.StatusOffline || !strings.Contains(n.Reason, "stopped") {
 			t.Errorf("after graceful stop: %+v", n)
 		}
-		if e.locks("auto1") != 0 {
-			t.Error("locks survived the worker going offline")
+		if e.claimsOf("auto1") != 0 {
+			t.Error("fire claims survived the worker going offline")
 		}
 		// Offline with desired offline: slow sweeps do not probe it.
 		if res := newMaster(t, s, func(c *master.Config) { c.Health.OfflineEvery = 1 }).Sweep(e.ctx); res.Probed != 0 {

@@ -40,12 +40,12 @@ var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // failure notifications. Only a database failure fails the whole batch.
 func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	if len(runs) > MaxRunsPerBatch {
-		return protocol.RunsResponse{}, fmt.Errorf("%w: at most %d runs per batch", ErrInvalid, MaxRunsPerBatch)
+		return protocol.RunsResponse{}, Errorf(KindInvalid, "at most %d runs per batch", MaxRunsPerBatch)
 	}
 	now := time.Now()
 	resp := protocol.RunsResponse{Rejected: []protocol.RunRejected{}}
 	reject := func(id string, err error) {
-		resp.Rejected = append(resp.Rejected, protocol.RunRejected{ID: id, Error: eventError(err)})
+		resp.Rejected = append(resp.Rejected, protocol.RunRejected{ID: id, Error: Message(err)})
 		m.log.Warn("run report rejected", "node", node.Name, "run", id, "err", err)
 	}
 	rows := make([]store.Run, 0, len(runs))
@@ -68,9 +68,9 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		for _, r := range rows {
 			switch {
 			case !exists[r.TaskID]:
-				reject(r.ID, fmt.Errorf("%w: run %s: task %s does not exist", ErrForbidden, r.ID, r.TaskID))
+				reject(r.ID, Errorf(KindForbidden, "run %s: task %s does not exist", r.ID, r.TaskID))
 			case !allowed[r.TaskID]:
-				reject(r.ID, fmt.Errorf("%w: run %s: node %s does not execute task %s", ErrForbidden, r.ID, node.Name, r.TaskID))
+				reject(r.ID, Errorf(KindForbidden, "run %s: node %s does not execute task %s", r.ID, node.Name, r.TaskID))
 			default:
 				ok = append(ok, r)
 			}
@@ -123,16 +123,16 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 // lies between oldestRunTime and now + worker.MaxClockSkew.
 func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, error) {
 	bad := func(format string, args ...any) (store.Run, error) {
-		return store.Run{}, fmt.Errorf("%w: run %s: "+format, append([]any{ErrInvalid, printable(r.ID)}, args...)...)
+		return store.Run{}, Errorf(KindInvalid, "run %s: "+format, append([]any{printable(r.ID)}, args...)...)
 	}
 	if !isRunID(r.ID, maxRunIDLen) {
-		return store.Run{}, fmt.Errorf("%w: run id must be 1-%d letters, digits, '.', '_', ':' or '-'", ErrInvalid, maxRunIDLen)
+		return store.Run{}, Errorf(KindInvalid, "run id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxRunIDLen)
 	}
 	if !isRunID(r.TaskID, maxTaskIDLen) {
 		return bad("task id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxTaskIDLen)
 	}
 	if r.Node != node {
-		return store.Run{}, fmt.Errorf("%w: run %s names node %q, but was sent by %q", ErrForbidden, r.ID, printable(r.Node), node)
+		return store.Run{}, Errorf(KindForbidden, "run %s names node %q, but was sent by %q", r.ID, printable(r.Node), node)
 	}
 	// Output too long is cut to its tail, not refused: an older worker's JSON
 	// encoder turns each odd byte into a 3-byte U+FFFD, and a run must not be
@@ -142,7 +142,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 	rep := *r
 	rep.Output = out
 	if err := rep.Validate(); err != nil {
-		return store.Run{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return store.Run{}, Errorf(KindInvalid, "%v", err)
 	}
 	latest := now.Add(protocol.MaxClockSkew)
 	scheduled := r.ScheduledAt
@@ -248,7 +248,7 @@ func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int)
 func (m *Master) GetRun(ctx context.Context, id string) (*store.Run, error) {
 	r, err := store.GetRun(ctx, m.st.DB, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: run %s does not exist", ErrNotFound, id)
+		return nil, Errorf(KindNotFound, "run %s does not exist", id)
 	}
 	return r, err
 }

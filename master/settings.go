@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/mail"
 	"net/url"
 	"strconv"
@@ -34,34 +35,39 @@ type Settings struct {
 	PublicURL          string
 }
 
-// DefaultSettings are the settings of a new installation.
+// DefaultSettings are the settings of a new installation, and the defaults of
+// the master's health flags: the one place they are written.
 func DefaultSettings() Settings {
 	return Settings{HealthInterval: 10 * time.Second, HealthTimeout: 3 * time.Second, MaxFailures: 3,
 		DefaultHTTPTimeout: protocol.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls"}
 }
 
-// Setting limits.
+// Limits of the health settings, for the console and for the flags alike.
 const (
-	minHealthInterval = time.Second
-	maxHealthInterval = time.Hour
-	minHealthTimeout  = 100 * time.Millisecond
-	maxHealthTimeout  = time.Minute
-	maxRetentionDays  = 3650
+	MinHealthInterval = time.Second
+	MaxHealthInterval = time.Hour
+	MinHealthTimeout  = 100 * time.Millisecond
+	MaxHealthTimeout  = time.Minute
+	MinMaxFailures    = 1
+	MaxMaxFailures    = 100
 )
+
+// maxRetentionDays bounds run_retention_days (ten years).
+const maxRetentionDays = 3650
 
 // Validate checks every field and returns worker.FieldErrors, or nil.
 func (s *Settings) Validate() error {
 	fe := protocol.FieldErrors{}
-	if s.HealthInterval < minHealthInterval || s.HealthInterval > maxHealthInterval {
-		fe["health_interval"] = fmt.Sprintf("must be from %s to %s", minHealthInterval, maxHealthInterval)
+	if s.HealthInterval < MinHealthInterval || s.HealthInterval > MaxHealthInterval {
+		fe["health_interval"] = fmt.Sprintf("must be from %s to %s", MinHealthInterval, MaxHealthInterval)
 	}
-	if s.HealthTimeout < minHealthTimeout || s.HealthTimeout > maxHealthTimeout {
-		fe["health_timeout"] = fmt.Sprintf("must be from %s to %s", minHealthTimeout, maxHealthTimeout)
+	if s.HealthTimeout < MinHealthTimeout || s.HealthTimeout > MaxHealthTimeout {
+		fe["health_timeout"] = fmt.Sprintf("must be from %s to %s", MinHealthTimeout, MaxHealthTimeout)
 	} else if fe["health_interval"] == "" && s.HealthTimeout >= s.HealthInterval {
 		fe["health_timeout"] = "must be shorter than the health interval"
 	}
-	if s.MaxFailures < 1 || s.MaxFailures > 100 {
-		fe["max_failures"] = "must be from 1 to 100"
+	if s.MaxFailures < MinMaxFailures || s.MaxFailures > MaxMaxFailures {
+		fe["max_failures"] = fmt.Sprintf("must be from %d to %d", MinMaxFailures, MaxMaxFailures)
 	}
 	if s.DefaultHTTPTimeout < 100*time.Millisecond || s.DefaultHTTPTimeout > protocol.MaxTimeout {
 		fe["default_http_timeout"] = fmt.Sprintf("must be from 100ms to %s", protocol.MaxTimeout)
@@ -115,7 +121,10 @@ func (s *Settings) pairs() map[string]string {
 }
 
 // readSettings loads the stored settings over the ones in force. A stored value that
-// does not parse keeps the default and is logged.
+// does not parse, or a health value out of its range, keeps the value in force
+// and is logged, so the console, where it is fixed, still comes up. With
+// apply's pinned values this is the whole precedence: flag > env > file (the
+// pinned values) > stored > default (DefaultSettings).
 func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 	s := *m.settings.Load() // the configured values stand where nothing is stored
 	get := func(key string) (string, bool, error) {
@@ -125,7 +134,8 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 		}
 		return v, err == nil, err
 	}
-	dur := func(key string, dst *time.Duration) error {
+	// Whole seconds are how ScheduleMaster stored durations.
+	dur := func(key string, dst *time.Duration, lo, hi time.Duration) error {
 		v, ok, err := get(key)
 		if err != nil || !ok {
 			return err
@@ -136,26 +146,35 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 				d, perr = time.Duration(n)*time.Second, nil
 			}
 		}
-		if perr != nil {
-			m.log.Warn("stored setting ignored", "setting", key, "value", v)
-			return nil
+		switch {
+		case perr != nil:
+			m.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not a duration", "using", *dst)
+		case d < lo || d > hi:
+			m.log.Warn("stored setting ignored", "setting", key, "value", v,
+				"problem", fmt.Sprintf("out of range (%s to %s)", lo, hi), "using", *dst)
+		default:
+			*dst = d
 		}
-		*dst = d
 		return nil
 	}
-	num := func(key string, dst *int) error {
+	num := func(key string, dst *int, lo, hi int) error {
 		v, ok, err := get(key)
 		if err != nil || !ok {
 			return err
 		}
 		n, perr := strconv.Atoi(v)
-		if perr != nil {
-			m.log.Warn("stored setting ignored", "setting", key, "value", v)
-			return nil
+		switch {
+		case perr != nil:
+			m.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not a whole number", "using", *dst)
+		case n < lo || n > hi:
+			m.log.Warn("stored setting ignored", "setting", key, "value", v,
+				"problem", fmt.Sprintf("out of range (%d to %d)", lo, hi), "using", *dst)
+		default:
+			*dst = n
 		}
-		*dst = n
 		return nil
 	}
+	const anyDur, anyNum = time.Duration(math.MaxInt64), math.MaxInt
 	str := func(key string, dst *string) error {
 		v, ok, err := get(key)
 		if err == nil && ok {
@@ -164,10 +183,12 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 		return err
 	}
 	for _, err := range []error{
-		dur(store.SettingHealthInterval, &s.HealthInterval), dur(store.SettingHealthTimeout, &s.HealthTimeout),
-		num(store.SettingMaxFailures, &s.MaxFailures), dur(store.SettingDefaultHTTPTimeout, &s.DefaultHTTPTimeout),
-		num(store.SettingRunRetentionDays, &s.RunRetentionDays), str(store.SettingSMTPHost, &s.SMTPHost),
-		num(store.SettingSMTPPort, &s.SMTPPort), str(store.SettingSMTPFrom, &s.SMTPFrom),
+		dur(store.SettingHealthInterval, &s.HealthInterval, MinHealthInterval, MaxHealthInterval),
+		dur(store.SettingHealthTimeout, &s.HealthTimeout, MinHealthTimeout, MaxHealthTimeout),
+		num(store.SettingMaxFailures, &s.MaxFailures, MinMaxFailures, MaxMaxFailures),
+		dur(store.SettingDefaultHTTPTimeout, &s.DefaultHTTPTimeout, math.MinInt64, anyDur),
+		num(store.SettingRunRetentionDays, &s.RunRetentionDays, math.MinInt, anyNum), str(store.SettingSMTPHost, &s.SMTPHost),
+		num(store.SettingSMTPPort, &s.SMTPPort, math.MinInt, anyNum), str(store.SettingSMTPFrom, &s.SMTPFrom),
 		str(store.SettingSMTPUsername, &s.SMTPUsername), str(store.SettingSMTPPassword, &s.SMTPPassword),
 		str(store.SettingSMTPTLS, &s.SMTPTLS), str(store.SettingWebhookURL, &s.WebhookURL), str(store.SettingPublicURL, &s.PublicURL),
 	} {

@@ -45,7 +45,7 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 		if !needRunning {
 			return nil
 		}
-		return fmt.Errorf("%w: no running worker for this task (executors: %s)", ErrState, strings.Join(t.Executors, ", "))
+		return Errorf(KindState, "no running worker for this task (executors: %s)", strings.Join(t.Executors, ", "))
 	}
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -79,17 +79,12 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 			}
 		}
 	}
-	return fmt.Errorf("%w: %s failed on node %s: %s", ErrWorker, verb, strings.Join(failed, ", "), userError(first))
-}
-
-// userError drops the sentinel prefix of a worker error for messages.
-func userError(err error) string {
-	return strings.TrimPrefix(err.Error(), ErrWorker.Error()+": ")
+	return wrapf(KindWorker, first, "%s failed on node %s: %s", verb, strings.Join(failed, ", "), Message(first))
 }
 
 // StartTask starts a stopped task on every running executor.
 func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, "start", []int{store.TaskStopped}, store.TaskRunning,
+	return m.taskTransition(ctx, id, TaskStart, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			t.Status = store.TaskRunning
 			spec := t.spec()
@@ -102,7 +97,7 @@ func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
 
 // StopTask stops a running or paused task everywhere.
 func (m *Master) StopTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, "stop", []int{store.TaskRunning, store.TaskPaused}, store.TaskStopped,
+	return m.taskTransition(ctx, id, TaskStop, store.TaskStopped,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			spec := t.spec()
 			return func(ctx context.Context, n *store.Node) error {
@@ -114,7 +109,7 @@ func (m *Master) StopTask(ctx context.Context, id string) (*Task, error) {
 
 // PauseTask keeps a running task's schedule and skips its runs.
 func (m *Master) PauseTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, "pause", []int{store.TaskRunning}, store.TaskPaused,
+	return m.taskTransition(ctx, id, TaskPause, store.TaskPaused,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			return func(ctx context.Context, n *store.Node) error {
 					return m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
@@ -127,7 +122,7 @@ func (m *Master) PauseTask(ctx context.Context, id string) (*Task, error) {
 
 // ResumeTask lets a paused task run again.
 func (m *Master) ResumeTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, "resume", []int{store.TaskPaused}, store.TaskRunning,
+	return m.taskTransition(ctx, id, TaskResume, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			return func(ctx context.Context, n *store.Node) error {
 					return m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
@@ -138,20 +133,19 @@ func (m *Master) ResumeTask(ctx context.Context, id string) (*Task, error) {
 		})
 }
 
-func (m *Master) taskTransition(ctx context.Context, id, verb string, from []int, to int,
+// taskTransition moves a task whose status allows a (the state table) to status to,
+// after ops succeeded on every running executor.
+func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to store.TaskStatus,
 	ops func(t *Task) (op, undo func(context.Context, *store.Node) error)) (_ *Task, err error) {
+	verb, from := string(a), taskFrom(a)
 	defer func() { m.event(ctx, "task."+verb, store.TargetTask, id, err, "") }()
 	defer m.locks.lock("task:" + id)()
 	t, err := m.GetTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	ok := false
-	for _, f := range from {
-		ok = ok || t.Status == f
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: task %s is %s; cannot %s it", ErrState, id, TaskStatusName(t.Status), verb)
+	if !TaskAllows(t.Status, a) {
+		return nil, Errorf(KindState, "task %s is %s; cannot %s it", id, t.Status, verb)
 	}
 	op, undo := ops(t)
 	if err := m.dispatch(ctx, t, verb, verb == "start", op, undo); err != nil {
@@ -179,6 +173,9 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	if err != nil {
 		return nil, "", err
 	}
+	if !TaskAllows(t.Status, TaskRun) {
+		return nil, "", Errorf(KindState, "task %s is %s; cannot run it", id, t.Status)
+	}
 	nodes, err := m.runningExecutors(ctx, t)
 	if err != nil {
 		return nil, "", err
@@ -189,7 +186,7 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	}
 	pick, ok := PickWeighted(cands, m.cfg.RandN)
 	if !ok {
-		return nil, "", fmt.Errorf("%w: no running worker for this task (executors: %s)", ErrState, strings.Join(t.Executors, ", "))
+		return nil, "", Errorf(KindState, "no running worker for this task (executors: %s)", strings.Join(t.Executors, ", "))
 	}
 	// The node's report of this run is accepted even if it stops being an
 	// executor meanwhile: grant it before it is sent the task.
@@ -199,7 +196,7 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	for i := range nodes {
 		if nodes[i].Name == pick.Name {
 			if err := m.client.TaskRunOnce(ctx, &nodes[i], t.spec()); err != nil {
-				return nil, "", fmt.Errorf("%w: run once failed on node %s: %s", ErrWorker, pick.Name, userError(err))
+				return nil, "", wrapf(KindWorker, err, "run once failed on node %s: %s", pick.Name, Message(err))
 			}
 		}
 	}

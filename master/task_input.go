@@ -73,8 +73,8 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
-	if cur.Status != store.TaskStopped {
-		return nil, fmt.Errorf("%w: task %s is %s; stop it before editing", ErrState, id, TaskStatusName(cur.Status))
+	if !TaskAllows(cur.Status, TaskEdit) {
+		return nil, Errorf(KindState, "task %s is %s; stop it before editing", id, cur.Status)
 	}
 	in.ID = id
 	// Secrets are shown masked; an edit that sends the mask back keeps them.
@@ -114,14 +114,8 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 	}
 	in.Normalize()
 	fe := protocol.FieldErrors{}
-	if err := in.Validate(time.Now()); err != nil {
-		var def protocol.FieldErrors
-		if !errors.As(err, &def) {
-			return nil, err
-		}
-		for k, v := range def {
-			fe[k] = v
-		}
+	if err := in.Validate(time.Now()); err != nil && !Merge(fe, err) {
+		return nil, err
 	}
 	nodes, err := store.ListNodes(ctx, m.st.DB)
 	if err != nil {

@@ -14,37 +14,22 @@ import (
 // Task is a task as the open API shows it.
 type Task struct {
 	protocol.TaskDef
-	Executors  []string   `json:"executors"`
-	Keepers    []string   `json:"keepers"`
-	Children   []string   `json:"children"`
-	Status     int        `json:"status"`
-	LastRunAt  *time.Time `json:"last_run_at"`
-	NextRunAt  *time.Time `json:"next_run_at"`
-	RunCount   int64      `json:"run_count"`
-	LastResult string     `json:"last_result"`
-	CreatedBy  string     `json:"created_by"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
+	Executors  []string         `json:"executors"`
+	Keepers    []string         `json:"keepers"`
+	Children   []string         `json:"children"`
+	Status     store.TaskStatus `json:"status"` // a number in JSON
+	LastRunAt  *time.Time       `json:"last_run_at"`
+	NextRunAt  *time.Time       `json:"next_run_at"`
+	RunCount   int64            `json:"run_count"`
+	LastResult string           `json:"last_result"`
+	CreatedBy  string           `json:"created_by"`
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
 }
 
 // runGrantTTL is how long a run grant lets a node report runs of a task it
 // does not execute; the retention job prunes older grants.
 const runGrantTTL = 7 * 24 * time.Hour
-
-// TaskStatusName names a task status for messages.
-func TaskStatusName(s int) string {
-	switch s {
-	case store.TaskDeleted:
-		return "deleted"
-	case store.TaskStopped:
-		return "stopped"
-	case store.TaskRunning:
-		return "running"
-	case store.TaskPaused:
-		return "paused"
-	}
-	return fmt.Sprintf("status %d", s)
-}
 
 func decodeTask(t *store.Task) (*Task, error) {
 	out := &Task{Executors: t.Executors, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
@@ -81,9 +66,9 @@ func mapTaskErr(err error, id string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: task %s does not exist", ErrNotFound, id)
+		return Errorf(KindNotFound, "task %s does not exist", id)
 	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: task %s changed state meanwhile; reload and retry", ErrState, id)
+		return Errorf(KindState, "task %s changed state meanwhile; reload and retry", id)
 	}
 	return fmt.Errorf("master: task %s: %w", id, err)
 }
@@ -121,13 +106,13 @@ func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
 	if err != nil {
 		return err
 	}
-	if t.Status == store.TaskRunning || t.Status == store.TaskPaused {
+	if !TaskAllows(t.Status, TaskDelete) && TaskAllows(t.Status, TaskStop) {
 		if _, err := m.StopTask(ctx, id); err != nil {
 			return err
 		}
 	}
 	defer m.locks.lock("task:" + id)()
-	if err := store.SetTaskStatus(ctx, m.st.DB, id, []int{store.TaskStopped}, store.TaskDeleted); err != nil {
+	if err := store.SetTaskStatus(ctx, m.st.DB, id, taskFrom(TaskDelete), store.TaskDeleted); err != nil {
 		return mapTaskErr(err, id)
 	}
 	m.log.Info("task deleted", "task", id)

@@ -93,30 +93,32 @@ func TestCreateTaskValidation(t *testing.T) {
 }
 
 func TestCreateTaskWithoutExecutorsGetsTwoRunningWorkers(t *testing.T) {
-	e := newEnv(t, storetest.OpenSQLite(t))
-	runningWorkers(e, "w1", "w2", "w3")
-	idle := startWorker(t, "idle")
-	e.create(idle)
-	e.connect("idle")
-	for i := 0; i < 10; i++ {
-		tk, err := e.m.CreateTask(e.ctx, httpInput(), "admin")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tk.Executors) != 2 || tk.Executors[0] == tk.Executors[1] {
-			t.Fatalf("executors %v, want two distinct", tk.Executors)
-		}
-		for _, x := range tk.Executors {
-			if x == "idle" {
-				t.Fatal("an idle worker was picked")
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		runningWorkers(e, "w1", "w2", "w3")
+		idle := startWorker(t, "idle")
+		e.create(idle)
+		e.connect("idle")
+		for i := 0; i < 10; i++ {
+			tk, err := e.m.CreateTask(e.ctx, httpInput(), "admin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tk.Executors) != 2 || tk.Executors[0] == tk.Executors[1] {
+				t.Fatalf("executors %v, want two distinct", tk.Executors)
+			}
+			for _, x := range tk.Executors {
+				if x == "idle" {
+					t.Fatal("an idle worker was picked")
+				}
 			}
 		}
-	}
-	// No running worker at all: a clear error.
-	e2 := newEnv(t, storetest.OpenSQLite(t))
-	if _, err := e2.m.CreateTask(e2.ctx, httpInput(), "admin"); !isFieldErrors(err, "executors") {
-		t.Fatalf("no running worker: %v", err)
-	}
+		// No running worker at all: a clear error.
+		e2 := newEnv(t, storetest.Open(t, s.Name))
+		if _, err := e2.m.CreateTask(e2.ctx, httpInput(), "admin"); !isFieldErrors(err, "executors") {
+			t.Fatalf("no running worker: %v", err)
+		}
+	})
 }
 
 func TestStartTaskRollsBackAndNamesTheFailingNode(t *testing.T) {
@@ -156,59 +158,61 @@ func TestStartTaskRollsBackAndNamesTheFailingNode(t *testing.T) {
 }
 
 func TestTaskLifecycleOnWorkersAndRePushOnEnable(t *testing.T) {
-	e := newEnv(t, storetest.OpenSQLite(t))
-	ws := runningWorkers(e, "a", "b")
-	tk, err := e.m.CreateTask(e.ctx, httpInput("a", "b"), "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.PauseTask(e.ctx, tk.ID); !errors.Is(err, master.ErrState) {
-		t.Fatalf("pause a stopped task: %v", err)
-	}
-	if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	for n, tw := range ws {
-		if tw.W.Health().RunningTasks != 1 {
-			t.Fatalf("%s does not schedule the started task", n)
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		ws := runningWorkers(e, "a", "b")
+		tk, err := e.m.CreateTask(e.ctx, httpInput("a", "b"), "admin")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := e.m.UpdateTask(e.ctx, tk.ID, httpInput("a")); !errors.Is(err, master.ErrState) {
-		t.Fatalf("edit a running task: %v", err)
-	}
-	if _, err := e.m.PauseTask(e.ctx, tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.ResumeTask(e.ctx, tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	// A node that is disabled and enabled again gets its running tasks back.
-	if _, err := e.m.DisableNode(e.ctx, "b"); err != nil {
-		t.Fatal(err)
-	}
-	if ws["b"].W.Health().RunningTasks != 0 {
-		t.Fatal("a disabled node kept its tasks")
-	}
-	if _, err := e.m.EnableNode(e.ctx, "b"); err != nil {
-		t.Fatal(err)
-	}
-	if ws["b"].W.Health().RunningTasks != 1 {
-		t.Fatal("an enabled node did not get its running task back")
-	}
-	if _, err := e.m.StopTask(e.ctx, tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	for n, tw := range ws {
-		if tw.W.Health().RunningTasks != 0 {
-			t.Fatalf("%s still schedules a stopped task", n)
+		if _, err := e.m.PauseTask(e.ctx, tk.ID); !errors.Is(err, master.ErrState) {
+			t.Fatalf("pause a stopped task: %v", err)
 		}
-	}
-	if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.GetTask(e.ctx, tk.ID); !errors.Is(err, master.ErrNotFound) {
-		t.Fatalf("deleted task: %v", err)
-	}
+		if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		for n, tw := range ws {
+			if tw.W.Health().RunningTasks != 1 {
+				t.Fatalf("%s does not schedule the started task", n)
+			}
+		}
+		if _, err := e.m.UpdateTask(e.ctx, tk.ID, httpInput("a")); !errors.Is(err, master.ErrState) {
+			t.Fatalf("edit a running task: %v", err)
+		}
+		if _, err := e.m.PauseTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.ResumeTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		// A node that is disabled and enabled again gets its running tasks back.
+		if _, err := e.m.DisableNode(e.ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		if ws["b"].W.Health().RunningTasks != 0 {
+			t.Fatal("a disabled node kept its tasks")
+		}
+		if _, err := e.m.EnableNode(e.ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		if ws["b"].W.Health().RunningTasks != 1 {
+			t.Fatal("an enabled node did not get its running task back")
+		}
+		if _, err := e.m.StopTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		for n, tw := range ws {
+			if tw.W.Health().RunningTasks != 0 {
+				t.Fatalf("%s still schedules a stopped task", n)
+			}
+		}
+		if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.GetTask(e.ctx, tk.ID); !errors.Is(err, master.ErrNotFound) {
+			t.Fatalf("deleted task: %v", err)
+		}
+	})
 }
 
 func TestIngestRunsIsIdempotent(t *testing.T) {
@@ -253,39 +257,41 @@ func TestIngestRunsIsIdempotent(t *testing.T) {
 }
 
 func TestStopTaskWhoseExecutorsAreAllOffline(t *testing.T) {
-	e := newEnv(t, storetest.OpenSQLite(t))
-	ws := runningWorkers(e, "gone")
-	tk, err := e.m.CreateTask(e.ctx, httpInput("gone"), "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	_ = ws["gone"].W.Stop(e.ctx) // no master to tell: only the node row says offline
-	reason := "test: gone"
-	if err := store.TransitionNode(e.ctx, e.s.Store.DB, "gone", store.Transition{From: []int{store.StatusRunning}, To: store.StatusOffline, Reason: &reason}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.m.StopTask(e.ctx, tk.ID)
-	if err != nil || got.Status != store.TaskStopped {
-		t.Fatalf("stop with every executor offline: %+v %v", got, err)
-	}
-	now := time.Now().UTC()
-	run := protocol.RunReport{ID: "kept", TaskID: tk.ID, Node: "gone", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
-	if _, err := e.m.IngestRuns(e.ctx, e.node("gone"), []protocol.RunReport{run}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
-		t.Fatalf("delete: %v", err)
-	}
-	// The deleted task's runs stay listable; an unknown task is not found.
-	if runs, total, err := e.m.ListRuns(e.ctx, tk.ID, 10, 0); err != nil || total != 1 || runs[0].ID != "kept" {
-		t.Fatalf("runs of a deleted task: %v %d %v", runs, total, err)
-	}
-	if _, _, err := e.m.ListRuns(e.ctx, "no-such-task", 10, 0); !errors.Is(err, master.ErrNotFound) {
-		t.Fatalf("runs of an unknown task: %v", err)
-	}
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		ws := runningWorkers(e, "gone")
+		tk, err := e.m.CreateTask(e.ctx, httpInput("gone"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		_ = ws["gone"].W.Stop(e.ctx) // no master to tell: only the node row says offline
+		reason := "test: gone"
+		if err := store.TransitionNode(e.ctx, e.s.Store.DB, "gone", store.Transition{From: []store.NodeStatus{store.StatusRunning}, To: store.StatusOffline, Reason: &reason}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.m.StopTask(e.ctx, tk.ID)
+		if err != nil || got.Status != store.TaskStopped {
+			t.Fatalf("stop with every executor offline: %+v %v", got, err)
+		}
+		now := time.Now().UTC()
+		run := protocol.RunReport{ID: "kept", TaskID: tk.ID, Node: "gone", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
+		if _, err := e.m.IngestRuns(e.ctx, e.node("gone"), []protocol.RunReport{run}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.m.DeleteTask(e.ctx, tk.ID); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		// The deleted task's runs stay listable; an unknown task is not found.
+		if runs, total, err := e.m.ListRuns(e.ctx, tk.ID, 10, 0); err != nil || total != 1 || runs[0].ID != "kept" {
+			t.Fatalf("runs of a deleted task: %v %d %v", runs, total, err)
+		}
+		if _, _, err := e.m.ListRuns(e.ctx, "no-such-task", 10, 0); !errors.Is(err, master.ErrNotFound) {
+			t.Fatalf("runs of an unknown task: %v", err)
+		}
+	})
 }
 
 // Concurrent batches that touch the same tasks all land (no deadlock refusal)
@@ -333,35 +339,37 @@ func TestConcurrentIngestOnSharedTasks(t *testing.T) {
 
 // A successful run of a parent runs each child once, on one of its executors.
 func TestSuccessfulRunStartsChildren(t *testing.T) {
-	e := newEnv(t, storetest.OpenSQLite(t))
-	runningWorkers(e, "w1")
-	child, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := httpInput("w1")
-	in.Children = []string{child.ID}
-	parent, err := e.m.CreateTask(e.ctx, in, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	ok := protocol.RunReport{ID: "p1", TaskID: parent.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{ok}); err != nil {
-		t.Fatal(err)
-	}
-	storetest.Eventually(t, 10*time.Second, func() bool {
-		evs, _, err := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID, Actor: "task " + parent.ID, Outcome: "ok"})
-		return err == nil && len(evs) == 1
-	}, "the child was not run once by its parent")
-	// A failed run starts no child.
-	bad := ok
-	bad.ID, bad.Result = "p2", "failed"
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{bad}); err != nil {
-		t.Fatal(err)
-	}
-	evs, _, _ := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID})
-	if len(evs) != 1 {
-		t.Fatalf("child runs after a failure: %d events", len(evs))
-	}
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		runningWorkers(e, "w1")
+		child, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := httpInput("w1")
+		in.Children = []string{child.ID}
+		parent, err := e.m.CreateTask(e.ctx, in, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		ok := protocol.RunReport{ID: "p1", TaskID: parent.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}
+		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{ok}); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Eventually(t, 10*time.Second, func() bool {
+			evs, _, err := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID, Actor: "task " + parent.ID, Outcome: "ok"})
+			return err == nil && len(evs) == 1
+		}, "the child was not run once by its parent")
+		// A failed run starts no child.
+		bad := ok
+		bad.ID, bad.Result = "p2", "failed"
+		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{bad}); err != nil {
+			t.Fatal(err)
+		}
+		evs, _, _ := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "task.run", Target: child.ID})
+		if len(evs) != 1 {
+			t.Fatalf("child runs after a failure: %d events", len(evs))
+		}
+	})
 }

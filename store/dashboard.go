@@ -18,16 +18,16 @@ const (
 )
 
 // CountNodesByStatus returns how many nodes (master included) have each status.
-func CountNodesByStatus(ctx context.Context, db bun.IDB) (map[int]int, error) {
+func CountNodesByStatus(ctx context.Context, db bun.IDB) (map[NodeStatus]int, error) {
 	var rows []struct {
-		Status int `bun:"status"`
-		N      int `bun:"n"`
+		Status NodeStatus `bun:"status"`
+		N      int        `bun:"n"`
 	}
 	err := db.NewSelect().Table("nodes").Column("status").ColumnExpr("COUNT(*) AS n").Group("status").Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: count nodes: %w", err)
 	}
-	out := map[int]int{}
+	out := map[NodeStatus]int{}
 	for _, r := range rows {
 		out[r.Status] = r.N
 	}
@@ -35,17 +35,17 @@ func CountNodesByStatus(ctx context.Context, db bun.IDB) (map[int]int, error) {
 }
 
 // CountTasksByStatus returns how many tasks (deleted ones left out) have each status.
-func CountTasksByStatus(ctx context.Context, db bun.IDB) (map[int]int, error) {
+func CountTasksByStatus(ctx context.Context, db bun.IDB) (map[TaskStatus]int, error) {
 	var rows []struct {
-		Status int `bun:"status"`
-		N      int `bun:"n"`
+		Status TaskStatus `bun:"status"`
+		N      int        `bun:"n"`
 	}
 	err := db.NewSelect().Table("tasks").Column("status").ColumnExpr("COUNT(*) AS n").
 		Where("status <> ?", TaskDeleted).Group("status").Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: count tasks: %w", err)
 	}
-	out := map[int]int{}
+	out := map[TaskStatus]int{}
 	for _, r := range rows {
 		out[r.Status] = r.N
 	}

@@ -141,7 +141,7 @@ func TestEventFieldsAreBounded(t *testing.T) {
 	})
 }
 
-func newTask(id, title string, status int) *store.Task {
+func newTask(id, title string, status store.TaskStatus) *store.Task {
 	return &store.Task{ID: id, Title: title, Type: "http", Spec: "{}", Keepers: "[]", Children: "[]", Status: status}
 }
 
@@ -149,7 +149,7 @@ func TestDashboardCounts(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
-		for i, st := range []int{store.StatusOffline, store.StatusIdle, store.StatusRunning, store.StatusRunning, store.StatusOffline, store.StatusOffline} {
+		for i, st := range []store.NodeStatus{store.StatusOffline, store.StatusIdle, store.StatusRunning, store.StatusRunning, store.StatusOffline, store.StatusOffline} {
 			n := newWorkerNode(fmt.Sprintf("w%d", i))
 			n.Status = st
 			if err := store.CreateNode(ctx, db, n); err != nil {
@@ -163,7 +163,7 @@ func TestDashboardCounts(t *testing.T) {
 		if nodes[0] != 3 || nodes[1] != 1 || nodes[2] != 2 {
 			t.Errorf("nodes by status = %v, want 3 offline, 1 idle, 2 running", nodes)
 		}
-		for i, st := range []int{store.TaskStopped, store.TaskRunning, store.TaskRunning, store.TaskPaused, store.TaskDeleted} {
+		for i, st := range []store.TaskStatus{store.TaskStopped, store.TaskRunning, store.TaskRunning, store.TaskPaused, store.TaskDeleted} {
 			if err := store.CreateTask(ctx, db, newTask(fmt.Sprintf("t%d", i), "task", st)); err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ func TestReportableTasksGrantsAndNodeKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := store.SetTaskStatus(ctx, db, "t3", []int{store.TaskStopped}, store.TaskDeleted); err != nil {
+		if err := store.SetTaskStatus(ctx, db, "t3", []store.TaskStatus{store.TaskStopped}, store.TaskDeleted); err != nil {
 			t.Fatal(err)
 		}
 		check := func(wantAllowed ...string) {

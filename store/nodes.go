@@ -9,12 +9,34 @@ import (
 	"github.com/uptrace/bun"
 )
 
+// NodeStatus is a node's status column. The type lives here, with the column,
+// because store, master and handlers all need it and store imports none of them;
+// which actions each status allows is the engine's rule (master.NodeActions).
+// The JSON API shows it as its number.
+type NodeStatus int
+
 // Node status values, as in ScheduleMaster.
 const (
-	StatusOffline = 0
-	StatusIdle    = 1
-	StatusRunning = 2
+	StatusOffline NodeStatus = 0
+	StatusIdle    NodeStatus = 1
+	StatusRunning NodeStatus = 2
 )
+
+// NodeStatuses lists every node status, in order.
+var NodeStatuses = []NodeStatus{StatusOffline, StatusIdle, StatusRunning}
+
+// String names the status for messages and badges.
+func (s NodeStatus) String() string {
+	switch s {
+	case StatusOffline:
+		return "offline"
+	case StatusIdle:
+		return "idle"
+	case StatusRunning:
+		return "running"
+	}
+	return fmt.Sprintf("status %d", int(s))
+}
 
 // Node types and registration modes.
 const (
@@ -28,24 +50,24 @@ const (
 type Node struct {
 	bun.BaseModel `bun:"table:nodes"`
 
-	ID          int64  `bun:"id,pk,autoincrement"`
-	Name        string `bun:"name"`
-	Type        string `bun:"type"`
-	MachineName string `bun:"machine_name"`
-	Protocol    string `bun:"protocol"`
-	Host        string `bun:"host"`
-	Secret      string `bun:"secret"`
-	Status      int    `bun:"status"`
+	ID          int64      `bun:"id,pk,autoincrement"`
+	Name        string     `bun:"name"`
+	Type        string     `bun:"type"`
+	MachineName string     `bun:"machine_name"`
+	Protocol    string     `bun:"protocol"`
+	Host        string     `bun:"host"`
+	Secret      string     `bun:"secret"`
+	Status      NodeStatus `bun:"status"`
 	// DesiredStatus is what an admin or the registration last asked for; the health
 	// checker uses it to bring a recovered node back to where it was.
-	DesiredStatus  int       `bun:"desired_status"`
-	Priority       int       `bun:"priority"`
-	MaxConcurrency int       `bun:"max_concurrency"`
-	LastSeen       time.Time `bun:"last_seen,nullzero"`
-	Failures       int       `bun:"failures"`
-	BootID         string    `bun:"boot_id"`
-	Mode           string    `bun:"mode"`
-	Reason         string    `bun:"reason"`
+	DesiredStatus  NodeStatus `bun:"desired_status"`
+	Priority       int        `bun:"priority"`
+	MaxConcurrency int        `bun:"max_concurrency"`
+	LastSeen       time.Time  `bun:"last_seen,nullzero"`
+	Failures       int        `bun:"failures"`
+	BootID         string     `bun:"boot_id"`
+	Mode           string     `bun:"mode"`
+	Reason         string     `bun:"reason"`
 	// NodeKey is the hex Ed25519 public key an auto node proved on its first
 	// registration; empty until then, for manual nodes and after Reset identity.
 	NodeKey   string    `bun:"node_key"`
@@ -64,7 +86,7 @@ func ListNodes(ctx context.Context, db bun.IDB) ([]Node, error) {
 }
 
 // ListNodesByStatus returns the nodes whose status is one of statuses.
-func ListNodesByStatus(ctx context.Context, db bun.IDB, statuses ...int) ([]Node, error) {
+func ListNodesByStatus(ctx context.Context, db bun.IDB, statuses ...NodeStatus) ([]Node, error) {
 	var nodes []Node
 	err := db.NewSelect().Model(&nodes).Where("status IN (?)", bun.In(statuses)).OrderExpr("name ASC").Scan(ctx)
 	if err != nil {
@@ -131,7 +153,7 @@ func UpdateNodeConfig(ctx context.Context, db bun.IDB, name string, c NodeConfig
 	return nil
 }
 
-// DeleteNode removes a node that is not running, with its locks. A running node
+// DeleteNode removes a node that is not running, with its fire claims. A running node
 // gives ErrConflict, an unknown one ErrNotFound.
 func DeleteNode(ctx context.Context, db bun.IDB, name string) error {
 	res, err := db.NewDelete().Model((*Node)(nil)).
@@ -145,17 +167,17 @@ func DeleteNode(ctx context.Context, db bun.IDB, name string) error {
 		}
 		return fmt.Errorf("store: delete node %q: %w", name, ErrConflict)
 	}
-	return ReleaseLocks(ctx, db, name)
+	return ReleaseClaims(ctx, db, name)
 }
 
 // Transition describes one conditional status change.
 type Transition struct {
-	From []int
-	To   int
+	From []NodeStatus
+	To   NodeStatus
 	// Optional fields set together with the status.
 	Secret        *string
 	BootID        *string
-	DesiredStatus *int
+	DesiredStatus *NodeStatus
 	Reason        *string
 	// Seen sets last_seen and clears the failure counter.
 	Seen time.Time
@@ -198,7 +220,7 @@ func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) 
 		return fmt.Errorf("store: transition node %q: %w", name, ErrConflict)
 	}
 	if t.To == StatusOffline || t.To == StatusIdle {
-		return ReleaseLocks(ctx, db, name)
+		return ReleaseClaims(ctx, db, name)
 	}
 	return nil
 }
@@ -291,7 +313,7 @@ func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time) err
 
 // RecordProbeFailure counts one failed probe of a non-offline node. When the
 // count reaches maxFailures the node goes offline with reason, its counter is
-// reset and its locks are released; wentOffline reports that.
+// reset and its fire claims are released; wentOffline reports that.
 func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailures int, reason string) (wentOffline bool, err error) {
 	now := time.Now().UTC()
 	res, err := db.NewUpdate().Model((*Node)(nil)).
@@ -314,13 +336,13 @@ func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailure
 		}
 		return false, fmt.Errorf("store: take node offline: %w", err)
 	}
-	return true, ReleaseLocks(ctx, db, name)
+	return true, ReleaseClaims(ctx, db, name)
 }
 
-// ReleaseLocks deletes every fire lock held by the node.
-func ReleaseLocks(ctx context.Context, db bun.IDB, node string) error {
-	if _, err := db.NewDelete().TableExpr("locks").Where("node = ?", node).Exec(ctx); err != nil {
-		return fmt.Errorf("store: release locks of %q: %w", node, err)
+// ReleaseClaims deletes every fire claim held by the node.
+func ReleaseClaims(ctx context.Context, db bun.IDB, node string) error {
+	if _, err := db.NewDelete().Model((*Claim)(nil)).Where("node = ?", node).Exec(ctx); err != nil {
+		return fmt.Errorf("store: release fire claims of %q: %w", node, err)
 	}
 	return nil
 }

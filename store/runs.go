@@ -140,8 +140,9 @@ func GetRun(ctx context.Context, db bun.IDB, id string) (*Run, error) {
 	return r, nil
 }
 
-// Lock is the claim of one fire of a task by one node.
-type Lock struct {
+// Claim is the claim of one fire of a task by one node. The table keeps its
+// first name, locks, so existing databases need no migration.
+type Claim struct {
 	bun.BaseModel `bun:"table:locks"`
 
 	TaskID    string    `bun:"task_id,pk"`
@@ -153,7 +154,7 @@ type Lock struct {
 // ClaimFire records node as the winner of a fire unless one is recorded
 // already; it returns the winner.
 func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node string) (string, error) {
-	l := &Lock{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC()}
+	l := &Claim{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC()}
 	_, err := db.NewInsert().Model(l).Exec(ctx)
 	if err == nil {
 		return node, nil
@@ -161,7 +162,7 @@ func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, n
 	if !isDuplicate(err) {
 		return "", fmt.Errorf("store: claim fire: %w", err)
 	}
-	existing := new(Lock)
+	existing := new(Claim)
 	if err := db.NewSelect().Model(existing).Where("task_id = ?", taskID).Where("fire_at = ?", fire.UTC()).Scan(ctx); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return "", ErrConflict
@@ -171,10 +172,10 @@ func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, n
 	return existing.Node, nil
 }
 
-// DeleteOldLocks removes fire claims older than before.
-func DeleteOldLocks(ctx context.Context, db bun.IDB, before time.Time) error {
-	if _, err := db.NewDelete().Model((*Lock)(nil)).Where("fire_at < ?", before.UTC()).Exec(ctx); err != nil {
-		return fmt.Errorf("store: delete old locks: %w", err)
+// DeleteOldClaims removes fire claims older than before.
+func DeleteOldClaims(ctx context.Context, db bun.IDB, before time.Time) error {
+	if _, err := db.NewDelete().Model((*Claim)(nil)).Where("fire_at < ?", before.UTC()).Exec(ctx); err != nil {
+		return fmt.Errorf("store: delete old fire claims: %w", err)
 	}
 	return nil
 }

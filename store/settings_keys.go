@@ -16,3 +16,7 @@ const (
 	SettingWebhookURL         = "webhook_url"
 	SettingPublicURL          = "public_url" // the console's URL, for links in notifications
 )
+
+// SettingClusterKey is the stored cluster key, generated on the first start;
+// it is not on the Settings page.
+const SettingClusterKey = "cluster_key"

@@ -1,5 +1,7 @@
-// Package store holds the bun models and the queries of the master's database.
-// Query functions take bun.IDB so that they compose inside RunInTx.
+// Package store holds the bun models and the queries of the master's database,
+// Open for SQLite and MySQL/MariaDB, and the migration runner (the SQL itself
+// is in package migrations). Query functions take bun.IDB so that they compose
+// inside RunInTx.
 package store
 
 import (

@@ -30,20 +30,20 @@ func mustGet(t *testing.T, ctx context.Context, s storetest.NamedStore, name str
 	return n
 }
 
-func insertLock(t *testing.T, ctx context.Context, s storetest.NamedStore, task, node string, fireAt time.Time) {
+func insertClaim(t *testing.T, ctx context.Context, s storetest.NamedStore, task, node string, fireAt time.Time) {
 	t.Helper()
 	_, err := s.Store.DB.ExecContext(ctx, "INSERT INTO locks (task_id, fire_at, node, created_at) VALUES (?, ?, ?, ?)",
 		task, fireAt.UTC(), node, time.Now().UTC())
 	if err != nil {
-		t.Fatalf("insert lock: %v", err)
+		t.Fatalf("insert claim: %v", err)
 	}
 }
 
-func countLocks(t *testing.T, ctx context.Context, s storetest.NamedStore, node string) int {
+func countClaims(t *testing.T, ctx context.Context, s storetest.NamedStore, node string) int {
 	t.Helper()
 	var n int
 	if err := s.Store.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM locks WHERE node = ?", node).Scan(&n); err != nil {
-		t.Fatalf("count locks: %v", err)
+		t.Fatalf("count claims: %v", err)
 	}
 	return n
 }
@@ -156,7 +156,7 @@ func TestNodeCRUD(t *testing.T) {
 		if len(nodes) != 2 || nodes[0].Name != "w1" || nodes[1].Name != "w2" {
 			t.Errorf("ListNodes = %v", names(nodes))
 		}
-		if err := store.TransitionNode(ctx, db, "w2", store.Transition{From: []int{0}, To: store.StatusIdle}); err != nil {
+		if err := store.TransitionNode(ctx, db, "w2", store.Transition{From: []store.NodeStatus{0}, To: store.StatusIdle}); err != nil {
 			t.Fatal(err)
 		}
 		idle, err := store.ListNodesByStatus(ctx, db, store.StatusIdle, store.StatusRunning)
@@ -167,15 +167,15 @@ func TestNodeCRUD(t *testing.T) {
 			t.Errorf("ListNodesByStatus(1,2) = %v", names(idle))
 		}
 
-		insertLock(t, ctx, s, "t1", "w1", time.Now())
+		insertClaim(t, ctx, s, "t1", "w1", time.Now())
 		if err := store.DeleteNode(ctx, db, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := store.GetNode(ctx, db, "w1"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("after delete GetNode = %v, want ErrNotFound", err)
 		}
-		if c := countLocks(t, ctx, s, "w1"); c != 0 {
-			t.Errorf("locks of deleted node = %d, want 0", c)
+		if c := countClaims(t, ctx, s, "w1"); c != 0 {
+			t.Errorf("claims of deleted node = %d, want 0", c)
 		}
 		if err := store.DeleteNode(ctx, db, "w1"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("second delete = %v, want ErrNotFound", err)
@@ -223,7 +223,7 @@ func TestTransitionNode(t *testing.T) {
 		secret, boot, desired := "s3cret", "boot-1", store.StatusIdle
 		seen := time.Now().UTC().Truncate(time.Millisecond)
 		err := store.TransitionNode(ctx, db, "w1", store.Transition{
-			From: []int{store.StatusOffline}, To: store.StatusIdle,
+			From: []store.NodeStatus{store.StatusOffline}, To: store.StatusIdle,
 			Secret: &secret, BootID: &boot, DesiredStatus: &desired, Reason: ptr("connected"), Seen: seen,
 		})
 		if err != nil {
@@ -236,7 +236,7 @@ func TestTransitionNode(t *testing.T) {
 		}
 
 		// Refused: not in From. Nothing may change.
-		err = store.TransitionNode(ctx, db, "w1", store.Transition{From: []int{store.StatusOffline}, To: store.StatusRunning, Secret: ptr("other")})
+		err = store.TransitionNode(ctx, db, "w1", store.Transition{From: []store.NodeStatus{store.StatusOffline}, To: store.StatusRunning, Secret: ptr("other")})
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("refused transition = %v, want ErrConflict", err)
 		}
@@ -248,32 +248,32 @@ func TestTransitionNode(t *testing.T) {
 		}
 
 		// Unknown node: ErrNotFound, not ErrConflict.
-		err = store.TransitionNode(ctx, db, "ghost", store.Transition{From: []int{0}, To: 1})
+		err = store.TransitionNode(ctx, db, "ghost", store.Transition{From: []store.NodeStatus{0}, To: 1})
 		if !errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
 			t.Errorf("transition of unknown node = %v, want ErrNotFound only", err)
 		}
 
 		// IfBootID guards against a concurrent restart.
-		err = store.TransitionNode(ctx, db, "w1", store.Transition{From: []int{store.StatusIdle}, To: store.StatusRunning, IfBootID: ptr("boot-other")})
+		err = store.TransitionNode(ctx, db, "w1", store.Transition{From: []store.NodeStatus{store.StatusIdle}, To: store.StatusRunning, IfBootID: ptr("boot-other")})
 		if !errors.Is(err, store.ErrConflict) {
 			t.Errorf("transition with wrong IfBootID = %v, want ErrConflict", err)
 		}
-		err = store.TransitionNode(ctx, db, "w1", store.Transition{From: []int{store.StatusIdle}, To: store.StatusRunning, IfBootID: &boot})
+		err = store.TransitionNode(ctx, db, "w1", store.Transition{From: []store.NodeStatus{store.StatusIdle}, To: store.StatusRunning, IfBootID: &boot})
 		if err != nil {
 			t.Fatalf("transition with right IfBootID: %v", err)
 		}
 
-		// Going idle releases the node's locks, and only its own.
-		insertLock(t, ctx, s, "t1", "w1", time.Now())
-		insertLock(t, ctx, s, "t2", "w2", time.Now())
-		if err := store.TransitionNode(ctx, db, "w1", store.Transition{From: []int{store.StatusRunning}, To: store.StatusIdle}); err != nil {
+		// Going idle releases the node's fire claims, and only its own.
+		insertClaim(t, ctx, s, "t1", "w1", time.Now())
+		insertClaim(t, ctx, s, "t2", "w2", time.Now())
+		if err := store.TransitionNode(ctx, db, "w1", store.Transition{From: []store.NodeStatus{store.StatusRunning}, To: store.StatusIdle}); err != nil {
 			t.Fatal(err)
 		}
-		if c := countLocks(t, ctx, s, "w1"); c != 0 {
-			t.Errorf("locks after going idle = %d, want 0", c)
+		if c := countClaims(t, ctx, s, "w1"); c != 0 {
+			t.Errorf("claims after going idle = %d, want 0", c)
 		}
-		if c := countLocks(t, ctx, s, "w2"); c != 1 {
-			t.Errorf("other node's locks = %d, want 1", c)
+		if c := countClaims(t, ctx, s, "w2"); c != 1 {
+			t.Errorf("other node's claims = %d, want 1", c)
 		}
 	})
 }
@@ -291,7 +291,7 @@ func TestConcurrentTransitionOneWins(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = store.TransitionNode(ctx, s.Store.DB, "w1", store.Transition{From: []int{store.StatusOffline}, To: store.StatusIdle})
+				errs[i] = store.TransitionNode(ctx, s.Store.DB, "w1", store.Transition{From: []store.NodeStatus{store.StatusOffline}, To: store.StatusIdle})
 			}()
 		}
 		wg.Wait()
@@ -336,7 +336,7 @@ func TestDeleteNodeRefusesRunning(t *testing.T) {
 		if err := store.DeleteNode(ctx, db, "master"); !errors.Is(err, store.ErrConflict) {
 			t.Errorf("delete master = %v, want ErrConflict", err)
 		}
-		if err := store.TransitionNode(ctx, db, "w1", store.Transition{From: []int{store.StatusRunning}, To: store.StatusIdle}); err != nil {
+		if err := store.TransitionNode(ctx, db, "w1", store.Transition{From: []store.NodeStatus{store.StatusRunning}, To: store.StatusIdle}); err != nil {
 			t.Fatal(err)
 		}
 		if err := store.DeleteNode(ctx, db, "w1"); err != nil {
@@ -354,9 +354,9 @@ func TestRecordProbeFailure(t *testing.T) {
 		if err := store.CreateNode(ctx, db, n); err != nil {
 			t.Fatal(err)
 		}
-		insertLock(t, ctx, s, "task-a", "w1", time.Now())
-		insertLock(t, ctx, s, "task-b", "w1", time.Now().Add(time.Second))
-		insertLock(t, ctx, s, "task-a", "w2", time.Now().Add(2*time.Second))
+		insertClaim(t, ctx, s, "task-a", "w1", time.Now())
+		insertClaim(t, ctx, s, "task-b", "w1", time.Now().Add(time.Second))
+		insertClaim(t, ctx, s, "task-a", "w2", time.Now().Add(2*time.Second))
 
 		for i := 1; i <= 2; i++ {
 			off, err := store.RecordProbeFailure(ctx, db, "w1", 3, "connection refused")
@@ -368,8 +368,8 @@ func TestRecordProbeFailure(t *testing.T) {
 				t.Fatalf("after failure %d: failures=%d status=%d", i, got.Failures, got.Status)
 			}
 		}
-		if c := countLocks(t, ctx, s, "w1"); c != 2 {
-			t.Fatalf("locks before going offline = %d, want 2", c)
+		if c := countClaims(t, ctx, s, "w1"); c != 2 {
+			t.Fatalf("claims before going offline = %d, want 2", c)
 		}
 		off, err := store.RecordProbeFailure(ctx, db, "w1", 3, "connection refused")
 		if err != nil || !off {
@@ -382,11 +382,11 @@ func TestRecordProbeFailure(t *testing.T) {
 		if got.DesiredStatus != store.StatusRunning {
 			t.Errorf("desired status = %d, want it kept at running for recovery", got.DesiredStatus)
 		}
-		if c := countLocks(t, ctx, s, "w1"); c != 0 {
-			t.Errorf("locks of offline node = %d, want 0", c)
+		if c := countClaims(t, ctx, s, "w1"); c != 0 {
+			t.Errorf("claims of offline node = %d, want 0", c)
 		}
-		if c := countLocks(t, ctx, s, "w2"); c != 1 {
-			t.Errorf("locks of another node = %d, want 1", c)
+		if c := countClaims(t, ctx, s, "w2"); c != 1 {
+			t.Errorf("claims of another node = %d, want 1", c)
 		}
 		// An offline node counts nothing more.
 		off, err = store.RecordProbeFailure(ctx, db, "w1", 3, "still down")

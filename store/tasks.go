@@ -11,13 +11,36 @@ import (
 	"github.com/uptrace/bun"
 )
 
+// TaskStatus is a task's status column; it lives here for the reason given at
+// NodeStatus, and master.TaskActions says what each status allows. The JSON API
+// shows it as its number.
+type TaskStatus int
+
 // Task status values, as in ScheduleMaster.
 const (
-	TaskDeleted = -1
-	TaskStopped = 0
-	TaskRunning = 1
-	TaskPaused  = 2
+	TaskDeleted TaskStatus = -1
+	TaskStopped TaskStatus = 0
+	TaskRunning TaskStatus = 1
+	TaskPaused  TaskStatus = 2
 )
+
+// TaskStatuses lists every task status, in order.
+var TaskStatuses = []TaskStatus{TaskDeleted, TaskStopped, TaskRunning, TaskPaused}
+
+// String names the status for messages and badges.
+func (s TaskStatus) String() string {
+	switch s {
+	case TaskDeleted:
+		return "deleted"
+	case TaskStopped:
+		return "stopped"
+	case TaskRunning:
+		return "running"
+	case TaskPaused:
+		return "paused"
+	}
+	return fmt.Sprintf("status %d", int(s))
+}
 
 // Task is a task row. Spec holds the definition (worker.TaskDef) as JSON, so
 // the store does not depend on the wire types; Keepers and Children are JSON
@@ -25,19 +48,19 @@ const (
 type Task struct {
 	bun.BaseModel `bun:"table:tasks"`
 
-	ID         string    `bun:"id,pk"`
-	Title      string    `bun:"title"`
-	Type       string    `bun:"type"`
-	Status     int       `bun:"status"`
-	Spec       string    `bun:"spec"`
-	Keepers    string    `bun:"keepers"`
-	Children   string    `bun:"children"`
-	LastRunAt  time.Time `bun:"last_run_at,nullzero"`
-	LastResult string    `bun:"last_result"`
-	RunCount   int64     `bun:"run_count"`
-	CreatedBy  string    `bun:"created_by"`
-	CreatedAt  time.Time `bun:"created_at"`
-	UpdatedAt  time.Time `bun:"updated_at"`
+	ID         string     `bun:"id,pk"`
+	Title      string     `bun:"title"`
+	Type       string     `bun:"type"`
+	Status     TaskStatus `bun:"status"`
+	Spec       string     `bun:"spec"`
+	Keepers    string     `bun:"keepers"`
+	Children   string     `bun:"children"`
+	LastRunAt  time.Time  `bun:"last_run_at,nullzero"`
+	LastResult string     `bun:"last_result"`
+	RunCount   int64      `bun:"run_count"`
+	CreatedBy  string     `bun:"created_by"`
+	CreatedAt  time.Time  `bun:"created_at"`
+	UpdatedAt  time.Time  `bun:"updated_at"`
 
 	// Executors is loaded from task_executors.
 	Executors []string `bun:"-"`
@@ -111,9 +134,9 @@ func taskExecutors(ctx context.Context, db bun.IDB, ids []string) (map[string][]
 
 // TaskFilter narrows ListTasks.
 type TaskFilter struct {
-	Status *int   // nil: every status but deleted
-	Title  string // substring, case-insensitive
-	Node   string // executor
+	Status *TaskStatus // nil: every status but deleted
+	Title  string      // substring, case-insensitive
+	Node   string      // executor
 	Limit  int
 	Offset int
 }
@@ -173,7 +196,7 @@ func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 }
 
 // SetTaskStatus changes a task's status only while it is one of from.
-func SetTaskStatus(ctx context.Context, db bun.IDB, id string, from []int, to int) error {
+func SetTaskStatus(ctx context.Context, db bun.IDB, id string, from []TaskStatus, to TaskStatus) error {
 	res, err := db.NewUpdate().Model((*Task)(nil)).Set("status = ?", to).Set("updated_at = ?", time.Now().UTC()).
 		Where("id = ?", id).Where("status IN (?)", bun.In(from)).Exec(ctx)
 	if err := affected(res, err); err != nil {
@@ -192,7 +215,7 @@ func SetTaskStatus(ctx context.Context, db bun.IDB, id string, from []int, to in
 func TasksOfNode(ctx context.Context, db bun.IDB, node string) ([]Task, error) {
 	var tasks []Task
 	err := db.NewSelect().Model(&tasks).
-		Where("status IN (?)", bun.In([]int{TaskRunning, TaskPaused})).
+		Where("status IN (?)", bun.In([]TaskStatus{TaskRunning, TaskPaused})).
 		Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", node).
 		OrderExpr("id ASC").Scan(ctx)
 	if err != nil {
@@ -215,7 +238,7 @@ func TasksOfNode(ctx context.Context, db bun.IDB, node string) ([]Task, error) {
 // ActiveTasks returns every running or paused task with its executors.
 func ActiveTasks(ctx context.Context, db bun.IDB) ([]Task, error) {
 	var tasks []Task
-	if err := db.NewSelect().Model(&tasks).Where("status IN (?)", bun.In([]int{TaskRunning, TaskPaused})).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&tasks).Where("status IN (?)", bun.In([]TaskStatus{TaskRunning, TaskPaused})).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: active tasks: %w", err)
 	}
 	ids := make([]string, len(tasks))

@@ -4,8 +4,6 @@ import "errors"
 
 // Sentinel errors of the worker engine.
 var (
-	// ErrNotConnected means the worker has no master yet (manual mode before Connect).
-	ErrNotConnected = errors.New("worker: not connected to a master")
 	// ErrNotScheduling means a task operation reached a worker that is not scheduling.
 	ErrNotScheduling = errors.New("worker: not scheduling (enable the node first)")
 	// ErrShellRefused means a shell task reached a worker started without --allow-shell.

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -27,10 +29,17 @@ func manualConfig(identity string) worker.Config {
 
 func newWorker(t *testing.T, cfg worker.Config) *worker.Worker {
 	t.Helper()
-	w, err := worker.New(cfg, testLogger(t))
+	w, err := worker.New(cfg, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Stop ends the report delivery New started: no goroutine outlives the
+	// test. A second Stop (after the test's own) is harmless.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
 	return w
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -108,7 +108,7 @@ func checkTail(t *testing.T, b *tailBuffer, max, total int) {
 // (go test -race): fire reads the spec without the runner's lock.
 func TestRunnerStartWhileFiringDoesNotRace(t *testing.T) {
 	r := &runner{
-		log: slog.New(slog.DiscardHandler), node: func() string { return "w1" }, limit: newLimiter(1),
+		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1),
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: context.Background(),
 		claim: func(context.Context, string, time.Time) (bool, error) { return false, nil },
 	}
@@ -199,17 +199,6 @@ func (m *scriptedMaster) total() int {
 	return len(m.stored)
 }
 
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func journalSize(t *testing.T, dir string) int64 {
 	t.Helper()
 	st, err := os.Stat(filepath.Join(dir, "runs.spool"))
@@ -223,19 +212,20 @@ func TestReporterDropsRejectedRunsAndNeverResendsThem(t *testing.T) {
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.reject["bad1"], m.reject["bad2"] = true, true
-	r := newReporter(dir, 0, slog.New(slog.DiscardHandler), m.post)
+	r := newReporter(dir, 0, testutil.Discard(), m.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
+	waitAtEnd(t, cancel, r)
 	for _, id := range []string{"a", "bad1", "b", "bad2", "c"} {
 		r.add(protocol.RunReport{ID: id, TaskID: "t"})
 	}
-	waitFor(t, 10*time.Second, func() bool { return m.total() == 3 && r.stats().Dropped == 2 }, "good runs stored and bad ones dropped")
-	waitFor(t, 5*time.Second, func() bool { return journalSize(t, dir) == 0 }, "journal emptied")
+	testutil.Eventually(t, 10*time.Second, func() bool { return m.total() == 3 && r.stats().Dropped == 2 }, "good runs stored and bad ones dropped")
+	testutil.Eventually(t, 5*time.Second, func() bool { return journalSize(t, dir) == 0 }, "journal emptied")
 	m.mu.Lock()
 	before := m.batches
 	m.mu.Unlock()
 	r.add(protocol.RunReport{ID: "d", TaskID: "t"})
-	waitFor(t, 10*time.Second, func() bool { return m.count("d") == 1 }, "a later run delivered")
+	testutil.Eventually(t, 10*time.Second, func() bool { return m.count("d") == 1 }, "a later run delivered")
 	m.mu.Lock()
 	after := m.batches
 	m.mu.Unlock()
@@ -251,7 +241,7 @@ func TestReporterDropsRejectedRunsAndNeverResendsThem(t *testing.T) {
 // restart, with the bad run first in the journal.
 func TestReporterIsolatesAnUnreadableRun(t *testing.T) {
 	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
+	log := testutil.Discard()
 	down := newScriptedMaster()
 	down.down = true
 	r := newReporter(dir, 0, log, down.post)
@@ -265,11 +255,12 @@ func TestReporterIsolatesAnUnreadableRun(t *testing.T) {
 	r2 := newReporter(dir, 0, log, m.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r2.run(ctx)
-	waitFor(t, 10*time.Second, func() bool { return m.total() == 40 }, "the 40 good runs delivered around the unreadable one")
-	waitFor(t, 5*time.Second, func() bool { return r2.stats().Dropped == 1 && journalSize(t, dir) == 0 }, "the unreadable run dropped and the journal emptied")
+	waitAtEnd(t, cancel, r2)
+	testutil.Eventually(t, 10*time.Second, func() bool { return m.total() == 40 }, "the 40 good runs delivered around the unreadable one")
+	testutil.Eventually(t, 5*time.Second, func() bool { return r2.stats().Dropped == 1 && journalSize(t, dir) == 0 }, "the unreadable run dropped and the journal emptied")
 	// Delivery goes on.
 	r2.add(protocol.RunReport{ID: "later", TaskID: "t"})
-	waitFor(t, 10*time.Second, func() bool { return m.count("later") == 1 }, "a later run delivered")
+	testutil.Eventually(t, 10*time.Second, func() bool { return m.count("later") == 1 }, "a later run delivered")
 	cancel()
 	<-r2.done
 	for id, n := range m.stored {
@@ -284,20 +275,21 @@ func TestReporterKeepsRunsWhileTheMasterFails(t *testing.T) {
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.down = true
-	r := newReporter(dir, 0, slog.New(slog.DiscardHandler), m.post)
+	r := newReporter(dir, 0, testutil.Discard(), m.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
+	waitAtEnd(t, cancel, r)
 	for i := range 20 {
 		r.add(protocol.RunReport{ID: fmt.Sprintf("r%d", i), TaskID: "t"})
 	}
-	waitFor(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.batches >= 2 }, "retried")
+	testutil.Eventually(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.batches >= 2 }, "retried")
 	if st := r.stats(); st.Dropped != 0 || st.Overflow != 0 {
 		t.Fatalf("runs dropped while the master was down: %+v", st)
 	}
 	m.mu.Lock()
 	m.down = false
 	m.mu.Unlock()
-	waitFor(t, 15*time.Second, func() bool { return m.total() == 20 }, "all runs delivered once the master is back")
+	testutil.Eventually(t, 15*time.Second, func() bool { return m.total() == 20 }, "all runs delivered once the master is back")
 	cancel()
 	<-r.done
 }
@@ -309,9 +301,10 @@ func TestReporterJournalBound(t *testing.T) {
 	m := newScriptedMaster()
 	m.down = true
 	const bound = 20 << 10
-	r := newReporter(dir, bound, slog.New(slog.DiscardHandler), m.post)
+	r := newReporter(dir, bound, testutil.Discard(), m.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
+	waitAtEnd(t, cancel, r)
 	out := strings.Repeat("o", 900)
 	for i := range 100 {
 		r.add(protocol.RunReport{ID: fmt.Sprintf("r%03d", i), TaskID: "t", Output: out})
@@ -324,7 +317,7 @@ func TestReporterJournalBound(t *testing.T) {
 	m.mu.Lock()
 	m.down = false
 	m.mu.Unlock()
-	waitFor(t, 15*time.Second, func() bool { return m.total() == kept }, "the kept runs delivered")
+	testutil.Eventually(t, 15*time.Second, func() bool { return m.total() == kept }, "the kept runs delivered")
 	for i := range kept {
 		if m.count(fmt.Sprintf("r%03d", i)) != 1 {
 			t.Fatalf("run r%03d (among the oldest) was not kept", i)
@@ -340,9 +333,10 @@ func TestReporterStreamsASpilledJournal(t *testing.T) {
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.down = true
-	r := newReporter(dir, 0, slog.New(slog.DiscardHandler), m.post)
+	r := newReporter(dir, 0, testutil.Discard(), m.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
+	waitAtEnd(t, cancel, r)
 	out := strings.Repeat("z", 60<<10)
 	const n = 400 // 400 x 60 KiB: past the 16 MiB queue
 	for i := range n {
@@ -361,8 +355,8 @@ func TestReporterStreamsASpilledJournal(t *testing.T) {
 	for i := range 50 {
 		r.add(protocol.RunReport{ID: fmt.Sprintf("late%02d", i), TaskID: "t"})
 	}
-	waitFor(t, 30*time.Second, func() bool { return m.total() == n+50 }, "all runs delivered")
-	waitFor(t, 5*time.Second, func() bool { return journalSize(t, dir) == 0 }, "journal emptied")
+	testutil.Eventually(t, 30*time.Second, func() bool { return m.total() == n+50 }, "all runs delivered")
+	testutil.Eventually(t, 5*time.Second, func() bool { return journalSize(t, dir) == 0 }, "journal emptied")
 	cancel()
 	<-r.done
 	for id, c := range m.stored {
@@ -382,11 +376,12 @@ func TestReporterSurvivesAPartialJournalLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newScriptedMaster()
-	r := newReporter(dir, 0, slog.New(slog.DiscardHandler), m.post)
+	r := newReporter(dir, 0, testutil.Discard(), m.post)
 	r.add(protocol.RunReport{ID: "c", TaskID: "t"})
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
-	waitFor(t, 10*time.Second, func() bool { return m.count("a") == 1 && m.count("c") == 1 }, "reports around a partial line delivered")
+	waitAtEnd(t, cancel, r)
+	testutil.Eventually(t, 10*time.Second, func() bool { return m.count("a") == 1 && m.count("c") == 1 }, "reports around a partial line delivered")
 	cancel()
 	<-r.done
 	if st, err := os.Stat(spool); err != nil || st.Mode().Perm() != 0o600 {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -110,7 +111,7 @@ func TestCorruptNodeKeyIsAStartupError(t *testing.T) {
 	}
 	cfg := manualConfig("w1")
 	cfg.DataDir = dir
-	_, err := worker.New(cfg, testLogger(t))
+	_, err := worker.New(cfg, testutil.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "Reset identity") {
 		t.Fatalf("New with a corrupt node key = %v, want a clear error", err)
 	}
@@ -169,7 +170,7 @@ func TestWorkerServerCutsATrickledBody(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
 	to := worker.DefaultServerTimeouts()
 	to.ReadHeader, to.Read = 200*time.Millisecond, 500*time.Millisecond
-	srv := worker.NewServer(w, testLogger(t), to)
+	srv := worker.NewServer(w, testutil.Logger(t), to)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

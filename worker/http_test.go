@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
@@ -21,7 +22,7 @@ import (
 // serveWorker serves the real worker API for w on a loopback ephemeral port.
 func serveWorker(t *testing.T, w *worker.Worker) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(worker.NewHandler(w, testLogger(t)))
+	srv := httptest.NewServer(worker.NewHandler(w, testutil.Logger(t)))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -300,7 +301,7 @@ func TestRunStopsRetryingWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
-	eventually(t, 10*time.Second, func() bool { return fm.failures.Load() < 1<<20 }, "Run never tried to register")
+	testutil.Eventually(t, 10*time.Second, func() bool { return fm.failures.Load() < 1<<20 }, "Run never tried to register")
 	cancel()
 	select {
 	case <-done:

@@ -3,13 +3,13 @@ package worker
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -80,10 +80,11 @@ func (f *fakeMaster) count() int {
 func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
 	dir := t.TempDir()
 	fm := &fakeMaster{down: true, got: map[string]int{}}
-	log := slog.New(slog.DiscardHandler)
+	log := testutil.Discard()
 	r := newReporter(dir, 0, log, fm.post)
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.run(ctx)
+	waitAtEnd(t, cancel, r)
 	for i := 0; i < 50; i++ {
 		r.add(protocol.RunReport{ID: "r" + string(rune('A'+i%26)) + string(rune('a'+i/26)), TaskID: "t"})
 	}
@@ -130,7 +131,7 @@ func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
 
 func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
+	log := testutil.Discard()
 	down := &fakeMaster{down: true, got: map[string]int{}}
 	r := newReporter(dir, 0, log, down.post)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -145,6 +146,7 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	go r2.run(ctx2)
+	waitAtEnd(t, cancel2, r2)
 	deadline := time.Now().Add(10 * time.Second)
 	for up.count() < 10 {
 		if time.Now().After(deadline) {
@@ -163,7 +165,7 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 // process delivers it.
 func TestReporterJournalSurvivesAKill(t *testing.T) {
 	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
+	log := testutil.Discard()
 	never := func(context.Context, []protocol.RunReport) (protocol.RunsResponse, error) {
 		return protocol.RunsResponse{}, errors.New("killed before delivery")
 	}
@@ -174,6 +176,7 @@ func TestReporterJournalSurvivesAKill(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go r2.run(ctx)
+	waitAtEnd(t, cancel, r2)
 	deadline := time.Now().Add(10 * time.Second)
 	for up.count() < 1 {
 		if time.Now().After(deadline) {
@@ -181,4 +184,14 @@ func TestReporterJournalSurvivesAKill(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitAtEnd stops the reporter's delivery loop when the test ends and waits
+// for it to return, so that its goroutine never outlives the test (nor
+// writes into a removed temporary directory).
+func waitAtEnd(t *testing.T, cancel context.CancelFunc, r *reporter) {
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
 }

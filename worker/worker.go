@@ -507,6 +507,3 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 }
 
 var errMasterUnauthorized = errors.New("the master does not know this node or its secret")
-
-// IsHandshakeError reports whether err is a refused handshake.
-func IsHandshakeError(err error) bool { return errors.Is(err, protocol.ErrHandshake) }

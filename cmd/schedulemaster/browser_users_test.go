@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,22 +134,27 @@ func TestBrowserViewerCannotPress(t *testing.T) {
 	)
 	b.wait("logged in as vera", 5*time.Second, textJS("#account-link"), equals("vera (viewer)"))
 
-	for _, pg := range []struct{ path, ready, row string }{
-		{"/nodes", "nodes-table", "#node-vw1"},
-		{"/tasks", "tasks-table", "#task-" + tk.ID},
-		{"/users", "users-table", "#user-vera"},
+	for _, pg := range []struct{ path, ready, row, live string }{
+		{"/nodes", "nodes-table", "#node-vw1", "#node-rows"},
+		{"/tasks", "tasks-table", "#task-" + tk.ID, "#task-rows"},
+		{"/users", "users-table", "#user-vera", ""}, // not a live table
 	} {
 		b.do("open "+pg.path, 20*time.Second,
 			chromedp.Navigate(m.URL+pg.path),
 			chromedp.WaitVisible(chromedp.ID(pg.ready)),
 		)
 		b.wait(pg.path+": the rows are there", 10*time.Second, existsJS(pg.row), equals("true"))
-		// Live tables refresh themselves: look twice, a refresh apart.
-		for i := 0; i < 2; i++ {
-			b.wait(pg.path+": nothing to press", 5*time.Second, usersPressableJS, equals(""))
-			b.wait(pg.path+": no form that posts", 5*time.Second, usersPostFormsJS, equals("0"))
-			time.Sleep(2500 * time.Millisecond)
+		b.wait(pg.path+": nothing to press", 5*time.Second, usersPressableJS, equals(""))
+		b.wait(pg.path+": no form that posts", 5*time.Second, usersPostFormsJS, equals("0"))
+		if pg.live == "" {
+			continue
 		}
+		// Live rows refresh themselves: look again once a refresh has
+		// replaced the marked rows (htmx swaps them outerHTML).
+		b.wait(pg.path+": mark the rows", 5*time.Second, markJS(pg.live), equals("marked"))
+		b.wait(pg.path+": the rows refreshed", 10*time.Second, refreshedJS(pg.live), equals("true"))
+		b.wait(pg.path+": nothing to press after a refresh", 5*time.Second, usersPressableJS, equals(""))
+		b.wait(pg.path+": no form that posts after a refresh", 5*time.Second, usersPostFormsJS, equals("0"))
 	}
 
 	// Forced from the page: fetch sends the session cookie and passes the
@@ -341,4 +347,16 @@ func usersEval(b *browser, what, expr string) string {
 		b.fatalf("%s: %v", what, err)
 	}
 	return v
+}
+
+// markJS tags the element sel with a property a swap does not carry over.
+func markJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return "absent"; e.smSeen = true; return "marked"; })()`,
+		strconv.Quote(sel))
+}
+
+// refreshedJS is "true" once the element sel marked by markJS was replaced.
+func refreshedJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); return String(e !== null && !e.smSeen); })()`,
+		strconv.Quote(sel))
 }

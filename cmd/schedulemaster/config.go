@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -20,25 +21,6 @@ const (
 	minClusterKeyLen    = 16
 	minAdminPasswordLen = 8
 	maxTokenNameLen     = 64
-
-	minHealthInterval = time.Second
-	maxHealthInterval = time.Hour
-	minHealthTimeout  = 100 * time.Millisecond
-	maxHealthTimeout  = 60 * time.Second
-	minMaxFailures    = 1
-	maxMaxFailures    = 100
-
-	defHealthInterval = 10 * time.Second
-	defHealthTimeout  = 3 * time.Second
-	defMaxFailures    = 3
-)
-
-// Names of the stored settings the health flags override.
-const (
-	settingHealthInterval = "health_interval"
-	settingHealthTimeout  = "health_timeout"
-	settingMaxFailures    = "max_failures"
-	settingClusterKey     = "cluster_key"
 )
 
 // lookupEnvFunc is os.LookupEnv, or a map in tests.
@@ -62,8 +44,9 @@ type masterConfig struct {
 	HealthInterval time.Duration
 	HealthTimeout  time.Duration
 	MaxFailures    int
-	// The health settings given by flag, env or file; the others fall back to
-	// the stored settings before their defaults.
+	// The health settings given by flag, env or file; the engine pins them
+	// (master.Pinned), the others fall back to the stored settings before
+	// master.DefaultSettings.
 	HealthIntervalSet, HealthTimeoutSet, MaxFailuresSet bool
 
 	// TrustedProxies is --trusted-proxies as given (comma-separated IPs or
@@ -89,12 +72,13 @@ func masterOptions(c *masterConfig) *options {
 	o.add(&option{name: "identity", key: "Identity", def: "master", dst: &c.Identity, usage: "the master's node name"})
 	o.add(&option{name: "admin-password", key: "AdminPassword", dst: &c.AdminPassword, usage: "password of user admin, created on first start (default: random, printed once)"})
 	o.add(&option{name: "cluster-key", key: "ClusterKey", dst: &c.ClusterKey, usage: "key shared with workers (default: generated on first start and stored)"})
-	o.add(&option{name: "health-interval", key: "HealthInterval", def: defHealthInterval.String(), dst: &c.HealthInterval,
-		min: int64(minHealthInterval), max: int64(maxHealthInterval), usage: "time between health sweeps (overrides the stored setting)"})
-	o.add(&option{name: "health-timeout", key: "HealthTimeout", def: defHealthTimeout.String(), dst: &c.HealthTimeout,
-		min: int64(minHealthTimeout), max: int64(maxHealthTimeout), usage: "timeout of one health probe (overrides the stored setting)"})
-	o.add(&option{name: "max-failures", key: "MaxFailures", def: strconv.Itoa(defMaxFailures), dst: &c.MaxFailures,
-		min: minMaxFailures, max: maxMaxFailures, usage: "failed probes in a row before a node goes offline (overrides the stored setting)"})
+	def := master.DefaultSettings()
+	o.add(&option{name: "health-interval", key: "HealthInterval", def: def.HealthInterval.String(), dst: &c.HealthInterval,
+		min: int64(master.MinHealthInterval), max: int64(master.MaxHealthInterval), usage: "time between health sweeps (overrides the stored setting)"})
+	o.add(&option{name: "health-timeout", key: "HealthTimeout", def: def.HealthTimeout.String(), dst: &c.HealthTimeout,
+		min: int64(master.MinHealthTimeout), max: int64(master.MaxHealthTimeout), usage: "timeout of one health probe (overrides the stored setting)"})
+	o.add(&option{name: "max-failures", key: "MaxFailures", def: strconv.Itoa(def.MaxFailures), dst: &c.MaxFailures,
+		min: master.MinMaxFailures, max: master.MaxMaxFailures, usage: "failed probes in a row before a node goes offline (overrides the stored setting)"})
 	o.add(&option{name: "advertise", key: "Advertise", dst: &c.Advertise, usage: "host:port recorded for the master's own node (default: from --listen, 127.0.0.1 for an unspecified host)"})
 	o.add(&option{name: "tls-cert", key: "TLSCert", dst: &c.TLSCert, usage: "TLS certificate file; with --tls-key serves HTTPS"})
 	o.add(&option{name: "tls-key", key: "TLSKey", dst: &c.TLSKey, usage: "TLS private key file"})

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -54,50 +51,6 @@ func TestRunCommands(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.wantErrOut, errOut.String())
 			}
 		})
-	}
-}
-
-func TestHealthConfigPrecedence(t *testing.T) {
-	stored := map[string]string{settingHealthInterval: "20s", settingHealthTimeout: "5", settingMaxFailures: "7"}
-	get := func(m map[string]string) func(string) (string, error) {
-		return func(name string) (string, error) {
-			if v, ok := m[name]; ok {
-				return v, nil
-			}
-			return "", fmt.Errorf("store: setting %q: %w", name, store.ErrNotFound)
-		}
-	}
-	base := masterConfig{HealthInterval: defHealthInterval, HealthTimeout: defHealthTimeout, MaxFailures: defMaxFailures}
-	explicit := base
-	explicit.HealthInterval, explicit.HealthIntervalSet = 30*time.Second, true
-	explicit.MaxFailures, explicit.MaxFailuresSet = 2, true
-	cases := []struct {
-		name   string
-		cfg    masterConfig
-		stored map[string]string
-		want   [3]any
-	}{
-		{"defaults without stored", base, nil, [3]any{10 * time.Second, 3 * time.Second, 3}},
-		{"stored beats default", base, stored, [3]any{20 * time.Second, 5 * time.Second, 7}},
-		{"explicit beats stored", explicit, stored, [3]any{30 * time.Second, 5 * time.Second, 2}},
-		{"bad stored ignored", base, map[string]string{settingHealthInterval: "soon", settingHealthTimeout: "2h", settingMaxFailures: "0"},
-			[3]any{10 * time.Second, 3 * time.Second, 3}},
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h, err := healthConfig(tc.cfg, get(tc.stored), log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := [3]any{h.Interval, h.Timeout, h.MaxFailures}; got != tc.want {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-	boom := errors.New("database down")
-	if _, err := healthConfig(base, func(string) (string, error) { return "", boom }, log); !errors.Is(err, boom) {
-		t.Errorf("err = %v, want the database error", err)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -56,7 +55,7 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 
 	clusterKey := cfg.ClusterKey
 	if clusterKey == "" {
-		clusterKey, err = store.EnsureSetting(ctx, st.DB, settingClusterKey, newClusterKey)
+		clusterKey, err = store.EnsureSetting(ctx, st.DB, store.SettingClusterKey, newClusterKey)
 		if err != nil {
 			return fmt.Errorf("cluster key: %w", err)
 		}
@@ -65,11 +64,6 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 	}
 
 	if err := ensureAdmin(ctx, st.DB, cfg.AdminPassword, log); err != nil {
-		return err
-	}
-
-	health, err := healthConfig(cfg, func(name string) (string, error) { return store.GetSetting(ctx, st.DB, name) }, log)
-	if err != nil {
 		return err
 	}
 
@@ -88,8 +82,9 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		Identity:      cfg.Identity,
 		ClusterKey:    clusterKey,
 		AdvertiseHost: advertise,
-		Health:        health,
-		Pinned:        master.Pinned{HealthInterval: cfg.HealthIntervalSet, HealthTimeout: cfg.HealthTimeoutSet, MaxFailures: cfg.MaxFailuresSet},
+		// The engine puts the stored settings over these unless pinned.
+		Health: master.HealthConfig{Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout, MaxFailures: cfg.MaxFailures},
+		Pinned: master.Pinned{HealthInterval: cfg.HealthIntervalSet, HealthTimeout: cfg.HealthTimeoutSet, MaxFailures: cfg.MaxFailuresSet},
 	}, st, log)
 	if err := m.Start(ctx); err != nil {
 		ln.Close()
@@ -241,88 +236,6 @@ func randomPassword(n int) (string, error) {
 		}
 	}
 	return string(out), nil
-}
-
-// healthConfig applies the precedence flag > env > file > stored setting >
-// default to the health settings. A stored value that is bad is logged and
-// skipped so the console, where it is fixed, still comes up.
-func healthConfig(cfg masterConfig, get func(name string) (string, error), log *slog.Logger) (master.HealthConfig, error) {
-	h := master.HealthConfig{Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout, MaxFailures: cfg.MaxFailures}
-	stored := func(name string) (string, bool, error) {
-		v, err := get(name)
-		if errors.Is(err, store.ErrNotFound) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, err
-		}
-		return v, true, nil
-	}
-	if !cfg.HealthIntervalSet {
-		v, ok, err := stored(settingHealthInterval)
-		if err != nil {
-			return h, err
-		}
-		if ok {
-			if d, msg := storedDuration(v, minHealthInterval, maxHealthInterval); msg != "" {
-				log.Warn("stored setting ignored", "setting", settingHealthInterval, "value", v, "problem", msg, "using", h.Interval)
-			} else {
-				h.Interval = d
-			}
-		}
-	}
-	if !cfg.HealthTimeoutSet {
-		v, ok, err := stored(settingHealthTimeout)
-		if err != nil {
-			return h, err
-		}
-		if ok {
-			if d, msg := storedDuration(v, minHealthTimeout, maxHealthTimeout); msg != "" {
-				log.Warn("stored setting ignored", "setting", settingHealthTimeout, "value", v, "problem", msg, "using", h.Timeout)
-			} else {
-				h.Timeout = d
-			}
-		}
-	}
-	if !cfg.MaxFailuresSet {
-		v, ok, err := stored(settingMaxFailures)
-		if err != nil {
-			return h, err
-		}
-		if ok {
-			n, err := strconv.Atoi(v)
-			switch {
-			case err != nil:
-				log.Warn("stored setting ignored", "setting", settingMaxFailures, "value", v, "problem", "not a whole number", "using", h.MaxFailures)
-			case n < minMaxFailures || n > maxMaxFailures:
-				log.Warn("stored setting ignored", "setting", settingMaxFailures, "value", v,
-					"problem", fmt.Sprintf("out of range (%d to %d)", minMaxFailures, maxMaxFailures), "using", h.MaxFailures)
-			default:
-				h.MaxFailures = n
-			}
-		}
-	}
-	if h.Timeout >= h.Interval {
-		log.Warn("health timeout is not shorter than the interval; sweeps will run back to back", "timeout", h.Timeout, "interval", h.Interval)
-	}
-	return h, nil
-}
-
-// storedDuration parses a stored duration: a Go duration, or whole seconds as
-// ScheduleMaster stored them.
-func storedDuration(v string, lo, hi time.Duration) (time.Duration, string) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		n, err2 := strconv.Atoi(v)
-		if err2 != nil {
-			return 0, "not a duration"
-		}
-		d = time.Duration(n) * time.Second
-	}
-	if d < lo || d > hi {
-		return 0, fmt.Sprintf("out of range (%s to %s)", lo, hi)
-	}
-	return d, ""
 }
 
 // advertiseFor is the host:port workers and the console see for a listener

@@ -580,7 +580,7 @@ func (f *hostileFleet) forgedReports(t *testing.T) {
 	// Claims: only for tasks the node executes.
 	claim := func(task string) (int, string) {
 		b, _ := json.Marshal(protocol.ClaimRequest{TaskID: task, FireAt: time.Now().Truncate(time.Second)})
-		return fake.call(t, m, protocol.PathMasterLock, fake.secret, b)
+		return fake.call(t, m, protocol.PathMasterClaim, fake.secret, b)
 	}
 	if status, body := claim(other.ID); status != http.StatusForbidden {
 		t.Errorf("claim of a task the node does not execute: %d %s, want 403", status, body)

@@ -279,7 +279,9 @@ func TestProcessPauseResumeStop(t *testing.T) {
 	waitHits(t, tg, "/p", 2, 15*time.Second)
 
 	m.taskAction(tk.ID, "pause")
-	time.Sleep(1200 * time.Millisecond) // let a run already under way finish
+	// A run already under way finishes: wait until every hit is recorded and
+	// no new one came for longer than the interval.
+	settle(t, m, tg, "/p", tk.ID)
 	paused := tg.count("/p")
 	quiet := time.Now().Add(3 * time.Second)
 	for time.Now().Before(quiet) {

@@ -290,7 +290,7 @@ func workerNode(name, host, bootID string) store.Node {
 }
 
 // taskRow builds a stored task from a definition.
-func taskRow(def protocol.TaskDef, status int, executors []string) (*store.Task, error) {
+func taskRow(def protocol.TaskDef, status store.TaskStatus, executors []string) (*store.Task, error) {
 	spec, err := json.Marshal(def)
 	if err != nil {
 		return nil, err

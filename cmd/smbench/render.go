@@ -57,7 +57,7 @@ func seedRuns(ctx context.Context, st *store.Store, nodes []string, tasks, runs 
 	for i := 0; i < tasks; i++ {
 		def := httpTask(uuid.NewString(), fmt.Sprintf("%d * * * * *", i%60), "http://billing.internal:8080")
 		def.Title = fmt.Sprintf("ping billing %03d", i)
-		status := []int{store.TaskRunning, store.TaskRunning, store.TaskPaused, store.TaskStopped}[i%4]
+		status := []store.TaskStatus{store.TaskRunning, store.TaskRunning, store.TaskPaused, store.TaskStopped}[i%4]
 		t, err := taskRow(def, status, []string{nodes[i%len(nodes)], nodes[(i+1)%len(nodes)]})
 		if err != nil {
 			return "", err

@@ -1,6 +1,7 @@
-// Package storetest holds helpers shared by the tests of store, worker and master:
-// real databases per test (SQLite always, MariaDB/MySQL when configured), a
-// test-bound logger and a polling helper.
+// Package storetest holds the database helpers shared by the tests of store,
+// master, handlers and the binary: real databases per test (SQLite always,
+// MariaDB/MySQL when configured) and Run, one sub-test per dialect. It also
+// passes on internal/testutil's helpers, so such tests need one import.
 package storetest
 
 import (
@@ -8,17 +9,16 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
@@ -50,31 +50,11 @@ type NamedStore struct {
 	DSN store.DSN
 }
 
-// Ctx returns a context cancelled when the test ends.
-func Ctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	return ctx
-}
+// Ctx is testutil.Ctx: a context cancelled when the test ends.
+func Ctx(t testing.TB) context.Context { return testutil.Ctx(t) }
 
-// Dialects are the names Run and Stores use, in order.
+// Dialects are the names Run uses, in order.
 var Dialects = []string{string(store.SQLite), string(store.MySQL)}
-
-// Stores opens a fresh store per configured dialect: SQLite in t.TempDir()
-// always, MySQL/MariaDB when SM_TEST_MYSQL_DSN is set (in a database of its own,
-// dropped at cleanup). Without the DSN and with RequireAll, the test fails.
-func Stores(t testing.TB) []NamedStore {
-	t.Helper()
-	out := []NamedStore{OpenSQLite(t)}
-	if os.Getenv(EnvMySQLDSN) == "" {
-		if RequireAll() {
-			t.Fatalf("%s is not set (and %s=1)", EnvMySQLDSN, EnvRequireAll)
-		}
-		t.Logf("%s is not set: testing SQLite only", EnvMySQLDSN)
-		return out
-	}
-	return append(out, OpenMySQL(t))
-}
 
 // Run runs fn as one sub-test per dialect, each with a fresh store. The mysql
 // sub-test is skipped (with the reason) when SM_TEST_MYSQL_DSN is not set.
@@ -183,51 +163,16 @@ func RandomHex(t testing.TB, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Discard is a logger that drops everything.
-func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// Discard is testutil.Discard: a logger that drops everything.
+func Discard() *slog.Logger { return testutil.Discard() }
 
-// Logger returns a logger writing through t.Log (shown with -v or on failure).
-// Records logged after the test's cleanup started are dropped, so background
-// goroutines that outlive the test cannot make it panic.
-func Logger(t testing.TB) *slog.Logger {
-	tw := &testWriter{t: t}
-	t.Cleanup(tw.stop)
-	return slog.New(slog.NewTextHandler(tw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+// Logger is testutil.Logger: a logger writing through t.Log that goes quiet
+// once the test's cleanup started.
+func Logger(t testing.TB) *slog.Logger { return testutil.Logger(t) }
 
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
-
-// Eventually polls cond every 10ms until it holds, failing the test with msg
-// when timeout passes first. Call it from the test's goroutine.
+// Eventually is testutil.Eventually: poll cond until it holds or fail after
+// timeout.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, fmt.Sprintf(msg, args...))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, timeout, cond, msg, args...)
 }
