@@ -43,6 +43,7 @@ func TestWorkerDefaults(t *testing.T) {
 	want.Identity, want.Protocol, want.IP, want.Port = "w1", "http", "127.0.0.1", 30001
 	want.Priority, want.MaxConcurrency, want.AutoRegister = 1, 20, true
 	want.MasterURL, want.ClusterKey, want.DataDir = "http://127.0.0.1:30000", testKey, "./data/worker-w1"
+	want.ReadTimeout = 30 * time.Second
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
