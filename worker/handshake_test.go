@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 

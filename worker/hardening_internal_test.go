@@ -18,8 +18,8 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
-	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 )
 
 func TestTailBufferCutsOnACharacterBoundaryWithANotice(t *testing.T) {

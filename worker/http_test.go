@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 

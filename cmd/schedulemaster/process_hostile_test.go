@@ -61,6 +61,11 @@ func newHostileTarget(t *testing.T) *hostileTarget {
 		case "/png":
 			w.Header().Set("Content-Type", "image/png")
 			io.WriteString(w, pngHeader)
+		case "/big":
+			// 100 KiB, more than a run keeps: odd bytes and 3-byte
+			// characters everywhere, so the cut lands inside one.
+			w.Header().Set("Content-Type", "application/octet-stream")
+			io.WriteString(w, strings.Repeat("€\xff\x00ab", 100<<10/7)+"THE END")
 		default:
 			io.WriteString(w, "ok")
 		}
@@ -325,7 +330,7 @@ func TestHostileInput(t *testing.T) {
 // runs keep being recorded. Bogus credentials and non-JSON batches are refused.
 func (f *hostileFleet) binaryOutput(t *testing.T) {
 	m := f.m
-	paths := []string{"/nul", "/badutf8", "/png"}
+	paths := []string{"/nul", "/badutf8", "/png", "/big"}
 	ids := map[string]string{}
 	for _, p := range append([]string{"/ok"}, paths...) {
 		tk := f.task(t, f.httpTask("bin "+p, "1s", p, `["hw1"]`, ""))
@@ -376,6 +381,17 @@ func (f *hostileFleet) binaryOutput(t *testing.T) {
 		for _, r := range runs {
 			if r.Result != "success" || !r.BinaryOutput || !strings.ContainsRune(r.Output, utf8.RuneError) || !utf8.ValidString(r.Output) {
 				t.Errorf("%s run %s: result %s binary_output %v output %q; want success, binary_output true, U+FFFD shown", p, r.ID, r.Result, r.BinaryOutput, r.Output)
+			}
+		}
+		if p == "/big" {
+			// Item 17: the kept tail starts with a notice saying what was
+			// cut, is bounded, and no character is split.
+			for _, r := range runs {
+				if !strings.HasPrefix(r.Output, "[… ") || !strings.Contains(r.Output, "earlier bytes truncated]") ||
+					!strings.HasSuffix(r.Output, "THE END") || len(r.Output) > protocol.MaxOutputBytes+100 {
+					t.Errorf("long output of run %s: %d bytes, starts %q, ends %q; want a truncation notice, the end kept, at most %d bytes",
+						r.ID, len(r.Output), r.Output[:min(60, len(r.Output))], r.Output[max(0, len(r.Output)-20):], protocol.MaxOutputBytes+100)
+				}
 			}
 		}
 		if len(runs) > 0 {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
@@ -108,25 +107,25 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 	if err := insertNodes(ctx, e.st.DB, rows); err != nil {
 		return res, err
 	}
-	// The master stores only runs of tasks the node executes: make the
-	// senders the executors, of all tasks when shared, else of their own.
-	err = e.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		own := len(tasks) / senders
-		for j, id := range tasks {
-			execs := make([]string, 0, senders)
-			for ni, n := range nodes {
-				if shared || j/own == ni {
-					execs = append(execs, n.name)
-				}
-			}
-			if err := store.SetTaskExecutors(ctx, tx, id, execs); err != nil {
-				return err
-			}
+	// A node may report only runs of tasks it executes: make each sender an
+	// executor of the tasks it reports.
+	var execs []store.TaskExecutor
+	for ni, n := range nodes {
+		mine := tasks
+		if !shared {
+			own := len(tasks) / senders
+			mine = tasks[ni*own : (ni+1)*own]
 		}
-		return nil
-	})
-	if err != nil {
-		return res, err
+		for _, t := range mine {
+			execs = append(execs, store.TaskExecutor{TaskID: t, Node: n.name})
+		}
+	}
+	for len(execs) > 0 {
+		part := execs[:min(500, len(execs))]
+		execs = execs[len(part):]
+		if _, err := e.st.DB.NewInsert().Model(&part).Exec(ctx); err != nil {
+			return res, fmt.Errorf("insert executors: %w", err)
+		}
 	}
 	// Build every body first: only the master's work is timed.
 	now := time.Now().UTC()
@@ -139,7 +138,8 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 			}
 			runs := make([]protocol.RunReport, size)
 			for j := range runs {
-				started := now.Add(time.Duration(k+j) * time.Millisecond)
+				// In the past: the master refuses times ahead of its clock.
+				started := now.Add(-time.Duration(total-k-j) * time.Millisecond)
 				task := tasks[rand.IntN(len(tasks))]
 				if !shared {
 					own := len(tasks) / senders

@@ -18,8 +18,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 )
 
 // Environment variables read by the helpers.
