@@ -54,7 +54,7 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 	next, confirm := c.PostForm("new_password"), c.PostForm("new_password_confirm")
 	vm.PwErrors = map[string]string{}
 	ip := c.ClientIP()
-	if wait := s.limiter.blocked(ip, u.Username, time.Now()); wait > 0 {
+	if wait := s.loginWait(c.Request.Context(), ip, u.Username, time.Now()); wait > 0 {
 		vm.PwErrors["current_password"] = fmt.Sprintf("too many wrong passwords; try again in %s", wait.Round(time.Second))
 		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(c, http.StatusTooManyRequests, views.AccountPage(vm))
@@ -62,7 +62,7 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 	}
 	err := s.m.ChangeOwnPassword(c.Request.Context(), u, current, next, confirm)
 	if errors.Is(err, master.ErrUnauthorized) {
-		s.limiter.fail(ip, u.Username, time.Now())
+		s.loginFailed(c.Request.Context(), ip, u.Username, time.Now())
 		s.log.Warn("wrong current password", "username", u.Username, "ip", ip)
 	}
 	if master.Merge(vm.PwErrors, err) {

@@ -51,7 +51,17 @@ func (s *server) offlineWorker(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "offline"})
 }
 
+// masterHealthResponse is a worker's health answer plus whether this master
+// holds the cluster lease, for load balancers and operators.
+type masterHealthResponse struct {
+	protocol.HealthResponse
+	Leader bool `json:"leader"`
+}
+
 // masterHealth answers probes of the master itself.
 func (s *server) masterHealth(c *gin.Context) {
-	c.JSON(http.StatusOK, protocol.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: protocol.StateScheduling})
+	c.JSON(http.StatusOK, masterHealthResponse{
+		HealthResponse: protocol.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: protocol.StateScheduling},
+		Leader:         s.m.IsLeader(),
+	})
 }

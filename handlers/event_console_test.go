@@ -34,6 +34,7 @@ type eventsPage struct {
 		Target     string    `json:"target"`
 		Outcome    string    `json:"outcome"`
 		Detail     string    `json:"detail"`
+		Master     string    `json:"master"`
 	} `json:"items"`
 	Total int `json:"total"`
 }
@@ -101,6 +102,9 @@ func TestEventLogPageAndAPI(t *testing.T) {
 		if rows := eventRows(body); strings.Join(rows, ",") != "node.connect/error,node.create/ok" {
 			t.Errorf("actor filter: %v", rows)
 		}
+		if !strings.Contains(body, `data-testid="master" title="the master that acted">via master<`) {
+			t.Error("the event log does not show which master acted")
+		}
 		_, body = e.do(c, "GET", "/events?action=node.&outcome=error", "", nil)
 		if rows := eventRows(body); len(rows) != 1 || !strings.Contains(body, "127.0.0.1:1") {
 			t.Errorf("action prefix and outcome filter: %v; want the refused connect with its error", rows)
@@ -148,7 +152,7 @@ func TestEventLogPageAndAPI(t *testing.T) {
 		_, body = e.do(c, "GET", "/api/v1/events?outcome=error", "", nil)
 		page = decode[eventsPage](t, body)
 		if page.Total != 1 || page.Items[0].Actor != "admin" || page.Items[0].Action != "node.connect" || page.Items[0].Target != "w1" ||
-			!strings.Contains(page.Items[0].Detail, "127.0.0.1:1") {
+			!strings.Contains(page.Items[0].Detail, "127.0.0.1:1") || page.Items[0].Master != "master" {
 			t.Errorf("API error events = %+v", page)
 		}
 		from3339 := base.Add(100 * time.Minute).Format(time.RFC3339)

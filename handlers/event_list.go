@@ -163,6 +163,7 @@ func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map
 	r := views.EventRow{
 		ID: e.ID, At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339), Ago: ago(e.At, now),
 		Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Target: e.Target, Outcome: e.Outcome, Detail: e.Detail,
+		Master:    e.Master,
 		ActorURL:  withQuery("/events", eventQuery(views.EventFilterVM{Actor: e.Actor}, 0)),
 		TargetURL: withQuery("/events", eventQuery(views.EventFilterVM{TargetType: e.TargetType, Target: e.Target}, 0)),
 	}
@@ -190,6 +191,7 @@ type apiEvent struct {
 	Target     string    `json:"target"`
 	Outcome    string    `json:"outcome"`
 	Detail     string    `json:"detail"`
+	Master     string    `json:"master"` // the master that recorded it
 }
 
 // apiListEvents answers GET /api/v1/events?actor=&action=&target_type=&target=&outcome=&from=&to=&limit=&offset=
@@ -215,7 +217,7 @@ func (s *server) apiListEvents(c *gin.Context) {
 	items := make([]apiEvent, len(evs))
 	for i, e := range evs {
 		items[i] = apiEvent{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, TargetType: e.TargetType,
-			Target: e.Target, Outcome: e.Outcome, Detail: e.Detail}
+			Target: e.Target, Outcome: e.Outcome, Detail: e.Detail, Master: e.Master}
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
 }

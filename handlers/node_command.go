@@ -41,7 +41,7 @@ func (s *server) manualCommand(c *gin.Context, name, host, scheme string) string
 	if scheme != "https" {
 		scheme = "http"
 	}
-	parts := []string{"schedulemaster worker", "--autor=false", "--workerof=" + s.m.Identity(),
+	parts := []string{"schedulemaster worker", "--autor=false", "--workerof=" + s.m.Cluster(),
 		"--identity=" + name, "--ip=" + ip, "--port=" + port}
 	if scheme == "https" {
 		parts = append(parts, "--protocol=https")

@@ -45,9 +45,16 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 	}
 	l := s.layout(c, "Nodes", "nodes")
 	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: !l.ReadOnly}
+	// Every master shows the same leader: the lease row, not its own view.
+	leader, err := s.m.Leader(c.Request.Context())
+	if err != nil {
+		return views.NodesVM{}, err
+	}
 	now := time.Now()
 	for _, n := range nodes {
-		vm.Rows = append(vm.Rows, nodeRow(n, now))
+		r := nodeRow(n, now)
+		r.Leader = n.Type == store.TypeMaster && n.Name == leader
+		vm.Rows = append(vm.Rows, r)
 		if n.Status >= 0 && n.Status < 3 {
 			vm.Counts[n.Status]++
 		}

@@ -32,7 +32,7 @@ func (s *server) login(c *gin.Context) {
 	next := safeNext(c.PostForm("next"))
 	vm := views.LoginVM{Username: username, Next: next}
 	ip := c.ClientIP()
-	if wait := s.limiter.blocked(ip, username, time.Now()); wait > 0 {
+	if wait := s.loginWait(c.Request.Context(), ip, username, time.Now()); wait > 0 {
 		vm.Error = fmt.Sprintf("Too many failed logins. Try again in %s.", wait.Round(time.Second))
 		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(c, http.StatusTooManyRequests, views.LoginPage(vm))
@@ -54,13 +54,13 @@ func (s *server) login(c *gin.Context) {
 	}
 	pwErr := bcrypt.CompareHashAndPassword(hash, []byte(password))
 	if u == nil || pwErr != nil || u.Disabled {
-		s.limiter.fail(ip, username, time.Now())
+		s.loginFailed(c.Request.Context(), ip, username, time.Now())
 		s.log.Warn("failed login", "username", username, "ip", ip)
 		vm.Error = "Wrong username or password."
 		s.render(c, http.StatusUnauthorized, views.LoginPage(vm))
 		return
 	}
-	s.limiter.succeed(ip, username)
+	s.loginSucceeded(c.Request.Context(), ip, username, time.Now())
 	// Expired sessions are pruned here: logins are rare, so it costs nothing.
 	if _, err := store.PruneSessions(c.Request.Context(), s.st.DB, time.Now()); err != nil {
 		s.log.Warn("prune sessions", "err", err)

@@ -2,9 +2,15 @@ package handlers
 
 import (
 	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
 // maxThrottleEntries bounds the limiter's memory (about 200 bytes an entry).
@@ -24,7 +30,14 @@ type loginLimiter struct {
 	window     time.Duration
 	perIP      int
 	perUser    int
+	// failures counts the failures recorded by this process: every
+	// pruneEvery-th one prunes the shared table.
+	failures atomic.Int64
 }
+
+// pruneEvery is how many failed logins pass between prunes of the shared
+// login_failures table, which an attacker with many addresses would grow.
+const pruneEvery = 256
 
 // attempts keeps the times (unix ns) of a key's last `limit` failures in a ring.
 type attempts struct {
@@ -129,4 +142,76 @@ func (l *loginLimiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lru.Len()
+}
+
+// sharedThrottleKeys are the keys of a client address and of that address
+// with a username in the login_failures table every master shares. They are
+// hashed: a username may be anything a client types, the column is bounded.
+func sharedThrottleKeys(ip, user string) (ipKey, userKey string) {
+	ip = throttleKey(ip)
+	h := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	return "ip:" + h(ip), "user:" + h(ip+"\x00"+user)
+}
+
+// throttleCtx lets a throttle write finish when its request is gone: a
+// guesser who hangs up must still be counted.
+func throttleCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}
+
+// loginWait is how long a login of user from ip must wait: the longer of this
+// master's own count (cheap, exact, and what still works if the database
+// errs) and the count every master shares in the database, so a guesser gains
+// nothing by spreading guesses over masters.
+func (s *server) loginWait(ctx context.Context, ip, user string, now time.Time) time.Duration {
+	wait := s.limiter.blocked(ip, user, now)
+	ipKey, userKey := sharedThrottleKeys(ip, user)
+	until, err := store.LoginBlockedUntil(ctx, s.st.DB, []string{ipKey, userKey}, now)
+	if err != nil {
+		s.log.Error("login throttle: read shared failures", "err", err)
+		return wait
+	}
+	if w := until.Sub(now); w > wait {
+		wait = w
+	}
+	return wait
+}
+
+// loginFailed counts a failed login here and in the shared table.
+func (s *server) loginFailed(ctx context.Context, ip, user string, now time.Time) {
+	l := s.limiter
+	l.fail(ip, user, now)
+	ctx, cancel := throttleCtx(ctx)
+	defer cancel()
+	ipKey, userKey := sharedThrottleKeys(ip, user)
+	for _, k := range []struct {
+		key   string
+		limit int
+	}{{ipKey, l.perIP}, {userKey, l.perUser}} {
+		if err := store.RecordLoginFailure(ctx, s.st.DB, k.key, k.limit, l.window, now); err != nil {
+			s.log.Error("login throttle: record shared failure", "err", err)
+		}
+	}
+	if l.failures.Add(1)%pruneEvery == 0 {
+		s.pruneLoginFailures(ctx, now)
+	}
+}
+
+// loginSucceeded forgets the user's failures from this address, here and in
+// the shared table, and prunes the table (logins are rare: it costs nothing).
+func (s *server) loginSucceeded(ctx context.Context, ip, user string, now time.Time) {
+	s.limiter.succeed(ip, user)
+	ctx, cancel := throttleCtx(ctx)
+	defer cancel()
+	_, userKey := sharedThrottleKeys(ip, user)
+	if err := store.ClearLoginFailures(ctx, s.st.DB, userKey); err != nil {
+		s.log.Error("login throttle: clear shared failures", "err", err)
+	}
+	s.pruneLoginFailures(ctx, now)
+}
+
+func (s *server) pruneLoginFailures(ctx context.Context, now time.Time) {
+	if _, err := store.PruneLoginFailures(ctx, s.st.DB, now.Add(-s.limiter.window), now); err != nil {
+		s.log.Warn("login throttle: prune shared failures", "err", err)
+	}
 }

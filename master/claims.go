@@ -2,39 +2,39 @@ package master
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"sync"
+	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// claimKey names one fire of one task.
-type claimKey struct {
-	task string
-	fire int64
-}
+// claimPoll is how often a lower-ranked claimant looks for a better-ranked
+// claim while it waits: short, so a loser learns the winner within a few
+// milliseconds of its insert.
+const claimPoll = 4 * time.Millisecond
 
-// claimRound gathers the claims of one fire. The winner is picked by priority
-// weight among the executors that claimed, once all running executors have
-// claimed or ClaimWait has passed: so the spread follows the weights, not whose
-// clock is fastest, and a dead executor cannot hold a fire.
-type claimRound struct {
-	weights  map[string]int
-	arrived  []string
-	deciding bool
-	done     chan struct{}
-	winner   string
-}
+// maxClaimWait caps a claimant's wait whatever its rank: well inside the
+// worker's 5 s claim timeout, so a task with many executors, the best of
+// them dead, still runs (ranks past the cap race, and the key decides).
+const maxClaimWait = 2 * time.Second
 
-// claims is the master's table of open claim rounds.
-type claims struct {
-	mu     sync.Mutex
-	rounds map[claimKey]*claimRound
-}
-
-// Claim decides whether node runs the given fire of a task.
+// Claim decides whether node runs the given fire of a task. The decision lives
+// in the database alone, so any master can answer any executor and two masters
+// never disagree: the task's running executors are ranked by RankClaimants
+// (the same pure function on every master); the top-ranked claimant inserts
+// its claim at once, a claimant ranked r waits up to r x ClaimGrace for a
+// better-ranked claim to appear and inserts itself only if none did. The
+// primary key of the claims table makes the first insert the only winner, and
+// the answer names it. An executor that is not running is never ranked, so a
+// dead one never holds a fire; one that died undetected delays it by at most
+// one grace per rank.
 func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (protocol.ClaimResponse, error) {
 	if req.TaskID == "" || req.FireAt.IsZero() {
 		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id and fire_at are required")
@@ -42,125 +42,153 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	if !isRunID(req.TaskID, maxTaskIDLen) {
 		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxTaskIDLen)
 	}
-	key := claimKey{task: req.TaskID, fire: req.FireAt.UTC().UnixNano()}
-	m.claims.mu.Lock()
-	if m.claims.rounds == nil {
-		m.claims.rounds = map[claimKey]*claimRound{}
+	// Counted as background work, so Stop waits for the claim's database
+	// writes before the store closes.
+	done, ok := m.track()
+	if !ok {
+		return protocol.ClaimResponse{}, Errorf(KindState, "the master is stopping")
 	}
-	round := m.claims.rounds[key]
-	executor := false
-	if round != nil {
-		_, executor = round.weights[node.Name]
+	defer done()
+	fire := req.FireAt.UTC()
+	t, err := store.GetTask(ctx, m.st.DB, req.TaskID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}
-	m.claims.mu.Unlock()
-	// Only an executor of the task may claim its fires; the running executors
-	// of an open round are known already, anyone else is asked of the database.
-	if !executor {
-		ok, err := store.IsTaskExecutor(ctx, m.st.DB, req.TaskID, node.Name)
-		if err != nil {
-			return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
-		}
-		if !ok {
-			return protocol.ClaimResponse{}, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID)
-		}
+	// Only an executor of the task may claim its fires (an unknown task has none).
+	if t == nil || !slices.Contains(t.Executors, node.Name) {
+		return protocol.ClaimResponse{}, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID)
 	}
-	if round == nil {
-		weights, err := m.claimWeights(ctx, req.TaskID)
-		if err != nil {
-			return protocol.ClaimResponse{}, err
-		}
-		m.claims.mu.Lock()
-		if round = m.claims.rounds[key]; round == nil {
-			round = &claimRound{weights: weights, done: make(chan struct{})}
-			m.claims.rounds[key] = round
-			time.AfterFunc(m.cfg.ClaimWait, func() { m.decide(key, round) })
-		}
-		m.claims.mu.Unlock()
+	// A fire decided already (the winner's claim came first) is answered at once.
+	winner, err := store.FireClaimWinner(ctx, m.st.DB, t.ID, fire)
+	if err != nil || winner != "" {
+		return claimAnswer(node.Name, winner, err)
 	}
-
-	m.claims.mu.Lock()
-	_, executor = round.weights[node.Name]
-	if executor && !round.deciding {
-		round.arrived = append(round.arrived, node.Name)
-		if len(round.arrived) >= len(round.weights) {
-			round.deciding = true
-			m.claims.mu.Unlock()
-			m.finish(key, round)
-		} else {
-			m.claims.mu.Unlock()
-		}
-	} else {
-		m.claims.mu.Unlock()
-	}
-	select {
-	case <-round.done:
-	case <-ctx.Done():
-		return protocol.ClaimResponse{}, ctx.Err()
-	}
-	return protocol.ClaimResponse{Won: round.winner == node.Name, Winner: round.winner}, nil
-}
-
-// claimWeights returns the running executors of a running task with their priorities.
-func (m *Master) claimWeights(ctx context.Context, taskID string) (map[string]int, error) {
-	t, err := m.GetTask(ctx, taskID)
-	if err != nil {
-		return nil, err
-	}
-	weights := map[string]int{}
 	if t.Status != store.TaskRunning {
-		return weights, nil // paused or stopped: nobody runs this fire
+		return protocol.ClaimResponse{}, nil // paused or stopped: nobody runs this fire
 	}
-	nodes, err := m.runningExecutors(ctx, t)
+	running, err := store.RunningNodesNamed(ctx, m.st.DB, t.Executors)
 	if err != nil {
-		return nil, err
+		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}
-	for _, n := range nodes {
-		weights[n.Name] = n.Priority
-	}
-	return weights, nil
-}
-
-// decide is the ClaimWait timer: pick among whoever claimed by then.
-func (m *Master) decide(key claimKey, round *claimRound) {
-	m.claims.mu.Lock()
-	if round.deciding {
-		m.claims.mu.Unlock()
-		return
-	}
-	round.deciding = true
-	m.claims.mu.Unlock()
-	m.finish(key, round)
-}
-
-// finish picks the winner, records it in the database (which wins over this
-// pick if the fire was already claimed, e.g. before a master restart), wakes
-// the waiting claims and forgets the round a little later.
-func (m *Master) finish(key claimKey, round *claimRound) {
-	m.claims.mu.Lock()
-	cands := make([]Candidate, 0, len(round.arrived))
-	for _, n := range round.arrived {
-		cands = append(cands, Candidate{Name: n, Weight: round.weights[n]})
-	}
-	m.claims.mu.Unlock()
-	// Counted as background work, so Stop waits for the database write; after
-	// Stop nobody wins and the waiting claims are released.
-	if done, tracked := m.track(); tracked {
-		if pick, ok := PickWeighted(cands, m.cfg.RandN); ok {
-			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
-			winner, err := store.ClaimFire(ctx, m.st.DB, key.task, time.Unix(0, key.fire), pick.Name)
-			cancel()
-			if err != nil {
-				m.log.Error("record fire claim", "task", key.task, "err", err)
-			} else {
-				round.winner = winner
-			}
+	cands := make([]Candidate, 0, len(running))
+	for _, n := range running {
+		if n.Type == store.TypeWorker {
+			cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority})
 		}
-		done()
 	}
-	close(round.done)
-	time.AfterFunc(2*time.Minute, func() {
-		m.claims.mu.Lock()
-		delete(m.claims.rounds, key)
-		m.claims.mu.Unlock()
+	rank := slices.IndexFunc(RankClaimants(t.ID, fire, cands), func(c Candidate) bool { return c.Name == node.Name })
+	if rank < 0 {
+		return protocol.ClaimResponse{}, nil // not running here: it never wins a fire
+	}
+	if rank > 0 {
+		deadline := time.Now().Add(min(time.Duration(rank)*m.cfg.ClaimGrace, maxClaimWait))
+		winner, err := m.awaitClaim(ctx, t.ID, fire, deadline)
+		if err != nil || winner != "" {
+			return claimAnswer(node.Name, winner, err)
+		}
+	}
+	// The write must not be torn by a request that goes away: it is short.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	winner, err = store.ClaimFire(wctx, m.st.DB, t.ID, fire, node.Name)
+	return claimAnswer(node.Name, winner, err)
+}
+
+// awaitClaim polls for the claim of a fire until deadline; "" means none came.
+func (m *Master) awaitClaim(ctx context.Context, taskID string, fire, deadline time.Time) (string, error) {
+	tick := time.NewTicker(claimPoll)
+	defer tick.Stop()
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "", nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-m.ctx.Done():
+			return "", Errorf(KindState, "the master is stopping")
+		case <-tick.C:
+		case <-time.After(left):
+		}
+		winner, err := store.FireClaimWinner(ctx, m.st.DB, taskID, fire)
+		if err != nil || winner != "" {
+			return winner, err
+		}
+	}
+}
+
+func claimAnswer(node, winner string, err error) (protocol.ClaimResponse, error) {
+	if err != nil {
+		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
+	}
+	return protocol.ClaimResponse{Won: winner == node, Winner: winner}, nil
+}
+
+// RankClaimants orders the candidates of one fire by weighted rendezvous
+// hashing, best first: each gets the score -ln(u)/weight, u in (0, 1) from a
+// hash of task id, fire time and node name, and the lowest score ranks first.
+// The first place thus goes to a candidate with probability weight / total
+// weight, independently per fire, and every master computes the same order
+// with no shared state and no random source. Weight 0 (or less) scores +Inf:
+// such a candidate ranks after every positive weight, so it runs a fire only
+// when all of those failed to claim it within their grace (a standby), or
+// when every candidate has weight 0 (then the order is uniform by hash).
+func RankClaimants(taskID string, fire time.Time, cands []Candidate) []Candidate {
+	type scored struct {
+		c     Candidate
+		score float64
+		u     float64
+	}
+	fireKey := strconv.FormatInt(fire.UTC().UnixNano(), 10)
+	s := make([]scored, len(cands))
+	for i, c := range cands {
+		u := rendezvousU(taskID, fireKey, c.Name)
+		score := math.Inf(1)
+		if c.Weight > 0 {
+			score = -math.Log(u) / float64(c.Weight)
+		}
+		s[i] = scored{c: c, score: score, u: u}
+	}
+	slices.SortStableFunc(s, func(a, b scored) int {
+		if a.score != b.score {
+			if a.score < b.score {
+				return -1
+			}
+			return 1
+		}
+		// Equal scores (weight 0): the hash alone orders them, then the name.
+		if a.u != b.u {
+			if a.u < b.u {
+				return -1
+			}
+			return 1
+		}
+		if a.c.Name < b.c.Name {
+			return -1
+		}
+		if a.c.Name > b.c.Name {
+			return 1
+		}
+		return 0
 	})
+	out := make([]Candidate, len(s))
+	for i := range s {
+		out[i] = s[i].c
+	}
+	return out
+}
+
+// rendezvousU maps (task, fire, node) to a uniform number in (0, 1).
+func rendezvousU(taskID, fireKey, node string) float64 {
+	h := sha256.New()
+	h.Write([]byte(taskID))
+	h.Write([]byte{0})
+	h.Write([]byte(fireKey))
+	h.Write([]byte{0})
+	h.Write([]byte(node))
+	var sum [sha256.Size]byte
+	x := binary.BigEndian.Uint64(h.Sum(sum[:0]))
+	// 53 bits, shifted half a step off zero so -ln(u) is finite.
+	return (float64(x>>11) + 0.5) / (1 << 53)
 }

@@ -2,7 +2,7 @@ package master_test
 
 import (
 	"errors"
-	"math/rand/v2"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +12,10 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
+
+// claimBase is a fixed first fire, so the rendezvous ranks (a pure function
+// of task, fire and node) and thus these tests are the same at every run.
+var claimBase = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
 
 // runningTask stores running worker nodes with the given priorities and a
 // running task that they all execute.
@@ -35,44 +39,91 @@ func runningTask(t *testing.T, e *env, prios map[string]int) string {
 	return tk.ID
 }
 
-func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
+// fireRankedFirst returns the first fire from claimBase at which want ranks
+// first among cands.
+func fireRankedFirst(t *testing.T, task, want string, cands []master.Candidate) time.Time {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		fire := claimBase.Add(time.Duration(i) * time.Second)
+		if master.RankClaimants(task, fire, cands)[0].Name == want {
+			return fire
+		}
+	}
+	t.Fatalf("%s never ranks first", want)
+	return time.Time{}
+}
+
+func TestRankClaimantsIsDeterministicAndFollowsWeights(t *testing.T) {
+	cands := []master.Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}, {Name: "z", Weight: 0}}
+	const fires = 20000
+	first := map[string]int{}
+	for i := 0; i < fires; i++ {
+		fire := claimBase.Add(time.Duration(i) * time.Second)
+		r := master.RankClaimants("t1", fire, cands)
+		again := master.RankClaimants("t1", fire, []master.Candidate{cands[3], cands[2], cands[1], cands[0]})
+		if fmt.Sprint(r) != fmt.Sprint(again) {
+			t.Fatalf("fire %d: order depends on input order: %v vs %v", i, r, again)
+		}
+		if r[len(r)-1].Name != "z" {
+			t.Fatalf("fire %d: weight 0 ranked before a positive weight: %v", i, r)
+		}
+		first[r[0].Name]++
+	}
+	for name, want := range map[string]float64{"a": 0.25, "b": 0.25, "c": 0.5} {
+		if share := float64(first[name]) / fires; share < want-0.02 || share > want+0.02 {
+			t.Errorf("%s ranked first at %.3f of fires, want %.2f±0.02", name, share, want)
+		}
+	}
+	// All weights 0: still one order, uniform by hash.
+	zero := []master.Candidate{{Name: "p"}, {Name: "q"}}
+	if r := master.RankClaimants("t1", claimBase, zero); len(r) != 2 || r[0].Name == r[1].Name {
+		t.Fatalf("all zero weights: %v", r)
+	}
+}
+
+// Executors talking to different masters on one database: one winner per
+// fire, every answer names it, and the spread follows the weights.
+func TestClaimOneWinnerPerFireAcrossMasters(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
-		r := rand.New(rand.NewPCG(7, 11))
-		var rmu sync.Mutex
-		e := newEnv(t, s, func(c *master.Config) {
-			c.RandN = func(n int64) int64 { rmu.Lock(); defer rmu.Unlock(); return r.Int64N(n) }
-			c.ClaimWait = 2 * time.Second
-		})
+		e := newEnv(t, s)
+		m2 := newMaster(t, s, func(c *master.Config) { c.Identity = "master-b" })
 		prios := map[string]int{"a": 1, "b": 1, "c": 2}
+		via := map[string]*master.Master{"a": e.m, "b": m2, "c": e.m}
 		id := runningTask(t, e, prios)
 		const fires = 300
-		base := time.Now().Truncate(time.Second)
 		wins := map[string]int{}
 		for f := 0; f < fires; f++ {
-			fire := base.Add(time.Duration(f) * time.Second)
+			fire := claimBase.Add(time.Duration(f) * time.Second)
+			if f%2 == 1 {
+				via["c"] = m2 // c's master changes half the time
+			} else {
+				via["c"] = e.m
+			}
 			var wg sync.WaitGroup
 			var mu sync.Mutex
+			named := map[string]bool{}
 			winners := 0
 			for name := range prios {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := e.m.Claim(e.ctx, e.node(name), protocol.ClaimRequest{TaskID: id, FireAt: fire})
+					resp, err := via[name].Claim(e.ctx, e.node(name), protocol.ClaimRequest{TaskID: id, FireAt: fire})
 					if err != nil {
 						t.Errorf("claim %s: %v", name, err)
 						return
 					}
+					mu.Lock()
+					defer mu.Unlock()
+					named[resp.Winner] = true
 					if resp.Won {
-						mu.Lock()
 						winners++
 						wins[name]++
-						mu.Unlock()
 					}
 				}()
 			}
 			wg.Wait()
-			if winners != 1 {
-				t.Fatalf("fire %d: %d winners, want exactly 1", f, winners)
+			if winners != 1 || len(named) != 1 {
+				t.Fatalf("fire %d: %d winners, answers named %v; want exactly 1 and one name", f, winners, named)
 			}
 		}
 		for name, want := range map[string]float64{"a": 0.25, "b": 0.25, "c": 0.5} {
@@ -81,41 +132,81 @@ func TestClaimOneWinnerPerFireSpreadByWeight(t *testing.T) {
 				t.Errorf("%s won %.2f of fires, want %.2f±0.08", name, share, want)
 			}
 		}
-		// A late claim of a decided fire loses; the recorded winner stands.
-		resp, err := e.m.Claim(e.ctx, e.node("a"), protocol.ClaimRequest{TaskID: id, FireAt: base})
+		// A late claim of a decided fire, through the other master, gets the recorded winner.
+		var recorded string
+		if err := s.Store.DB.QueryRowContext(e.ctx, "SELECT node FROM locks WHERE task_id = ? AND fire_at = ?", id, claimBase).Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := m2.Claim(e.ctx, e.node("a"), protocol.ClaimRequest{TaskID: id, FireAt: claimBase})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.Winner == "" || (resp.Won != (resp.Winner == "a")) {
-			t.Fatalf("late claim: %+v", resp)
+		if resp.Winner != recorded || resp.Won != (recorded == "a") {
+			t.Fatalf("late claim: %+v, recorded winner %s", resp, recorded)
 		}
 	})
 }
 
-func TestClaimMissingExecutorDoesNotHoldTheFire(t *testing.T) {
+func TestClaimDeadExecutorDoesNotHoldTheFire(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
-		e := newEnv(t, s, func(c *master.Config) { c.ClaimWait = 200 * time.Millisecond })
+		const grace = 120 * time.Millisecond
+		e := newEnv(t, s, func(c *master.Config) { c.ClaimGrace = grace })
 		id := runningTask(t, e, map[string]int{"x": 1, "y": 1})
-		// Only x claims (y is dead but not yet detected): x wins after ClaimWait.
+		cands := []master.Candidate{{Name: "x", Weight: 1}, {Name: "y", Weight: 1}}
+		// y ranks first but is dead and not yet detected: x claims after one grace.
+		fire := fireRankedFirst(t, id, "y", cands)
 		start := time.Now()
-		resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Truncate(time.Second)})
+		resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: fire})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !resp.Won || resp.Winner != "x" {
-			t.Fatalf("lone claimant: %+v, want it to win", resp)
+			t.Fatalf("second-ranked lone claimant: %+v, want it to win", resp)
 		}
-		if took := time.Since(start); took < 150*time.Millisecond {
-			t.Fatalf("decided after %s: it must wait for the other executor first", took)
+		if took := time.Since(start); took < grace {
+			t.Fatalf("decided after %s: the better-ranked executor gets its grace (%s) first", took, grace)
+		}
+		// y's late claim loses to the recorded winner.
+		if resp, err := e.m.Claim(e.ctx, e.node("y"), protocol.ClaimRequest{TaskID: id, FireAt: fire}); err != nil || resp.Won || resp.Winner != "x" {
+			t.Fatalf("late claim of the top-ranked: %+v %v", resp, err)
+		}
+		// Once y is known dead (offline) it is not ranked: x is alone and first.
+		// An executor that is not running never wins, even when it claims first.
+		if _, err := s.Store.DB.ExecContext(e.ctx, "UPDATE nodes SET status = ? WHERE name = ?", store.StatusOffline, "y"); err != nil {
+			t.Fatal(err)
+		}
+		fire2 := fireRankedFirst(t, id, "y", cands).Add(1000 * time.Hour) // a fresh fire
+		resp, err = e.m.Claim(e.ctx, e.node("y"), protocol.ClaimRequest{TaskID: id, FireAt: fire2})
+		if err != nil || resp.Won {
+			t.Fatalf("offline executor's claim: %+v %v, want a loss", resp, err)
+		}
+		resp, err = e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: fire2})
+		if err != nil || !resp.Won {
+			t.Fatalf("only running executor: %+v %v, want a win", resp, err)
 		}
 		// A node that is not an executor never wins.
 		other := &store.Node{Name: "z", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning, Priority: 9, MaxConcurrency: 1, Mode: store.ModeAuto}
 		if err := store.CreateNode(e.ctx, s.Store.DB, other); err != nil {
 			t.Fatal(err)
 		}
-		resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.ClaimRequest{TaskID: id, FireAt: time.Now().Add(time.Hour).Truncate(time.Second)})
+		resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.ClaimRequest{TaskID: id, FireAt: claimBase.Add(time.Hour)})
 		if !errors.Is(err, master.ErrForbidden) || resp.Won {
 			t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
+		}
+	})
+}
+
+// A paused task's fires are run by nobody.
+func TestClaimOfPausedTaskHasNoWinner(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		id := runningTask(t, e, map[string]int{"x": 1})
+		if _, err := s.Store.DB.ExecContext(e.ctx, "UPDATE tasks SET status = ? WHERE id = ?", store.TaskPaused, id); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: claimBase})
+		if err != nil || resp.Won || resp.Winner != "" {
+			t.Fatalf("claim of a paused task: %+v %v", resp, err)
 		}
 	})
 }

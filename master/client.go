@@ -85,17 +85,19 @@ func (c *Client) Health(ctx context.Context, n *store.Node, timeout time.Duratio
 }
 
 // Connect performs the HMAC handshake and returns the worker's new secret.
-func (c *Client) Connect(ctx context.Context, n *store.Node, masterName, clusterKey string) (protocol.ConnectResponse, error) {
+// The handshake names the cluster, not this master, so that a worker
+// accepts any master of its cluster.
+func (c *Client) Connect(ctx context.Context, n *store.Node, cluster, clusterKey string) (protocol.ConnectResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	nonce := protocol.NewNonce()
 	headers := map[string]string{
-		protocol.HeaderMaster:     masterName,
+		protocol.HeaderMaster:     cluster,
 		protocol.HeaderNameTo:     n.Name,
 		protocol.HeaderTimestamp:  ts,
 		protocol.HeaderNonce:      nonce,
-		protocol.HeaderConnection: protocol.ConnectMAC(clusterKey, masterName, n.Name, ts, nonce),
+		protocol.HeaderConnection: protocol.ConnectMAC(clusterKey, cluster, n.Name, ts, nonce),
 	}
 	body := protocol.ConnectRequest{Node: protocol.NodeConfig{
 		Name: n.Name, Protocol: n.Protocol, Host: n.Host, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,

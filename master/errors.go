@@ -113,6 +113,10 @@ var (
 	ErrForbidden error = &Error{Kind: KindForbidden}
 )
 
+// ErrIdentityInUse refuses the start of a master whose identity's node row is
+// heartbeated by another live master process.
+var ErrIdentityInUse = errors.New("master: identity held by a live master")
+
 // Errorf returns a refusal of kind k whose sentence is the formatted text.
 func Errorf(k Kind, format string, args ...any) error {
 	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}

@@ -26,7 +26,7 @@ func (m *Master) ListEvents(ctx context.Context, f store.EventFilter) ([]store.E
 func (m *Master) event(ctx context.Context, action, targetType, target string, err error, detail string) {
 	e := &store.Event{
 		At: time.Now(), Actor: ActorFrom(ctx), Action: action, TargetType: targetType, Target: target,
-		Outcome: store.OutcomeOK, Detail: detail,
+		Outcome: store.OutcomeOK, Detail: detail, Master: m.cfg.Identity,
 	}
 	if err != nil {
 		e.Outcome = store.OutcomeError

@@ -204,3 +204,25 @@ func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
 		}
 	})
 }
+
+// With several masters on one database the event log names the master that acted.
+func TestEventsNameTheMasterThatActed(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		m2 := newMaster(t, s, func(c *master.Config) { c.Identity = "master-b" })
+		admin := master.WithActor(e.ctx, "alice")
+		for i, m := range []*master.Master{e.m, m2} {
+			cfg := protocol.NodeConfig{Name: fmt.Sprintf("w%d", i+1), Protocol: "http", Host: fmt.Sprintf("127.0.0.1:%d", 2001+i), Priority: 1, MaxConcurrency: 1}
+			if _, err := m.CreateNode(admin, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]string{}
+		for _, ev := range e.events(store.EventFilter{Action: "node.create"}) {
+			got[ev.Target] = ev.Master
+		}
+		if got["w1"] != masterName || got["w2"] != "master-b" {
+			t.Fatalf("masters recorded: %v, want w1 by %s and w2 by master-b", got, masterName)
+		}
+	})
+}

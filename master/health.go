@@ -32,20 +32,30 @@ func probeTargets(nodes []store.Node, includeOffline bool) []store.Node {
 	return out
 }
 
-// Sweep probes the nodes once, concurrently with a bounded pool, and records the
-// outcomes. The health job runs it in singleton mode so sweeps never overlap.
+// Sweep probes the nodes once, concurrently with a bounded pool, records the
+// outcomes and takes masters with a stale heartbeat offline. It is the
+// leader's duty: a master that does not hold the cluster lease tries to take
+// it and, failing that, sweeps nothing. Every write is fenced by the lease
+// epoch, so a leader paused past its lease changes nothing when it resumes.
+// The health job runs it in singleton mode so sweeps never overlap.
 func (m *Master) Sweep(ctx context.Context) SweepResult {
 	start := time.Now()
 	hc := m.HealthConfig()
+	fence := m.fence()
+	if fence == nil {
+		m.maintainLease(ctx)
+		if fence = m.fence(); fence == nil {
+			return SweepResult{}
+		}
+	}
 	nodes, err := store.ListNodes(ctx, m.st.DB)
 	if err != nil {
 		m.log.Error("health sweep: list nodes", "err", err)
 		return SweepResult{}
 	}
 	// The master is alive if it sweeps.
-	if err := store.MarkSeen(ctx, m.st.DB, []string{m.cfg.Identity}, start); err != nil {
-		m.log.Error("health sweep: mark master seen", "err", err)
-	}
+	m.heartbeat(ctx)
+	m.markStaleMasters(ctx, nodes, fence)
 	n := m.sweeps.Add(1)
 	if n%100 == 1 {
 		// Fire claims matter for minutes; keep a day for inspection.
@@ -83,7 +93,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 			case err != nil && node.Status == store.StatusOffline:
 				// Still down: nothing to count.
 			case err != nil:
-				off, ferr := store.RecordProbeFailure(ctx, m.st.DB, node.Name, hc.MaxFailures, shortReason(err))
+				off, ferr := store.RecordProbeFailure(ctx, m.st.DB, node.Name, hc.MaxFailures, shortReason(err), fence)
 				mu.Lock()
 				res.Failed++
 				if off {
@@ -104,7 +114,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 				mu.Unlock()
 			default:
 				// Offline node answering again, or a restarted worker (new boot id).
-				if m.recover(ctx, node.Name, h) {
+				if m.recover(ctx, node.Name, h, fence) {
 					mu.Lock()
 					res.Recovered++
 					mu.Unlock()
@@ -113,7 +123,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		}()
 	}
 	wg.Wait()
-	if err := store.MarkSeen(ctx, m.st.DB, healthy, time.Now()); err != nil {
+	if err := store.MarkSeen(ctx, m.st.DB, healthy, time.Now(), fence); err != nil {
 		m.log.Error("health sweep: mark seen", "err", err)
 	}
 	res.Took = time.Since(start)
@@ -133,7 +143,8 @@ func shortReason(err error) string {
 // its registration wanted up, or a node whose boot id changed (it restarted and
 // lost its in-memory schedule). Auto workers re-register by themselves after a
 // restart; the master reconnects manual ones and re-pushes running tasks.
-func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResponse) bool {
+// The status changes are the leader's writes, under fence.
+func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResponse, fence *store.Fence) bool {
 	defer m.locks.lock(name)()
 	n, err := store.GetNode(ctx, m.st.DB, name)
 	if err != nil {
@@ -149,7 +160,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 			// Its secret died with the old process; it registers again on start.
 			if n.Status != store.StatusOffline {
 				err := store.TransitionNode(ctx, m.st.DB, name, store.Transition{
-					From: []store.NodeStatus{n.Status}, To: store.StatusOffline, IfBootID: &n.BootID,
+					From: []store.NodeStatus{n.Status}, To: store.StatusOffline, IfBootID: &n.BootID, Fence: fence,
 					Reason: ptr("worker restarted; waiting for it to register again"),
 				})
 				if err != nil && !errors.Is(err, store.ErrConflict) {
@@ -167,7 +178,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 			return false
 		}
 	} else {
-		resp, err := m.client.Connect(ctx, n, m.cfg.Identity, m.cfg.ClusterKey)
+		resp, err := m.client.Connect(ctx, n, m.cfg.Cluster, m.cfg.ClusterKey)
 		if err != nil {
 			m.log.Warn("recover: reconnect failed", "node", name, "err", err)
 			return false
@@ -180,6 +191,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
 		From: []store.NodeStatus{n.Status}, To: want, Secret: &n.Secret, BootID: &n.BootID, Reason: ptr(""), Seen: time.Now(),
+		Fence: fence,
 	})
 	if err != nil {
 		m.log.Error("recover: update node", "node", name, "err", err)

@@ -34,7 +34,11 @@ type HealthConfig struct {
 
 // Config is the master engine's configuration.
 type Config struct {
-	Identity   string // the master's node name
+	Identity string // the master's node name
+	// Cluster names the cluster of masters (default DefaultCluster): it signs
+	// the Connect handshake and answers registrations, so that any master of
+	// the cluster may connect any of its workers.
+	Cluster    string
 	ClusterKey string
 	// AdvertiseHost is the host:port recorded for the master's own node.
 	AdvertiseHost string
@@ -46,9 +50,10 @@ type Config struct {
 	// RandN returns a uniform number in [0, n); it drives the weighted picks of
 	// executors. Tests inject a seeded source (default math/rand/v2).
 	RandN func(n int64) int64
-	// ClaimWait bounds how long a fire claim waits for the other executors to
-	// claim too before the winner is picked among those that did (default 250ms).
-	ClaimWait time.Duration
+	// ClaimGrace is how long a claimant ranked r waits, times r, for a
+	// better-ranked executor to claim a fire before it claims it itself
+	// (default 150ms): the delay a dead but not yet detected executor adds.
+	ClaimGrace time.Duration
 	// Pinned marks the health settings given by flag, env or config file: they
 	// win over the stored settings for the life of the process.
 	Pinned Pinned
@@ -85,8 +90,11 @@ func (c *Config) defaults() {
 	if c.RandN == nil {
 		c.RandN = rand.Int64N
 	}
-	if c.ClaimWait <= 0 {
-		c.ClaimWait = 250 * time.Millisecond
+	if c.ClaimGrace <= 0 {
+		c.ClaimGrace = 150 * time.Millisecond
+	}
+	if c.Cluster == "" {
+		c.Cluster = DefaultCluster
 	}
 }
 
@@ -99,12 +107,23 @@ type Master struct {
 	nonces *protocol.NonceCache
 	bootID string
 	locks  keyedMutex
-	claims claims
 	sweeps atomic.Int64
+
+	// lease is the cluster lease while this master holds it; leaseMu
+	// serialises the attempts to renew or take it, leaseTried says whether
+	// this process has made one.
+	lease      atomic.Pointer[leaseState]
+	leaseMu    sync.Mutex
+	leaseTried bool
 
 	health   atomic.Pointer[HealthConfig]
 	settings atomic.Pointer[Settings]
-	notify   *notifier
+	// settingsMu serialises loading and saving settings; settingsVer is the
+	// stored version of the settings in force (see PollSettings).
+	settingsMu  sync.Mutex
+	settingsVer string
+
+	notify *notifier
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler
@@ -144,6 +163,14 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 // Identity is the master's node name.
 func (m *Master) Identity() string { return m.cfg.Identity }
 
+// DefaultCluster is the cluster name when none is configured: the default
+// master identity of single-master setups, so that their workers' --workerof
+// keeps working.
+const DefaultCluster = "master"
+
+// Cluster is the name of this master's cluster, the name workers know it by.
+func (m *Master) Cluster() string { return m.cfg.Cluster }
+
 // BootID identifies this master process.
 func (m *Master) BootID() string { return m.bootID }
 
@@ -153,8 +180,20 @@ func (m *Master) ClusterKey() string { return m.cfg.ClusterKey }
 // HealthConfig returns the health checker settings in force.
 func (m *Master) HealthConfig() HealthConfig { return *m.health.Load() }
 
-// Start registers the master as a node and starts the health checker.
+// Start registers the master as a node, tries to become the leader, and
+// starts the heartbeat and the health checker. An identity whose node a live
+// master heartbeats gives ErrIdentityInUse.
 func (m *Master) Start(ctx context.Context) error {
+	if err := m.loadSettings(ctx); err != nil {
+		return err
+	}
+	// SQLite has one master per file (the binary locks it), so a fresh row
+	// there is a killed predecessor: it must not delay a restart.
+	if m.st.Dialect != store.SQLite {
+		if err := m.checkIdentityFree(ctx); err != nil {
+			return err
+		}
+	}
 	self := &store.Node{
 		Name: m.cfg.Identity, Type: store.TypeMaster, Protocol: "http", Host: m.cfg.AdvertiseHost,
 		BootID: m.bootID, Priority: 0, MaxConcurrency: 1, MachineName: hostname(),
@@ -162,9 +201,8 @@ func (m *Master) Start(ctx context.Context) error {
 	if err := store.UpsertRegisteredNode(ctx, m.st.DB, self); err != nil {
 		return fmt.Errorf("master: register self: %w", err)
 	}
-	if err := m.loadSettings(ctx); err != nil {
-		return err
-	}
+	// Elected now, the first sweep runs as leader at once, as a lone master did.
+	elected := m.maintainLease(ctx)
 	sched, err := gocron.NewScheduler()
 	if err != nil {
 		return fmt.Errorf("master: scheduler: %w", err)
@@ -184,8 +222,12 @@ func (m *Master) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.sched, m.healthJob = sched, job
 	m.mu.Unlock()
-	m.goBackground(m.repushTasks)
-	m.log.Info("health checker started", "interval", hc.Interval, "timeout", hc.Timeout, "max_failures", hc.MaxFailures)
+	m.goBackground(m.leaseLoop)
+	if elected {
+		m.goBackground(m.repushTasks)
+	}
+	m.log.Info("health checker started", "interval", hc.Interval, "timeout", hc.Timeout, "max_failures", hc.MaxFailures,
+		"leader", m.IsLeader())
 	return nil
 }
 
@@ -195,6 +237,10 @@ func (m *Master) sweepJob() {
 		return
 	}
 	defer done()
+	m.PollSettings(m.ctx) // every master, leader or not
+	if !m.IsLeader() {
+		return // the leader sweeps for the cluster
+	}
 	m.Sweep(m.ctx)
 }
 
@@ -252,8 +298,9 @@ func (m *Master) repushTasks(ctx context.Context) {
 }
 
 // Stop cancels the background work (health sweeps, retention, re-push, child
-// runs, notifications, claim decisions), waits until all of it has ended and
-// marks the master's own node offline. After Stop returns the master touches
+// runs, notifications, claim decisions), waits until all of it has ended,
+// releases the cluster lease if it holds it and marks the master's own node
+// offline. After Stop returns the master touches
 // the database no more, so the caller may close it.
 func (m *Master) Stop(ctx context.Context) {
 	m.bgMu.Lock()
@@ -277,6 +324,7 @@ func (m *Master) Stop(ctx context.Context) {
 	if dropped := m.notify.dropped.Load(); dropped > 0 {
 		m.log.Warn("failure notifications dropped because the queue was full", "dropped", dropped)
 	}
+	m.releaseLease(ctx)
 	reason := "master stopped"
 	if err := store.TransitionNode(ctx, m.st.DB, m.cfg.Identity, store.Transition{
 		From: []store.NodeStatus{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline, Reason: &reason,

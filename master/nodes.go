@@ -124,7 +124,7 @@ func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, e
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.client.Connect(ctx, n, m.cfg.Identity, m.cfg.ClusterKey)
+	resp, err := m.client.Connect(ctx, n, m.cfg.Cluster, m.cfg.ClusterKey)
 	if err != nil {
 		return nil, err
 	}

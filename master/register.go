@@ -120,7 +120,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
 	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
-	return protocol.RegisterResponse{Master: m.cfg.Identity, Tasks: m.tasksFor(ctx, n.Name)}, nil
+	return protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}, nil
 }
 
 // ResetIdentity clears a worker node's key, so that the next registration of

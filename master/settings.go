@@ -201,12 +201,55 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 
 // loadSettings reads the stored settings at start and applies them.
 func (m *Master) loadSettings(ctx context.Context) error {
+	_, err := m.reloadSettings(ctx, true)
+	return err
+}
+
+// settingsVersion reads the stored settings version ("" before the first save).
+func (m *Master) settingsVersion(ctx context.Context) (string, error) {
+	v, err := store.GetSetting(ctx, m.st.DB, store.SettingsVersion)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("master: settings version: %w", err)
+	}
+	return v, nil
+}
+
+// reloadSettings reads and applies the stored settings when their version
+// differs from the one in force (always with force) and reports whether it
+// did. The version is read first: a save that lands during the read changes
+// it again, so the next poll reloads once more and nothing is missed.
+func (m *Master) reloadSettings(ctx context.Context, force bool) (bool, error) {
+	m.settingsMu.Lock()
+	defer m.settingsMu.Unlock()
+	v, err := m.settingsVersion(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !force && v == m.settingsVer {
+		return false, nil
+	}
 	s, err := m.readSettings(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	m.apply(s)
-	return nil
+	m.settingsVer = v
+	return true, nil
+}
+
+// PollSettings puts into force the settings another master saved since this
+// one last loaded them. Every master calls it at each health tick, so a
+// change reaches every master within one health interval.
+func (m *Master) PollSettings(ctx context.Context) {
+	changed, err := m.reloadSettings(ctx, false)
+	if err != nil {
+		m.log.Error("poll settings", "err", err)
+	} else if changed {
+		m.log.Info("settings reloaded: they were changed on another master")
+	}
 }
 
 // Settings returns the settings in force (pinned health values included) and
@@ -221,18 +264,23 @@ func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	m.settingsMu.Lock()
+	defer m.settingsMu.Unlock()
+	// A new version in the same transaction tells the other masters to reload.
+	ver := protocol.NewNonce()
 	err := m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for k, v := range s.pairs() {
 			if err := store.SetSetting(ctx, tx, k, v); err != nil {
 				return err
 			}
 		}
-		return nil
+		return store.SetSetting(ctx, tx, store.SettingsVersion, ver)
 	})
 	if err != nil {
 		return fmt.Errorf("master: store settings: %w", err)
 	}
 	m.apply(s)
+	m.settingsVer = ver
 	m.log.Info("settings changed", "by", ActorFrom(ctx))
 	return nil
 }
@@ -288,6 +336,9 @@ func (m *Master) retentionJob() {
 		return
 	}
 	defer done()
+	if !m.IsLeader() {
+		return // the leader prunes for the cluster
+	}
 	// Run grants matter only while a run sent to a node may still be reported.
 	if n, err := store.DeleteRunGrantsBefore(m.ctx, m.st.DB, time.Now().Add(-runGrantTTL)); err != nil {
 		m.log.Error("run grants: prune", "err", err)

@@ -64,3 +64,40 @@ func TestHealthSettingsPrecedence(t *testing.T) {
 		}
 	})
 }
+
+// Settings saved on one master reach another master on the same database
+// within its next health tick (the version poll), and its event names the
+// master that acted.
+func TestSettingsReachEveryMaster(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		m1 := newMaster(t, s)
+		m2 := newMaster(t, s, func(c *master.Config) { c.Identity = "master-b" })
+		for _, m := range []*master.Master{m1, m2} {
+			if err := m.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		next, _ := m1.Settings()
+		next.RunRetentionDays, next.MaxFailures, next.HealthInterval = 9, 5, 2*time.Second
+		if err := m1.UpdateSettings(master.WithActor(ctx, "admin"), next); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, _ := m2.Settings()
+			if got.RunRetentionDays == 9 && m2.HealthConfig().MaxFailures == 5 && m2.HealthConfig().Interval == 2*time.Second {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the other master still has %+v", got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Nothing changed since: a poll reloads nothing and keeps the values.
+		m2.PollSettings(ctx)
+		if got, _ := m2.Settings(); got.RunRetentionDays != 9 {
+			t.Fatalf("after an idle poll: %+v", got)
+		}
+	})
+}

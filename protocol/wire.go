@@ -128,7 +128,8 @@ type RegisterRequest struct {
 	NodeKey string `json:"node_key"`
 }
 
-// RegisterResponse answers a registration: the master's name and the node's running tasks.
+// RegisterResponse answers a registration: the cluster's name (what
+// --workerof names) and the node's running tasks.
 type RegisterResponse struct {
 	Master string     `json:"master"`
 	Tasks  []TaskSpec `json:"tasks"`

@@ -31,6 +31,7 @@ const (
 	maxEventAction = 64
 	maxEventType   = 16
 	maxEventTarget = 255
+	maxEventMaster = 64
 	// MaxEventDetail is the longest detail kept; longer ones are cut.
 	MaxEventDetail = 1000
 )
@@ -48,6 +49,9 @@ type Event struct {
 	Target     string    `bun:"target"`
 	Outcome    string    `bun:"outcome"`
 	Detail     string    `bun:"detail"`
+	// Master is the identity of the master that recorded the event ("" for
+	// events older than several masters).
+	Master string `bun:"master"`
 }
 
 // clip cuts s to at most n characters (not bytes), marking a cut with "…".
@@ -76,6 +80,7 @@ func AddEvent(ctx context.Context, db bun.IDB, e *Event) error {
 	e.Action = clip(e.Action, maxEventAction)
 	e.TargetType = clip(e.TargetType, maxEventType)
 	e.Target = clip(e.Target, maxEventTarget)
+	e.Master = clip(e.Master, maxEventMaster)
 	e.Detail = clip(strings.ToValidUTF8(e.Detail, "?"), MaxEventDetail)
 	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
 		return fmt.Errorf("store: add event: %w", err)

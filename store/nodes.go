@@ -183,6 +183,9 @@ type Transition struct {
 	Seen time.Time
 	// IfBootID, when set, also requires the stored boot id to equal it.
 	IfBootID *string
+	// Fence, when set, makes the change a leader's write: it happens only while
+	// the leader still holds its lease under the same epoch.
+	Fence *Fence
 }
 
 // TransitionNode applies t atomically: it changes the row only while the node's
@@ -209,7 +212,7 @@ func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) 
 	if t.IfBootID != nil {
 		q = q.Where("boot_id = ?", *t.IfBootID)
 	}
-	res, err := q.Exec(ctx)
+	res, err := t.Fence.where(q).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("store: transition node %q: %w", name, err)
@@ -295,15 +298,16 @@ func ResetNodeKey(ctx context.Context, db bun.IDB, name string) error {
 	return nil
 }
 
-// MarkSeen records successful probes of the named nodes in one statement per chunk.
-func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time) error {
+// MarkSeen records successful probes of the named nodes in one statement per
+// chunk, under fence (nil: unconditionally).
+func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fence *Fence) error {
 	const chunk = 500
 	for len(names) > 0 {
 		part := names[:min(chunk, len(names))]
 		names = names[len(part):]
-		_, err := db.NewUpdate().Model((*Node)(nil)).
+		_, err := fence.where(db.NewUpdate().Model((*Node)(nil)).
 			Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", "").
-			Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline).Exec(ctx)
+			Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("store: mark nodes seen: %w", err)
 		}
@@ -313,23 +317,25 @@ func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time) err
 
 // RecordProbeFailure counts one failed probe of a non-offline node. When the
 // count reaches maxFailures the node goes offline with reason, its counter is
-// reset and its fire claims are released; wentOffline reports that.
-func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailures int, reason string) (wentOffline bool, err error) {
+// reset and its fire claims are released; wentOffline reports that. Both
+// updates are made under fence (nil: unconditionally), so a leader that lost
+// its lease counts nothing.
+func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailures int, reason string, fence *Fence) (wentOffline bool, err error) {
 	now := time.Now().UTC()
-	res, err := db.NewUpdate().Model((*Node)(nil)).
+	res, err := fence.where(db.NewUpdate().Model((*Node)(nil)).
 		Set("failures = failures + 1").Set("reason = ?", reason).Set("updated_at = ?", now).
-		Where("name = ?", name).Where("status <> ?", StatusOffline).Exec(ctx)
+		Where("name = ?", name).Where("status <> ?", StatusOffline)).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return false, nil // went offline meanwhile: nothing to count
 		}
 		return false, fmt.Errorf("store: record probe failure: %w", err)
 	}
-	res, err = db.NewUpdate().Model((*Node)(nil)).
+	res, err = fence.where(db.NewUpdate().Model((*Node)(nil)).
 		Set("status = ?", StatusOffline).Set("failures = 0").
 		Set("reason = ?", fmt.Sprintf("offline after %d failed health checks: %s", maxFailures, reason)).
 		Set("updated_at = ?", now).
-		Where("name = ?", name).Where("status <> ?", StatusOffline).Where("failures >= ?", maxFailures).Exec(ctx)
+		Where("name = ?", name).Where("status <> ?", StatusOffline).Where("failures >= ?", maxFailures)).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return false, nil

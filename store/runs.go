@@ -172,6 +172,20 @@ func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, n
 	return existing.Node, nil
 }
 
+// FireClaimWinner returns the node that claimed a fire, or "" when none has.
+func FireClaimWinner(ctx context.Context, db bun.IDB, taskID string, fire time.Time) (string, error) {
+	var nodes []string
+	err := db.NewSelect().Model((*Claim)(nil)).Column("node").Where("task_id = ?", taskID).
+		Where("fire_at = ?", fire.UTC()).Limit(1).Scan(ctx, &nodes)
+	if err != nil {
+		return "", fmt.Errorf("store: read fire claim: %w", err)
+	}
+	if len(nodes) == 0 {
+		return "", nil
+	}
+	return nodes[0], nil
+}
+
 // DeleteOldClaims removes fire claims older than before.
 func DeleteOldClaims(ctx context.Context, db bun.IDB, before time.Time) error {
 	if _, err := db.NewDelete().Model((*Claim)(nil)).Where("fire_at < ?", before.UTC()).Exec(ctx); err != nil {

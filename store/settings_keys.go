@@ -17,6 +17,11 @@ const (
 	SettingPublicURL          = "public_url" // the console's URL, for links in notifications
 )
 
+// SettingsVersion changes (to a fresh random value) at every save of the
+// settings, in the same transaction: every master polls it and reloads the
+// settings when it differs from the version it loaded.
+const SettingsVersion = "settings_version"
+
 // SettingClusterKey is the stored cluster key, generated on the first start;
 // it is not on the Settings page.
 const SettingClusterKey = "cluster_key"

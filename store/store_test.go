@@ -359,7 +359,7 @@ func TestRecordProbeFailure(t *testing.T) {
 		insertClaim(t, ctx, s, "task-a", "w2", time.Now().Add(2*time.Second))
 
 		for i := 1; i <= 2; i++ {
-			off, err := store.RecordProbeFailure(ctx, db, "w1", 3, "connection refused")
+			off, err := store.RecordProbeFailure(ctx, db, "w1", 3, "connection refused", nil)
 			if err != nil || off {
 				t.Fatalf("failure %d: off=%v err=%v", i, off, err)
 			}
@@ -371,7 +371,7 @@ func TestRecordProbeFailure(t *testing.T) {
 		if c := countClaims(t, ctx, s, "w1"); c != 2 {
 			t.Fatalf("claims before going offline = %d, want 2", c)
 		}
-		off, err := store.RecordProbeFailure(ctx, db, "w1", 3, "connection refused")
+		off, err := store.RecordProbeFailure(ctx, db, "w1", 3, "connection refused", nil)
 		if err != nil || !off {
 			t.Fatalf("third failure: off=%v err=%v, want offline", off, err)
 		}
@@ -389,7 +389,7 @@ func TestRecordProbeFailure(t *testing.T) {
 			t.Errorf("claims of another node = %d, want 1", c)
 		}
 		// An offline node counts nothing more.
-		off, err = store.RecordProbeFailure(ctx, db, "w1", 3, "still down")
+		off, err = store.RecordProbeFailure(ctx, db, "w1", 3, "still down", nil)
 		if err != nil || off {
 			t.Errorf("failure on offline node: off=%v err=%v", off, err)
 		}
@@ -414,10 +414,10 @@ func TestMarkSeen(t *testing.T) {
 			}
 		}
 		at := time.Now().UTC().Truncate(time.Millisecond)
-		if err := store.MarkSeen(ctx, db, []string{"a", "off"}, at); err != nil {
+		if err := store.MarkSeen(ctx, db, []string{"a", "off"}, at, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.MarkSeen(ctx, db, nil, at); err != nil {
+		if err := store.MarkSeen(ctx, db, nil, at, nil); err != nil {
 			t.Fatalf("MarkSeen(nil) = %v", err)
 		}
 		a, b, off := mustGet(t, ctx, s, "a"), mustGet(t, ctx, s, "b"), mustGet(t, ctx, s, "off")
@@ -436,7 +436,7 @@ func TestMarkSeen(t *testing.T) {
 			many[i] = "x"
 		}
 		many[1202] = "b"
-		if err := store.MarkSeen(ctx, db, many, at); err != nil {
+		if err := store.MarkSeen(ctx, db, many, at, nil); err != nil {
 			t.Fatal(err)
 		}
 		if b := mustGet(t, ctx, s, "b"); !b.LastSeen.Equal(at) || b.Failures != 0 {

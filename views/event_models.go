@@ -16,6 +16,7 @@ type EventRow struct {
 	ObjectURL   string // the node's or task's own page, when there is one
 	Outcome     string // ok, error
 	Detail      string
+	Master      string // the master that recorded it, when known
 }
 
 // EventFilterVM is the filter form of the event log, as typed.

@@ -32,11 +32,13 @@ type NodeRow struct {
 	Failures       int
 	Mode           string
 	Reason         string
-	CanConnect     bool
-	CanEnable      bool
-	CanDisable     bool
-	CanDelete      bool
-	CanEdit        bool
+	// Leader marks the master holding the cluster lease.
+	Leader     bool
+	CanConnect bool
+	CanEnable  bool
+	CanDisable bool
+	CanDelete  bool
+	CanEdit    bool
 	// CanResetIdentity: an auto worker bound to a node key.
 	CanResetIdentity bool
 }

@@ -31,7 +31,7 @@ func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
 	if errRight == nil || errWrong == nil || errRight.Error() != errWrong.Error() {
 		t.Fatalf("answers differ: right master name %v, wrong one %v", errRight, errWrong)
 	}
-	if strings.Contains(errRight.Error(), "another master") {
+	if strings.Contains(errRight.Error(), "another cluster") {
 		t.Fatalf("an outsider learned the master name: %v", errRight)
 	}
 	// Over HTTP too: same status and body.
@@ -50,7 +50,7 @@ func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
 	}
 	// A holder of the cluster key signing for another master may learn that.
 	_, err := w.Connect(sign(clusterKey, "other", "other", "w1", now, protocol.NewNonce()), connectReq("w1"), now)
-	if err == nil || !strings.Contains(err.Error(), "another master") {
+	if err == nil || !strings.Contains(err.Error(), "another cluster") {
 		t.Fatalf("a cluster member of another master: %v", err)
 	}
 }

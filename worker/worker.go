@@ -3,7 +3,7 @@
 // handshake, registration with the master, the gocron runner, the http and
 // shell executors, and the run-report journal and its delivery. It speaks to
 // the master only in package protocol's terms; it never opens the database and
-// needs only the master's URL and the cluster key.
+// needs only the masters' URLs (it fails over along them) and the cluster key.
 package worker
 
 import (
@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,13 +36,15 @@ type Config struct {
 	Port           int
 	Priority       int
 	MaxConcurrency int
-	MasterURL      string
-	ClusterKey     string
-	AutoRegister   bool
-	WorkerOf       string // manual mode: the only master allowed to connect
-	AllowShell     bool
-	DataDir        string
-	MachineName    string
+	// MasterURL is one master URL or a comma-separated list of them (every
+	// master of the cluster, or one load-balanced URL); see MasterURLs.
+	MasterURL    string
+	ClusterKey   string
+	AutoRegister bool
+	WorkerOf     string // manual mode: the only cluster whose masters may connect
+	AllowShell   bool
+	DataDir      string
+	MachineName  string
 	// StopTimeout bounds how long shutdown waits for running jobs.
 	StopTimeout time.Duration
 	// RetryBackoff is the delay before a failed run's first retry; it doubles
@@ -64,12 +65,13 @@ func (c Config) NodeConfig() protocol.NodeConfig {
 
 // Worker is one running worker node.
 type Worker struct {
-	cfg    Config
-	log    *slog.Logger
-	client *http.Client
-	bootID string
-	nonces *protocol.NonceCache
-	sched  gocron.Scheduler
+	cfg     Config
+	log     *slog.Logger
+	client  *http.Client
+	masters *masters // every worker-to-master call fails over along it
+	bootID  string
+	nonces  *protocol.NonceCache
+	sched   gocron.Scheduler
 
 	nodeKey ed25519.PrivateKey // proves this node's name to the master
 
@@ -82,7 +84,7 @@ type Worker struct {
 	mu         sync.Mutex
 	secret     string
 	node       protocol.NodeConfig
-	master     string // master name accepted for Connect; from --workerof or registration
+	master     string // cluster name accepted for Connect; from --workerof or registration
 	connected  bool
 	scheduling bool
 }
@@ -130,6 +132,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		cfg:     cfg,
 		log:     log,
 		client:  &http.Client{Timeout: 10 * time.Second},
+		masters: newMasters(cfg.MasterURL, log),
 		bootID:  protocol.NewNonce(),
 		nonces:  protocol.NewNonceCache(100_000),
 		sched:   sched,
@@ -203,24 +206,26 @@ func (w *Worker) Connect(h ConnectHeaders, req protocol.ConnectRequest, now time
 	if err := protocol.CheckTimestamp(h.Timestamp, now); err != nil {
 		return protocol.ConnectResponse{}, err
 	}
-	// Nothing about this worker's master may leak before the sender proves it
-	// holds the cluster key: an outsider gets the same answer whatever master
-	// name it tries. A MAC made for the master named in sm_master proves the
+	// Nothing about this worker's cluster may leak before the sender proves
+	// it holds the cluster key: an outsider gets the same answer whatever
+	// name it tries. A MAC made for the cluster named in sm_master proves the
 	// key too, so such a sender may learn that this worker is not its own.
+	// Any master of the cluster signs with the cluster's name, so any of
+	// them may connect.
 	ours := w.master != "" && protocol.EqualMAC(h.MAC, protocol.ConnectMAC(w.cfg.ClusterKey, w.master, h.NameTo, h.Timestamp, h.Nonce))
 	theirs := !ours && h.Master != "" && h.Master != w.master &&
 		protocol.EqualMAC(h.MAC, protocol.ConnectMAC(w.cfg.ClusterKey, h.Master, h.NameTo, h.Timestamp, h.Nonce))
 	if !ours && !theirs {
-		return protocol.ConnectResponse{}, fmt.Errorf("%w: bad signature (wrong cluster key or master name)", protocol.ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: bad signature (wrong cluster key or cluster name)", protocol.ErrHandshake)
 	}
 	if !w.nonces.Use(h.Nonce, now) {
 		return protocol.ConnectResponse{}, fmt.Errorf("%w: nonce already used", protocol.ErrHandshake)
 	}
 	if w.master == "" {
-		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof master", protocol.ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker has no --workerof cluster", protocol.ErrHandshake)
 	}
 	if theirs || (h.Master != "" && h.Master != w.master) {
-		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another master", protocol.ErrHandshake)
+		return protocol.ConnectResponse{}, fmt.Errorf("%w: this worker belongs to another cluster", protocol.ErrHandshake)
 	}
 	if req.Node.Name != h.NameTo {
 		return protocol.ConnectResponse{}, fmt.Errorf("%w: body names node %q, header %q", protocol.ErrInvalid, req.Node.Name, h.NameTo)
@@ -235,7 +240,7 @@ func (w *Worker) Connect(h ConnectHeaders, req protocol.ConnectRequest, now time
 	w.runner.limit.setMax(req.Node.MaxConcurrency)
 	w.secret = protocol.NewSecret()
 	w.connected = true
-	w.log.Info("connected to master", "master", w.master, "node", w.node.Name)
+	w.log.Info("connected to master", "cluster", w.master, "node", w.node.Name)
 	return protocol.ConnectResponse{Node: w.node.Name, Secret: w.secret, BootID: w.bootID}, nil
 }
 
@@ -438,7 +443,8 @@ func (w *Worker) register(ctx context.Context) error {
 		protocol.HeaderNodeSignature: protocol.SignRegistration(w.nodeKey, req.Node.Name, ts, nonce, body),
 	}
 	var resp protocol.RegisterResponse
-	if err := w.post(ctx, protocol.PathMasterRegister, headers, body, &resp); err != nil {
+	used, err := w.call(ctx, protocol.PathMasterRegister, headers, body, &resp)
+	if err != nil {
 		return err
 	}
 	// A task that cannot be scheduled is logged by Startup; the node still registers.
@@ -450,7 +456,11 @@ func (w *Worker) register(ctx context.Context) error {
 	}
 	w.connected = true
 	w.mu.Unlock()
-	w.log.Info("registered with the master", "master", resp.Master, "node", req.Node.Name, "tasks", len(resp.Tasks))
+	if w.cfg.WorkerOf != "" && resp.Master != w.cfg.WorkerOf {
+		w.log.Warn("the master's cluster is not the one --workerof names: its masters cannot Connect this worker",
+			"cluster", resp.Master, "workerof", w.cfg.WorkerOf)
+	}
+	w.log.Info("registered with the master", "cluster", resp.Master, "url", used, "node", req.Node.Name, "tasks", len(resp.Tasks))
 	return nil
 }
 
@@ -475,29 +485,45 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: tell the master we go offline: %w", err)
 	}
-	w.log.Info("told the master this node goes offline")
+	w.log.Info("told the master this node goes offline", "url", w.masters.current())
 	return nil
 }
 
-// post sends a JSON body to the master and decodes a JSON answer into out.
+// post sends a JSON body to a master and decodes a JSON answer into out.
 func (w *Worker) post(ctx context.Context, path string, headers map[string]string, body []byte, out any) error {
-	url := strings.TrimRight(w.cfg.MasterURL, "/") + path
-	// A registration answer carries every task of the node: allow as much as
-	// the worker's own startup route does.
-	err := protocol.Call(ctx, w.client, http.MethodPost, url, headers, body, protocol.MaxStartupBody, out)
+	_, err := w.call(ctx, path, headers, body, out)
+	return err
+}
+
+// call is post that also returns the base URL of the master that answered
+// (or failed last). It starts at the master in use and fails over along the
+// list on connection errors and 5xx answers.
+func (w *Worker) call(ctx context.Context, path string, headers map[string]string, body []byte, out any) (string, error) {
+	var base string
+	err := w.masters.do(ctx, func(b string) error {
+		base = b
+		// A registration answer carries every task of the node: allow as
+		// much as the worker's own startup route does.
+		return protocol.Call(ctx, w.client, http.MethodPost, b+path, headers, body, protocol.MaxStartupBody, out)
+	})
+	return base, callError(err, base, base+path)
+}
+
+// callError words a failed call to the master at base.
+func callError(err error, base, url string) error {
 	var se *protocol.StatusError
 	var ce *protocol.CallError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &se) && se.Status == http.StatusUnauthorized:
-		return fmt.Errorf("worker: master answered 401: %w", errMasterUnauthorized)
+		return fmt.Errorf("worker: master at %s answered 401: %w", base, errMasterUnauthorized)
 	case errors.As(err, &se):
-		return fmt.Errorf("worker: master %w", se)
+		return fmt.Errorf("worker: master at %s %w", base, se)
 	case errors.As(err, &ce) && ce.Op == protocol.OpRequest:
 		return fmt.Errorf("worker: request %s: %w", url, ce.Err)
 	case errors.As(err, &ce) && ce.Op == protocol.OpSend:
-		return fmt.Errorf("worker: master at %s unreachable: %w", w.cfg.MasterURL, ce.Err)
+		return fmt.Errorf("worker: master at %s unreachable: %w", base, ce.Err)
 	case errors.As(err, &ce) && ce.Op == protocol.OpRead:
 		return fmt.Errorf("worker: read answer of %s: %w", url, ce.Err)
 	case errors.As(err, &ce):

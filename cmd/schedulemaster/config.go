@@ -28,11 +28,13 @@ type lookupEnvFunc func(string) (string, bool)
 
 // masterConfig is the validated configuration of `schedulemaster master`.
 type masterConfig struct {
-	Listen        string    // bind address of the console and API
-	DB            string    // --db as given
-	DSN           store.DSN // DB parsed, SQLite placed in DataDir
-	DataDir       string
-	Identity      string // the master's node name
+	Listen   string    // bind address of the console and API
+	DB       string    // --db as given
+	DSN      store.DSN // DB parsed, SQLite placed in DataDir
+	DataDir  string
+	Identity string // the master's node name
+	// Cluster names the cluster of masters; workers' --workerof names it.
+	Cluster       string
 	AdminPassword string // first start only; empty means random
 	ClusterKey    string // empty means the stored (or newly generated) key
 	// Advertise is the host:port recorded for the master's own node; empty
@@ -70,6 +72,8 @@ func masterOptions(c *masterConfig) *options {
 	o.add(&option{name: "db", key: "DB", dst: &c.DB, usage: "database: empty for SQLite in the data dir, sqlite://PATH or mysql://user:pass@tcp(host:3306)/db"})
 	o.add(&option{name: "data-dir", key: "DataDir", def: "./data", dst: &c.DataDir, usage: "directory for the SQLite database"})
 	o.add(&option{name: "identity", key: "Identity", def: "master", dst: &c.Identity, usage: "the master's node name"})
+	o.add(&option{name: "cluster", key: "Cluster", def: master.DefaultCluster, dst: &c.Cluster,
+		usage: "the cluster's name, the same on every master of one database (what workers' --workerof names)"})
 	o.add(&option{name: "admin-password", key: "AdminPassword", dst: &c.AdminPassword, usage: "password of user admin, created on first start (default: random, printed once)"})
 	o.add(&option{name: "cluster-key", key: "ClusterKey", dst: &c.ClusterKey, usage: "key shared with workers (default: generated on first start and stored)"})
 	def := master.DefaultSettings()
@@ -113,6 +117,9 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 	c.DSN = dsn
 	if msg := protocol.ValidateName(c.Identity); msg != "" {
 		bad("identity", "%s", msg)
+	}
+	if msg := protocol.ValidateName(c.Cluster); msg != "" {
+		bad("cluster", "%s", msg)
 	}
 	if c.AdminPassword != "" && utf8.RuneCountInString(c.AdminPassword) < minAdminPasswordLen {
 		bad("admin-password", "must be at least %d characters", minAdminPasswordLen)
@@ -164,7 +171,7 @@ func workerOptions(c *workerConfig) *options {
 	o.add(&option{name: "ip", key: "IP", def: "127.0.0.1", dst: &c.IP, usage: "IP or host name the master reaches this worker on"})
 	o.add(&option{name: "priority", key: "Priority", def: "1", dst: &c.Priority, min: 0, max: protocol.MaxPriority, usage: "weight when the master picks a worker"})
 	o.add(&option{name: "maxc", key: "MaxConcurrency", def: "20", dst: &c.MaxConcurrency, min: 1, max: protocol.MaxMaxConcurrency, usage: "max concurrently running jobs"})
-	o.add(&option{name: "master", key: "Master", dst: &c.MasterURL, usage: "master URL, http(s)://host[:port] (required)"})
+	o.add(&option{name: "master", key: "Master", dst: &c.MasterURL, usage: "master URL http(s)://host[:port], or a comma-separated list of every master's URL: calls fail over along it (required)"})
 	o.add(&option{name: "cluster-key", key: "ClusterKey", dst: &c.ClusterKey, usage: "the master's cluster key (required)"})
 	o.add(&option{name: "autor", key: "AutoRegister", def: "true", dst: &c.AutoRegister,
 		env: []string{"SM_AUTOR", "SMCORE_AUTOR"}, looseEnvBool: true,
@@ -214,7 +221,7 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 	if msg := protocol.ValidateHost(announced.Host()); msg != "" {
 		bad("ip", "%s", msg)
 	}
-	if msg := validMasterURL(c.MasterURL); msg != "" {
+	if msg := validMasterURLs(c.MasterURL); msg != "" {
 		bad("master", "%s", msg)
 	}
 	if msg := validClusterKey(c.ClusterKey); msg != "" {
@@ -305,6 +312,28 @@ func validClusterKey(key string) string {
 		return fmt.Sprintf("must be at least %d characters", minClusterKeyLen)
 	case strings.TrimSpace(key) != key:
 		return "has leading or trailing spaces"
+	}
+	return ""
+}
+
+// validMasterURLs accepts one master URL or a comma-separated list of them,
+// each as validMasterURL wants it, none empty and none twice.
+func validMasterURLs(raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		return validMasterURL("")
+	}
+	seen := map[string]bool{}
+	for _, u := range worker.MasterURLs(raw) {
+		if u == "" {
+			return fmt.Sprintf("%q has an empty entry: separate the URLs by single commas", raw)
+		}
+		if msg := validMasterURL(u); msg != "" {
+			return msg
+		}
+		if seen[strings.ToLower(u)] {
+			return fmt.Sprintf("lists %q twice", u)
+		}
+		seen[strings.ToLower(u)] = true
 	}
 	return ""
 }

@@ -42,6 +42,13 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		tlsCert = c
 	}
 
+	if cfg.DSN.Dialect == store.SQLite {
+		unlock, err := lockSQLite(cfg.DSN.Path)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	log.Info("opening database", "db", cfg.DSN.String())
 	st, err := store.Open(ctx, cfg.DSN, log)
 	if err != nil {
@@ -80,6 +87,7 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 
 	m := master.New(master.Config{
 		Identity:      cfg.Identity,
+		Cluster:       cfg.Cluster,
 		ClusterKey:    clusterKey,
 		AdvertiseHost: advertise,
 		// The engine puts the stored settings over these unless pinned.

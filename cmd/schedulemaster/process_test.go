@@ -68,7 +68,7 @@ func TestProcessWrongWorkerOfRefused(t *testing.T) {
 		t.Fatalf("create: %d %s", status, body)
 	}
 	status, body := m.api("POST", "/api/v1/nodes/man2/connect", "")
-	if status != http.StatusBadGateway || !strings.Contains(body, "man2") || !strings.Contains(body, "another master") {
+	if status != http.StatusBadGateway || !strings.Contains(body, "man2") || !strings.Contains(body, "another cluster") {
 		t.Fatalf("connect to a worker of another master: %d %s", status, body)
 	}
 	if n := m.node("man2"); n.Status != 0 {
