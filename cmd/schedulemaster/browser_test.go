@@ -304,6 +304,12 @@ func (b *browser) run(what string, timeout time.Duration, a chromedp.Action[chro
 // do runs the steps in order with one deadline for all of them.
 func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
+	// A person cannot click within the milliseconds between a swap and htmx
+	// wiring the new buttons, but chromedp can: a form clicked then submits
+	// natively and reloads the page. Wait until htmx is idle and every htmx
+	// form on the page is wired.
+	b.wait(what+": htmx idle", timeout, `String(document.querySelectorAll('.htmx-request,.htmx-swapping,.htmx-settling,.htmx-added').length === 0 &&
+		[...document.querySelectorAll('[hx-post],[hx-get]')].every(e => e['htmx-internal-data'] && e['htmx-internal-data'].initHash))`, equals("true"))
 	b.run(what, timeout, chromedp.Steps(steps...))
 }
 
