@@ -308,8 +308,11 @@ func TestProcessSingleExecutorSurvivesMasterDowntime(t *testing.T) {
 	dataDir := t.TempDir()
 	m := startMaster(t, dataDir)
 	tg := newTarget(t)
-	startWorker(t, m, "solo")
+	_, soloHost := startWorker(t, m, "solo")
 	m.waitNode("solo", 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+	// The master marks a registered node running before the worker has read
+	// the answer and started its scheduler; start tasks once it schedules.
+	waitScheduling(t, soloHost, 10*time.Second)
 	tk := m.createTask(`{"title":"solo","type":"http","schedule":{"kind":"interval","every":"1s"},
 		"http":{"url":"` + tg.URL + `/solo"},"executors":["solo"]}`)
 	m.taskAction(tk.ID, "start")
@@ -331,6 +334,18 @@ func TestProcessSingleExecutorSurvivesMasterDowntime(t *testing.T) {
 		ids[r.ID] = true
 	}
 	t.Logf("%d runs recorded for %d hits, %d of them while the master was down", len(runs), tg.count("/solo"), tg.count("/solo")-down)
+}
+
+// waitScheduling polls a worker's /health until it says it is scheduling.
+func waitScheduling(t *testing.T, host string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for workerHealth(t, host).Status != "scheduling" {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s not scheduling after %s", host, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func waitHits(t *testing.T, tg *target, path string, n int, timeout time.Duration) {
