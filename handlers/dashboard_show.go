@@ -86,6 +86,9 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.Dash
 		}
 		vm.TasksTotal += n
 	}
+	if vm.NoExecutor, err = store.CountStrandedTasks(ctx, db); err != nil {
+		return vm, err
+	}
 	today := utcDay(now)
 	vm.Today = today.Format(time.DateOnly)
 	counts, err := store.RunsPerDay(ctx, db, today, today.AddDate(0, 0, 1))

@@ -41,13 +41,23 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		HTTPContentType: strings.TrimSpace(c.PostForm("http_content_type")),
 		ShellCommand:    c.PostForm("shell_command"), ShellArgs: c.PostForm("shell_args"),
 		ShellEnv: c.PostForm("shell_env"), ShellDir: strings.TrimSpace(c.PostForm("shell_dir")),
+		Timezone: strings.TrimSpace(c.PostForm("timezone")),
+		Overlap:  strings.TrimSpace(c.PostForm("overlap")),
 	}
 	fe := protocol.FieldErrors{}
+	// The form's times are wall clock times in the task's zone; an unknown
+	// zone is named by Validate, the times read as UTC meanwhile.
+	loc, err := protocol.LoadTimezone(vm.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
 	in := master.TaskInput{
 		TaskDef: protocol.TaskDef{
 			Title: vm.Title, Description: vm.Description, Type: vm.Type,
 			Schedule:     protocol.Schedule{Kind: vm.ScheduleKind},
 			SecretParams: splitList(vm.SecretParams),
+			Timezone:     vm.Timezone,
+			Overlap:      vm.Overlap,
 		},
 		Executors: c.PostFormArray("executors"),
 		Keepers:   splitList(vm.Keepers),
@@ -65,17 +75,16 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 			in.Schedule.Every = protocol.Duration(d)
 		}
 	case protocol.ScheduleOnce:
-		at, err := parseFormTime(vm.At)
+		at, err := parseFormTimeIn(vm.At, loc)
 		if err != nil {
 			fe["schedule.at"] = err.Error()
 		}
 		in.Schedule.At = at
 	}
-	var err error
-	if in.StartAt, err = parseFormTime(vm.StartAt); err != nil {
+	if in.StartAt, err = parseFormTimeIn(vm.StartAt, loc); err != nil {
 		fe["start_at"] = err.Error()
 	}
-	if in.EndAt, err = parseFormTime(vm.EndAt); err != nil {
+	if in.EndAt, err = parseFormTimeIn(vm.EndAt, loc); err != nil {
 		fe["end_at"] = err.Error()
 	}
 	if vm.Timeout != "" {
@@ -223,10 +232,16 @@ func otherErrors(fe map[string]string) []string {
 func taskFormFromTask(stored *master.Task) views.TaskFormVM {
 	masked := master.MaskTask(*stored)
 	t := &masked
+	loc, err := protocol.LoadTimezone(t.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
 	vm := views.TaskFormVM{
+		Timezone:     t.Timezone,
+		Overlap:      t.Overlap,
 		SecretParams: strings.Join(t.SecretParams, ", "),
 		ID:           t.ID, Title: t.Title, Description: t.Description, Type: t.Type, ScheduleKind: t.Schedule.Kind,
-		Cron: t.Schedule.Cron, At: formTime(t.Schedule.At), StartAt: formTime(t.StartAt), EndAt: formTime(t.EndAt),
+		Cron: t.Schedule.Cron, At: formTimeIn(t.Schedule.At, loc), StartAt: formTimeIn(t.StartAt, loc), EndAt: formTimeIn(t.EndAt, loc),
 		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: strconv.Itoa(t.Retries),
 		Params: joinPairs(t.Params, "="), Keepers: strings.Join(t.Keepers, ", "), HTTPMethod: "GET",
 	}
@@ -251,26 +266,30 @@ func taskFormFromTask(stored *master.Task) views.TaskFormVM {
 var formTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02 15:04:05", time.RFC3339}
 
 // parseFormTime reads a datetime-local value as UTC; "" is no time.
-func parseFormTime(v string) (*time.Time, error) {
+func parseFormTime(v string) (*time.Time, error) { return parseFormTimeIn(v, time.UTC) }
+
+// parseFormTimeIn reads a datetime-local value as a wall clock time in loc
+// (the task's time zone); "" is no time.
+func parseFormTimeIn(v string, loc *time.Location) (*time.Time, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return nil, nil
 	}
 	for _, layout := range formTimeLayouts {
-		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
 			t = t.UTC()
 			return &t, nil
 		}
 	}
-	return nil, fmt.Errorf("%q is not a date and time like 2030-01-02T15:04 (UTC)", v)
+	return nil, fmt.Errorf("%q is not a date and time like 2030-01-02T15:04 (%s)", v, loc)
 }
 
-// formTime writes a time for a datetime-local input, in UTC.
-func formTime(t *time.Time) string {
+// formTimeIn writes a time for a datetime-local input, in loc.
+func formTimeIn(t *time.Time, loc *time.Location) string {
 	if t == nil {
 		return ""
 	}
-	u := t.UTC()
+	u := t.In(loc)
 	if u.Second() != 0 {
 		return u.Format("2006-01-02T15:04:05")
 	}

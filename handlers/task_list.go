@@ -168,7 +168,19 @@ func taskRow(t *master.Task, now time.Time) views.TaskRow {
 	}
 	r.LastRun, r.LastRunAt = lastRunText(t, now)
 	r.NextRun, r.NextRunAt = nextRunText(t, now)
+	r.NoExecutor, r.NoExecutorSince = noExecutor(t)
 	return r
+}
+
+// noExecutor says whether a running task has no running executor, and since when.
+func noExecutor(t *master.Task) (bool, string) {
+	if t.Runnable {
+		return false, ""
+	}
+	if t.NotRunnableSince == nil {
+		return true, ""
+	}
+	return true, utcText(*t.NotRunnableSince)
 }
 
 func lastRunText(t *master.Task, now time.Time) (rel, at string) {
@@ -216,6 +228,9 @@ func utcText(t time.Time) string {
 func scheduleText(d *protocol.TaskDef) string {
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
+		if d.Timezone != "" && d.Timezone != protocol.DefaultTimezone {
+			return "cron " + d.Schedule.Cron + " (" + d.Timezone + ")"
+		}
 		return "cron " + d.Schedule.Cron
 	case protocol.ScheduleInterval:
 		return "every " + shortDuration(time.Duration(d.Schedule.Every))

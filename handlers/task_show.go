@@ -40,13 +40,14 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
 		Schedule: scheduleText(&t.TaskDef), Status: int(t.Status), StatusName: t.Status.String(),
-		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Params: sortedKV(t.Params),
+		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
 	}
 	vm.LastRun, vm.LastRunAt = lastRunText(t, now)
 	vm.NextRun, vm.NextRunAt = nextRunText(t, now)
+	vm.NoExecutor, vm.NoExecutorSince = noExecutor(t)
 	switch {
 	case t.StartAt != nil && t.EndAt != nil:
 		vm.Window = "from " + utcText(*t.StartAt) + " to " + utcText(*t.EndAt)

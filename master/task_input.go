@@ -36,6 +36,9 @@ type TaskInput struct {
 	CreatedBy  *string    `json:"created_by,omitempty"`
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+	// Runnable and NotRunnableSince are Task's warning (see Task.Runnable).
+	Runnable         *bool      `json:"runnable,omitempty"`
+	NotRunnableSince *time.Time `json:"not_runnable_since,omitempty"`
 }
 
 // CreateTask validates and stores a new, stopped task. Without executors it

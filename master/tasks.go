@@ -25,6 +25,14 @@ type Task struct {
 	CreatedBy  string           `json:"created_by"`
 	CreatedAt  time.Time        `json:"created_at"`
 	UpdatedAt  time.Time        `json:"updated_at"`
+	// Runnable is false when the task is running but none of its executors
+	// is (all offline, disabled or gone): its fires cannot run anywhere. It is
+	// true for every other task, whose status says why it does not fire.
+	Runnable bool `json:"runnable"`
+	// NotRunnableSince is, when Runnable is false, the latest status change
+	// among its executors: when the last of them stopped running. Absent when
+	// the task is runnable or has no executor left.
+	NotRunnableSince *time.Time `json:"not_runnable_since,omitempty"`
 }
 
 // runGrantTTL is how long a run grant lets a node report runs of a task it
@@ -33,7 +41,7 @@ const runGrantTTL = 7 * 24 * time.Hour
 
 func decodeTask(t *store.Task) (*Task, error) {
 	out := &Task{Executors: t.Executors, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
-		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Runnable: true}
 	if err := json.Unmarshal([]byte(t.Spec), &out.TaskDef); err != nil {
 		return nil, fmt.Errorf("master: task %s: stored definition: %w", t.ID, err)
 	}
@@ -79,7 +87,43 @@ func (m *Master) GetTask(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
-	return decodeTask(t)
+	out, err := decodeTask(t)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.markStranded(ctx, []*Task{out}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// markStranded clears Runnable on those of tasks that are running with no
+// running executor, in one query for them all.
+func (m *Master) markStranded(ctx context.Context, tasks []*Task) error {
+	ids := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		if t.Status == store.TaskRunning {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	stranded, err := store.StrandedTasks(ctx, m.st.DB, ids)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		since, ok := stranded[t.ID]
+		if !ok {
+			continue
+		}
+		t.Runnable = false
+		if !since.IsZero() {
+			t.NotRunnableSince = &since
+		}
+	}
+	return nil
 }
 
 // ListTasks returns a page of tasks and the total.
@@ -95,6 +139,13 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 			return nil, 0, err
 		}
 		out = append(out, *t)
+	}
+	ptrs := make([]*Task, len(out))
+	for i := range out {
+		ptrs[i] = &out[i]
+	}
+	if err := m.markStranded(ctx, ptrs); err != nil {
+		return nil, 0, err
 	}
 	return out, total, nil
 }

@@ -21,7 +21,7 @@ const cronHorizon = 5
 func ParseCron(expr string) (cron.Schedule, error) {
 	trimmed := strings.TrimSpace(expr)
 	if strings.HasPrefix(trimmed, "TZ=") || strings.HasPrefix(trimmed, "CRON_TZ=") {
-		return nil, fmt.Errorf("time zone prefixes are not supported; schedules are in UTC")
+		return nil, fmt.Errorf("time zone prefixes are not supported; set the task's timezone field instead")
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {
@@ -77,7 +77,11 @@ func NextFire(d *TaskDef, now time.Time) (time.Time, bool) {
 	var next time.Time
 	switch d.Schedule.Kind {
 	case ScheduleCron:
-		s, err := ParseCron(d.Schedule.Cron)
+		loc, err := LoadTimezone(d.Timezone)
+		if err != nil {
+			return time.Time{}, false
+		}
+		s, err := ParseCronIn(d.Schedule.Cron, loc)
 		if err != nil {
 			return time.Time{}, false
 		}

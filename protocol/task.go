@@ -102,7 +102,25 @@ type TaskDef struct {
 	// SecretParams names params whose values are sent to workers but shown
 	// masked everywhere.
 	SecretParams []string `json:"secret_params,omitempty"`
+	// Overlap says what a fire does while the task's previous run is still
+	// going on the same worker: OverlapAllow, OverlapSkip or OverlapQueue.
+	Overlap string `json:"overlap"`
+	// Timezone is the IANA zone ("Europe/Berlin") the cron expression reads
+	// wall clock times in; DefaultTimezone (UTC) when empty.
+	Timezone string `json:"timezone"`
 }
+
+// Overlap policies: what a fire does while the previous run of the same task
+// is still going on the worker that got the fire.
+const (
+	// OverlapAllow runs the fire alongside the previous run (the default).
+	OverlapAllow = "allow"
+	// OverlapSkip records the fire as a skipped run saying why.
+	OverlapSkip = "skip"
+	// OverlapQueue runs the fire when the previous run ends; at most one
+	// fire waits, a further one is recorded skipped.
+	OverlapQueue = "queue"
+)
 
 // TaskSpec is a task pushed to a worker: the definition plus what the worker
 // needs to run it among others.
@@ -124,7 +142,14 @@ var (
 // Normalize fills defaults (method GET, timeout) and trims text fields.
 func (d *TaskDef) Normalize() {
 	d.Title = strings.TrimSpace(d.Title)
+	d.Overlap = strings.ToLower(strings.TrimSpace(d.Overlap))
+	if d.Overlap == "" {
+		d.Overlap = OverlapAllow
+	}
 	d.Schedule.Cron = strings.TrimSpace(d.Schedule.Cron)
+	if d.Timezone = strings.TrimSpace(d.Timezone); d.Timezone == "" {
+		d.Timezone = DefaultTimezone
+	}
 	if d.Timeout == 0 {
 		d.Timeout = Duration(DefaultTimeout)
 	}
@@ -161,11 +186,16 @@ func (d *TaskDef) Validate(now time.Time) error {
 	if len(d.Description) > 4000 {
 		fe["description"] = "is longer than 4000 characters"
 	}
+	loc, err := LoadTimezone(d.Timezone)
+	if err != nil {
+		fe["timezone"] = err.Error()
+		loc = time.UTC
+	}
 	switch d.Schedule.Kind {
 	case ScheduleCron:
 		if d.Schedule.Cron == "" {
 			fe["schedule.cron"] = "is required for a cron schedule"
-		} else if sch, err := ParseCron(d.Schedule.Cron); err != nil {
+		} else if sch, err := ParseCronIn(d.Schedule.Cron, loc); err != nil {
 			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
 		} else if d.EndAt != nil {
 			if next := sch.Next(d.windowFrom(now).Add(-time.Nanosecond)); next.IsZero() || next.After(*d.EndAt) {
@@ -238,6 +268,11 @@ func (d *TaskDef) Validate(now time.Time) error {
 		fe["type"] = "is required: http or shell"
 	default:
 		fe["type"] = fmt.Sprintf("%q is not http or shell", d.Type)
+	}
+	switch d.Overlap {
+	case "", OverlapAllow, OverlapSkip, OverlapQueue: // "" is a definition Normalize has not seen: allow
+	default:
+		fe["overlap"] = fmt.Sprintf("%q is not allow, skip or queue", d.Overlap)
 	}
 	d.validateText(fe)
 	if len(fe) > 0 {

@@ -121,3 +121,52 @@ func LatestFailures(ctx context.Context, db bun.IDB, limit int) ([]FailedRun, er
 	}
 	return rows, nil
 }
+
+// noRunningExecutor is the condition, on a tasks row aliased t, that none of
+// the task's executors is running (offline, disabled or gone), so a running
+// task's fires cannot run anywhere.
+const noRunningExecutor = "NOT EXISTS (SELECT 1 FROM task_executors AS te JOIN nodes AS n ON n.name = te.node " +
+	"WHERE te.task_id = t.id AND n.status = ?)"
+
+// StrandedTasks returns, among the tasks ids, the running ones none of whose
+// executors is running, in one query for the whole list. Each maps to the
+// latest updated_at among its executors: a node's updated_at moves when its
+// status changes, so this is when the last executor stopped running (or was
+// last changed since); zero when the task has no executor left.
+func StrandedTasks(ctx context.Context, db bun.IDB, ids []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID    string       `bun:"id"`
+		Since bun.NullTime `bun:"since"`
+	}
+	err := db.NewSelect().TableExpr("tasks AS t").
+		ColumnExpr("t.id").
+		ColumnExpr("(SELECT MAX(n.updated_at) FROM task_executors AS te JOIN nodes AS n ON n.name = te.node WHERE te.task_id = t.id) AS since").
+		Where("t.id IN (?)", bun.In(ids)).Where("t.status = ?", TaskRunning).
+		Where(noRunningExecutor, StatusRunning).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: stranded tasks: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Since.Time.UTC()
+		if r.Since.IsZero() {
+			out[r.ID] = time.Time{}
+		}
+	}
+	return out, nil
+}
+
+// CountStrandedTasks counts the running tasks none of whose executors is
+// running, for the dashboard.
+func CountStrandedTasks(ctx context.Context, db bun.IDB) (int, error) {
+	n, err := db.NewSelect().TableExpr("tasks AS t").Where("t.status = ?", TaskRunning).
+		Where(noRunningExecutor, StatusRunning).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: count stranded tasks: %w", err)
+	}
+	return int(n), nil
+}

@@ -60,9 +60,11 @@ type DashboardLiveVM struct {
 	NodesTotal   int
 	Tasks        [3]int // stopped, running, paused
 	TasksTotal   int
-	Today        string // the UTC day, 2006-01-02
-	RunsToday    RunCounts
-	Failures     []FailureRow
+	// NoExecutor counts the running tasks none of whose executors is running.
+	NoExecutor int
+	Today      string // the UTC day, 2006-01-02
+	RunsToday  RunCounts
+	Failures   []FailureRow
 }
 
 // RunCounts counts runs by result.

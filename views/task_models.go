@@ -27,6 +27,10 @@ type TaskRow struct {
 	NextRunAt  string // RFC 3339, for the title
 	RunCount   int64
 	Actions    TaskActions
+	// NoExecutor: the task is running but none of its executors is, so its
+	// fires cannot run; NoExecutorSince says since when (UTC, "" if unknown).
+	NoExecutor      bool
+	NoExecutorSince string
 }
 
 // TaskFilterVM is the filter form of the task list, as typed.
@@ -104,6 +108,13 @@ type TaskFormVM struct {
 	ShellArgs    string // one per line
 	ShellEnv     string // KEY=value lines
 	ShellDir     string
+
+	// Timezone is the task's IANA zone ("" is UTC): its cron expression and
+	// the form's times read the wall clock there.
+	Timezone string
+
+	// Overlap is the task's overlap policy: allow, skip or queue ("" is allow).
+	Overlap string
 
 	Errors      map[string]string // field ("schedule.cron") -> message
 	OtherErrors []string          // errors of fields the form has no place for
@@ -185,6 +196,7 @@ type TaskVM struct {
 	Window      string // start/end window, "" when none
 	Timeout     string
 	Retries     int
+	Overlap     string // allow, skip or queue
 	Params      []KV
 	Executors   []string
 	Keepers     []string
@@ -204,6 +216,10 @@ type TaskVM struct {
 	ActionQuery string
 	ShowActions bool
 	Runs        RunsVM
+	// NoExecutor: the task is running but none of its executors is, so its
+	// fires cannot run; NoExecutorSince says since when (UTC, "" if unknown).
+	NoExecutor      bool
+	NoExecutorSince string
 }
 
 // RunVM is the run detail page.
@@ -225,4 +241,17 @@ type RunVM struct {
 	Output      string
 	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
 	BinaryOutput bool
+}
+
+// SchedulePreviewVM is the task form's preview of a schedule's next fires.
+type SchedulePreviewVM struct {
+	Zone   string        // the zone the fires are shown in
+	Fires  []PreviewFire // the next fires, at most five
+	Errors []string      // what is wrong with the schedule ("schedule.cron: ...")
+}
+
+// PreviewFire is one upcoming fire, in the task's zone and in UTC.
+type PreviewFire struct {
+	Local string
+	UTC   string
 }

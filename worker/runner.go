@@ -96,6 +96,8 @@ type runner struct {
 	shell   bool
 	backoff time.Duration // first retry delay; doubles per attempt
 
+	overlap overlapGate // each task's runs in progress, for its overlap policy
+
 	mu   sync.Mutex
 	jobs map[string]*taskJob
 	ctx  context.Context // cancelled when the worker stops: running jobs end
@@ -136,12 +138,19 @@ func (r *runner) definition(tj *taskJob, now time.Time) (gocron.JobDefinition, [
 	var def gocron.JobDefinition
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		sch, err := protocol.ParseCron(d.Schedule.Cron)
+		loc, err := protocol.LoadTimezone(d.Timezone)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: timezone %v", protocol.ErrInvalid, err)
+		}
+		sch, err := protocol.ParseCronIn(d.Schedule.Cron, loc)
 		if err != nil {
 			return nil, nil, err
 		}
 		tj.cron = sch
 		def = gocron.CronJob(d.Schedule.Cron, protocol.CronHasSeconds(d.Schedule.Cron))
+		// gocron runs the very schedule the master shows (NextFire), time
+		// zone and DST rules included, rather than parsing the text again.
+		opts = append(opts, gocron.WithCronImplementation(cronImpl{sch}))
 		if d.StartAt != nil && d.StartAt.After(now) {
 			opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(*d.StartAt)))
 		}
@@ -181,6 +190,20 @@ func (r *runner) definition(tj *taskJob, now time.Time) (gocron.JobDefinition, [
 }
 
 var errPaused = errors.New("paused")
+
+// cronImpl hands gocron a schedule parsed by protocol.ParseCronIn.
+type cronImpl struct{ s cron.Schedule }
+
+// IsValid accepts what ParseCronIn accepted if it fires again after now.
+func (c cronImpl) IsValid(_ string, _ *time.Location, now time.Time) error {
+	if c.s.Next(now).IsZero() {
+		return gocron.ErrCronJobInvalid
+	}
+	return nil
+}
+
+// Next is the first fire strictly after lastRun.
+func (c cronImpl) Next(lastRun time.Time) time.Time { return c.s.Next(lastRun) }
 
 // start schedules a task, or updates it in place when it is already scheduled
 // (starting a started task is fine).
@@ -322,19 +345,24 @@ func (r *runner) fire(tj *taskJob) {
 			return
 		}
 	}
-	r.execute(spec, fire, false)
+	r.run(spec, fire, false)
 }
 
 // runOnce runs a task now, outside its schedule, without a claim.
 func (r *runner) runOnce(spec protocol.TaskSpec) {
-	go r.execute(spec, time.Now().UTC(), true)
+	go r.run(spec, time.Now().UTC(), true)
 }
 
 // execute runs attempts until one succeeds or the retries are used up, with
-// exponentially growing delays, and reports every attempt.
-func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool) {
+// exponentially growing delays, and reports every attempt. id is the report
+// id of the first attempt.
+func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool, id string) {
 	for attempt := 1; attempt <= spec.Retries+1; attempt++ {
-		rep := r.attempt(&spec.TaskDef, fire, attempt, manual)
+		if attempt > 1 {
+			id = uuid.NewString()
+			r.attemptStarted(spec.ID, id)
+		}
+		rep := r.attempt(&spec.TaskDef, fire, attempt, manual, id)
 		r.reports.add(rep)
 		if rep.Result == protocol.ResultSuccess || attempt > spec.Retries {
 			return
@@ -349,9 +377,9 @@ func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool) {
 }
 
 // attempt runs one execution within the node's concurrency bound and timeout.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool) protocol.RunReport {
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
-	rep := protocol.RunReport{ID: uuid.NewString(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
+	rep := protocol.RunReport{ID: id, TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	wait, cancelWait := context.WithTimeout(r.ctx, timeout)
 	ok := r.limit.acquire(wait)
 	cancelWait()

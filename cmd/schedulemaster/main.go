@@ -14,6 +14,9 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	// Task time zones must resolve the same on every host, with or without
+	// a system tz database (scratch images, Windows).
+	_ "time/tzdata"
 )
 
 // Exit codes.

@@ -1,0 +1,157 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// Preview bounds: how many fires one may ask for.
+const (
+	previewDefault = 5
+	previewMax     = 50
+)
+
+// SchedulePreview is the answer of GET /api/v1/schedules/preview.
+type SchedulePreview struct {
+	Fires []string `json:"fires"`
+}
+
+// previewFires computes the next n fires of a schedule after now, by the
+// rules the worker runs (protocol.NextFire), or the field errors saying what
+// is wrong: the same words as saving the task would give.
+func previewFires(d protocol.TaskDef, n int, now time.Time) ([]time.Time, protocol.FieldErrors) {
+	d.Normalize()
+	fe := protocol.FieldErrors{}
+	if err := d.Validate(now); err != nil {
+		all, _ := err.(protocol.FieldErrors)
+		for k, v := range all {
+			// Only what the schedule is made of: the preview has no title or URL.
+			if strings.HasPrefix(k, "schedule.") || k == "timezone" || k == "start_at" || k == "end_at" {
+				fe[k] = v
+			}
+		}
+	}
+	if len(fe) > 0 {
+		return nil, fe
+	}
+	var out []time.Time
+	for len(out) < n {
+		next, ok := protocol.NextFire(&d, now)
+		if !ok {
+			break
+		}
+		out = append(out, next)
+		now = next
+	}
+	return out, nil
+}
+
+// previewDef is a definition holding only a schedule, so Validate speaks
+// about the schedule alone.
+func previewDef(kind, tz string) protocol.TaskDef {
+	return protocol.TaskDef{Title: "preview", Type: protocol.TaskShell, Shell: &protocol.ShellSpec{Command: "true"},
+		Schedule: protocol.Schedule{Kind: strings.TrimSpace(kind)}, Timezone: tz}
+}
+
+// apiSchedulePreview answers the next fires of a schedule:
+// ?kind=cron|interval|once&cron=&every=&at=(RFC 3339)&tz=&n=5.
+func (s *server) apiSchedulePreview(c *gin.Context) {
+	fe := protocol.FieldErrors{}
+	d := previewDef(c.Query("kind"), c.Query("tz"))
+	n := previewDefault
+	if v := strings.TrimSpace(c.Query("n")); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > previewMax {
+			fe["n"] = fmt.Sprintf("%q is not a whole number from 1 to %d", v, previewMax)
+		}
+	}
+	switch d.Schedule.Kind {
+	case protocol.ScheduleCron:
+		d.Schedule.Cron = c.Query("cron")
+	case protocol.ScheduleInterval:
+		if v := strings.TrimSpace(c.Query("every")); v != "" {
+			ev, err := time.ParseDuration(v)
+			if err != nil {
+				fe["schedule.every"] = fmt.Sprintf("%q is not a duration like 2s, 5m or 1h", v)
+			}
+			d.Schedule.Every = protocol.Duration(ev)
+		}
+	case protocol.ScheduleOnce:
+		if v := strings.TrimSpace(c.Query("at")); v != "" {
+			at, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				fe["schedule.at"] = fmt.Sprintf("%q is not an RFC 3339 time like 2030-01-02T15:04:05Z", v)
+			}
+			d.Schedule.At = &at
+		}
+	}
+	if len(fe) == 0 {
+		var fires []time.Time
+		if fires, fe = previewFires(d, n, time.Now()); len(fe) == 0 {
+			out := SchedulePreview{Fires: make([]string, 0, len(fires))}
+			for _, f := range fires {
+				out.Fires = append(out.Fires, f.UTC().Format(time.RFC3339))
+			}
+			c.JSON(http.StatusOK, out)
+			return
+		}
+	}
+	c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": fe.Error(), "fields": fe})
+}
+
+// schedulePreview renders the task form's preview of the next fires, read
+// from the form's own fields (times in the form's time zone) as it is typed in.
+func (s *server) schedulePreview(c *gin.Context) {
+	tz := strings.TrimSpace(c.Query("timezone"))
+	d := previewDef(c.Query("schedule_kind"), tz)
+	loc, err := protocol.LoadTimezone(tz)
+	if err != nil {
+		loc = time.UTC // Validate names the zone
+	}
+	fe := protocol.FieldErrors{}
+	switch d.Schedule.Kind {
+	case protocol.ScheduleCron:
+		d.Schedule.Cron = c.Query("schedule_cron")
+	case protocol.ScheduleInterval:
+		if v := strings.TrimSpace(c.Query("schedule_every")); v != "" {
+			ev, err := time.ParseDuration(v)
+			if err != nil {
+				fe["schedule.every"] = fmt.Sprintf("%q is not a duration like 2s, 5m or 1h", v)
+			}
+			d.Schedule.Every = protocol.Duration(ev)
+		}
+	case protocol.ScheduleOnce:
+		if d.Schedule.At, err = parseFormTimeIn(c.Query("schedule_at"), loc); err != nil {
+			fe["schedule.at"] = err.Error()
+		}
+	}
+	if d.StartAt, err = parseFormTimeIn(c.Query("start_at"), loc); err != nil {
+		fe["start_at"] = err.Error()
+	}
+	if d.EndAt, err = parseFormTimeIn(c.Query("end_at"), loc); err != nil {
+		fe["end_at"] = err.Error()
+	}
+	vm := views.SchedulePreviewVM{Zone: loc.String()}
+	var fires []time.Time
+	if len(fe) == 0 {
+		fires, fe = previewFires(d, previewDefault, time.Now())
+	}
+	for k, v := range fe {
+		vm.Errors = append(vm.Errors, k+": "+v)
+	}
+	sort.Strings(vm.Errors)
+	for _, f := range fires {
+		vm.Fires = append(vm.Fires, views.PreviewFire{
+			Local: f.In(loc).Format("Mon 2006-01-02 15:04:05 MST"), UTC: f.UTC().Format(time.RFC3339)})
+	}
+	s.render(c, http.StatusOK, views.SchedulePreview(vm))
+}

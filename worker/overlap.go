@@ -1,0 +1,147 @@
+package worker
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// overlapGate applies each task's overlap policy (protocol.OverlapAllow, Skip,
+// Queue) on this node. It is keyed by task id, not by scheduled job, so that
+// editing a task (which replaces its job) does not forget a run in progress.
+// The decision is local: with several executors, the node that won the claim
+// of a fire decides, knowing only its own runs.
+type overlapGate struct {
+	mu    sync.Mutex
+	tasks map[string]*runState // only tasks with a run in progress
+}
+
+// runState is one task's runs in progress on this node.
+type runState struct {
+	running int         // runs in progress: more than one only under allow
+	current string      // report id of the attempt most recently started
+	waiting *queuedFire // under queue: the one fire waiting for running to reach 0
+}
+
+// queuedFire is a fire waiting for the previous run of its task to end.
+type queuedFire struct {
+	spec   protocol.TaskSpec
+	fire   time.Time
+	manual bool
+	id     string // report id of its first attempt
+}
+
+// run runs a fire under its task's overlap policy, then any fire that queued
+// behind it. A run, retries included, ends before a queued fire starts.
+func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
+	q := &queuedFire{spec: spec, fire: fire, manual: manual, id: uuid.NewString()}
+	if !r.admit(q) {
+		return
+	}
+	r.execute(q.spec, q.fire, q.manual, q.id)
+	for q = r.finish(q.spec.ID); q != nil; q = r.finish(q.spec.ID) {
+		if why := r.stale(q); why != "" {
+			r.reports.add(skippedReport(r.node(), q, why))
+		} else {
+			r.execute(q.spec, q.fire, q.manual, q.id)
+		}
+	}
+}
+
+// admit decides whether q starts now. When it does not, the fire is either
+// queued (it will run from the loop of the run in progress) or recorded as a
+// skipped run here.
+func (r *runner) admit(q *queuedFire) bool {
+	g := &r.overlap
+	g.mu.Lock()
+	if g.tasks == nil {
+		g.tasks = map[string]*runState{}
+	}
+	st := g.tasks[q.spec.ID]
+	if st == nil {
+		st = &runState{}
+		g.tasks[q.spec.ID] = st
+	}
+	var why string
+	switch {
+	case st.running == 0 || (q.spec.Overlap != protocol.OverlapSkip && q.spec.Overlap != protocol.OverlapQueue):
+		st.running++
+		st.current = q.id
+		g.mu.Unlock()
+		return true
+	case q.spec.Overlap == protocol.OverlapQueue && st.waiting == nil:
+		st.waiting = q
+		g.mu.Unlock()
+		return false
+	case q.spec.Overlap == protocol.OverlapQueue:
+		why = fmt.Sprintf("skipped: the previous run (id %s) was still running and a fire (scheduled at %s) was already queued behind it",
+			st.current, st.waiting.fire.Format(time.RFC3339))
+	default:
+		why = fmt.Sprintf("skipped: the previous run (id %s) was still running", st.current)
+	}
+	g.mu.Unlock()
+	r.reports.add(skippedReport(r.node(), q, why))
+	return false
+}
+
+// attemptStarted names the attempt now running, which a skipped fire quotes.
+func (r *runner) attemptStarted(taskID, id string) {
+	g := &r.overlap
+	g.mu.Lock()
+	if st := g.tasks[taskID]; st != nil {
+		st.current = id
+	}
+	g.mu.Unlock()
+}
+
+// finish ends one run of a task and returns the queued fire to run next, if
+// this was the last run in progress.
+func (r *runner) finish(taskID string) *queuedFire {
+	g := &r.overlap
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.tasks[taskID]
+	st.running--
+	if st.running > 0 {
+		return nil
+	}
+	q := st.waiting
+	if q == nil {
+		delete(g.tasks, taskID)
+		return nil
+	}
+	st.waiting = nil
+	st.running = 1
+	st.current = q.id
+	return q
+}
+
+// stale says why a queued fire must not run any more: the worker is stopping,
+// or the task was stopped or paused while the fire waited. "" means run it.
+func (r *runner) stale(q *queuedFire) string {
+	if r.ctx.Err() != nil {
+		return "skipped: the worker stopped while this fire was queued behind the previous run"
+	}
+	if q.manual {
+		return ""
+	}
+	spec, ok := r.get(q.spec.ID)
+	switch {
+	case !ok:
+		return "skipped: the task was stopped on this node while this fire was queued behind the previous run"
+	case spec.Paused:
+		return "skipped: the task was paused while this fire was queued behind the previous run"
+	}
+	return ""
+}
+
+// skippedReport records a fire that did not run.
+func skippedReport(node string, q *queuedFire, why string) protocol.RunReport {
+	now := time.Now().UTC()
+	return protocol.RunReport{ID: q.id, TaskID: q.spec.ID, Node: node, ScheduledAt: q.fire, StartedAt: now, EndedAt: now,
+		Result: protocol.ResultSkipped, Attempt: 1, Output: why, Manual: q.manual}
+}

@@ -1,0 +1,77 @@
+package worker
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	_ "time/tzdata" // as the binary: the same zones on every host
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
+)
+
+// The worker's gocron job runs the schedule protocol.NextFire shows, in the
+// task's time zone and with its DST rules, and names each fire by its real
+// instant in UTC.
+func TestRunnerCronTimezoneDST(t *testing.T) {
+	for _, c := range []struct {
+		name, clock string
+		want        []string
+	}{
+		{"spring-forward", "2026-03-27T12:00:00Z", []string{"2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"}},
+		{"fall-back", "2026-10-23T12:00:00Z", []string{"2026-10-24T00:30:00Z", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start, _ := time.Parse(time.RFC3339, c.clock)
+			sched, err := gocron.NewScheduler(gocron.WithLocation(time.UTC), gocron.WithClock(clockwork.NewFakeClockAt(start)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sched.Shutdown()
+			r := &runner{
+				log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1), sched: sched,
+				http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: context.Background(),
+				claim: func(context.Context, string, time.Time) (bool, error) { return false, nil },
+			}
+			spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "tz", Title: "t", Type: protocol.TaskHTTP,
+				Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "30 2 * * *"}, Timezone: "Europe/Berlin",
+				HTTP: &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}}, Executors: 1}
+			if err := r.start(spec); err != nil {
+				t.Fatal(err)
+			}
+			sched.Start()
+			var job gocron.Job
+			for _, j := range sched.Jobs() {
+				if j.ID() == r.jobs["tz"].jobID {
+					job = j
+				}
+			}
+			if job == nil {
+				t.Fatal("no gocron job for the task")
+			}
+			runs, err := job.NextRuns(len(c.want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, run := range runs {
+				got = append(got, run.UTC().Format(time.RFC3339))
+			}
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Errorf("gocron next runs = %v, want %v", got, c.want)
+			}
+			// A timer firing a little late still names the fire by its instant.
+			for _, w := range c.want {
+				at, _ := time.Parse(time.RFC3339, w)
+				if fire := r.jobs["tz"].scheduledFire(at.Add(150 * time.Millisecond)); !fire.Equal(at) || fire.Location() != time.UTC {
+					t.Errorf("fire at %s named %s, want %s", at, fire, w)
+				}
+			}
+		})
+	}
+}
