@@ -43,6 +43,8 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		ShellEnv: c.PostForm("shell_env"), ShellDir: strings.TrimSpace(c.PostForm("shell_dir")),
 		Timezone: strings.TrimSpace(c.PostForm("timezone")),
 		Overlap:  strings.TrimSpace(c.PostForm("overlap")),
+		Routing:  strings.TrimSpace(c.PostForm("routing")), RoutingKey: strings.TrimSpace(c.PostForm("routing_key")),
+		Misfire: strings.TrimSpace(c.PostForm("misfire")),
 	}
 	fe := protocol.FieldErrors{}
 	// The form's times are wall clock times in the task's zone; an unknown
@@ -58,6 +60,8 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 			SecretParams: splitList(vm.SecretParams),
 			Timezone:     vm.Timezone,
 			Overlap:      vm.Overlap,
+			Routing:      vm.Routing, RoutingKey: vm.RoutingKey,
+			Misfire: vm.Misfire,
 		},
 		Executors: c.PostFormArray("executors"),
 		Keepers:   splitList(vm.Keepers),
@@ -237,8 +241,10 @@ func taskFormFromTask(stored *master.Task) views.TaskFormVM {
 		loc = time.UTC
 	}
 	vm := views.TaskFormVM{
-		Timezone:     t.Timezone,
-		Overlap:      t.Overlap,
+		Timezone: t.Timezone,
+		Overlap:  t.Overlap,
+		Routing:  t.Routing, RoutingKey: t.RoutingKey,
+		Misfire:      t.Misfire,
 		SecretParams: strings.Join(t.SecretParams, ", "),
 		ID:           t.ID, Title: t.Title, Description: t.Description, Type: t.Type, ScheduleKind: t.Schedule.Kind,
 		Cron: t.Schedule.Cron, At: formTimeIn(t.Schedule.At, loc), StartAt: formTimeIn(t.StartAt, loc), EndAt: formTimeIn(t.EndAt, loc),

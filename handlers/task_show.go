@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -40,7 +41,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
 		Schedule: scheduleText(&t.TaskDef), Status: int(t.Status), StatusName: t.Status.String(),
-		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Params: sortedKV(t.Params),
+		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Routing: routingText(t.Routing, t.RoutingKey), Misfire: t.Misfire, Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
@@ -83,3 +84,11 @@ func sortedKV(m map[string]string) []views.KV {
 
 // isStopped reports whether a task may be edited.
 func isStopped(t *master.Task) bool { return master.TaskAllows(t.Status, master.TaskEdit) }
+
+// routingText names a task's routing strategy on its page, with the key for hash.
+func routingText(routing, key string) string {
+	if routing == protocol.RoutingHash {
+		return "hash by " + key
+	}
+	return routing
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -76,7 +77,11 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 			cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority})
 		}
 	}
-	rank := slices.IndexFunc(RankClaimants(t.ID, fire, cands), func(c Candidate) bool { return c.Name == node.Name })
+	route, err := m.claimRoute(ctx, t, fire)
+	if err != nil {
+		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
+	}
+	rank := slices.IndexFunc(RankRoute(route, cands), func(c Candidate) bool { return c.Name == node.Name })
 	if rank < 0 {
 		return protocol.ClaimResponse{}, nil // not running here: it never wins a fire
 	}
@@ -92,6 +97,29 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	defer cancel()
 	winner, err = store.ClaimFire(wctx, m.st.DB, t.ID, fire, node.Name)
 	return claimAnswer(node.Name, winner, err)
+}
+
+// busyWindow is how far back least_busy routing counts a node's claims: the
+// master does not know which runs are still going, so recent claims stand in.
+const busyWindow = time.Minute
+
+// claimRoute reads what the task's routing strategy ranks a fire by.
+func (m *Master) claimRoute(ctx context.Context, t *store.Task, fire time.Time) (Route, error) {
+	var def protocol.TaskDef
+	if err := json.Unmarshal([]byte(t.Spec), &def); err != nil {
+		return Route{}, fmt.Errorf("task %s: stored definition: %w", t.ID, err)
+	}
+	r := Route{Strategy: def.Routing, TaskID: t.ID, Fire: fire}
+	var err error
+	switch def.Routing {
+	case protocol.RoutingRoundRobin:
+		r.Last, err = store.LastClaimWinner(ctx, m.st.DB, t.ID, fire)
+	case protocol.RoutingLeastBusy:
+		r.Busy, err = store.ClaimCountsSince(ctx, m.st.DB, time.Now().Add(-busyWindow))
+	case protocol.RoutingHash:
+		r.Key = def.Params[def.RoutingKey]
+	}
+	return r, err
 }
 
 // awaitClaim polls for the claim of a fire until deadline; "" means none came.

@@ -87,8 +87,7 @@ func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
 	return m.taskTransition(ctx, id, TaskStart, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			t.Status = store.TaskRunning
-			spec := t.spec()
-			return func(ctx context.Context, n *store.Node) error { return m.client.TaskStart(ctx, n, spec) },
+			return func(ctx context.Context, n *store.Node) error { return m.client.TaskStart(ctx, n, t.specFor(n.Name)) },
 				func(ctx context.Context, n *store.Node) error {
 					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				}
@@ -99,11 +98,13 @@ func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
 func (m *Master) StopTask(ctx context.Context, id string) (*Task, error) {
 	return m.taskTransition(ctx, id, TaskStop, store.TaskStopped,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
-			spec := t.spec()
+			before := *t // the undo restarts the task as it was
 			return func(ctx context.Context, n *store.Node) error {
 					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				},
-				func(ctx context.Context, n *store.Node) error { return m.client.TaskStart(ctx, n, spec) }
+				func(ctx context.Context, n *store.Node) error {
+					return m.client.TaskStart(ctx, n, before.specFor(n.Name))
+				}
 		})
 }
 
@@ -195,7 +196,7 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	}
 	for i := range nodes {
 		if nodes[i].Name == pick.Name {
-			if err := m.client.TaskRunOnce(ctx, &nodes[i], t.spec()); err != nil {
+			if err := m.client.TaskRunOnce(ctx, &nodes[i], t.specFor(nodes[i].Name)); err != nil {
 				return nil, "", wrapf(KindWorker, err, "run once failed on node %s: %s", pick.Name, Message(err))
 			}
 		}

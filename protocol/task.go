@@ -108,7 +108,46 @@ type TaskDef struct {
 	// Timezone is the IANA zone ("Europe/Berlin") the cron expression reads
 	// wall clock times in; DefaultTimezone (UTC) when empty.
 	Timezone string `json:"timezone"`
+	// Routing says which executor runs a fire when the task has several:
+	// RoutingWeighted (the default), RoutingRoundRobin, RoutingFailover,
+	// RoutingLeastBusy, RoutingHash or RoutingBroadcast.
+	Routing string `json:"routing"`
+	// RoutingKey names the param whose value RoutingHash hashes, so fires
+	// with the same value land on the same executor.
+	RoutingKey string `json:"routing_key,omitempty"`
+	// Misfire says what happens to fires that were due while the task could
+	// not run (its claim could not reach a master): MisfireSkip or
+	// MisfireRunOnce.
+	Misfire string `json:"misfire"`
 }
+
+// Misfire policies: what happens to fires that were due while the task could
+// not run. Either way the missed fires are recorded, never only logged.
+const (
+	// MisfireSkip records the missed fires of a window as one skipped run
+	// with their count (the default).
+	MisfireSkip = "skip"
+	// MisfireRunOnce runs one catch-up run as soon as the task can run again,
+	// scheduled at the first missed fire.
+	MisfireRunOnce = "run_once"
+)
+
+// Routing strategies: how the executor of a fire is chosen among the task's
+// running executors.
+const (
+	// RoutingWeighted picks at random in proportion to executor priority.
+	RoutingWeighted = "weighted"
+	// RoutingRoundRobin rotates through the executors fire after fire.
+	RoutingRoundRobin = "round_robin"
+	// RoutingFailover picks the highest-priority executor, the next when it is down.
+	RoutingFailover = "failover"
+	// RoutingLeastBusy picks the executor with the fewest recent runs.
+	RoutingLeastBusy = "least_busy"
+	// RoutingHash picks by a rendezvous hash of the routing_key param's value.
+	RoutingHash = "hash"
+	// RoutingBroadcast runs every fire on every running executor.
+	RoutingBroadcast = "broadcast"
+)
 
 // Overlap policies: what a fire does while the previous run of the same task
 // is still going on the worker that got the fire.
@@ -131,6 +170,11 @@ type TaskSpec struct {
 	// Executors is how many running nodes run this task; with more than one,
 	// each fire is claimed through the master.
 	Executors int `json:"executors"`
+	// ShardIndex and ShardTotal place this worker among the task's running
+	// executors (0-based, by name) for broadcast routing, which runs every
+	// fire everywhere without a claim.
+	ShardIndex int `json:"shard_index,omitempty"`
+	ShardTotal int `json:"shard_total,omitempty"`
 }
 
 var (
@@ -146,7 +190,16 @@ func (d *TaskDef) Normalize() {
 	if d.Overlap == "" {
 		d.Overlap = OverlapAllow
 	}
+	d.Misfire = strings.ToLower(strings.TrimSpace(d.Misfire))
+	if d.Misfire == "" {
+		d.Misfire = MisfireSkip
+	}
 	d.Schedule.Cron = strings.TrimSpace(d.Schedule.Cron)
+	d.Routing = strings.ToLower(strings.TrimSpace(d.Routing))
+	if d.Routing == "" {
+		d.Routing = RoutingWeighted
+	}
+	d.RoutingKey = strings.TrimSpace(d.RoutingKey)
 	if d.Timezone = strings.TrimSpace(d.Timezone); d.Timezone == "" {
 		d.Timezone = DefaultTimezone
 	}
@@ -273,6 +326,20 @@ func (d *TaskDef) Validate(now time.Time) error {
 	case "", OverlapAllow, OverlapSkip, OverlapQueue: // "" is a definition Normalize has not seen: allow
 	default:
 		fe["overlap"] = fmt.Sprintf("%q is not allow, skip or queue", d.Overlap)
+	}
+	switch d.Misfire {
+	case "", MisfireSkip, MisfireRunOnce: // "" is a definition Normalize has not seen: skip
+	default:
+		fe["misfire"] = fmt.Sprintf("%q is not skip or run_once", d.Misfire)
+	}
+	switch d.Routing {
+	case "", RoutingWeighted, RoutingRoundRobin, RoutingFailover, RoutingLeastBusy, RoutingBroadcast:
+	case RoutingHash:
+		if _, ok := d.Params[d.RoutingKey]; d.RoutingKey == "" || !ok {
+			fe["routing_key"] = "must name a param: hash routing uses its value"
+		}
+	default:
+		fe["routing"] = fmt.Sprintf("%q is not weighted, round_robin, failover, least_busy, hash or broadcast", d.Routing)
 	}
 	d.validateText(fe)
 	if len(fe) > 0 {

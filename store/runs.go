@@ -186,6 +186,40 @@ func FireClaimWinner(ctx context.Context, db bun.IDB, taskID string, fire time.T
 	return nodes[0], nil
 }
 
+// LastClaimWinner returns the node that claimed the latest fire of a task
+// before fire, or "" when none is kept: round-robin routing rotates past it.
+func LastClaimWinner(ctx context.Context, db bun.IDB, taskID string, fire time.Time) (string, error) {
+	var nodes []string
+	err := db.NewSelect().Model((*Claim)(nil)).Column("node").Where("task_id = ?", taskID).
+		Where("fire_at < ?", fire.UTC()).OrderExpr("fire_at DESC").Limit(1).Scan(ctx, &nodes)
+	if err != nil {
+		return "", fmt.Errorf("store: read last fire claim: %w", err)
+	}
+	if len(nodes) == 0 {
+		return "", nil
+	}
+	return nodes[0], nil
+}
+
+// ClaimCountsSince counts the fires each node claimed (any task) since a
+// time: least-busy routing's measure of how busy a node is lately.
+func ClaimCountsSince(ctx context.Context, db bun.IDB, since time.Time) (map[string]int, error) {
+	var rows []struct {
+		Node string `bun:"node"`
+		N    int    `bun:"n"`
+	}
+	err := db.NewSelect().Model((*Claim)(nil)).Column("node").ColumnExpr("COUNT(*) AS n").
+		Where("created_at >= ?", since.UTC()).Group("node").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: count fire claims: %w", err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Node] = r.N
+	}
+	return out, nil
+}
+
 // DeleteOldClaims removes fire claims older than before.
 func DeleteOldClaims(ctx context.Context, db bun.IDB, before time.Time) error {
 	if _, err := db.NewDelete().Model((*Claim)(nil)).Where("fire_at < ?", before.UTC()).Exec(ctx); err != nil {

@@ -116,6 +116,13 @@ type TaskFormVM struct {
 	// Overlap is the task's overlap policy: allow, skip or queue ("" is allow).
 	Overlap string
 
+	// Routing is the task's routing strategy ("" is weighted) and RoutingKey
+	// the param hash routing uses.
+	Routing, RoutingKey string
+
+	// Misfire is the task's misfire policy: skip or run_once ("" is skip).
+	Misfire string
+
 	Errors      map[string]string // field ("schedule.cron") -> message
 	OtherErrors []string          // errors of fields the form has no place for
 	FormError   string
@@ -197,6 +204,8 @@ type TaskVM struct {
 	Timeout     string
 	Retries     int
 	Overlap     string // allow, skip or queue
+	Routing     string // the routing strategy, "hash by KEY" for hash
+	Misfire     string // skip or run_once
 	Params      []KV
 	Executors   []string
 	Keepers     []string

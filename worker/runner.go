@@ -73,13 +73,17 @@ type taskJob struct {
 	jobID     uuid.UUID
 	paused    atomic.Bool
 	executors atomic.Int64
-	cron      cron.Schedule // for cron tasks: to name the scheduled fire time
+	shard     atomic.Pointer[[2]int] // broadcast shard index and total, updated in place like executors
+	cron      cron.Schedule          // for cron tasks: to name the scheduled fire time
 }
 
 // current is the task's spec with its current executor count and paused flag.
 func (tj *taskJob) current() protocol.TaskSpec {
 	spec := tj.spec
 	spec.Executors = int(tj.executors.Load())
+	if sh := tj.shard.Load(); sh != nil {
+		spec.ShardIndex, spec.ShardTotal = sh[0], sh[1]
+	}
 	spec.Paused = tj.paused.Load()
 	return spec
 }
@@ -97,6 +101,9 @@ type runner struct {
 	backoff time.Duration // first retry delay; doubles per attempt
 
 	overlap overlapGate // each task's runs in progress, for its overlap policy
+
+	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
+	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
 
 	mu   sync.Mutex
 	jobs map[string]*taskJob
@@ -223,6 +230,7 @@ func (r *runner) start(spec protocol.TaskSpec) error {
 	if old, ok := r.jobs[spec.ID]; ok {
 		if reflect.DeepEqual(old.spec.TaskDef, spec.TaskDef) {
 			old.executors.Store(int64(spec.Executors))
+			old.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 			old.paused.Store(spec.Paused)
 			return nil
 		}
@@ -234,6 +242,7 @@ func (r *runner) start(spec protocol.TaskSpec) error {
 	tj := &taskJob{spec: spec}
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
+	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 	def, opts, err := r.definition(tj, time.Now())
 	if err != nil {
 		return err
@@ -335,12 +344,16 @@ func (r *runner) fire(tj *taskJob) {
 	now := time.Now()
 	fire := tj.scheduledFire(now)
 	spec := tj.current()
-	if spec.Executors > 1 {
+	if spec.Routing == protocol.RoutingBroadcast {
+		spec = sharded(spec) // every executor runs every fire: no claim
+	} else if spec.Executors > 1 {
 		won, err := r.claim(r.ctx, spec.ID, fire)
 		if err != nil {
 			r.log.Warn("fire not claimed: master unreachable; another executor may run it", "task", spec.ID, "fire", fire, "err", err)
+			r.misfired(spec, fire, err)
 			return
 		}
+		r.claimed(spec.ID)
 		if !won {
 			return
 		}
