@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -16,6 +17,10 @@ var errSQLiteInUse = errors.New("another master is running on this SQLite databa
 // dies, killed or not, so a restart never finds a stale lock.
 func lockSQLite(dbPath string) (unlock func(), err error) {
 	path := dbPath + ".lock"
+	// On a first start the data dir does not exist yet: the lock comes first.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("SQLite data dir: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("SQLite lock file: %w", err)

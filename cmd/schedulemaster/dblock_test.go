@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,4 +28,19 @@ func TestSecondSQLiteMasterRefused(t *testing.T) {
 		t.Fatalf("after the first stopped: %v", err)
 	}
 	unlock2()
+}
+
+// The README's first command starts a master in a directory with no data dir
+// yet: the lock, the database and the dir are all created on the first start.
+func TestFirstStartCreatesTheDataDir(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "fresh", "data")
+	m := startMaster(t, dataDir)
+	if status, body := m.api("GET", "/health", ""); status != 200 || !strings.Contains(body, `"leader":true`) {
+		t.Fatalf("GET /health on a first start: %d %s", status, body)
+	}
+	for _, p := range []string{dataDir, filepath.Join(dataDir, "schedulemaster.db")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s after the first start: %v", p, err)
+		}
+	}
 }
