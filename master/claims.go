@@ -93,7 +93,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 		}
 	}
 	// The write must not be torn by a request that goes away: it is short.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	wctx, cancel := m.detached(ctx, 10*time.Second)
 	defer cancel()
 	winner, err = store.ClaimFire(wctx, m.st.DB, t.ID, fire, node.Name)
 	return claimAnswer(node.Name, winner, err)

@@ -256,6 +256,15 @@ func (m *Master) track() (done func(), ok bool) {
 	return m.bg.Done, true
 }
 
+// detached keeps ctx's values but not its cancellation, for short writes a
+// caller hanging up must not tear (a claim, a rollback on workers); Stop
+// still ends them, and the HTTP server's shutdown waits for their requests.
+func (m *Master) detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	d, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	stop := context.AfterFunc(m.ctx, cancel)
+	return d, func() { stop(); cancel() }
+}
+
 // goBackground runs fn in a goroutine under the master's context, counted so
 // that Stop waits for it. After Stop it does nothing and reports false.
 func (m *Master) goBackground(fn func(ctx context.Context)) bool {

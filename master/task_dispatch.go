@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -71,9 +72,11 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 		return nil
 	}
 	if undo != nil {
+		uctx, cancel := m.detached(ctx, m.cfg.CallTimeout+time.Second)
+		defer cancel()
 		for i, e := range errs {
 			if e == nil {
-				if uerr := undo(context.WithoutCancel(ctx), &nodes[i]); uerr != nil {
+				if uerr := undo(uctx, &nodes[i]); uerr != nil {
 					m.log.Error("rollback failed", "task", t.ID, "node", nodes[i].Name, "verb", verb, "err", uerr)
 				}
 			}
@@ -154,7 +157,10 @@ func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to
 	}
 	if err := store.SetTaskStatus(ctx, m.st.DB, id, from, to); err != nil {
 		// The workers already changed: undo there so they match the database.
-		if uerr := m.dispatch(context.WithoutCancel(ctx), t, "undo "+verb, false, undo, nil); uerr != nil {
+		uctx, cancel := m.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
+		uerr := m.dispatch(uctx, t, "undo "+verb, false, undo, nil)
+		cancel()
+		if uerr != nil {
 			m.log.Error("undo after a failed status update", "task", id, "err", uerr)
 		}
 		return nil, mapTaskErr(err, id)

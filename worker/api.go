@@ -192,40 +192,32 @@ func (a *api) startTask(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: spec.ID, Status: protocol.ReplyStarted})
 }
 
-// stopTask removes a task's job.
+// stopTask removes a task's job; stopping a task that is not here is fine.
 func (a *api) stopTask(rw http.ResponseWriter, r *http.Request) {
-	var ref protocol.TaskRef
-	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
-		return
-	}
-	a.w.StopTask(ref.ID)
-	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: protocol.ReplyStopped})
+	a.taskOp(rw, r, func(id string) error { a.w.StopTask(id); return nil }, protocol.ReplyStopped)
 }
 
 // pauseTask keeps a task's schedule and skips its runs.
 func (a *api) pauseTask(rw http.ResponseWriter, r *http.Request) {
-	var ref protocol.TaskRef
-	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
-		return
-	}
-	if err := a.w.PauseTask(ref.ID); err != nil {
-		a.taskError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: protocol.ReplyPaused})
+	a.taskOp(rw, r, a.w.PauseTask, protocol.ReplyPaused)
 }
 
 // resumeTask lets a paused task run again.
 func (a *api) resumeTask(rw http.ResponseWriter, r *http.Request) {
+	a.taskOp(rw, r, a.w.ResumeTask, protocol.ReplyRunning)
+}
+
+// taskOp reads a {"id"} body, applies op and answers the task's new state.
+func (a *api) taskOp(rw http.ResponseWriter, r *http.Request, op func(id string) error, status string) {
 	var ref protocol.TaskRef
 	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
 		return
 	}
-	if err := a.w.ResumeTask(ref.ID); err != nil {
+	if err := op(ref.ID); err != nil {
 		a.taskError(rw, r, err)
 		return
 	}
-	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: protocol.ReplyRunning})
+	writeJSON(rw, http.StatusOK, protocol.TaskReply{ID: ref.ID, Status: status})
 }
 
 // runTaskOnce runs a task now.

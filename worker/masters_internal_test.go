@@ -1,14 +1,19 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
@@ -156,4 +161,75 @@ func TestMasterURLs(t *testing.T) {
 	if m := newMasters("http://a:1/, http://b:2", testutil.Logger(t)); !reflect.DeepEqual(m.urls, []string{"http://a:1", "http://b:2"}) {
 		t.Fatalf("masters %q", m.urls)
 	}
+}
+
+// A re-registration started by a 401 is background work of the worker: Stop
+// cancels it and waits for it, and none starts after Stop.
+func TestStopEndsAndWaitsForReregistration(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	ended := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != protocol.PathMasterRegister {
+			rw.WriteHeader(http.StatusOK)
+			rw.Write([]byte("{}"))
+			return
+		}
+		io.Copy(io.Discard, r.Body) // then the server notices the client going away
+		entered <- struct{}{}
+		<-r.Context().Done() // a master that hangs until the worker gives up
+		close(ended)
+	}))
+	t.Cleanup(srv.Close)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	w, err := New(Config{Identity: "w1", Protocol: "http", IP: "127.0.0.1", Port: 1, ClusterKey: "k", AutoRegister: true}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.masters = newMasters(srv.URL, log)
+	w.maybeReregister(errMasterUnauthorized)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the re-registration never reached the master")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = w.Stop(sctx)
+	// The goroutine logs its failure before it ends, and Stop waits for it.
+	if !strings.Contains(logs.String(), "re-registration failed") {
+		t.Fatalf("Stop returned while the re-registration was still going; log:\n%s", logs.String())
+	}
+	select {
+	case <-ended: // the master saw the request cancelled, not timed out after 30 s
+	case <-time.After(5 * time.Second):
+		t.Fatal("the re-registration's request was not cancelled by Stop")
+	}
+	w.regMu.Lock()
+	w.lastReg = time.Time{}
+	w.regMu.Unlock()
+	w.maybeReregister(errMasterUnauthorized)
+	select {
+	case <-entered:
+		t.Fatal("a re-registration started after Stop")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -80,6 +80,9 @@ type Worker struct {
 	stop    context.CancelFunc
 	regMu   sync.Mutex // one re-registration at a time
 	lastReg time.Time
+	stopped bool            // set by Stop under regMu: no new re-registration
+	regs    sync.WaitGroup  // re-registrations in flight, waited for by Stop
+	life    context.Context // ends when Stop begins
 
 	mu         sync.Mutex
 	secret     string
@@ -142,7 +145,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		master:  cfg.WorkerOf,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.stop = cancel
+	w.stop, w.life = cancel, ctx
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Many tasks often call one host: keep enough idle connections that most
@@ -380,14 +383,16 @@ func (w *Worker) maybeReregister(err error) {
 		return
 	}
 	w.regMu.Lock()
-	if time.Since(w.lastReg) < time.Minute {
+	if w.stopped || time.Since(w.lastReg) < time.Minute {
 		w.regMu.Unlock()
 		return
 	}
 	w.lastReg = time.Now()
+	w.regs.Add(1)
 	w.regMu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer w.regs.Done()
+		ctx, cancel := context.WithTimeout(w.life, 30*time.Second)
 		defer cancel()
 		if err := w.register(ctx); err != nil {
 			w.log.Warn("re-registration failed", "err", err)
@@ -470,8 +475,13 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if err := w.Shutdown(ctx); err != nil {
 		w.log.Error("stop scheduling", "err", err)
 	}
-	// End retries still waiting, then deliver or spool the last reports.
+	// End retries and re-registrations still waiting, then deliver or spool
+	// the last reports.
+	w.regMu.Lock()
+	w.stopped = true
+	w.regMu.Unlock()
 	w.stop()
+	w.regs.Wait()
 	<-w.reports.done
 	w.mu.Lock()
 	connected, name, secret := w.connected, w.node.Name, w.secret
