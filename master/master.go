@@ -54,6 +54,10 @@ type Config struct {
 	// better-ranked executor to claim a fire before it claims it itself
 	// (default 150ms): the delay a dead but not yet detected executor adds.
 	ClaimGrace time.Duration
+	// MisfireWindow is how long the fires of a task with no running executor
+	// are gathered into one skipped run while the outage lasts (default 10m):
+	// a long outage leaves a record per window, not one per fire.
+	MisfireWindow time.Duration
 	// Pinned marks the health settings given by flag, env or config file: they
 	// win over the stored settings for the life of the process.
 	Pinned Pinned
@@ -96,6 +100,9 @@ func (c *Config) defaults() {
 	if c.Cluster == "" {
 		c.Cluster = DefaultCluster
 	}
+	if c.MisfireWindow <= 0 {
+		c.MisfireWindow = 10 * time.Minute
+	}
 }
 
 // Master runs the master engine.
@@ -124,6 +131,13 @@ type Master struct {
 	settingsVer string
 
 	notify *notifier
+
+	// shards and duties: broadcast shards re-pushed and misfires accounted
+	// when executors change (task_schedule.go, misfire.go); misfireMu
+	// serialises the misfire accounting of this process.
+	shards    shardState
+	duties    duties
+	misfireMu sync.Mutex
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler
@@ -242,6 +256,10 @@ func (m *Master) sweepJob() {
 		return // the leader sweeps for the cluster
 	}
 	m.Sweep(m.ctx)
+	// Then the duties that follow the fleet's state: broadcast shards and
+	// the fires of tasks with no running executor.
+	m.reshard(m.ctx)
+	m.AccountMisfires(m.ctx)
 }
 
 // track counts one piece of background work unless Stop has begun; the

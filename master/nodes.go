@@ -157,6 +157,7 @@ func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, er
 		return nil, mapStoreErr(err, name)
 	}
 	m.log.Info("node enabled", "node", name)
+	m.nodeChanged()
 	return m.GetNode(ctx, name)
 }
 
@@ -178,6 +179,7 @@ func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, e
 		return nil, mapStoreErr(err, name)
 	}
 	m.log.Info("node disabled", "node", name)
+	m.nodeChanged()
 	return m.GetNode(ctx, name)
 }
 
@@ -205,5 +207,6 @@ func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
 		return mapStoreErr(err, name)
 	}
 	m.log.Info("node deleted", "node", name)
+	m.nodeChanged()
 	return nil
 }

@@ -120,6 +120,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
 	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
+	m.nodeChanged()
 	return protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}, nil
 }
 
@@ -183,6 +184,7 @@ func (m *Master) Offline(ctx context.Context, name, secret string) error {
 	m.log.Info("worker went offline", "node", name)
 	if err == nil {
 		m.event(workerActor(ctx, name), "node.offline", store.TargetNode, name, nil, "worker stopped (graceful shutdown)")
+		m.nodeChanged()
 	}
 	return nil
 }

@@ -4,6 +4,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -90,7 +91,10 @@ func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
 	return m.taskTransition(ctx, id, TaskStart, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			t.Status = store.TaskRunning
-			return func(ctx context.Context, n *store.Node) error { return m.client.TaskStart(ctx, n, t.specFor(n.Name)) },
+			running := m.shardSet(ctx, t)
+			return func(ctx context.Context, n *store.Node) error {
+					return m.client.TaskStart(ctx, n, t.specFor(n.Name, running))
+				},
 				func(ctx context.Context, n *store.Node) error {
 					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				}
@@ -102,11 +106,12 @@ func (m *Master) StopTask(ctx context.Context, id string) (*Task, error) {
 	return m.taskTransition(ctx, id, TaskStop, store.TaskStopped,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			before := *t // the undo restarts the task as it was
+			running := m.shardSet(ctx, t)
 			return func(ctx context.Context, n *store.Node) error {
 					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskStart(ctx, n, before.specFor(n.Name))
+					return m.client.TaskStart(ctx, n, before.specFor(n.Name, running))
 				}
 		})
 }
@@ -169,7 +174,22 @@ func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to
 	return m.GetTask(ctx, id)
 }
 
-// RunTask runs a task once now on one running executor picked by priority weight.
+// shardSet is what broadcast shards of t are counted among: its running
+// executors' names (nil for other routings, which have no shard).
+func (m *Master) shardSet(ctx context.Context, t *Task) []string {
+	if t.Routing != protocol.RoutingBroadcast {
+		return nil
+	}
+	running, err := m.runningNames(ctx, t.Executors)
+	if err != nil {
+		m.log.Error("running executors for shards", "task", t.ID, "err", err)
+	}
+	return running
+}
+
+// RunTask runs a task once now on the running executor its routing picks
+// (every running executor under broadcast, each told its shard). It returns
+// the task and the names of the nodes the run went to, comma-separated.
 func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err error) {
 	defer func() {
 		if err != nil {
@@ -183,31 +203,112 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	if !TaskAllows(t.Status, TaskRun) {
 		return nil, "", Errorf(KindState, "task %s is %s; cannot run it", id, t.Status)
 	}
-	nodes, err := m.runningExecutors(ctx, t)
+	sent, err := m.runOnce(ctx, t)
 	if err != nil {
 		return nil, "", err
+	}
+	names := strings.Join(sent, ", ")
+	m.log.Info("task run once", "task", id, "node", names, "routing", t.Routing)
+	m.event(ctx, "task.run", store.TargetTask, id, nil, "on node "+names)
+	return t, names, nil
+}
+
+// runOnce sends t to run once now to the running executors its routing
+// picks and returns their names. Under broadcast a node that fails does not
+// undo the others (a run cannot be taken back): the error names it.
+func (m *Master) runOnce(ctx context.Context, t *Task) ([]string, error) {
+	nodes, err := m.runningExecutors(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	picks, err := m.pickRunOnce(ctx, t, nodes)
+	if err != nil {
+		return nil, err
+	}
+	if len(picks) == 0 {
+		return nil, Errorf(KindState, "no running worker for this task (executors: %s)", strings.Join(t.Executors, ", "))
+	}
+	running := make([]string, len(nodes))
+	for i := range nodes {
+		running[i] = nodes[i].Name
+	}
+	// A node's report of this run is accepted even if it stops being an
+	// executor meanwhile: grant it before it is sent the task.
+	for _, n := range picks {
+		if err := store.AddRunGrant(ctx, m.st.DB, t.ID, n.Name); err != nil {
+			return nil, fmt.Errorf("master: task %s: %w", t.ID, err)
+		}
+	}
+	errs := make([]error, len(picks))
+	var wg sync.WaitGroup
+	for i, n := range picks {
+		wg.Go(func() { errs[i] = m.client.TaskRunOnce(ctx, n, t.specFor(n.Name, running)) })
+	}
+	wg.Wait()
+	var sent, failed []string
+	var first error
+	for i, e := range errs {
+		if e != nil {
+			failed = append(failed, picks[i].Name)
+			first = cmp.Or(first, e)
+		} else {
+			sent = append(sent, picks[i].Name)
+		}
+	}
+	if first != nil {
+		msg := fmt.Sprintf("run once failed on node %s: %s", strings.Join(failed, ", "), Message(first))
+		if len(sent) > 0 {
+			msg += "; it was sent to " + strings.Join(sent, ", ")
+		}
+		return nil, wrapf(KindWorker, first, "%s", msg)
+	}
+	return sent, nil
+}
+
+// pickRunOnce chooses, by the task's routing, which of its running
+// executors run a manual run: as a fire would be routed, with now as the
+// fire for the strategies that look at one.
+func (m *Master) pickRunOnce(ctx context.Context, t *Task, nodes []store.Node) ([]*store.Node, error) {
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	if t.Routing == protocol.RoutingBroadcast {
+		out := make([]*store.Node, len(nodes))
+		for i := range nodes {
+			out[i] = &nodes[i]
+		}
+		return out, nil
 	}
 	cands := make([]Candidate, len(nodes))
 	for i, n := range nodes {
 		cands[i] = Candidate{Name: n.Name, Weight: n.Priority}
 	}
-	pick, ok := PickWeighted(cands, m.cfg.RandN)
-	if !ok {
-		return nil, "", Errorf(KindState, "no running worker for this task (executors: %s)", strings.Join(t.Executors, ", "))
-	}
-	// The node's report of this run is accepted even if it stops being an
-	// executor meanwhile: grant it before it is sent the task.
-	if err := store.AddRunGrant(ctx, m.st.DB, id, pick.Name); err != nil {
-		return nil, "", fmt.Errorf("master: task %s: %w", id, err)
+	var pick Candidate
+	now := time.Now()
+	switch t.Routing {
+	case protocol.RoutingFailover:
+		pick = RankFailover(cands)[0]
+	case protocol.RoutingRoundRobin:
+		last, err := store.LastRouted(ctx, m.st.DB, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		pick = RankRoundRobin(last, cands)[0]
+	case protocol.RoutingLeastBusy:
+		busy, err := store.ClaimCountsSince(ctx, m.st.DB, now.Add(-busyWindow))
+		if err != nil {
+			return nil, err
+		}
+		pick = RankLeastBusy(t.ID, now, busy, cands)[0]
+	case protocol.RoutingHash:
+		pick = RankHash(t.ID, t.Params[t.RoutingKey], cands)[0]
+	default:
+		pick, _ = PickWeighted(cands, m.cfg.RandN)
 	}
 	for i := range nodes {
 		if nodes[i].Name == pick.Name {
-			if err := m.client.TaskRunOnce(ctx, &nodes[i], t.specFor(nodes[i].Name)); err != nil {
-				return nil, "", wrapf(KindWorker, err, "run once failed on node %s: %s", pick.Name, Message(err))
-			}
+			return []*store.Node{&nodes[i]}, nil
 		}
 	}
-	m.log.Info("task run once", "task", id, "node", pick.Name)
-	m.event(ctx, "task.run", store.TargetTask, id, nil, "on node "+pick.Name)
-	return t, pick.Name, nil
+	return nil, nil
 }

@@ -1,11 +1,14 @@
 // What workers schedule: the spec pushed for a task and the tasks a node
-// runs, pushed on Enable, registration and recovery.
+// runs, pushed on Enable, registration and recovery; broadcast shards
+// re-pushed when the running executors change.
 
 package master
 
 import (
 	"context"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -16,34 +19,203 @@ func (t *Task) spec() protocol.TaskSpec {
 	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: len(t.Executors)}
 }
 
-// specFor is what node receives for a task: with broadcast routing, its shard
-// is its place among the task's executors sorted by name, so each executor
-// knows its slice of the work without asking anyone at fire time.
-func (t *Task) specFor(node string) protocol.TaskSpec {
+// specFor is what node receives for a task. With broadcast routing it holds
+// node's shard: its place, by name, among the task's running executors
+// (running, node itself included), and their number, so each executor knows
+// its slice of the work without asking anyone at fire time, and no slice
+// belongs to an executor that is down.
+func (t *Task) specFor(node string, running []string) protocol.TaskSpec {
 	s := t.spec()
 	if t.Routing == protocol.RoutingBroadcast {
-		names := slices.Sorted(slices.Values(t.Executors))
-		s.ShardIndex, s.ShardTotal = max(slices.Index(names, node), 0), len(names)
+		s.ShardIndex, s.ShardTotal = shardOf(node, running)
 	}
 	return s
 }
 
+// shardOf places node among the running names (node included), sorted.
+func shardOf(node string, running []string) (index, total int) {
+	names := slices.Sorted(slices.Values(running))
+	names = slices.Compact(names)
+	i, found := slices.BinarySearch(names, node)
+	if !found {
+		names = slices.Insert(names, i, node)
+	}
+	return i, len(names)
+}
+
+// runningNames returns the names of the running workers among names, sorted.
+func (m *Master) runningNames(ctx context.Context, names []string) ([]string, error) {
+	nodes, err := store.RunningNodesNamed(ctx, m.st.DB, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Type == store.TypeWorker {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // tasksFor returns the running and paused tasks a node executes, pushed on
-// Enable, registration and recovery.
+// Enable, registration and recovery. The node counts as running in its
+// broadcast shards: it is being told to run them.
 func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
 	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
 	if err != nil {
 		m.log.Error("load tasks of node", "node", node, "err", err)
 		return []protocol.TaskSpec{}
 	}
-	out := make([]protocol.TaskSpec, 0, len(rows))
+	tasks := make([]*Task, 0, len(rows))
+	var shared []string // executors of its broadcast tasks
 	for i := range rows {
 		t, err := decodeTask(&rows[i])
 		if err != nil {
 			m.log.Error("skip task with a bad stored definition", "task", rows[i].ID, "err", err)
 			continue
 		}
-		out = append(out, t.specFor(node))
+		tasks = append(tasks, t)
+		if t.Routing == protocol.RoutingBroadcast {
+			shared = append(shared, t.Executors...)
+		}
+	}
+	var running []string
+	if len(shared) > 0 {
+		if running, err = m.runningNames(ctx, dedupe(shared)); err != nil {
+			m.log.Error("load running executors of broadcast tasks", "node", node, "err", err)
+		}
+	}
+	out := make([]protocol.TaskSpec, 0, len(tasks))
+	for _, t := range tasks {
+		mine := running
+		if t.Routing == protocol.RoutingBroadcast {
+			mine = slices.DeleteFunc(slices.Clone(running), func(n string) bool { return !slices.Contains(t.Executors, n) })
+		}
+		out = append(out, t.specFor(node, mine))
 	}
 	return out
+}
+
+// shardState remembers, per broadcast task, the running executors this
+// master last pushed shards for, so that a reshard pushes only changes.
+type shardState struct {
+	mu     sync.Mutex
+	pushed map[string]string // task id -> sorted running executors, comma-joined
+}
+
+// reshard gives the running executors of every running or paused broadcast
+// task their shard again when the set of running executors changed since
+// this master last pushed it: SM_SHARD_TOTAL counts the executors that run,
+// and the indexes close up when one goes offline or comes back. The leader
+// runs it after every sweep; a master that changes a node's status runs it at
+// once. A push that fails is retried at the next run.
+func (m *Master) reshard(ctx context.Context) {
+	m.shards.mu.Lock()
+	defer m.shards.mu.Unlock()
+	ids, err := store.ActiveTasksWithSpec(ctx, m.st.DB, `"routing":"`+protocol.RoutingBroadcast+`"`)
+	if err != nil {
+		m.log.Error("reshard: load broadcast tasks", "err", err)
+		return
+	}
+	if m.shards.pushed == nil {
+		m.shards.pushed = map[string]string{}
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+		if ctx.Err() != nil {
+			return
+		}
+		m.reshardTask(ctx, id)
+	}
+	for id := range m.shards.pushed {
+		if !seen[id] {
+			delete(m.shards.pushed, id)
+		}
+	}
+}
+
+// reshardTask pushes one broadcast task's shards if its running executors
+// changed. It holds the task's lock, so it never pushes a task that a
+// concurrent stop has just removed from the workers. The caller holds
+// m.shards.mu.
+func (m *Master) reshardTask(ctx context.Context, id string) {
+	defer m.locks.lock("task:" + id)()
+	t, err := m.GetTask(ctx, id)
+	if err != nil || t.Routing != protocol.RoutingBroadcast ||
+		(t.Status != store.TaskRunning && t.Status != store.TaskPaused) {
+		return
+	}
+	nodes, err := m.runningExecutors(ctx, t)
+	if err != nil {
+		m.log.Error("reshard: running executors", "task", id, "err", err)
+		return
+	}
+	running := make([]string, len(nodes))
+	for i := range nodes {
+		running[i] = nodes[i].Name
+	}
+	sig := strings.Join(running, ",")
+	if prev, ok := m.shards.pushed[id]; ok && prev == sig {
+		return
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() { errs[i] = m.client.TaskStart(ctx, &nodes[i], t.specFor(nodes[i].Name, running)) })
+	}
+	wg.Wait()
+	for i, e := range errs {
+		if e != nil {
+			m.log.Warn("reshard: push failed; retried at the next sweep", "task", id, "node", nodes[i].Name, "err", e)
+			delete(m.shards.pushed, id)
+			return
+		}
+	}
+	m.shards.pushed[id] = sig
+	m.log.Info("broadcast shards pushed", "task", id, "running_executors", len(running))
+}
+
+// duties coalesces the cluster reactions to a node status change (reshard,
+// misfire accounting) into at most one goroutine: a change while it runs
+// makes it run once more.
+type duties struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+}
+
+// nodeChanged runs the reactions to a node's status change in the
+// background: broadcast shards re-pushed, misfire windows opened or closed.
+func (m *Master) nodeChanged() {
+	d := &m.duties
+	d.mu.Lock()
+	if d.running {
+		d.again = true
+		d.mu.Unlock()
+		return
+	}
+	d.running = true
+	d.mu.Unlock()
+	started := m.goBackground(func(ctx context.Context) {
+		for {
+			m.reshard(ctx)
+			m.AccountMisfires(ctx)
+			d.mu.Lock()
+			if !d.again || ctx.Err() != nil {
+				d.running, d.again = false, false
+				d.mu.Unlock()
+				return
+			}
+			d.again = false
+			d.mu.Unlock()
+		}
+	})
+	if !started {
+		d.mu.Lock()
+		d.running = false
+		d.mu.Unlock()
+	}
 }

@@ -70,36 +70,70 @@ func CronHasSeconds(expr string) bool {
 // NextFire is the next time a task's schedule fires after now, if any: the
 // master shows it, and it follows the same rules as the worker's runner.
 func NextFire(d *TaskDef, now time.Time) (time.Time, bool) {
-	from := now
-	if d.StartAt != nil && d.StartAt.After(from) {
-		from = *d.StartAt
-	}
-	var next time.Time
+	return nextFireFunc(d)(now)
+}
+
+// nextFireFunc returns NextFire for d with its schedule parsed once, so that
+// walking many fires (CountFires) does not parse it at every step.
+func nextFireFunc(d *TaskDef) func(now time.Time) (time.Time, bool) {
+	none := func(time.Time) (time.Time, bool) { return time.Time{}, false }
+	var next func(from, now time.Time) time.Time
 	switch d.Schedule.Kind {
 	case ScheduleCron:
 		loc, err := LoadTimezone(d.Timezone)
 		if err != nil {
-			return time.Time{}, false
+			return none
 		}
 		s, err := ParseCronIn(d.Schedule.Cron, loc)
 		if err != nil {
-			return time.Time{}, false
+			return none
 		}
-		next = s.Next(from.UTC())
+		next = func(from, _ time.Time) time.Time { return s.Next(from.UTC()) }
 	case ScheduleInterval:
 		every := time.Duration(d.Schedule.Every)
 		if every <= 0 {
-			return time.Time{}, false
+			return none
 		}
-		next = from.Truncate(every).Add(every)
+		next = func(from, _ time.Time) time.Time { return from.Truncate(every).Add(every) }
 	case ScheduleOnce:
-		if d.Schedule.At == nil || !d.Schedule.At.After(now) {
+		next = func(_, now time.Time) time.Time {
+			if d.Schedule.At == nil || !d.Schedule.At.After(now) {
+				return time.Time{}
+			}
+			return *d.Schedule.At
+		}
+	default:
+		return none
+	}
+	return func(now time.Time) (time.Time, bool) {
+		from := now
+		if d.StartAt != nil && d.StartAt.After(from) {
+			from = *d.StartAt
+		}
+		n := next(from, now)
+		if n.IsZero() || (d.EndAt != nil && n.After(*d.EndAt)) {
 			return time.Time{}, false
 		}
-		next = *d.Schedule.At
+		return n.UTC(), true
 	}
-	if next.IsZero() || (d.EndAt != nil && next.After(*d.EndAt)) {
-		return time.Time{}, false
+}
+
+// CountFires counts the fires of d strictly after after and at or before
+// until, by NextFire's rules (time zone, DST, start and end window), and
+// names the first and the last. It stops counting at limit (then more fires
+// may follow): a long outage of a frequent task costs bounded work.
+func CountFires(d *TaskDef, after, until time.Time, limit int) (n int, first, last time.Time) {
+	next := nextFireFunc(d)
+	for t := after; n < limit; {
+		f, ok := next(t)
+		if !ok || f.After(until) || !f.After(t) {
+			break
+		}
+		if n == 0 {
+			first = f
+		}
+		last, t = f, f
+		n++
 	}
-	return next.UTC(), true
+	return n, first, last
 }

@@ -1,0 +1,223 @@
+// Misfires of tasks with no running executor: the fires due while every
+// executor of a running task was offline, disabled or gone ran nowhere. The
+// master accounts for them by the task's misfire policy, so none is lost
+// silently. (Fires an executor could not claim because no master answered
+// are the worker's to record.)
+
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// ActorScheduler names the master accounting for missed fires in the event log.
+const ActorScheduler = "scheduler"
+
+// maxMisfireCount bounds the fires counted for one window: beyond it the
+// record says "at least".
+const maxMisfireCount = 1_000_000
+
+// MisfireResult counts what one AccountMisfires did.
+type MisfireResult struct {
+	Opened, Skipped, CaughtUp int
+}
+
+// AccountMisfires looks at the tasks with no running executor and at those
+// whose outage it has not finished accounting for. A running task whose
+// executors all stopped running gets an outage window, opened when the last
+// of them stopped (tasks.misfire_accounted_until). Its fires are counted by
+// the task's schedule (time zone, DST, start and end window included) and,
+// by its misfire policy:
+//
+//   - skip (the default): one skipped run per window, scheduled at the first
+//     missed fire, saying why with the count and the window. While the
+//     outage lasts a window is recorded every Config.MisfireWindow, so a long
+//     outage shows up; the rest when an executor runs again (or the task is
+//     stopped or paused).
+//   - run_once: one catch-up run, sent by the task's routing to a running
+//     executor as soon as one runs again, and an event saying what it stands
+//     for.
+//
+// Moving the window is a conditional update in the transaction that records
+// the run, so two masters never account for one window twice. The leader runs
+// it after every sweep, and any master right after it changes a node's status.
+func (m *Master) AccountMisfires(ctx context.Context) MisfireResult {
+	m.misfireMu.Lock()
+	defer m.misfireMu.Unlock()
+	var res MisfireResult
+	rows, err := store.MisfireTasks(ctx, m.st.DB, nil)
+	if err != nil {
+		m.log.Error("misfires: load tasks", "err", err)
+		return res
+	}
+	for i := range rows {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := m.accountTask(ctx, &rows[i], time.Now().UTC(), &res); err != nil && !errors.Is(err, store.ErrConflict) {
+			m.log.Error("misfires: account task", "task", rows[i].ID, "err", err)
+		}
+	}
+	return res
+}
+
+// accountTask opens, records or closes one task's outage window.
+func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now time.Time, res *MisfireResult) error {
+	var def protocol.TaskDef
+	if err := json.Unmarshal([]byte(row.Spec), &def); err != nil {
+		return fmt.Errorf("stored definition: %w", err)
+	}
+	def.ID = row.ID
+	running := row.Status == store.TaskRunning
+	stranded := running && row.Running == 0
+	from := row.AccountedUntil.Time
+	if row.AccountedUntil.IsZero() {
+		if !stranded {
+			return nil
+		}
+		// The outage began when the last executor stopped running, or when the
+		// task last changed status (a task resumed while stranded), whichever
+		// is later. Whole seconds: fires are, and every database keeps them.
+		from = row.UpdatedAt
+		if row.StrandedSince.Time.After(from) {
+			from = row.StrandedSince.Time
+		}
+		if from.After(now) {
+			from = now
+		}
+		from = from.Truncate(time.Second)
+		if err := store.OpenMisfireWindow(ctx, m.st.DB, row.ID, from); err != nil {
+			return err
+		}
+		res.Opened++
+		m.log.Warn("task has no running executor: its fires are missed until one runs", "task", row.ID, "since", from)
+	}
+	// The window ends now while the outage lasts, else when it ended: the
+	// first executor running again, or the task stopped or paused.
+	end := now
+	if !running && row.UpdatedAt.Before(end) {
+		end = row.UpdatedAt
+	}
+	if !stranded && running && !row.RunnableSince.IsZero() && row.RunnableSince.Time.Before(end) {
+		end = row.RunnableSince.Time
+	}
+	if end.Before(from) {
+		end = from
+	}
+	n, first, last := protocol.CountFires(&def, from, end, maxMisfireCount)
+	if stranded {
+		if def.Misfire == protocol.MisfireRunOnce || n == 0 || now.Sub(from) < m.cfg.MisfireWindow {
+			return nil
+		}
+		// A long outage: record this window, keep the outage open after it.
+		next := last.Truncate(time.Second)
+		if next.Before(last) {
+			next = next.Add(time.Second)
+		}
+		if err := m.recordMisfires(ctx, row.ID, from, next, n, first, last, "no running executor (all offline, disabled or deleted)"); err != nil {
+			return err
+		}
+		res.Skipped++
+		return nil
+	}
+	// The outage is over.
+	if n == 0 {
+		return store.MoveMisfireWindow(ctx, m.st.DB, row.ID, from, time.Time{})
+	}
+	if running && def.Misfire == protocol.MisfireRunOnce {
+		if err := m.catchUp(ctx, row.ID, from, n, first, last); err != nil {
+			return err
+		}
+		res.CaughtUp++
+		return nil
+	}
+	why := "no running executor (all offline, disabled or deleted)"
+	if !running {
+		why += "; the task was " + row.Status.String() + " before a catch-up could run"
+	}
+	if err := m.recordMisfires(ctx, row.ID, from, time.Time{}, n, first, last, why); err != nil {
+		return err
+	}
+	res.Skipped++
+	return nil
+}
+
+// misfireText says which fires did not run and why.
+func misfireText(n int, first, last time.Time, why string) string {
+	count := fmt.Sprintf("%d fires", n)
+	if n >= maxMisfireCount {
+		count = fmt.Sprintf("at least %d fires", n)
+	}
+	if n == 1 {
+		return fmt.Sprintf("misfire: the fire at %s did not run: %s", first.UTC().Format(time.RFC3339), why)
+	}
+	return fmt.Sprintf("misfire: %s from %s to %s did not run: %s", count,
+		first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339), why)
+}
+
+// recordMisfires records n missed fires as one skipped run, scheduled at the
+// first, and moves the window from from to to (zero: closes it) in the same
+// transaction: a window another master recorded meanwhile is not recorded
+// again (ErrConflict).
+func (m *Master) recordMisfires(ctx context.Context, taskID string, from, to time.Time, n int, first, last time.Time, why string) error {
+	now := time.Now().UTC()
+	out := misfireText(n, first, last, why)
+	run := store.Run{ID: uuid.NewString(), TaskID: taskID, Node: m.cfg.Identity, ScheduledAt: first.UTC(),
+		StartedAt: now, EndedAt: now, Result: protocol.ResultSkipped, Attempt: 1, Output: out}
+	err := m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.MoveMisfireWindow(ctx, tx, taskID, from, to); err != nil {
+			return err
+		}
+		_, err := store.InsertRuns(ctx, tx, []store.Run{run})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	m.log.Warn("misfires recorded as a skipped run", "task", taskID, "fires", n, "first", first, "last", last)
+	m.event(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil, out)
+	return nil
+}
+
+// catchUp closes the window and sends the task to run once, by its routing.
+// If the run cannot be sent the window is put back, so the next pass tries
+// again.
+func (m *Master) catchUp(ctx context.Context, taskID string, from time.Time, n int, first, last time.Time) error {
+	if err := store.MoveMisfireWindow(ctx, m.st.DB, taskID, from, time.Time{}); err != nil {
+		return err
+	}
+	detail := misfireText(n, first, last, "no running executor (all offline, disabled or deleted)")
+	sent, err := func() ([]string, error) {
+		defer m.locks.lock("task:" + taskID)()
+		t, err := m.GetTask(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		if t.Status != store.TaskRunning {
+			return nil, Errorf(KindState, "task %s is %s; no catch-up run", taskID, t.Status)
+		}
+		return m.runOnce(ctx, t)
+	}()
+	if err != nil {
+		if rerr := store.OpenMisfireWindow(ctx, m.st.DB, taskID, from); rerr != nil && !errors.Is(rerr, store.ErrConflict) {
+			m.log.Error("misfires: reopen the window after a failed catch-up", "task", taskID, "err", rerr)
+		}
+		// Logged, not an event: it is tried again at every pass until it works.
+		return fmt.Errorf("catch-up run not sent, tried again at the next pass: %w", err)
+	}
+	m.log.Info("misfire: catch-up run sent", "task", taskID, "fires", n, "node", sent)
+	m.event(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil,
+		fmt.Sprintf("%s; one catch-up run sent to %s", detail, strings.Join(sent, ", ")))
+	return nil
+}
