@@ -1,0 +1,288 @@
+package master_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
+	"github.com/schedulemaster-go/schedulemaster/worker"
+)
+
+// strandableTask stores a worker node w1 (running) and a running task it
+// alone executes, firing every second, with the given misfire policy; the
+// task's last status change is an hour ago.
+func strandableTask(t *testing.T, e *env, misfire string) string {
+	t.Helper()
+	n := &store.Node{Name: "w1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Status: store.StatusRunning,
+		DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5, Mode: store.ModeAuto, Secret: protocol.NewSecret()}
+	if err := store.CreateNode(e.ctx, e.s.Store.DB, n); err != nil {
+		t.Fatal(err)
+	}
+	tk := &store.Task{ID: "t-misfire", Title: "misfire", Type: "http", Status: store.TaskRunning, Keepers: "[]", Children: "[]",
+		Spec: `{"id":"t-misfire","title":"misfire","type":"http","schedule":{"kind":"interval","every":"1s"},` +
+			`"http":{"method":"GET","url":"http://127.0.0.1:1/"},"timeout":"1s","misfire":"` + misfire + `"}`,
+		Executors: []string{"w1"}}
+	if err := store.CreateTask(e.ctx, e.s.Store.DB, tk); err != nil {
+		t.Fatal(err)
+	}
+	e.exec("UPDATE tasks SET updated_at = ? WHERE id = ?", time.Now().UTC().Add(-time.Hour), tk.ID)
+	return tk.ID
+}
+
+func (e *env) exec(query string, args ...any) {
+	e.t.Helper()
+	if _, err := e.s.Store.DB.ExecContext(e.ctx, query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// setNode puts a node in a status as of a given time (its updated_at).
+func (e *env) setNode(name string, st store.NodeStatus, at time.Time) {
+	e.t.Helper()
+	e.exec("UPDATE nodes SET status = ?, updated_at = ? WHERE name = ?", st, at.UTC(), name)
+}
+
+func (e *env) window(id string) time.Time {
+	e.t.Helper()
+	at, err := store.MisfireWindow(e.ctx, e.s.Store.DB, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return at
+}
+
+var misfireCount = regexp.MustCompile(`misfire: (\d+) fires from (\S+) to (\S+) did not run: no running executor`)
+
+// missed parses the count of a misfire record, 1 for a single fire.
+func missed(t *testing.T, r store.Run) int {
+	t.Helper()
+	if r.Result != protocol.ResultSkipped || r.Node != masterName {
+		t.Fatalf("misfire record %+v: want a skipped run by the master", r)
+	}
+	if strings.HasPrefix(r.Output, "misfire: the fire at ") {
+		return 1
+	}
+	m := misfireCount.FindStringSubmatch(r.Output)
+	if m == nil {
+		t.Fatalf("misfire record output %q", r.Output)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func (e *env) runsOf(id string) []store.Run {
+	e.t.Helper()
+	runs, _, err := e.m.ListRuns(e.ctx, id, 500, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return runs
+}
+
+// The fires of a task whose only executor is down are recorded as one
+// skipped run, with their exact count, when the executor runs again; the
+// window is accounted once, by one of two masters.
+func TestMisfireSkipRecordsTheOutageOnceWhenAnExecutorReturns(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		id := strandableTask(t, e, protocol.MisfireSkip)
+		if res := e.m.AccountMisfires(e.ctx); res != (master.MisfireResult{}) {
+			t.Fatalf("runnable task: %+v, want nothing done", res)
+		}
+		down := time.Now().UTC().Add(-time.Minute)
+		e.setNode("w1", store.StatusOffline, down)
+		if res := e.m.AccountMisfires(e.ctx); res.Opened != 1 || res.Skipped != 0 {
+			t.Fatalf("stranded: %+v, want the window opened, nothing recorded yet", res)
+		}
+		from := e.window(id)
+		if want := down.Truncate(time.Second); !from.Equal(want) {
+			t.Fatalf("window opened at %s, want %s (when the executor stopped)", from, want)
+		}
+		if got, _ := e.m.GetTask(e.ctx, id); got.Runnable {
+			t.Fatal("task with its executor offline is runnable")
+		}
+		e.m.AccountMisfires(e.ctx) // still down: nothing more
+		if runs := e.runsOf(id); len(runs) != 0 {
+			t.Fatalf("%d runs recorded during a short outage, want none yet", len(runs))
+		}
+
+		back := from.Add(30 * time.Second)
+		e.setNode("w1", store.StatusRunning, back)
+		other := newMaster(t, s, func(c *master.Config) { c.Identity = "master2" })
+		results := make(chan master.MisfireResult, 2)
+		for _, m := range []*master.Master{e.m, other} {
+			go func() { results <- m.AccountMisfires(e.ctx) }()
+		}
+		skipped := (<-results).Skipped + (<-results).Skipped
+		if skipped != 1 {
+			t.Fatalf("two masters recorded %d windows, want 1", skipped)
+		}
+		runs := e.runsOf(id)
+		if len(runs) != 1 {
+			t.Fatalf("%d runs, want one skipped run", len(runs))
+		}
+		r := runs[0]
+		r.Node = masterName // either master may have recorded it
+		if n := missed(t, r); n != 30 {
+			t.Fatalf("count %d in %q, want 30 (one fire a second for 30 s)", n, r.Output)
+		}
+		if !r.ScheduledAt.Equal(from.Add(time.Second)) {
+			t.Fatalf("scheduled at %s, want the first missed fire %s", r.ScheduledAt, from.Add(time.Second))
+		}
+		if got := e.window(id); !got.IsZero() {
+			t.Fatalf("window still open at %s", got)
+		}
+		got, _ := e.m.GetTask(e.ctx, id)
+		if got.RunCount != 1 || got.LastResult != protocol.ResultSkipped {
+			t.Fatalf("task run_count %d last_result %q, want the skipped run counted", got.RunCount, got.LastResult)
+		}
+		if res := e.m.AccountMisfires(e.ctx); res != (master.MisfireResult{}) {
+			t.Fatalf("again: %+v, want nothing (accounted once)", res)
+		}
+		if evs := e.events(store.EventFilter{Action: "task.misfire"}); len(evs) != 1 || evs[0].Actor != master.ActorScheduler ||
+			!strings.Contains(evs[0].Detail, "30 fires") {
+			t.Fatalf("misfire events %+v, want one by the scheduler with the count", evs)
+		}
+	})
+}
+
+// A long outage is recorded window by window while it lasts, and the windows
+// never overlap: together they count every missed fire once.
+func TestMisfireSkipRecordsALongOutagePerWindow(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s, func(c *master.Config) { c.MisfireWindow = time.Minute })
+		id := strandableTask(t, e, "") // the default policy is skip
+		down := time.Now().UTC().Add(-150 * time.Second).Truncate(time.Second)
+		e.setNode("w1", store.StatusIdle /* disabled */, down)
+		res := e.m.AccountMisfires(e.ctx)
+		if res.Opened != 1 || res.Skipped != 1 {
+			t.Fatalf("150 s into the outage: %+v, want the window opened and recorded", res)
+		}
+		first := e.runsOf(id)
+		if len(first) != 1 {
+			t.Fatalf("%d runs, want 1", len(first))
+		}
+		n1 := missed(t, first[0])
+		moved := e.window(id)
+		if !moved.Equal(down.Add(time.Duration(n1) * time.Second)) {
+			t.Fatalf("window moved to %s after %d fires from %s", moved, n1, down)
+		}
+		if res := e.m.AccountMisfires(e.ctx); res.Skipped != 0 {
+			t.Fatalf("right after a record: %+v, want nothing until the next window", res)
+		}
+		// A few more fires pass, then the executor runs again.
+		storetest.Eventually(t, 20*time.Second, func() bool { return time.Since(moved) > 3*time.Second }, "clock")
+		back := time.Now().UTC().Truncate(time.Second)
+		e.setNode("w1", store.StatusRunning, back)
+		if res := e.m.AccountMisfires(e.ctx); res.Skipped != 1 {
+			t.Fatalf("executor back: %+v, want the rest recorded", res)
+		}
+		runs := e.runsOf(id)
+		if len(runs) != 2 {
+			t.Fatalf("%d runs, want 2", len(runs))
+		}
+		total := 0
+		for _, r := range runs {
+			total += missed(t, r)
+		}
+		if want := int(back.Sub(down) / time.Second); total != want {
+			t.Fatalf("windows count %d fires together, want %d (every second from %s to %s, once)", total, want, down, back)
+		}
+	})
+}
+
+// A task paused during the outage: the fires up to the pause are recorded,
+// those while paused are not misfires.
+func TestMisfireWindowEndsWhenTheTaskIsPaused(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		id := strandableTask(t, e, protocol.MisfireRunOnce)
+		down := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+		e.setNode("w1", store.StatusOffline, down)
+		e.m.AccountMisfires(e.ctx)
+		e.exec("UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?", store.TaskPaused, down.Add(10*time.Second), id)
+		if res := e.m.AccountMisfires(e.ctx); res.Skipped != 1 || res.CaughtUp != 0 {
+			t.Fatalf("paused during the outage: %+v, want the fires so far recorded skipped, no catch-up", res)
+		}
+		runs := e.runsOf(id)
+		if len(runs) != 1 || missed(t, runs[0]) != 10 || !strings.Contains(runs[0].Output, "paused") {
+			t.Fatalf("runs %+v, want one record of 10 fires saying the task was paused", runs)
+		}
+		if !e.window(id).IsZero() {
+			t.Fatal("window still open")
+		}
+	})
+}
+
+// Under run_once the outage of a task whose only executor was disabled ends
+// in one catch-up run on it as soon as it is enabled again, and no skipped
+// run: all through the real master and a real worker.
+func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		var hits atomic.Int64
+		target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+		t.Cleanup(target.Close)
+		url := e.serveMaster()
+		tw := startWorker(t, "w1", func(c *worker.Config) { c.MasterURL = url })
+		e.create(tw)
+		e.connect("w1")
+		e.enable("w1")
+		in := httpInput("w1")
+		in.Schedule = protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"}
+		in.HTTP.URL = target.URL + "/tick"
+		in.Misfire = protocol.MisfireRunOnce
+		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.DisableNode(e.ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		// The master reacts to the change by itself: the window opens.
+		storetest.Eventually(t, 10*time.Second, func() bool { return !e.window(tk.ID).IsZero() }, "no misfire window opened")
+		from := e.window(tk.ID)
+		storetest.Eventually(t, 20*time.Second, func() bool { return time.Since(from) > 3*time.Second }, "clock")
+		manual := func() (n int) {
+			for _, r := range e.runsOf(tk.ID) {
+				if r.Manual {
+					n++
+				}
+				if r.Result == protocol.ResultSkipped {
+					t.Fatalf("skipped run %q under run_once", r.Output)
+				}
+			}
+			return n
+		}
+		if _, err := e.m.EnableNode(e.ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Eventually(t, 20*time.Second, func() bool { return manual() >= 1 }, "no catch-up run recorded")
+		storetest.Eventually(t, 10*time.Second, func() bool { return e.window(tk.ID).IsZero() }, "window not closed")
+		if res := e.m.AccountMisfires(e.ctx); res.CaughtUp != 0 {
+			t.Fatalf("again: %+v, want no second catch-up", res)
+		}
+		if n := manual(); n != 1 {
+			t.Fatalf("%d catch-up runs, want 1", n)
+		}
+		evs := e.events(store.EventFilter{Action: "task.misfire"})
+		if len(evs) != 1 || !strings.Contains(evs[0].Detail, "one catch-up run sent to w1") {
+			t.Fatalf("misfire events %+v, want one naming the catch-up", evs)
+		}
+		if hits.Load() == 0 {
+			t.Fatal("the target was never called")
+		}
+	})
+}
