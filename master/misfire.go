@@ -88,10 +88,15 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 		}
 		// The outage began when the last executor stopped running, or when the
 		// task last changed status (a task resumed while stranded), whichever
-		// is later. Whole seconds: fires are, and every database keeps them.
-		from = row.UpdatedAt
-		if row.StrandedSince.Time.After(from) {
-			from = row.StrandedSince.Time
+		// is later; now for a task left with no executor at all (its last one
+		// deleted: the deletion's own pass gets here). Whole seconds: fires
+		// are, and every database keeps them.
+		from = now
+		if !row.StrandedSince.IsZero() {
+			from = row.UpdatedAt
+			if row.StrandedSince.Time.After(from) {
+				from = row.StrandedSince.Time
+			}
 		}
 		if from.After(now) {
 			from = now

@@ -286,3 +286,20 @@ func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
 		}
 	})
 }
+
+// A running task left with no executor at all (its last one deleted) is
+// missed from then on, not since it last changed status.
+func TestMisfireWindowOfATaskWithNoExecutorLeftOpensNow(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		id := strandableTask(t, e, protocol.MisfireSkip)
+		e.exec("DELETE FROM task_executors WHERE task_id = ?", id)
+		before := time.Now().UTC().Truncate(time.Second)
+		if res := e.m.AccountMisfires(e.ctx); res.Opened != 1 || res.Skipped != 0 {
+			t.Fatalf("no executor left: %+v, want the window opened and nothing recorded", res)
+		}
+		if from := e.window(id); from.Before(before) {
+			t.Fatalf("window opened at %s, before the pass at %s: fires that ran would count", from, before)
+		}
+	})
+}
