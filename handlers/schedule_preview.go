@@ -152,6 +152,11 @@ func (s *server) schedulePreview(c *gin.Context) {
 	for k, v := range fe {
 		vm.Errors = append(vm.Errors, k+": "+v)
 	}
+	// A fresh form has no schedule yet: invite, do not scold.
+	own := map[string]string{protocol.ScheduleCron: "cron", protocol.ScheduleInterval: "every", protocol.ScheduleOnce: "at"}
+	if f, ok := own[d.Schedule.Kind]; ok && len(fe) == 1 && fe["schedule."+f] != "" && strings.TrimSpace(c.Query("schedule_"+f)) == "" {
+		vm.Blank = true
+	}
 	sort.Strings(vm.Errors)
 	for _, f := range fires {
 		vm.Fires = append(vm.Fires, views.PreviewFire{

@@ -265,6 +265,8 @@ type SchedulePreviewVM struct {
 	Errors []string      // what is wrong with the schedule ("schedule.cron: ...")
 	// ZoneLabel names the zone the form's times are read in, for its labels.
 	ZoneLabel string
+	// Blank: the schedule's own field is still empty; nothing to complain of.
+	Blank bool
 }
 
 // PreviewFire is one upcoming fire, in the task's zone and in UTC.
