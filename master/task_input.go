@@ -193,8 +193,12 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 			}
 		}
 		if len(refused) == len(in.Executors) {
+			which := "it"
+			if len(refused) > 1 {
+				which = "one of them"
+			}
 			fe["executors"] = "no executor allows shell tasks: " + strings.Join(refused, ", ") +
-				" " + wasWere(len(refused)) + " started without --allow-shell; restart one with --allow-shell or choose a worker that was"
+				" " + wasWere(len(refused)) + " started without --allow-shell; restart " + which + " with --allow-shell or choose a worker that was"
 		}
 	}
 	in.Keepers = dedupe(in.Keepers)
