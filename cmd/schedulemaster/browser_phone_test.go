@@ -30,7 +30,9 @@ func inViewJS(sel string) string {
 		return "ok"; })()`
 }
 
-func jsQuote(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"` }
+func jsQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
 
 // TestBrowserPhoneWidth opens every main page at 390×844, a phone held
 // upright, and checks what a person sees there: nothing scrolls sideways; the
