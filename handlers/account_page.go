@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -90,7 +91,12 @@ func (s *server) changeOwnEmail(c *gin.Context) {
 		return
 	}
 	vm.Email = strings.TrimSpace(c.PostForm("email"))
-	err := s.m.ChangeOwnEmail(c.Request.Context(), u.Username, vm.Email)
+	var err error
+	if msg := emailDomainProblem(vm.Email); msg != "" {
+		err = protocol.FieldErrors{"email": msg}
+	} else {
+		err = s.m.ChangeOwnEmail(c.Request.Context(), u.Username, vm.Email)
+	}
 	vm.EmailErrors = map[string]string{}
 	if master.Merge(vm.EmailErrors, err) {
 		vm.Flash = &views.Flash{Message: "Your email was not changed."}

@@ -116,8 +116,10 @@ func TestNodesFragmentForHTMX(t *testing.T) {
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	status, body := e.do(c, "GET", "/nodes", "", map[string]string{"HX-Request": "true"})
-	if status != 200 || !strings.HasPrefix(strings.TrimSpace(body), `<tbody id="node-rows"`) || strings.Contains(body, "<html") {
-		t.Fatalf("htmx /nodes: %d %.80q, want the rows fragment only", status, body)
+	// The live fragment: counters and rows together, never the page.
+	if status != 200 || !strings.HasPrefix(strings.TrimSpace(body), `<div id="nodes-live"`) || !strings.Contains(body, `<tbody id="node-rows"`) ||
+		!strings.Contains(body, `id="count-running"`) || strings.Contains(body, "<html") {
+		t.Fatalf("htmx /nodes: %d %.80q, want the live fragment only", status, body)
 	}
 }
 

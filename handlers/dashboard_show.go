@@ -66,15 +66,19 @@ func utcDay(t time.Time) time.Time {
 func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.DashboardLiveVM, error) {
 	db := s.st.DB
 	vm := views.DashboardLiveVM{PollInterval: dashboardPoll, UpdatedAt: utcText(now)}
-	nodes, err := store.CountNodesByStatus(ctx, db)
+	// Workers only: a master runs no task, so it is no running node here.
+	nodes, err := s.m.ListNodes(ctx)
 	if err != nil {
 		return vm, err
 	}
-	for st, n := range nodes {
-		if st >= 0 && st < 3 {
-			vm.Nodes[st] = n
+	for _, n := range nodes {
+		if n.Type != store.TypeWorker {
+			continue
 		}
-		vm.NodesTotal += n
+		if n.Status >= 0 && n.Status < 3 {
+			vm.Nodes[n.Status]++
+		}
+		vm.NodesTotal++
 	}
 	tasks, err := store.CountTasksByStatus(ctx, db)
 	if err != nil {

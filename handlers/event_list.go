@@ -36,7 +36,9 @@ func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, p
 		TargetType: strings.TrimSpace(c.Query("target_type")), Target: strings.TrimSpace(c.Query("target")),
 		Outcome: strings.TrimSpace(c.Query("outcome")), From: strings.TrimSpace(c.Query("from")), To: strings.TrimSpace(c.Query("to")),
 	}
-	f := store.EventFilter{Actor: fvm.Actor, Action: fvm.Action, TargetType: fvm.TargetType, Target: fvm.Target, Outcome: fvm.Outcome}
+	// A target is typed as a person knows it: a node name, a task's id or a
+	// part of its title.
+	f := store.EventFilter{Actor: fvm.Actor, Action: fvm.Action, TargetType: fvm.TargetType, TargetMatch: fvm.Target, Outcome: fvm.Outcome}
 	fe := protocol.FieldErrors{}
 	if len(fvm.Actor) > 128 {
 		fe["actor"] = "at most 128 characters"
@@ -162,15 +164,16 @@ func eventTaskIDs(evs []store.Event) []string {
 func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map[string]bool) views.EventRow {
 	r := views.EventRow{
 		ID: e.ID, At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339), Ago: ago(e.At, now),
-		Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Target: e.Target, Outcome: e.Outcome, Detail: e.Detail,
-		Master:    e.Master,
+		Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Target: e.Target, TargetName: e.Target,
+		Outcome: e.Outcome, Detail: e.Detail, Master: e.Master,
 		ActorURL:  withQuery("/events", eventQuery(views.EventFilterVM{Actor: e.Actor}, 0)),
 		TargetURL: withQuery("/events", eventQuery(views.EventFilterVM{TargetType: e.TargetType, Target: e.Target}, 0)),
 	}
+	r.Meaning, r.OutcomeText = eventMeaning(e.Action, e.Outcome)
 	switch e.TargetType {
 	case store.TargetTask:
 		if title, ok := titles[e.Target]; ok {
-			r.TargetTitle = title
+			r.TargetTitle, r.TargetName = title, title
 			r.ObjectURL = "/tasks/" + url.PathEscape(e.Target)
 		}
 	case store.TargetNode:
@@ -179,6 +182,38 @@ func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map
 		}
 	}
 	return r
+}
+
+// Event meanings, which colour the log: an action that went wrong or a node
+// lost is bad, one that takes something out of service a warning, one that
+// brings something into service good, the rest information.
+const (
+	meaningGood = "good"
+	meaningWarn = "warn"
+	meaningBad  = "bad"
+	meaningInfo = "info"
+)
+
+// eventMeaning says what an event means for an operator, and the word its
+// badge shows: "error" for a failed action, what happened for the health
+// checker's transitions (a node going offline is no "ok"), else "ok".
+func eventMeaning(action, outcome string) (meaning, label string) {
+	if outcome == store.OutcomeError {
+		return meaningBad, "error"
+	}
+	switch action {
+	case "node.offline":
+		return meaningBad, "offline"
+	case "node.recover":
+		return meaningGood, "recovered"
+	case "node.create", "node.connect", "node.enable", "node.register", "task.create", "task.start", "task.resume",
+		"user.create", "user.enable":
+		return meaningGood, "ok"
+	case "node.disable", "node.delete", "node.reset_identity", "task.stop", "task.pause", "task.delete",
+		"user.disable", "user.password_reset", "token.revoke":
+		return meaningWarn, "ok"
+	}
+	return meaningInfo, "ok"
 }
 
 // apiEvent is an event in the open API; fields may be added, never renamed.
@@ -195,7 +230,8 @@ type apiEvent struct {
 }
 
 // apiListEvents answers GET /api/v1/events?actor=&action=&target_type=&target=&outcome=&from=&to=&limit=&offset=
-// with {"items": [...], "total": N}, newest first. from and to are RFC 3339 (or
+// with {"items": [...], "total": N}, newest first. target is a target's exact
+// name or id, or a part of a task's title. from and to are RFC 3339 (or
 // 2006-01-02T15:04, UTC); to is excluded.
 func (s *server) apiListEvents(c *gin.Context) {
 	limit, offset, err := pageParams(c)

@@ -50,7 +50,7 @@ func (s *server) manualCommand(c *gin.Context, name, host, scheme string) string
 	return strings.Join(parts, " ")
 }
 
-// autoWorkerCommand is the command line of an auto-registered worker.
-func autoWorkerCommand(masterURL, key string) string {
-	return "schedulemaster worker --identity=w1 --ip=127.0.0.1 --port=30001 --master=" + masterURL + " --cluster-key=" + key
+// autoWorkerCommand is the command line of an auto-registered worker named name.
+func autoWorkerCommand(masterURL, key, name string) string {
+	return "schedulemaster worker --identity=" + name + " --ip=127.0.0.1 --port=30001 --master=" + masterURL + " --cluster-key=" + key
 }

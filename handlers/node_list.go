@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,21 +23,21 @@ func (s *server) listNodes(c *gin.Context) {
 		return
 	}
 	if isHX(c) {
-		s.render(c, http.StatusOK, views.NodeRows(vm))
+		s.render(c, http.StatusOK, views.NodesLive(vm))
 		return
 	}
 	vm.Flash = s.takeFlash(c)
 	s.render(c, http.StatusOK, views.NodesPage(vm))
 }
 
-// nodeRows is the live fragment the table polls.
+// nodeRows is the live fragment the page polls: counters and rows together.
 func (s *server) nodeRows(c *gin.Context) {
 	vm, err := s.nodesVM(c, nil)
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, views.NodeRows(vm))
+	s.render(c, http.StatusOK, views.NodesLive(vm))
 }
 
 func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, error) {
@@ -51,26 +53,45 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 		return views.NodesVM{}, err
 	}
 	now := time.Now()
+	names := map[string]bool{}
 	for _, n := range nodes {
 		r := nodeRow(n, now)
 		r.Leader = n.Type == store.TypeMaster && n.Name == leader
 		vm.Rows = append(vm.Rows, r)
-		if n.Status >= 0 && n.Status < 3 {
+		names[n.Name] = true
+		switch {
+		case n.Type != store.TypeWorker:
+			vm.Masters++
+		case n.Status >= 0 && n.Status < 3:
 			vm.Counts[n.Status]++
 		}
 	}
 	if !l.ReadOnly {
-		vm.AutoCommand = autoWorkerCommand(masterURL(c), s.m.ClusterKey())
+		vm.AutoCommand = autoWorkerCommand(masterURL(c), s.m.ClusterKey(), freeWorkerName(names))
 	}
 	return vm, nil
 }
+
+// freeWorkerName is the first of w1, w2, ... that no node has.
+func freeWorkerName(taken map[string]bool) string {
+	for i := 1; ; i++ {
+		if name := "w" + strconv.Itoa(i); !taken[name] {
+			return name
+		}
+	}
+}
+
+// offlineAfter reads the count of failed checks from the reason the health
+// checker gives a node it takes offline.
+var offlineAfter = regexp.MustCompile(`^offline after (\d+) failed health checks`)
 
 func nodeRow(n store.Node, now time.Time) views.NodeRow {
 	isWorker := n.Type == store.TypeWorker
 	r := views.NodeRow{
 		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: int(n.Status),
 		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
-		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
+		LastSeen: ago(n.LastSeen, now), Failures: strconv.Itoa(n.Failures), Mode: n.Mode, Reason: n.Reason,
+		FailuresTitle: "failed health checks in a row",
 		// The buttons follow the engine's state table; the master's own node has none.
 		CanConnect: isWorker && master.NodeAllows(n.Status, master.NodeConnect),
 		CanEnable:  isWorker && master.NodeAllows(n.Status, master.NodeEnable),
@@ -83,6 +104,16 @@ func nodeRow(n store.Node, now time.Time) views.NodeRow {
 	}
 	if !n.LastSeen.IsZero() {
 		r.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)
+	}
+	// The stored counter restarts when a node goes offline (it counts towards
+	// the next transition); show the count the reason names instead of a 0
+	// that contradicts it, and no count for a node nobody probes.
+	if n.Status == store.StatusOffline {
+		if m := offlineAfter.FindStringSubmatch(n.Reason); m != nil {
+			r.Failures, r.FailuresTitle = m[1], "failed health checks that took it offline"
+		} else if n.Failures == 0 {
+			r.Failures, r.FailuresTitle = "-", "not counted while offline"
+		}
 	}
 	return r
 }

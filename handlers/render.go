@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -92,6 +93,43 @@ func (s *server) notFound(c *gin.Context) {
 }
 
 func (s *server) errorPage(c *gin.Context, status int, msg string) {
-	s.render(c, status, views.ErrorPage(views.ErrorVM{Layout: s.layout(c, "Error", ""), Status: status, Message: msg}))
+	back, label := backLink(c)
+	s.render(c, status, views.ErrorPage(views.ErrorVM{Layout: s.layout(c, "Error", ""), Status: status, Message: msg,
+		BackURL: back, BackLabel: label}))
 	c.Abort()
+}
+
+// consoleSections name the console's pages by their first path segment.
+var consoleSections = map[string]string{
+	"dashboard": "the dashboard", "nodes": "nodes", "tasks": "tasks", "runs": "tasks", "events": "the event log",
+	"users": "users", "settings": "settings", "tokens": "API tokens", "account": "your account",
+}
+
+// backLink is where an error page leads back to: the page the user came from
+// (a same-origin Referer, path only), else the section of the refused page,
+// else the dashboard.
+func backLink(c *gin.Context) (string, string) {
+	here := c.Request.URL.Path
+	if ref, err := url.Parse(c.GetHeader("Referer")); err == nil && ref.Host == c.Request.Host &&
+		strings.HasPrefix(ref.Path, "/") && !strings.HasPrefix(ref.Path, "//") && ref.Path != here && ref.Path != "/login" {
+		back := ref.EscapedPath()
+		if ref.RawQuery != "" {
+			back += "?" + ref.RawQuery
+		}
+		return back, "Back to " + sectionName(ref.Path)
+	}
+	seg, _, _ := strings.Cut(strings.TrimPrefix(here, "/"), "/")
+	if name, ok := consoleSections[seg]; ok && seg != "runs" && here != "/"+seg {
+		return "/" + seg, "Back to " + name
+	}
+	return "/dashboard", "Back to the dashboard"
+}
+
+// sectionName names the console section of a path, "the console" if none.
+func sectionName(path string) string {
+	seg, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if name, ok := consoleSections[seg]; ok {
+		return name
+	}
+	return "the console"
 }

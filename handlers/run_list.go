@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -16,37 +18,46 @@ import (
 // runsPageSize is how many runs the task page shows at once.
 const runsPageSize = 50
 
-// taskRuns is the live fragment of the task page: a page of its runs, newest first.
+// taskRuns is the live fragment of the task page: its status, actions,
+// summary and a page of its runs, newest first, all from one read.
 func (s *server) taskRuns(c *gin.Context) {
-	vm, err := s.runsVM(c, c.Param("id"))
+	id := c.Param("id")
+	vm, err := s.taskVM(c, id, nil)
+	if errors.Is(err, master.ErrNotFound) && isHX(c) {
+		// Deleted meanwhile (by someone else): say so on the list.
+		s.setFlash(c, false, "The task "+id+" was deleted.")
+		c.Header("HX-Redirect", "/tasks")
+		c.Status(http.StatusOK)
+		return
+	}
 	if err != nil {
 		s.tasksError(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, views.RunsLive(vm))
+	s.render(c, http.StatusOK, views.TaskLive(vm))
 }
 
-// runsVM loads the page of a task's runs at ?offset=.
-func (s *server) runsVM(c *gin.Context, taskID string) (views.RunsVM, error) {
+// runsVM loads the page of a task's runs at ?offset=, with the task's
+// counters from t (the caller's read of the task).
+func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	_, offset, err := pageParams(c)
 	if err != nil {
 		return views.RunsVM{}, err
 	}
+	taskID := t.ID
 	runs, total, err := s.m.ListRuns(c.Request.Context(), taskID, runsPageSize, offset)
 	if err != nil {
 		return views.RunsVM{}, err
 	}
 	base := "/tasks/" + url.PathEscape(taskID)
-	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, StatusName: "deleted", LastRun: "never", NextRun: "-"}
+	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, LastRun: "never", NextRun: "-"}
 	now := time.Now()
-	if t, err := s.m.GetTask(c.Request.Context(), taskID); err == nil {
-		vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
-		if t.LastRunAt != nil {
-			vm.LastRun = ago(*t.LastRunAt, now)
-		}
-		if t.NextRunAt != nil {
-			vm.NextRun = t.NextRunAt.UTC().Format("2006-01-02 15:04:05 UTC")
-		}
+	vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
+	if t.LastRunAt != nil {
+		vm.LastRun = ago(*t.LastRunAt, now)
+	}
+	if t.NextRunAt != nil {
+		vm.NextRun = t.NextRunAt.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
 	for i := range runs {
 		vm.Rows = append(vm.Rows, runRow(&runs[i], now))

@@ -18,7 +18,7 @@ func (s *server) showRun(c *gin.Context) {
 		return
 	}
 	vm := views.RunVM{
-		Layout: s.layout(c, "Run "+r.ID, "tasks"), ID: r.ID, TaskID: r.TaskID, Node: r.Node,
+		ID: r.ID, TaskID: r.TaskID, Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), StartedAt: utcText(r.StartedAt), EndedAt: utcText(r.EndedAt),
 		Duration: durationMS(r.DurationMS), Result: r.Result, Attempt: r.Attempt, Manual: r.Manual, Output: r.Output,
 		BinaryOutput: r.BinaryOutput,
@@ -32,5 +32,12 @@ func (s *server) showRun(c *gin.Context) {
 	if t, err := s.m.GetTask(ctx, r.TaskID); err == nil {
 		vm.TaskTitle = t.Title
 	}
+	// A person knows a run by its task and when it ran, not by its UUID.
+	title := vm.TaskTitle
+	if title == "" {
+		title = "Deleted task"
+	}
+	vm.Heading = title + " · run of " + utcText(r.StartedAt)
+	vm.Layout = s.layout(c, vm.Heading, "tasks")
 	s.render(c, http.StatusOK, views.RunPage(vm))
 }

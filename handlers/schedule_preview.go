@@ -114,7 +114,8 @@ func (s *server) schedulePreview(c *gin.Context) {
 	tz := strings.TrimSpace(c.Query("timezone"))
 	d := previewDef(c.Query("schedule_kind"), tz)
 	loc, err := protocol.LoadTimezone(tz)
-	if err != nil {
+	badZone := err != nil
+	if badZone {
 		loc = time.UTC // Validate names the zone
 	}
 	fe := protocol.FieldErrors{}
@@ -140,13 +141,21 @@ func (s *server) schedulePreview(c *gin.Context) {
 	if d.EndAt, err = parseFormTimeIn(c.Query("end_at"), loc); err != nil {
 		fe["end_at"] = err.Error()
 	}
-	vm := views.SchedulePreviewVM{Zone: loc.String()}
+	vm := views.SchedulePreviewVM{Zone: loc.String(), ZoneLabel: loc.String()}
+	if badZone {
+		vm.ZoneLabel = "UTC (“" + tz + "” is no known time zone)"
+	}
 	var fires []time.Time
 	if len(fe) == 0 {
 		fires, fe = previewFires(d, previewDefault, time.Now())
 	}
 	for k, v := range fe {
 		vm.Errors = append(vm.Errors, k+": "+v)
+	}
+	// A fresh form has no schedule yet: invite, do not scold.
+	own := map[string]string{protocol.ScheduleCron: "cron", protocol.ScheduleInterval: "every", protocol.ScheduleOnce: "at"}
+	if f, ok := own[d.Schedule.Kind]; ok && len(fe) == 1 && fe["schedule."+f] != "" && strings.TrimSpace(c.Query("schedule_"+f)) == "" {
+		vm.Blank = true
 	}
 	sort.Strings(vm.Errors)
 	for _, f := range fires {

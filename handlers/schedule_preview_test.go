@@ -136,7 +136,7 @@ func TestTaskFormTimezoneRoundTrip(t *testing.T) {
 		t.Fatalf("edit form does not show the zone and the local start time")
 	}
 	_, show := e.do(c, "GET", "/tasks/"+task.ID, "", nil)
-	if !strings.Contains(show, "cron 30 2 * * * (Europe/Berlin)") {
+	if !strings.Contains(show, `<span class="mono schedule-expr">cron 30 2 * * *</span> <span class="muted schedule-zone">(Europe/Berlin)</span>`) {
 		t.Fatalf("task page does not name the zone")
 	}
 	// A zone that does not exist is refused next to its field.

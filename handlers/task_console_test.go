@@ -182,7 +182,7 @@ func TestTaskFormRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	status, page := e.do(c, "GET", loc, "", nil)
 	if status != 200 || !strings.Contains(page, "ping billing") || !strings.Contains(page, "flash-ok") || !strings.Contains(page, "every 1s") ||
-		!strings.Contains(page, `id="run-rows"`) || !strings.Contains(page, `id="runs-live" hx-get="/tasks/`+tk.ID+`/runs"`) {
+		!strings.Contains(page, `id="run-rows"`) || !strings.Contains(page, `id="task-live" data-live hx-get="/tasks/`+tk.ID+`/runs"`) {
 		t.Fatalf("detail after create: %d\n%s", status, page)
 	}
 
@@ -269,10 +269,10 @@ func TestTaskListFiltersPagesAndFragment(t *testing.T) {
 		t.Error("list offers actions the status does not allow")
 	}
 
-	// htmx gets only the rows, which poll with the same filters.
+	// htmx gets only the live part (rows and pager), which polls with the same filters.
 	for _, path := range []string{"/tasks/rows?title=alpha&node=w1", "/tasks?title=alpha&node=w1"} {
 		status, frag := e.do(c, "GET", path, "", hx)
-		if status != 200 || !strings.HasPrefix(strings.TrimSpace(frag), `<tbody id="task-rows"`) || strings.Contains(frag, "<html") ||
+		if status != 200 || !strings.HasPrefix(strings.TrimSpace(frag), `<div id="tasks-live"`) || strings.Contains(frag, "<html") ||
 			!strings.Contains(frag, `hx-get="/tasks/rows?node=w1&amp;title=alpha"`) || !strings.Contains(frag, `hx-trigger="every 2s"`) ||
 			!has(frag, alpha) || has(frag, beta) {
 			t.Fatalf("fragment %s: %d %.200q", path, status, frag)
@@ -368,7 +368,9 @@ func TestTaskActionsOnARunningWorker(t *testing.T) {
 		t.Fatal("no run recorded within 15s")
 	}
 	status, frag := e.do(c, "GET", "/tasks/"+id+"/runs", "", hx)
-	if status != 200 || !strings.HasPrefix(strings.TrimSpace(frag), `<div id="runs-live"`) || !regexp.MustCompile(`id="run-count">[1-9][0-9]*<`).MatchString(frag) || !strings.Contains(frag, `href="/runs/`+runs[0].ID+`"`) ||
+	// The live part of the task page: the summary and the runs panel from one read.
+	if status != 200 || !strings.HasPrefix(strings.TrimSpace(frag), `<div id="task-live"`) || !regexp.MustCompile(`id="run-count">[1-9][0-9]*<`).MatchString(frag) || !strings.Contains(frag, `href="/runs/`+runs[0].ID+`"`) ||
+		regexp.MustCompile(`id="summary-run-count">[0-9]+<`).FindString(frag) != strings.Replace(regexp.MustCompile(`id="run-count">[0-9]+<`).FindString(frag), "run-count", "summary-run-count", 1) ||
 		!strings.Contains(frag, "badge-success") || !strings.Contains(frag, "HTTP 200") {
 		t.Fatalf("runs fragment: %d\n%s", status, frag)
 	}

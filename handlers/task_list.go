@@ -24,21 +24,22 @@ func (s *server) listTasks(c *gin.Context) {
 		return
 	}
 	if isHX(c) {
-		s.render(c, http.StatusOK, views.TaskRows(vm))
+		s.render(c, http.StatusOK, views.TasksLive(vm))
 		return
 	}
 	vm.Flash = s.takeFlash(c)
 	s.render(c, http.StatusOK, views.TasksPage(vm))
 }
 
-// taskRows is the live fragment the task table polls, with the page's filters.
+// taskRows is the live fragment the task list polls (rows and pager), with
+// the page's filters.
 func (s *server) taskRows(c *gin.Context) {
 	vm, err := s.tasksVM(c, nil)
 	if err != nil {
 		s.tasksError(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, views.TaskRows(vm))
+	s.render(c, http.StatusOK, views.TasksLive(vm))
 }
 
 // tasksError answers a bad filter with a readable 4xx and anything else with 500.
@@ -162,10 +163,11 @@ func taskActions(s store.TaskStatus) views.TaskActions {
 
 func taskRow(t *master.Task, now time.Time) views.TaskRow {
 	r := views.TaskRow{
-		ID: t.ID, Title: t.Title, Type: t.Type, Schedule: scheduleText(&t.TaskDef),
+		ID: t.ID, Title: t.Title, Type: t.Type,
 		Executors: strings.Join(t.Executors, ", "), Status: int(t.Status), StatusName: t.Status.String(),
 		LastResult: t.LastResult, RunCount: t.RunCount, Actions: taskActions(t.Status),
 	}
+	r.Schedule, r.ScheduleZone = scheduleParts(&t.TaskDef)
 	r.LastRun, r.LastRunAt = lastRunText(t, now)
 	r.NextRun, r.NextRunAt = nextRunText(t, now)
 	r.NoExecutor, r.NoExecutorSince = noExecutor(t)
@@ -224,13 +226,28 @@ func utcText(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
 }
 
-// scheduleText describes a schedule: "cron */5 * * * * *", "every 2s", "once at …".
+// scheduleText describes a schedule: "cron */5 * * * * * (Europe/Berlin)",
+// "every 2s", "once at …".
 func scheduleText(d *protocol.TaskDef) string {
+	expr, zone := scheduleParts(d)
+	if zone != "" {
+		return expr + " (" + zone + ")"
+	}
+	return expr
+}
+
+// scheduleParts is scheduleText in two parts, the expression (never to be
+// wrapped) and the cron's time zone ("" for UTC or another kind).
+func scheduleParts(d *protocol.TaskDef) (expr, zone string) {
+	if d.Schedule.Kind == protocol.ScheduleCron && d.Timezone != "" && d.Timezone != protocol.DefaultTimezone {
+		return "cron " + d.Schedule.Cron, d.Timezone
+	}
+	return scheduleExpr(d), ""
+}
+
+func scheduleExpr(d *protocol.TaskDef) string {
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		if d.Timezone != "" && d.Timezone != protocol.DefaultTimezone {
-			return "cron " + d.Schedule.Cron + " (" + d.Timezone + ")"
-		}
 		return "cron " + d.Schedule.Cron
 	case protocol.ScheduleInterval:
 		return "every " + shortDuration(time.Duration(d.Schedule.Every))

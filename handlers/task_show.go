@@ -32,7 +32,8 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	}
 	masked := master.MaskTask(*stored) // secrets are never shown back
 	t := &masked
-	runs, err := s.runsVM(c, id)
+	// The runs panel's counters come from this same read of the task.
+	runs, err := s.runsVM(c, t)
 	if err != nil {
 		return views.TaskVM{}, err
 	}
@@ -40,12 +41,13 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	now := time.Now()
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
-		Schedule: scheduleText(&t.TaskDef), Status: int(t.Status), StatusName: t.Status.String(),
+		Status: int(t.Status), StatusName: t.Status.String(),
 		Timeout: shortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Routing: routingText(t.Routing, t.RoutingKey), Misfire: t.Misfire, Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
 	}
+	vm.Schedule, vm.ScheduleZone = scheduleParts(&t.TaskDef)
 	vm.LastRun, vm.LastRunAt = lastRunText(t, now)
 	vm.NextRun, vm.NextRunAt = nextRunText(t, now)
 	vm.NoExecutor, vm.NoExecutorSince = noExecutor(t)

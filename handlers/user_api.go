@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
@@ -75,6 +76,10 @@ func (s *server) apiCreateUser(c *gin.Context) {
 	if b.Role == "" {
 		b.Role = store.RoleViewer
 	}
+	if msg := emailDomainProblem(b.Email); msg != "" {
+		s.apiError(c, protocol.FieldErrors{"email": msg})
+		return
+	}
 	if err := s.m.CreateUser(c.Request.Context(), master.NewUser{Username: b.Username, Role: b.Role, Email: b.Email, Password: b.Password}); err != nil {
 		s.apiError(c, err)
 		return
@@ -103,6 +108,12 @@ func (s *server) apiPatchUser(c *gin.Context) {
 	var b apiPatchUserBody
 	if !bindJSON(c, &b) {
 		return
+	}
+	if b.Email != nil {
+		if msg := emailDomainProblem(strings.TrimSpace(*b.Email)); msg != "" {
+			s.apiError(c, protocol.FieldErrors{"email": msg})
+			return
+		}
 	}
 	if err := s.m.PatchUser(c.Request.Context(), name, master.UserPatch(b)); err != nil {
 		s.apiError(c, err)

@@ -25,6 +25,9 @@ func (s *server) createUser(c *gin.Context) {
 	password, confirm := c.PostForm("password"), c.PostForm("password_confirm")
 	u := master.NewUser{Username: f.Username, Role: f.Role, Email: f.Email, Password: password}
 	master.Merge(f.Errors, u.Check())
+	if msg := emailDomainProblem(f.Email); msg != "" && f.Errors["email"] == "" {
+		f.Errors["email"] = msg
+	}
 	if _, bad := f.Errors["password"]; !bad && confirm != password {
 		f.Errors["password_confirm"] = "does not match the password"
 	}
@@ -51,4 +54,19 @@ func (s *server) createUser(c *gin.Context) {
 	vm.Create = f
 	vm.Flash = &views.Flash{Message: "The user was not created: correct the fields marked below."}
 	s.render(c, http.StatusUnprocessableEntity, views.UsersPage(vm))
+}
+
+// emailDomainProblem refuses an address whose domain has no dot, like
+// olga@example: valid by RFC 5322, but no mail would reach it, and it is a
+// typo every time in a console. "" means fine (or empty, which is "none").
+func emailDomainProblem(email string) string {
+	at := strings.LastIndex(email, "@")
+	if email == "" || at < 0 {
+		return ""
+	}
+	domain := strings.Trim(email[at+1:], ".")
+	if strings.HasPrefix(domain, "[") || strings.Contains(domain, ".") {
+		return ""
+	}
+	return "needs a full domain with a dot, like " + email[:at] + "@example.com"
 }

@@ -57,6 +57,11 @@ func (s *server) updateUser(c *gin.Context) {
 	vm.Role = strings.TrimSpace(c.PostForm("role"))
 	vm.Email = strings.TrimSpace(c.PostForm("email"))
 	vm.Errors = map[string]string{}
+	if msg := emailDomainProblem(vm.Email); msg != "" {
+		vm.Errors["email"] = msg
+		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
+		return
+	}
 	err := s.m.PatchUser(c.Request.Context(), vm.Username, master.UserPatch{Role: &vm.Role, Email: &vm.Email})
 	if master.Merge(vm.Errors, err) {
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))

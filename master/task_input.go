@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -141,19 +142,63 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 	if len(in.Executors) > 100 {
 		fe["executors"] = "at most 100 executors"
 	}
+	shell := in.Type == protocol.TaskShell
 	if len(in.Executors) == 0 && fe["executors"] == "" {
-		var running []Candidate
+		var running []store.Node
 		for _, n := range nodes {
 			if n.Type == store.TypeWorker && n.Status == store.StatusRunning {
-				running = append(running, Candidate{Name: n.Name, Weight: n.Priority})
+				running = append(running, n)
 			}
 		}
-		for _, c := range PickWeightedN(running, 2, m.cfg.RandN) {
+		if shell {
+			// Only workers that run shell tasks may get one.
+			allows := m.shellAllowed(ctx, running)
+			kept := running[:0:0]
+			for _, n := range running {
+				if allows[n.Name] != shellRefused {
+					kept = append(kept, n)
+				}
+			}
+			if len(kept) == 0 && len(running) > 0 {
+				fe["executors"] = "no running worker allows shell tasks (" + strings.Join(nodeNames(running), ", ") +
+					" " + wasWere(len(running)) + " started without --allow-shell): start one with --allow-shell"
+			}
+			running = kept
+		}
+		var candidates []Candidate
+		for _, n := range running {
+			candidates = append(candidates, Candidate{Name: n.Name, Weight: n.Priority})
+		}
+		for _, c := range PickWeightedN(candidates, 2, m.cfg.RandN) {
 			in.Executors = append(in.Executors, c.Name)
 		}
 		sort.Strings(in.Executors)
-		if len(in.Executors) == 0 {
+		if len(in.Executors) == 0 && fe["executors"] == "" {
 			fe["executors"] = "no running worker to assign: name the executors, or connect and enable a worker first"
+		}
+	} else if shell && fe["executors"] == "" {
+		// A shell task none of whose executors runs shell could never run:
+		// refuse it now, naming them, rather than at Start.
+		var execs []store.Node
+		for _, e := range in.Executors {
+			execs = append(execs, byName[e])
+		}
+		allows := m.shellAllowed(ctx, execs)
+		// Refused only when each one says no: one that is down (or older)
+		// may run shell, and is asked again at Start.
+		var refused []string
+		for _, e := range in.Executors {
+			if allows[e] == shellRefused {
+				refused = append(refused, e)
+			}
+		}
+		if len(refused) == len(in.Executors) {
+			which := "it"
+			if len(refused) > 1 {
+				which = "one of them"
+			}
+			fe["executors"] = "no executor allows shell tasks: " + strings.Join(refused, ", ") +
+				" " + wasWere(len(refused)) + " started without --allow-shell; restart " + which + " with --allow-shell or choose a worker that was"
 		}
 	}
 	in.Keepers = dedupe(in.Keepers)
@@ -247,4 +292,65 @@ func findCycle(graph map[string][]string, start string) []string {
 		return path
 	}
 	return nil
+}
+
+// What a worker said about shell tasks when asked (its /health).
+const (
+	shellUnknown = iota // not asked (offline), no answer, or an older worker
+	shellAllowed
+	shellRefused
+)
+
+// shellAllowed asks the nodes that are not offline, at once, whether they
+// run shell tasks (started with --allow-shell). The probes are bounded by the
+// health timeout; a node that does not answer is shellUnknown.
+func (m *Master) shellAllowed(ctx context.Context, nodes []store.Node) map[string]int {
+	out := make(map[string]int, len(nodes))
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 16)
+	)
+	timeout := m.HealthConfig().Timeout
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Name == "" || n.Type != store.TypeWorker || n.Status == store.StatusOffline {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			h, err := m.client.Health(ctx, n, timeout)
+			v := shellUnknown
+			if err == nil && h.AllowShell != nil {
+				v = shellRefused
+				if *h.AllowShell {
+					v = shellAllowed
+				}
+			}
+			mu.Lock()
+			out[n.Name] = v
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func nodeNames(nodes []store.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// wasWere is "was" for one, "were" for more.
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }

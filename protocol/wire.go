@@ -80,6 +80,9 @@ type HealthResponse struct {
 	BootID       string `json:"boot_id"`
 	Status       string `json:"status"`
 	RunningTasks int    `json:"running_tasks"`
+	// AllowShell says whether the worker runs shell tasks (--allow-shell);
+	// absent from older workers.
+	AllowShell *bool `json:"allow_shell,omitempty"`
 }
 
 // Worker states reported by /health.

@@ -94,11 +94,14 @@ type EventFilter struct {
 	Action     string // prefix: "node." or "node.connect"
 	TargetType string // exact
 	Target     string // exact
-	Outcome    string // "ok" or "error"
-	From       time.Time
-	To         time.Time // exclusive
-	Limit      int       // default 50
-	Offset     int
+	// TargetMatch is what a person types to find a target: its exact id or
+	// name, or a part of a task's title (case-insensitive).
+	TargetMatch string
+	Outcome     string // "ok" or "error"
+	From        time.Time
+	To          time.Time // exclusive
+	Limit       int       // default 50
+	Offset      int
 }
 
 // escapeLikeBang escapes a LIKE pattern for "ESCAPE '!'", which both SQLite
@@ -122,6 +125,13 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 	}
 	if f.Target != "" {
 		q = q.Where("target = ?", f.Target)
+	}
+	if f.TargetMatch != "" {
+		like := "%" + escapeLikeBang(strings.ToLower(f.TargetMatch)) + "%"
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("target = ?", f.TargetMatch).
+				WhereOr("target_type = ? AND target IN (SELECT id FROM tasks WHERE LOWER(title) LIKE ? ESCAPE '!')", TargetTask, like)
+		})
 	}
 	if f.Outcome != "" {
 		q = q.Where("outcome = ?", f.Outcome)

@@ -250,3 +250,58 @@ func TestRunsPerDayAndLatestFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsTargetMatch finds a target as a person types it: its exact name
+// or id, or part of a task's title in any case (deleted tasks too), with
+// LIKE's wildcards taken literally.
+func TestEventsTargetMatch(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		db := s.Store.DB
+		for _, tk := range []store.Task{{ID: "t-1", Title: "Billing Export"}, {ID: "t-2", Title: "other_job 100%"}, {ID: "t-3", Title: "Gone billing", Status: store.TaskDeleted}} {
+			tk.Type, tk.Spec, tk.Keepers, tk.Children = "http", "{}", "[]", "[]"
+			if err := store.CreateTask(ctx, db, &tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, ev := range []struct{ tt, target string }{{"task", "t-1"}, {"task", "t-2"}, {"task", "t-3"}, {"node", "billing"}, {"node", "w1"}, {"user", "t-1"}} {
+			if err := store.AddEvent(ctx, db, &store.Event{At: time.Date(2026, 11, 20, 10, i, 0, 0, time.UTC), Actor: "admin",
+				Action: ev.tt + ".x", TargetType: ev.tt, Target: ev.target, Outcome: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		targets := func(f store.EventFilter) string {
+			t.Helper()
+			evs, total, err := store.ListEvents(ctx, db, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, e := range evs {
+				out = append(out, e.TargetType+":"+e.Target)
+			}
+			if total != len(evs) {
+				t.Errorf("total %d for %d events", total, len(evs))
+			}
+			return strings.Join(out, ",")
+		}
+		for match, want := range map[string]string{
+			"billing":   "node:billing,task:t-3,task:t-1", // the node by name, the tasks by title
+			"EXPORT":    "task:t-1",
+			"t-1":       "user:t-1,task:t-1", // an exact id of any type
+			"w1":        "node:w1",
+			"job 100%":  "task:t-2",
+			"100%%":     "",
+			"other_job": "task:t-2",
+			"other%job": "",
+			"nothing":   "",
+		} {
+			if got := targets(store.EventFilter{TargetMatch: match}); got != want {
+				t.Errorf("TargetMatch %q: %q, want %q", match, got, want)
+			}
+		}
+		if got := targets(store.EventFilter{TargetMatch: "billing", TargetType: "task"}); got != "task:t-3,task:t-1" {
+			t.Errorf("TargetMatch with a type: %q", got)
+		}
+	})
+}

@@ -12,6 +12,9 @@ type EventRow struct {
 	TargetType  string
 	Target      string
 	TargetTitle string // a task's title, when known
+	TargetName  string // how the target is shown: a task's title, else the target
+	Meaning     string // good, warn, bad, info: the row's colour
+	OutcomeText string // the badge: ok, error, offline, recovered
 	TargetURL   string // the log filtered by this target
 	ObjectURL   string // the node's or task's own page, when there is one
 	Outcome     string // ok, error

@@ -29,9 +29,12 @@ type NodeRow struct {
 	MaxConcurrency int
 	LastSeen       string // relative, e.g. "3s ago"
 	LastSeenAt     string // RFC 3339, for the title
-	Failures       int
-	Mode           string
-	Reason         string
+	// Failures is the failed health checks in a row; for a node the checks
+	// took offline, the count that did (the stored counter restarts at 0).
+	Failures      string
+	FailuresTitle string
+	Mode          string
+	Reason        string
 	// Leader marks the master holding the cluster lease.
 	Leader     bool
 	CanConnect bool
@@ -48,7 +51,8 @@ type NodesVM struct {
 	Layout       LayoutVM
 	Rows         []NodeRow
 	Flash        *Flash
-	Counts       [3]int // offline, idle, running
+	Counts       [3]int // workers: offline, idle, running
+	Masters      int
 	AutoCommand  string // worker command line for auto-registration
 	PollInterval string // htmx trigger, e.g. "every 2s"
 	ShowActions  bool
@@ -100,4 +104,7 @@ type ErrorVM struct {
 	Layout  LayoutVM
 	Status  int
 	Message string
+	// BackURL and BackLabel lead back to where the user came from.
+	BackURL   string
+	BackLabel string
 }

@@ -31,6 +31,8 @@ type TaskRow struct {
 	// fires cannot run; NoExecutorSince says since when (UTC, "" if unknown).
 	NoExecutor      bool
 	NoExecutorSince string
+	// ScheduleZone is a cron's time zone, "" for UTC.
+	ScheduleZone string
 }
 
 // TaskFilterVM is the filter form of the task list, as typed.
@@ -229,6 +231,8 @@ type TaskVM struct {
 	// fires cannot run; NoExecutorSince says since when (UTC, "" if unknown).
 	NoExecutor      bool
 	NoExecutorSince string
+	// ScheduleZone is a cron's time zone, "" for UTC.
+	ScheduleZone string
 }
 
 // RunVM is the run detail page.
@@ -250,6 +254,8 @@ type RunVM struct {
 	Output      string
 	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
 	BinaryOutput bool
+	// Heading names the run by its task and start: "backup · run of 2026-…".
+	Heading string
 }
 
 // SchedulePreviewVM is the task form's preview of a schedule's next fires.
@@ -257,6 +263,10 @@ type SchedulePreviewVM struct {
 	Zone   string        // the zone the fires are shown in
 	Fires  []PreviewFire // the next fires, at most five
 	Errors []string      // what is wrong with the schedule ("schedule.cron: ...")
+	// ZoneLabel names the zone the form's times are read in, for its labels.
+	ZoneLabel string
+	// Blank: the schedule's own field is still empty; nothing to complain of.
+	Blank bool
 }
 
 // PreviewFire is one upcoming fire, in the task's zone and in UTC.

@@ -182,7 +182,8 @@ func (w *Worker) Health() protocol.HealthResponse {
 	case w.connected:
 		state = protocol.StateIdle
 	}
-	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count()}
+	shell := w.cfg.AllowShell
+	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.

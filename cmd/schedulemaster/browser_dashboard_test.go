@@ -62,8 +62,9 @@ func TestBrowserDashboard(t *testing.T) {
 	b := newBrowser(t, chromium)
 	dashLogin(b, m)
 
-	// The master and dw1 run; nothing is idle or offline; no failure yet.
-	b.wait("running nodes", 10*time.Second, textJS("#dash-nodes-running"), equals("2"))
+	// dw1 runs (the master is no worker: not counted); nothing is idle or
+	// offline; no failure yet.
+	b.wait("running workers", 10*time.Second, textJS("#dash-nodes-running"), equals("1"))
 	b.wait("idle nodes", 5*time.Second, textJS("#dash-nodes-idle"), equals("0"))
 	b.wait("offline nodes", 5*time.Second, textJS("#dash-nodes-offline"), equals("0"))
 	b.wait("no failure yet", 5*time.Second, existsJS("#no-failures"), equals("true"))

@@ -139,7 +139,8 @@ func TestBrowserTaskLifecycle(t *testing.T) {
 	b.wait("run page", 10*time.Second, `location.pathname`, equals(href))
 	b.wait("run output", 10*time.Second, textJS("#run-output"), contains("ok /browser"))
 	b.wait("run result", 5*time.Second, textJS("[data-testid=result]"), equals("success"))
-	b.wait("run page heading", 5*time.Second, textJS("h1"), contains(runID))
+	b.wait("run page heading", 5*time.Second, textJS("h1"), contains("browser tick · run of "))
+	b.wait("run id in the details", 5*time.Second, textJS("#run-id"), equals(runID))
 	b.wait("run HTTP status", 5*time.Second, `(() => {
 		const dt = Array.from(document.querySelectorAll("dl.summary dt")).find(e => e.textContent.trim() === "HTTP status");
 		return dt ? dt.nextElementSibling.textContent.trim() : "<absent>";

@@ -218,7 +218,14 @@ type browser struct {
 // browser session is bounded, so a hang fails the test instead of blocking.
 func newBrowser(t *testing.T, execPath string) *browser {
 	t.Helper()
-	root, cancelRoot := context.WithTimeout(context.Background(), 85*time.Second)
+	return newBrowserWithin(t, execPath, 85*time.Second)
+}
+
+// newBrowserWithin is newBrowser with a longer (or shorter) bound on the
+// whole session, for tests that visit many pages.
+func newBrowserWithin(t *testing.T, execPath string, budget time.Duration) *browser {
+	t.Helper()
+	root, cancelRoot := context.WithTimeout(context.Background(), budget)
 	actx, cancelAlloc := chromedp.NewExecAllocator(root,
 		chromedp.ExecPath(execPath),
 		chromedp.Headless,

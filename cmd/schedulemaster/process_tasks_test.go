@@ -248,9 +248,21 @@ func TestProcessShellTasksNeedAllowShell(t *testing.T) {
 	for _, n := range []string{"noshell", "shell"} {
 		m.waitNode(n, 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 	}
+	// Saving a shell task none of whose executors runs shell is refused,
+	// naming them.
+	status, body := m.api("POST", "/api/v1/tasks", `{"title":"sh never","type":"shell","schedule":{"kind":"interval","every":"1s"},
+		"shell":{"command":"echo never"},"executors":["noshell"]}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, "noshell") || !strings.Contains(body, "allow-shell") {
+		t.Fatalf("save a shell task whose only executor refuses shell: %d %s", status, body)
+	}
+	if n := taskTotal(t, m); n != 0 {
+		t.Fatalf("the refused shell task was stored: %d tasks", n)
+	}
+	// With one executor that runs shell it is saved; Start still goes to
+	// every executor and names the one that refuses.
 	refused := m.createTask(`{"title":"sh refused","type":"shell","schedule":{"kind":"interval","every":"1s"},
-		"shell":{"command":"echo refused"},"executors":["noshell"]}`)
-	status, body := m.api("POST", "/api/v1/tasks/"+refused.ID+"/start", "")
+		"shell":{"command":"echo refused"},"executors":["noshell","shell"]}`)
+	status, body = m.api("POST", "/api/v1/tasks/"+refused.ID+"/start", "")
 	if status != http.StatusBadGateway || !strings.Contains(body, "noshell") || !strings.Contains(body, "allow-shell") {
 		t.Fatalf("start shell task on a worker without --allow-shell: %d %s", status, body)
 	}
