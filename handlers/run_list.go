@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -26,18 +27,23 @@ func (s *server) taskRuns(c *gin.Context) {
 	s.render(c, http.StatusOK, views.RunsLive(vm))
 }
 
-// runsVM loads the page of a task's runs at ?offset=.
+// runsVM loads the page of a task's runs at ?offset=, of the result ?result=.
 func (s *server) runsVM(c *gin.Context, taskID string) (views.RunsVM, error) {
 	_, offset, err := pageParams(c)
 	if err != nil {
 		return views.RunsVM{}, err
 	}
-	runs, total, err := s.m.ListRuns(c.Request.Context(), taskID, runsPageSize, offset)
+	result, err := resultParam(c)
+	if err != nil {
+		return views.RunsVM{}, err
+	}
+	runs, total, err := s.m.SearchRuns(c.Request.Context(), store.RunFilter{TaskID: taskID, Result: result, Limit: runsPageSize, Offset: offset})
 	if err != nil {
 		return views.RunsVM{}, err
 	}
 	base := "/tasks/" + url.PathEscape(taskID)
-	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, StatusName: "deleted", LastRun: "never", NextRun: "-"}
+	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, StatusName: "deleted", LastRun: "never", NextRun: "-",
+		Result: result, Results: master.RunResults(), FilterURL: base + "/runs"}
 	now := time.Now()
 	if t, err := s.m.GetTask(c.Request.Context(), taskID); err == nil {
 		vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
@@ -55,16 +61,17 @@ func (s *server) runsVM(c *gin.Context, taskID string) (views.RunsVM, error) {
 		vm.From, vm.To = offset+1, offset+len(runs)
 	}
 	page := func(path string, off int) string {
-		if off <= 0 {
-			return path
+		q := url.Values{}
+		if result != "" {
+			q.Set("result", result)
 		}
-		return path + "?offset=" + strconv.Itoa(off)
+		if off > 0 {
+			q.Set("offset", strconv.Itoa(off))
+		}
+		return withQuery(path, q)
 	}
 	if offset > 0 {
 		vm.PrevURL = page(base, offset-runsPageSize)
-		if offset-runsPageSize <= 0 {
-			vm.PrevURL = base
-		}
 	}
 	if offset+len(runs) < total {
 		vm.NextURL = page(base, offset+runsPageSize)
