@@ -54,35 +54,30 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 		f.Limit = 50
 	}
 	runs := []Run{}
-	q := f.where(db.NewSelect().Model(&runs))
-	if !f.WithOutput {
-		q = q.ExcludeColumn("output")
-	}
-	err := q.OrderExpr("started_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx)
-	if err != nil {
+	if err := runPageQuery(db, f, &runs).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: query runs: %w", err)
 	}
-	total, err := countRuns(ctx, db, f)
-	if err != nil {
-		return nil, 0, err
+	var total int
+	if err := runCountQuery(db, f).Scan(ctx, &total); err != nil {
+		return nil, 0, fmt.Errorf("store: count runs: %w", err)
 	}
 	return runs, total, nil
 }
 
-// countRuns counts the runs matching f, stopping at f.CountLimit when set.
-func countRuns(ctx context.Context, db bun.IDB, f RunFilter) (int, error) {
-	var n int
+// runPageQuery selects the page of runs f asks for into dest.
+func runPageQuery(db bun.IDB, f RunFilter, dest *[]Run) *bun.SelectQuery {
+	q := f.where(db.NewSelect().Model(dest))
+	if !f.WithOutput {
+		q = q.ExcludeColumn("output")
+	}
+	return q.OrderExpr("started_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset))
+}
+
+// runCountQuery counts the runs matching f, stopping at f.CountLimit when set.
+func runCountQuery(db bun.IDB, f RunFilter) *bun.SelectQuery {
 	if f.CountLimit <= 0 {
-		c, err := f.where(db.NewSelect().Model((*Run)(nil))).Count(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("store: count runs: %w", err)
-		}
-		return int(c), nil
+		return f.where(db.NewSelect().Model((*Run)(nil)).ColumnExpr("COUNT(*)"))
 	}
 	sub := f.where(db.NewSelect().Model((*Run)(nil)).ColumnExpr("1 AS one")).Limit(int64(f.CountLimit))
-	err := db.NewSelect().TableExpr("(?) AS capped", sub).ColumnExpr("COUNT(*)").Scan(ctx, &n)
-	if err != nil {
-		return 0, fmt.Errorf("store: count runs: %w", err)
-	}
-	return n, nil
+	return db.NewSelect().TableExpr("(?) AS capped", sub).ColumnExpr("COUNT(*)")
 }
