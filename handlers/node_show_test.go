@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -102,7 +101,7 @@ func TestNodePageShowsTasksRunsAndHealth(t *testing.T) {
 		}
 		for _, want := range []string{
 			`<h1 id="node-title">w1</h1>`, `data-testid="status">offline</span>`,
-			`href="/tasks/` + task.ID + `">nightly export</a>`, // its task
+			`href="/tasks/` + task.ID + `">nightly export</a>`,                   // its task
 			`id="node-run-run-a"`, `id="node-run-run-b"`, `href="/runs?node=w1"`, // its runs and the link to all of them
 			`<svg class="chart" id="health-chart"`, `id="health-samples">4<`, `id="health-failures">3<`,
 			`hx-get="/nodes/w1/live"`,
@@ -142,6 +141,5 @@ func TestNodePageShowsTasksRunsAndHealth(t *testing.T) {
 		if got := m.value(`sm_master_nodes{status="offline",type="worker"}`); got != 1 {
 			t.Errorf("offline workers = %v, want 1", got)
 		}
-		_ = context.Background
 	})
 }
