@@ -17,7 +17,8 @@ const (
 	healthH      = 200.0
 	healthLeft   = 52.0
 	healthRight  = 12.0
-	healthTop    = 14.0
+	healthTop    = 30.0 // the failures' band is above the plot
+	healthBand   = 14.0 // y of the failures' band
 	healthBottom = 26.0
 	healthTicks  = 4
 	// healthMinSpan is the narrowest time axis: a young history is drawn
@@ -30,8 +31,8 @@ const (
 
 // healthChart lays out a node's health samples (oldest first) from the first
 // one to now: the latency of successful probes as a line, failed probes as
-// red dots along the top (their latency is the timeout, which would flatten
-// the line).
+// red dots in a band above it with a faint red rule down the plot (their
+// latency is mostly the timeout, which would flatten the line).
 func healthChart(samples []store.HealthSample, now time.Time) (views.HealthChartVM, views.NodeHealthSummary) {
 	sum := views.NodeHealthSummary{Samples: len(samples), P50: "-", Max: "-", Since: "-"}
 	var okMS []int64
@@ -81,8 +82,17 @@ func healthChart(samples []store.HealthSample, now time.Time) (views.HealthChart
 	}
 	for i := 0; i <= 4; i++ {
 		t := start.Add(span * time.Duration(i) / 4)
-		vm.XTicks = append(vm.XTicks, views.HealthTick{X: num(x(t)), Y: num(baseY + 18), Label: t.UTC().Format("15:04")})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		vm.XTicks = append(vm.XTicks, views.HealthTick{X: num(x(t)), Y: num(baseY + 18), Label: t.UTC().Format("15:04"), Anchor: anchor})
 	}
+	vm.BandY, vm.BandLabelX, vm.BandLabelY = num(healthBand), num(healthLeft-6), num(healthBand+4)
+	vm.PlotTop, vm.PlotBottom = num(healthTop), num(baseY)
 	var line []string
 	for _, s := range samples {
 		p := views.HealthPoint{X: num(x(s.At)), At: utcText(s.At), Latency: durationMS(s.LatencyMS), OK: s.OK, Reason: s.Reason}
@@ -93,7 +103,7 @@ func healthChart(samples []store.HealthSample, now time.Time) (views.HealthChart
 				vm.Points = append(vm.Points, p)
 			}
 		} else {
-			p.Y = num(healthTop)
+			p.Y = num(healthBand)
 			vm.Failures = append(vm.Failures, p)
 		}
 	}

@@ -23,6 +23,7 @@ type HealthPoint struct {
 type HealthTick struct {
 	X, Y   string
 	Label  string
+	Anchor string // text-anchor of an x label
 	LineX1 string
 	LineX2 string
 	LineY  string
@@ -39,7 +40,10 @@ type HealthChartVM struct {
 	YTicks                 []HealthTick
 	XTicks                 []HealthTick
 	AxisX1, AxisX2, AxisY  string
-	Empty                  bool
+	// The failures' band above the plot and the plot's vertical extent.
+	BandY, BandLabelX, BandLabelY string
+	PlotTop, PlotBottom           string
+	Empty                         bool
 }
 
 // NodeHealthSummary sums up the samples the chart shows.
