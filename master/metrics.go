@@ -165,12 +165,16 @@ type claimResult struct {
 	Winner string
 }
 
-// runsIngested records the runs a batch stored (not its duplicates).
+// runsIngested records the finished runs a batch stored (not its
+// duplicates). The ingest calls it with the runs it stored.
 func (x *Metrics) runsIngested(runs []store.Run) {
 	if x == nil {
 		return
 	}
 	for i := range runs {
+		if runs[i].EndedAt.IsZero() {
+			continue // in progress: counted when it ends
+		}
 		x.runs.WithLabelValues(runs[i].Result).Inc()
 		x.runSeconds.WithLabelValues(runs[i].Result).Observe(float64(runs[i].DurationMS) / 1000)
 	}

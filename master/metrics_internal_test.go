@@ -32,8 +32,9 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 // The recording methods count what they are given, by label.
 func TestMetricsCountByLabel(t *testing.T) {
 	x := NewMetrics()
-	x.runsIngested([]store.Run{{Result: store.ResultSuccess, DurationMS: 1500}, {Result: store.ResultFailed, DurationMS: 20},
-		{Result: store.ResultFailed, DurationMS: 30}})
+	ended := time.Now()
+	x.runsIngested([]store.Run{{Result: store.ResultSuccess, DurationMS: 1500, EndedAt: ended}, {Result: store.ResultFailed, DurationMS: 20, EndedAt: ended},
+		{Result: store.ResultFailed, DurationMS: 30, EndedAt: ended}, {Result: store.ResultFailed}}) // the last one is in progress
 	x.claim(time.Now(), claimResult{Won: true, Winner: "w1"}, nil)
 	x.claim(time.Now(), claimResult{Winner: "w1"}, nil)
 	x.claim(time.Now(), claimResult{}, nil)

@@ -153,7 +153,9 @@ func (r *reporter) stats() ReportStats {
 // that would grow the journal past its bound is dropped, so the older ones
 // are kept.
 func (r *reporter) add(rep protocol.RunReport) {
-	r.metrics.ran(rep.Result, time.Duration(rep.DurationMS)*time.Millisecond)
+	if !rep.EndedAt.IsZero() { // a finished run, not news of one in progress
+		r.metrics.ran(rep.Result, time.Duration(rep.DurationMS)*time.Millisecond)
+	}
 	line, err := json.Marshal(&rep)
 	if err != nil {
 		r.dropped.Add(1)
