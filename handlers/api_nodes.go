@@ -52,14 +52,14 @@ func (s *server) apiListNodes(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// apiGetNode answers GET /api/v1/nodes/{name}.
+// apiGetNode answers GET /api/v1/nodes/{name}?health_since=, with its health history.
 func (s *server) apiGetNode(c *gin.Context) {
 	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAPINode(n))
+	s.apiNodeWithHealth(c, n)
 }
 
 // apiCreateNodeBody is the body of POST /api/v1/nodes; omitted numbers take defaults.

@@ -184,14 +184,20 @@ func (s *server) apiRunTask(c *gin.Context) {
 	c.JSON(http.StatusOK, master.MaskTask(*t))
 }
 
-// apiListRuns answers GET /api/v1/tasks/{id}/runs?limit=&offset=.
+// apiListRuns answers GET /api/v1/tasks/{id}/runs?result=&limit=&offset=.
 func (s *server) apiListRuns(c *gin.Context) {
 	limit, offset, err := pageParams(c)
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	runs, total, err := s.m.ListRuns(c.Request.Context(), c.Param("id"), limit, offset)
+	result, err := resultParam(c)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	runs, total, err := s.m.SearchRuns(c.Request.Context(), store.RunFilter{TaskID: c.Param("id"), Result: result,
+		Limit: limit, Offset: offset, WithOutput: true})
 	if err != nil {
 		s.apiError(c, err)
 		return

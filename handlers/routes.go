@@ -42,6 +42,7 @@ type server struct {
 	sessions *sessions.CookieStore
 	limiter  *loginLimiter
 	poll     string
+	metrics  http.Handler // the master's Prometheus metrics; nil: none
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
@@ -55,6 +56,9 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		d.PollInterval = 2 * time.Second
 	}
 	s := &server{st: d.Store, m: d.Master, log: d.Log, sessions: sess, limiter: newLoginLimiter(), poll: "every " + d.PollInterval.String()}
+	if mx := d.Master.Metrics(); mx != nil {
+		s.metrics = mx.Handler(d.Log)
+	}
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -72,6 +76,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	staticFS, _ := fs.Sub(static.FS, ".")
 	r.StaticFS("/static", http.FS(staticFS))
 	r.GET("/health", s.masterHealth)
+	// Prometheus metrics: read like the open API (bearer token or session).
+	r.GET("/metrics", s.requireUser(true), s.scrapeMetrics)
 
 	// Worker-to-master API: authenticated by cluster-key MAC or node secret.
 	r.POST(protocol.PathMasterRegister, s.registerWorker)
@@ -115,6 +121,11 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/tasks/:id/run", s.requireAdmin, s.runTask)
 	ui.POST("/tasks/:id/delete", s.requireAdmin, s.deleteTask)
 	ui.GET("/runs/:id", s.showRun)
+	// runs and node pages
+	ui.GET("/runs", s.listRuns)
+	ui.GET("/runs/live", s.runListLive)
+	ui.GET("/nodes/:name", s.showNode)
+	ui.GET("/nodes/:name/live", s.nodeLive)
 	ui.GET("/tokens", s.listTokens)
 	ui.POST("/tokens", s.requireAdmin, s.createToken)
 	ui.POST("/tokens/:id/revoke", s.requireAdmin, s.revokeToken)
@@ -162,6 +173,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.POST("/tasks/:id/run", s.requireAdmin, s.apiRunTask)
 	api.GET("/tasks/:id/runs", s.apiListRuns)
 	api.GET("/runs/:id", s.apiGetRun)
+	api.GET("/runs", s.apiSearchRuns)
 	// users API routes
 	api.GET("/users", s.apiListUsers)
 	api.GET("/users/:username", s.apiGetUser)

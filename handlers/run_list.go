@@ -37,20 +37,25 @@ func (s *server) taskRuns(c *gin.Context) {
 	s.render(c, http.StatusOK, views.TaskLive(vm))
 }
 
-// runsVM loads the page of a task's runs at ?offset=, with the task's
-// counters from t (the caller's read of the task).
+// runsVM loads the page of a task's runs at ?offset=, of the result
+// ?result=, with the task's counters from t (the caller's read of the task).
 func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	_, offset, err := pageParams(c)
 	if err != nil {
 		return views.RunsVM{}, err
 	}
 	taskID := t.ID
-	runs, total, err := s.m.ListRuns(c.Request.Context(), taskID, runsPageSize, offset)
+	result, err := resultParam(c)
+	if err != nil {
+		return views.RunsVM{}, err
+	}
+	runs, total, err := s.m.SearchRuns(c.Request.Context(), store.RunFilter{TaskID: taskID, Result: result, Limit: runsPageSize, Offset: offset})
 	if err != nil {
 		return views.RunsVM{}, err
 	}
 	base := "/tasks/" + url.PathEscape(taskID)
-	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, LastRun: "never", NextRun: "-"}
+	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, LastRun: "never", NextRun: "-",
+		Result: result, Results: master.RunResults(), FilterURL: base + "/runs"}
 	now := time.Now()
 	vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
 	if t.LastRunAt != nil {
@@ -66,16 +71,17 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 		vm.From, vm.To = offset+1, offset+len(runs)
 	}
 	page := func(path string, off int) string {
-		if off <= 0 {
-			return path
+		q := url.Values{}
+		if result != "" {
+			q.Set("result", result)
 		}
-		return path + "?offset=" + strconv.Itoa(off)
+		if off > 0 {
+			q.Set("offset", strconv.Itoa(off))
+		}
+		return withQuery(path, q)
 	}
 	if offset > 0 {
 		vm.PrevURL = page(base, offset-runsPageSize)
-		if offset-runsPageSize <= 0 {
-			vm.PrevURL = base
-		}
 	}
 	if offset+len(runs) < total {
 		vm.NextURL = page(base, offset+runsPageSize)

@@ -36,7 +36,8 @@ const maxClaimWait = 2 * time.Second
 // the answer names it. An executor that is not running is never ranked, so a
 // dead one never holds a fire; one that died undetected delays it by at most
 // one grace per rank.
-func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (protocol.ClaimResponse, error) {
+func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (resp protocol.ClaimResponse, err error) {
+	defer func(start time.Time) { m.metrics.claim(start, claimResult(resp), err) }(time.Now())
 	if req.TaskID == "" || req.FireAt.IsZero() {
 		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id and fire_at are required")
 	}

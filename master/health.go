@@ -73,6 +73,8 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		// Hung workers hold a slot for a whole timeout: scale the pool with the
 		// fleet so a sweep stays near one timeout long.
 		sem = make(chan struct{}, max(hc.Concurrency, len(targets)/4))
+		// Health history and probe metrics, written once at the end.
+		samples = m.newProbeSamples()
 	)
 	for i := range targets {
 		node := &targets[i]
@@ -80,6 +82,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			probeStart := time.Now()
 			h, err := m.client.Health(ctx, node, hc.Timeout)
 			// A manual worker started without --identity answers with no name
 			// until it is connected; after a restart that is how it comes back.
@@ -89,6 +92,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 			if err == nil && h.BootID == "" {
 				err = Errorf(KindWorker, "%s answered without a boot id", node.Host)
 			}
+			samples.add(node, time.Since(probeStart), err)
 			switch {
 			case err != nil && node.Status == store.StatusOffline:
 				// Still down: nothing to count.
@@ -123,6 +127,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		}()
 	}
 	wg.Wait()
+	samples.flush(ctx, n)
 	if err := store.MarkSeen(ctx, m.st.DB, healthy, time.Now(), fence); err != nil {
 		m.log.Error("health sweep: mark seen", "err", err)
 	}

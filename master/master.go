@@ -30,6 +30,9 @@ type HealthConfig struct {
 	Concurrency int           // probes in flight at once (default 256)
 	// OfflineEvery probes offline nodes only every Nth sweep (default 3): slower re-probing.
 	OfflineEvery int
+	// SampleEvery is how often a node's health history records a successful
+	// probe (default 1m); failures and changes are always recorded.
+	SampleEvery time.Duration
 }
 
 // Config is the master engine's configuration.
@@ -61,6 +64,8 @@ type Config struct {
 	// Pinned marks the health settings given by flag, env or config file: they
 	// win over the stored settings for the life of the process.
 	Pinned Pinned
+	// Metrics, when set, receive the master's counters and collectors.
+	Metrics *Metrics
 }
 
 // Pinned names the health settings fixed by the process configuration.
@@ -84,6 +89,9 @@ func (c *Config) defaults() {
 	}
 	if c.Health.OfflineEvery <= 0 {
 		c.Health.OfflineEvery = 3
+	}
+	if c.Health.SampleEvery <= 0 {
+		c.Health.SampleEvery = time.Minute
 	}
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 10 * time.Second
@@ -138,6 +146,8 @@ type Master struct {
 	shards    shardState
 	duties    duties
 	misfireMu sync.Mutex
+	metrics *Metrics      // nil: none
+	samples healthSampler // when each node's health was last recorded
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler
@@ -171,6 +181,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	def.HealthInterval, def.HealthTimeout, def.MaxFailures = h.Interval, h.Timeout, h.MaxFailures
 	m.settings.Store(&def)
 	m.notify = newNotifier(m)
+	m.metrics = cfg.Metrics
+	m.metrics.attach(m)
 	return m
 }
 

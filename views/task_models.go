@@ -183,6 +183,11 @@ type RunsVM struct {
 	NextURL      string
 	RowsURL      string
 	PollInterval string
+	// Result filters the runs by result ("" any); Results are its choices and
+	// FilterURL the fragment the filter asks for.
+	Result    string
+	Results   []string
+	FilterURL string
 	// Live counters of the task.
 	StatusName string
 	RunCount   int64

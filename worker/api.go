@@ -28,6 +28,8 @@ func NewHandler(w *Worker, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST "+protocol.PathTaskPause, a.guard(a.pauseTask))
 	mux.HandleFunc("POST "+protocol.PathTaskResume, a.guard(a.resumeTask))
 	mux.HandleFunc("POST "+protocol.PathTaskRunOnce, a.guard(a.runTaskOnce))
+	// Prometheus metrics behind the secret; --metrics-listen serves them openly elsewhere.
+	mux.HandleFunc("GET /metrics", a.guard(MetricsHandler(w).ServeHTTP))
 	// Anything else, a known path with another method included, is a 404.
 	mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
 		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: "no such route"})

@@ -42,6 +42,10 @@ type ReportStats struct {
 	Overflow int64
 	// JournalBytes is the journal's current size.
 	JournalBytes int64
+	// Pending counts the reports waiting in memory for delivery.
+	Pending int
+	// UnsentBytes is the part of the journal not yet delivered.
+	UnsentBytes int64
 }
 
 // queued is a report waiting in memory; off and size place its line in the
@@ -84,6 +88,9 @@ type reporter struct {
 	dropped  atomic.Int64
 	overflow atomic.Int64
 
+	// metrics are the worker's Prometheus metrics (see metrics.go).
+	metrics *metrics
+
 	kick chan struct{}
 	done chan struct{}
 }
@@ -93,6 +100,7 @@ func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(con
 		maxBytes = DefaultJournalMaxBytes
 	}
 	r := &reporter{log: log, post: post, maxBytes: maxBytes, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	r.metrics = newMetrics(r.stats)
 	if dataDir == "" {
 		return r
 	}
@@ -135,15 +143,19 @@ func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(con
 // stats returns the reporter's counters.
 func (r *reporter) stats() ReportStats {
 	r.mu.Lock()
-	size := r.size
+	size, unsent, pending := r.size, r.size-r.sent, len(r.pending)
 	r.mu.Unlock()
-	return ReportStats{Dropped: r.dropped.Load(), Overflow: r.overflow.Load(), JournalBytes: size}
+	return ReportStats{Dropped: r.dropped.Load(), Overflow: r.overflow.Load(), JournalBytes: size,
+		Pending: pending, UnsentBytes: unsent}
 }
 
 // add records a report: in the journal first, then in the queue. A report
 // that would grow the journal past its bound is dropped, so the older ones
 // are kept.
 func (r *reporter) add(rep protocol.RunReport) {
+	if !rep.EndedAt.IsZero() { // a finished run, not news of one in progress
+		r.metrics.ran(rep.Result, time.Duration(rep.DurationMS)*time.Millisecond)
+	}
 	line, err := json.Marshal(&rep)
 	if err != nil {
 		r.dropped.Add(1)

@@ -158,6 +158,9 @@ type workerConfig struct {
 	// ReadTimeout bounds reading one request, body included: a trickling
 	// client is cut off after it.
 	ReadTimeout time.Duration
+	// MetricsListen, when set, serves GET /metrics without the secret on an
+	// address of its own (e.g. 127.0.0.1:9101, or a port only Prometheus reaches).
+	MetricsListen string
 }
 
 const workerSynopsis = "worker --identity NAME --master URL --cluster-key KEY [flags]"
@@ -182,6 +185,8 @@ func workerOptions(c *workerConfig) *options {
 	o.add(&option{name: "data-dir", key: "DataDir", dst: &c.DataDir, usage: "directory for the run-report spool and the node key (default ./data/worker-<identity>)"})
 	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: "30s", dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
 		usage: "time to read one request to the worker API, body included"})
+	o.add(&option{name: "metrics-listen", key: "MetricsListen", dst: &c.MetricsListen,
+		usage: "address to serve Prometheus metrics on at /metrics, without the secret (default: none; the worker API serves them behind sm_secret)"})
 	return o
 }
 
@@ -200,6 +205,13 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 		c.Listen = ":" + strconv.Itoa(c.Port)
 	} else if msg := validListen(c.Listen); msg != "" {
 		bad("listen", "%s", msg)
+	}
+	if c.MetricsListen != "" {
+		if msg := validListen(c.MetricsListen); msg != "" {
+			bad("metrics-listen", "%s", msg)
+		} else if sameListen(c.MetricsListen, c.Listen) {
+			bad("metrics-listen", "%q is the worker API's address: pick another port", c.MetricsListen)
+		}
 	}
 	if c.AutoRegister || c.Identity != "" {
 		if msg := protocol.ValidateName(c.Identity); msg != "" {
@@ -291,6 +303,17 @@ func parseTokenConfig(args []string, lookupEnv lookupEnvFunc) (tokenConfig, *opt
 		return c, o, &configError{problems: problems}
 	}
 	return c, o, nil
+}
+
+// sameListen reports whether two listen addresses bind the same port on a
+// shared host (an empty host binds them all); port 0 picks a free one.
+func sameListen(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb || pa == "0" {
+		return false
+	}
+	return ha == hb || ha == "" || hb == "" || ha == "0.0.0.0" || hb == "0.0.0.0" || ha == "::" || hb == "::"
 }
 
 func validListen(addr string) string {

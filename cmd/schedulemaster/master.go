@@ -93,6 +93,8 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		// The engine puts the stored settings over these unless pinned.
 		Health: master.HealthConfig{Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout, MaxFailures: cfg.MaxFailures},
 		Pinned: master.Pinned{HealthInterval: cfg.HealthIntervalSet, HealthTimeout: cfg.HealthTimeoutSet, MaxFailures: cfg.MaxFailuresSet},
+		// Served at GET /metrics to API token holders.
+		Metrics: master.NewMetrics(),
 	}, st, log)
 	if err := m.Start(ctx); err != nil {
 		ln.Close()

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -44,11 +46,22 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	if cfg.Port == 0 {
 		cfg.Port = ln.Addr().(*net.TCPAddr).Port
 	}
+	var mln net.Listener // --metrics-listen, bound as early as the API's port
+	if cfg.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (--metrics-listen): %w", cfg.MetricsListen, err)
+		}
+	}
 	w, err := worker.New(cfg.Config, log)
 	if err != nil {
 		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
 		return err
 	}
+	defer serveWorkerMetrics(mln, w, log)(ctx)
 	timeouts := worker.DefaultServerTimeouts()
 	timeouts.Read = cfg.ReadTimeout
 	timeouts.ReadHeader = min(timeouts.ReadHeader, cfg.ReadTimeout)
@@ -93,4 +106,33 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	}
 	log.Info("worker stopped")
 	return runErr
+}
+
+// serveWorkerMetrics serves the worker's Prometheus metrics at /metrics on
+// ln (nil: nothing), without the secret, until the returned stop is called.
+func serveWorkerMetrics(ln net.Listener, w *worker.Worker, log *slog.Logger) (stop func(context.Context)) {
+	if ln == nil {
+		return func(context.Context) {}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", worker.MetricsHandler(w))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "listen", ln.Addr().String(), "path", "/metrics")
+	return func(ctx context.Context) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Error("metrics server shutdown", "err", err)
+		}
+		<-done
+	}
 }

@@ -1,0 +1,39 @@
+package master
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// RunResults are the results a run can have, the values a result filter takes.
+func RunResults() []string { return slices.Clone(runResults) }
+
+// CheckRunResult refuses a result filter that names no result.
+func CheckRunResult(result string) error {
+	if result == "" || slices.Contains(runResults, result) {
+		return nil
+	}
+	return Errorf(KindInvalid, "result must be one of %s", strings.Join(runResults, ", "))
+}
+
+// SearchRuns returns a page of the runs matching f across tasks, newest
+// first, and how many match. Filtering by a task that never existed is not
+// found; a deleted task's runs stay readable.
+func (m *Master) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int, error) {
+	if err := CheckRunResult(f.Result); err != nil {
+		return nil, 0, err
+	}
+	runs, total, err := store.QueryRuns(ctx, m.st.DB, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	if total == 0 && f.TaskID != "" {
+		if _, err := m.GetTask(ctx, f.TaskID); err != nil {
+			return nil, 0, err
+		}
+	}
+	return runs, total, nil
+}

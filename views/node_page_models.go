@@ -1,0 +1,91 @@
+package views
+
+// NodeTaskRow is one task a node executes.
+type NodeTaskRow struct {
+	ID         string
+	Title      string
+	Schedule   string
+	StatusName string
+	LastResult string
+	LastRun    string
+}
+
+// HealthPoint is one plotted health sample.
+type HealthPoint struct {
+	X, Y    string // SVG coordinates
+	At      string // UTC
+	Latency string // "12ms"
+	OK      bool
+	Reason  string
+}
+
+// HealthTick is one label of an axis of the health chart.
+type HealthTick struct {
+	X, Y   string
+	Label  string
+	Anchor string // text-anchor of an x label
+	LineX1 string
+	LineX2 string
+	LineY  string
+}
+
+// HealthChartVM is the node page's chart of probe latency over time, failures
+// marked on it.
+type HealthChartVM struct {
+	ViewBox, Width, Height string
+	Title, Desc            string
+	Line                   string // polyline points of the successful probes' latency
+	Points                 []HealthPoint
+	Failures               []HealthPoint
+	YTicks                 []HealthTick
+	XTicks                 []HealthTick
+	AxisX1, AxisX2, AxisY  string
+	// The failures' band above the plot and the plot's vertical extent.
+	BandY, BandLabelX, BandLabelY string
+	PlotTop, PlotBottom           string
+	Empty                         bool
+}
+
+// NodeHealthSummary sums up the samples the chart shows.
+type NodeHealthSummary struct {
+	Samples  int
+	Failures int
+	P50      string
+	Max      string
+	Since    string // UTC
+}
+
+// NodePageVM is the page of one node.
+type NodePageVM struct {
+	Layout      LayoutVM
+	Name        string
+	ShowActions bool
+	CanEdit     bool
+	Live        NodeLiveVM
+}
+
+// NodeLiveVM is the live part of the node page: its state, tasks, recent
+// runs and health history. It polls itself and is replaced whole.
+type NodeLiveVM struct {
+	Name           string
+	Type           string
+	Mode           string
+	Host           string
+	StatusName     string
+	Leader         bool
+	Priority       int
+	MaxConcurrency int
+	LastSeen       string
+	LastSeenAt     string
+	Failures       int
+	Reason         string
+	MachineName    string
+	Tasks          []NodeTaskRow
+	Runs           []RunListRow
+	RunsURL        string // the runs page filtered by this node
+	Chart          HealthChartVM
+	Health         NodeHealthSummary
+	RowsURL        string
+	PollInterval   string
+	UpdatedAt      string
+}

@@ -1,0 +1,58 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
+)
+
+// The reporter counts every run it is given and shows its queue and the
+// undelivered part of its journal; fired counts fires and their lag; a nil
+// *metrics records nothing.
+func TestWorkerMetrics(t *testing.T) {
+	var none *metrics
+	none.fired(time.Second)
+	none.ran(protocol.ResultSuccess, time.Second)
+	rec := httptest.NewRecorder()
+	none.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Fatalf("nil metrics handler: %d", rec.Code)
+	}
+
+	down := func(context.Context, []protocol.RunReport) (protocol.RunsResponse, error) {
+		return protocol.RunsResponse{}, errors.New("master unreachable")
+	}
+	r := newReporter(t.TempDir(), 0, testutil.Discard(), down) // not running: nothing is delivered
+	t.Cleanup(func() { r.file.Close() })
+	now := time.Now().UTC()
+	for i, res := range []string{protocol.ResultFailed, protocol.ResultFailed, protocol.ResultSuccess} {
+		r.add(protocol.RunReport{ID: "r" + string(rune('a'+i)), TaskID: "t1", Node: "w1", StartedAt: now, EndedAt: now,
+			DurationMS: 1500, Result: res, Attempt: 1})
+	}
+	r.metrics.fired(40 * time.Millisecond)
+	r.metrics.fired(-time.Millisecond) // a clock step back counts as no lag
+	rec = httptest.NewRecorder()
+	r.metrics.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`sm_worker_runs_total{result="failed"} 2`, `sm_worker_runs_total{result="success"} 1`, `sm_worker_runs_total{result="timeout"} 0`,
+		`sm_worker_run_duration_seconds_bucket{result="failed",le="1"} 0`, `sm_worker_run_duration_seconds_bucket{result="failed",le="2.5"} 2`,
+		`sm_worker_fires_total 2`, `sm_worker_trigger_lag_seconds_count 2`, `sm_worker_trigger_lag_seconds_bucket{le="0.001"} 1`,
+		`sm_worker_report_queue 3`, `sm_worker_reports_dropped_total 0`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	st := r.stats()
+	if st.Pending != 3 || st.UnsentBytes <= 0 || st.UnsentBytes != st.JournalBytes || !strings.Contains(body, "sm_worker_report_spool_bytes ") {
+		t.Errorf("stats %+v; want 3 pending and the whole journal unsent", st)
+	}
+}
