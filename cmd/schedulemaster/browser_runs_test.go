@@ -103,7 +103,7 @@ func TestBrowserRunsFilteredByResult(t *testing.T) {
 	b.wait("the task's failed runs", 15*time.Second, countJS("#run-rows tr[id^=run-]"), equals("3"))
 	b.wait("only failures in the panel", 5*time.Second,
 		`String([...document.querySelectorAll("#run-rows tr[id^=run-] .badge")].every(e => e.textContent === "failed"))`, equals("true"))
-	b.wait("the panel polls with the filter", 5*time.Second, attrJS("#runs-live", "hx-get"), contains("result=failed"))
+	b.wait("the panel polls with the filter", 5*time.Second, attrJS("#task-live", "hx-get"), contains("result=failed"))
 	b.wait("the choice shown", 5*time.Second, `document.getElementById("runs-result").value`, equals("failed"))
 	b.checkMarker("after filtering the task's runs")
 	b.checkConsole()
