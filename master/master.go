@@ -57,6 +57,8 @@ type Config struct {
 	// Pinned marks the health settings given by flag, env or config file: they
 	// win over the stored settings for the life of the process.
 	Pinned Pinned
+	// Delayed tunes the firing of delayed tasks (zero: the defaults).
+	Delayed DelayedConfig
 }
 
 // Pinned names the health settings fixed by the process configuration.
@@ -124,6 +126,8 @@ type Master struct {
 	settingsVer string
 
 	notify *notifier
+	// delayed holds the wake-ups and notifications of delayed tasks.
+	delayed delayedState
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler
@@ -223,6 +227,7 @@ func (m *Master) Start(ctx context.Context) error {
 	m.sched, m.healthJob = sched, job
 	m.mu.Unlock()
 	m.goBackground(m.leaseLoop)
+	m.goBackground(m.delayedLoop) // acts while this master leads
 	if elected {
 		m.goBackground(m.repushTasks)
 	}
