@@ -111,10 +111,11 @@ func DelayedPendingKey(sourceApp, topic, contentKey string) string {
 // concurrent creations, on any number of masters.
 func CreateDelayed(ctx context.Context, db bun.IDB, d *DelayedTask) (_ *DelayedTask, created bool, err error) {
 	key := DelayedPendingKey(d.SourceApp, d.Topic, d.ContentKey)
-	now := time.Now().UTC()
+	// Microseconds, as the columns keep them: the answer equals a later read.
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	d.PendingKey, d.Status = &key, DelayedPending
 	d.CreatedAt, d.UpdatedAt = now, now
-	d.DueAt, d.NextAt = d.DueAt.UTC(), d.NextAt.UTC()
+	d.DueAt, d.NextAt = d.DueAt.UTC().Truncate(time.Microsecond), d.NextAt.UTC().Truncate(time.Microsecond)
 	if d.Executors == "" {
 		d.Executors = "[]"
 	}

@@ -250,6 +250,8 @@ type RunVM struct {
 	Output      string
 	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
 	BinaryOutput bool
+	// DelayedID names the delayed task of a run of one.
+	DelayedID string
 }
 
 // SchedulePreviewVM is the task form's preview of a schedule's next fires.
