@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type DelayedConfig struct {
 	// Resend is the wait before sending a task again when no worker could
 	// take it (none running, or the chosen one refused) (default 1s).
 	Resend time.Duration
+	// Lookahead is how long before its time a task is claimed (default 1s):
+	// it is sent at its time, the claim's work done ahead.
+	Lookahead time.Duration
 }
 
 func (c DelayedConfig) withDefaults() DelayedConfig {
@@ -70,6 +74,7 @@ func (c DelayedConfig) withDefaults() DelayedConfig {
 	def(&c.BackoffMax, 10*time.Minute)
 	def(&c.LateAfter, 5*time.Second)
 	def(&c.Resend, time.Second)
+	def(&c.Lookahead, time.Second)
 	if c.Batch <= 0 {
 		c.Batch = 500
 	}
@@ -100,6 +105,25 @@ type delayedState struct {
 	notifyOnce sync.Once
 	notifyQ    chan delayedFailure
 	dropped    atomic.Int64
+
+	clientOnce sync.Once
+	client     *Client
+}
+
+// delayedClient is the worker API client of sendings: it keeps as many idle
+// connections per worker as sendings may be in flight, so that a burst of
+// due tasks reuses connections instead of opening one per sending (the
+// shared client keeps two per worker, for fleets of thousands).
+func (m *Master) delayedClient() *Client {
+	m.delayed.clientOnce.Do(func() {
+		c := NewClient(m.cfg.CallTimeout)
+		if tr, ok := c.http.Transport.(*http.Transport); ok {
+			tr.MaxIdleConnsPerHost = m.delayedCfg().Concurrency
+			tr.IdleConnTimeout = time.Minute
+		}
+		m.delayed.client = c
+	})
+	return m.delayed.client
 }
 
 // delayedWake is the channel that wakes the leader's delayed loop.
@@ -108,9 +132,10 @@ func (m *Master) delayedWake() chan struct{} {
 	return m.delayed.wake
 }
 
-// pokeDelayed wakes the delayed loop when due comes before what it waits for.
+// pokeDelayed wakes the delayed loop when due (less the lookahead) comes
+// before what it waits for.
 func (m *Master) pokeDelayed(due time.Time) {
-	if a := m.delayed.armed.Load(); a != 0 && due.UnixNano() >= a {
+	if a := m.delayed.armed.Load(); a != 0 && due.Add(-m.delayedCfg().Lookahead).UnixNano() >= a {
 		return
 	}
 	select {

@@ -27,14 +27,22 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
+// sender runs the sendings of claimed tasks: each waits for its time, then
+// for one of Concurrency slots. Outstanding bounds the claimed tasks not yet
+// sent, so a flood of due tasks is claimed as fast as it is sent.
+type sender struct {
+	wg          sync.WaitGroup
+	slots       chan struct{}
+	outstanding chan struct{}
+}
+
 // delayedLoop is the leader's duty for delayed tasks; every master runs it,
 // and it acts only while its master leads.
 func (m *Master) delayedLoop(ctx context.Context) {
 	cfg := m.delayedCfg()
 	ctx = WithActor(ctx, ActorDelayed)
-	var sends sync.WaitGroup
-	defer sends.Wait()
-	sem := make(chan struct{}, cfg.Concurrency)
+	snd := &sender{slots: make(chan struct{}, cfg.Concurrency), outstanding: make(chan struct{}, 4*cfg.Batch)}
+	defer snd.wg.Wait()
 	poll := time.NewTicker(cfg.Poll)
 	defer poll.Stop()
 	timer := time.NewTimer(0)
@@ -60,22 +68,23 @@ func (m *Master) delayedLoop(ctx context.Context) {
 			// be on their way (workers keep them while no master answers).
 			epoch, leaderSince = fence.Epoch, time.Now()
 		}
-		progress := m.fireDue(ctx, cfg, fence, sem, &sends)
-		if time.Since(leaderSince) >= cfg.ReportGrace {
+		progress := m.fireDue(ctx, cfg, fence, snd)
+		reassignFrom := leaderSince.Add(cfg.ReportGrace)
+		if !time.Now().Before(reassignFrom) {
 			progress = m.reassignOverdue(ctx, cfg, fence) || progress
 		}
 		if time.Since(lastPrune) >= time.Hour {
 			lastPrune = time.Now()
 			m.pruneDelayed(ctx)
 		}
-		next, ok, err := store.NextDelayedAt(ctx, m.st.DB)
+		wake, ok, err := m.nextDelayedWake(ctx, cfg, reassignFrom)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Error("delayed tasks: read the next due time", "err", err)
 			}
 			continue
 		}
-		wait := time.Until(next)
+		wait := time.Until(wake)
 		if wait <= 0 && !progress {
 			// Due but nothing moved (the lease is being lost, the database
 			// refuses): not again at once.
@@ -88,12 +97,37 @@ func (m *Master) delayedLoop(ctx context.Context) {
 	}
 }
 
-// fireDue claims and sends every task due now, batch after batch while
-// batches are full and move. It reports whether any task moved.
-func (m *Master) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, sem chan struct{}, sends *sync.WaitGroup) bool {
+// nextDelayedWake is when the loop has something to do next: claim the next
+// pending task (a lookahead before its time), or look at the earliest
+// report deadline (not before reassignFrom).
+func (m *Master) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassignFrom time.Time) (time.Time, bool, error) {
+	pending, pok, err := store.NextDelayedAt(ctx, m.st.DB, store.DelayedPending)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	running, rok, err := store.NextDelayedAt(ctx, m.st.DB, store.DelayedRunning)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if rok && running.Before(reassignFrom) {
+		running = reassignFrom
+	}
+	pending = pending.Add(-cfg.Lookahead)
+	switch {
+	case pok && rok && running.Before(pending):
+		return running, true, nil
+	case pok:
+		return pending, true, nil
+	}
+	return running, rok, nil
+}
+
+// fireDue claims and sends every task due within the lookahead, batch after
+// batch while batches are full and move. It reports whether any task moved.
+func (m *Master) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
 	progress := false
 	for ctx.Err() == nil {
-		due, moved, err := m.fireBatch(ctx, cfg, fence, sem, sends)
+		due, moved, err := m.fireBatch(ctx, cfg, fence, snd)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Error("delayed tasks: fire", "err", err)
@@ -108,19 +142,24 @@ func (m *Master) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fe
 	return progress
 }
 
-// sending is one claimed task on its way to a worker.
+// sending is one claimed task on its way to a worker at its time; first
+// says it was never sent before.
 type sending struct {
-	row  store.DelayedTask
-	node store.Node
+	row   store.DelayedTask
+	node  store.Node
+	at    time.Time
+	first bool
 }
 
-// fireBatch claims up to one batch of due tasks, each for a running worker
-// picked by weight among its executors (any running worker when it names
-// none), and starts sending them. It returns how many tasks were due and how
-// many it moved (sent, or deferred for want of a worker).
-func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, sem chan struct{}, sends *sync.WaitGroup) (due, moved int, err error) {
+// fireBatch claims up to one batch of tasks due within the lookahead, each
+// for a running worker picked by weight among its executors (any running
+// worker when it names none), and has each sent at its time. It returns how
+// many tasks were due and how many it moved (claimed, or deferred for want
+// of a worker).
+func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, moved int, err error) {
 	now := time.Now()
-	rows, err := store.DueDelayed(ctx, m.st.DB, now, cfg.Batch)
+	until := now.Add(cfg.Lookahead)
+	rows, err := store.DueDelayed(ctx, m.st.DB, until, cfg.Batch)
 	if err != nil || len(rows) == 0 {
 		return 0, 0, err
 	}
@@ -137,8 +176,9 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		}
 	}
 	groups := map[string][]string{}
-	var stuck []string
-	stuckWhy := map[string]string{}
+	sendAt := map[string]time.Time{}
+	first := map[string]bool{}
+	stuck := map[string][]string{} // why → ids
 	for _, d := range rows {
 		cands := all
 		var named []string
@@ -155,38 +195,30 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		}
 		pick, ok := PickWeighted(cands, m.cfg.RandN)
 		if !ok {
-			stuck = append(stuck, d.ID)
+			why := "no running worker to send it to"
 			if len(named) > 0 {
-				stuckWhy[d.ID] = "none of its executors (" + strings.Join(named, ", ") + ") is running"
+				why = "none of its executors (" + strings.Join(named, ", ") + ") is running"
 			}
+			stuck[why] = append(stuck[why], d.ID)
 			continue
 		}
 		groups[pick.Name] = append(groups[pick.Name], d.ID)
+		sendAt[d.ID], first[d.ID] = d.NextAt, d.FiredAt.IsZero()
 	}
-	if len(stuck) > 0 {
+	for why, ids := range stuck {
 		// Not lost: looked at again shortly, and marked late if it comes to that.
-		byWhy := map[string][]string{}
-		for _, id := range stuck {
-			why := stuckWhy[id]
-			if why == "" {
-				why = "no running worker to send it to"
-			}
-			byWhy[why] = append(byWhy[why], id)
+		n, err := store.DeferDelayed(ctx, m.st.DB, ids, now.Add(cfg.Resend), why, fence)
+		if err != nil {
+			return 0, 0, err
 		}
-		for why, ids := range byWhy {
-			n, err := store.DeferDelayed(ctx, m.st.DB, ids, now.Add(cfg.Resend), why, fence)
-			if err != nil {
-				return 0, 0, err
-			}
-			moved += n
-		}
-		m.log.Warn("delayed tasks due but no running worker to send them to; trying again", "tasks", len(stuck), "in", cfg.Resend)
+		moved += n
+		m.log.Warn("delayed tasks due but not sendable; trying again shortly", "tasks", len(ids), "why", why, "in", cfg.Resend)
 	}
 	if len(groups) == 0 {
 		return len(rows), moved, nil
 	}
 	claim := newClaimToken()
-	deadline := now.Add(cfg.Timeout + cfg.ReportGrace)
+	deadline := until.Add(cfg.Timeout + cfg.ReportGrace)
 	var won []store.DelayedTask
 	err = m.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ids []string
@@ -196,7 +228,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if _, err := store.ClaimDelayed(ctx, tx, groups[n], n, claim, now, deadline, now.Add(-cfg.LateAfter), fence); err != nil {
+			if _, err := store.ClaimDelayed(ctx, tx, groups[n], n, claim, now, until, deadline, now.Add(-cfg.LateAfter), fence); err != nil {
 				return err
 			}
 			ids = append(ids, groups[n]...)
@@ -216,24 +248,68 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		return 0, 0, fmt.Errorf("claim delayed tasks: %w", err)
 	}
 	moved += len(won)
-	for _, w := range won {
-		s := sending{row: w, node: workers[w.Node]}
+	sort.Slice(won, func(i, j int) bool { return sendAt[won[i].ID].Before(sendAt[won[j].ID]) })
+	for i, w := range won {
+		s := sending{row: w, node: workers[w.Node], at: sendAt[w.ID], first: first[w.ID]}
 		select {
-		case sem <- struct{}{}:
+		case snd.outstanding <- struct{}{}:
 		case <-ctx.Done():
-			// Claimed but not sent: its deadline gives it to a worker later.
+			for _, rest := range won[i:] {
+				m.unclaim(ctx, sending{row: rest, at: sendAt[rest.ID], first: first[rest.ID]})
+			}
 			return len(rows), moved, nil
 		}
-		sends.Add(1)
+		snd.wg.Add(1)
 		go func() {
-			defer func() { <-sem; sends.Done() }()
-			m.send(ctx, cfg, s)
+			defer func() { <-snd.outstanding; snd.wg.Done() }()
+			m.sendAtItsTime(ctx, cfg, snd, s)
 		}()
 	}
 	if len(won) > 0 {
-		m.log.Debug("delayed tasks sent", "tasks", len(won))
+		m.log.Debug("delayed tasks claimed", "tasks", len(won))
 	}
 	return len(rows), moved, nil
+}
+
+// sendAtItsTime waits for a claimed task's time and a free slot, then sends
+// it. Stopped before that, it gives the task back untouched.
+func (m *Master) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
+	if wait := time.Until(s.at); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			m.unclaim(ctx, s)
+			return
+		case <-t.C:
+		}
+	}
+	select {
+	case snd.slots <- struct{}{}:
+	case <-ctx.Done():
+		m.unclaim(ctx, s)
+		return
+	}
+	defer func() { <-snd.slots }()
+	m.send(ctx, cfg, s)
+}
+
+// unclaim gives a claimed task that was never sent back to pending as it
+// was, when the master stops: the next leader sends it at its time instead
+// of waiting for the report deadline.
+func (m *Master) unclaim(ctx context.Context, s sending) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	w := &s.row
+	if fence := m.fence(); fence != nil {
+		err := store.UnclaimDelayed(ctx, m.st.DB, w.ID, w.Dispatches, s.at, s.first, fence)
+		if err == nil {
+			err = store.SetDispatchOutcome(ctx, m.st.DB, w.ID, w.Dispatches, "unsent")
+		}
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			m.log.Error("delayed task: give an unsent task back", "delayed", w.ID, "err", err)
+		}
+	}
 }
 
 // inTx runs fn in a transaction, again when it failed only because of a
@@ -263,7 +339,7 @@ func newClaimToken() string {
 func (m *Master) send(ctx context.Context, cfg DelayedConfig, s sending) {
 	w := &s.row
 	spec := delayedSpec(w, w.Dispatches, w.Attempts+1, cfg.Timeout, time.Now())
-	err := m.client.TaskRunOnce(ctx, &s.node, spec)
+	err := m.delayedClient().TaskRunOnce(ctx, &s.node, spec)
 	if err == nil {
 		return
 	}

@@ -93,10 +93,30 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 			if fresh, ierr = store.InsertDelayedRuns(ctx, tx, rows); ierr != nil {
 				return ierr
 			}
+			// Successes, the bulk of runs, in two statements: a success of any
+			// sending ends a pending or running task (the callback was made).
+			var ok []string
+			okSeqs := map[int][]string{}
+			var others []store.Run
+			for _, r := range fresh {
+				if r.Result == protocol.ResultSuccess {
+					ok = append(ok, r.DelayedID)
+					okSeqs[seqs[r.ID].seq] = append(okSeqs[seqs[r.ID].seq], r.DelayedID)
+					outcomes = append(outcomes, delayedOutcome{id: r.DelayedID, run: r, status: store.DelayedSuccess})
+				} else {
+					others = append(others, r)
+				}
+			}
 			// One order for every batch, so concurrent ones queue instead of deadlocking.
-			order := append([]store.Run(nil), fresh...)
-			sort.SliceStable(order, func(i, j int) bool { return order[i].DelayedID < order[j].DelayedID })
-			for _, r := range order {
+			sort.Strings(ok)
+			if _, err := store.SucceedDelayedMany(ctx, tx, dedupe(ok), time.Now()); err != nil {
+				return err
+			}
+			if err := store.SetDispatchOutcomes(ctx, tx, okSeqs, protocol.ResultSuccess); err != nil {
+				return err
+			}
+			sort.SliceStable(others, func(i, j int) bool { return others[i].DelayedID < others[j].DelayedID })
+			for _, r := range others {
 				o, terr := m.applyDelayedRun(ctx, tx, cfg, r, seqs[r.ID].seq)
 				if terr != nil {
 					return terr
@@ -129,11 +149,11 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 }
 
 // applyDelayedRun moves a delayed task on after a new run r of its sending
-// seq. The run of the current sending decides: success; failed or timed
-// out, a retry after backoff while attempts remain, else failed; skipped (the
-// worker was full), the same attempt again shortly. The success of an earlier
-// sending (given up as lost) ends a pending or running task as success, as the
-// callback was made. Anything else is recorded and changes nothing.
+// seq that did not succeed (successes are applied in bulk). The run of the
+// current sending decides: failed or timed out, a retry after backoff while
+// attempts remain, else failed; skipped (the worker was full), the same
+// attempt again shortly. A late report of an earlier sending is recorded and
+// changes nothing.
 func (m *Master) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg DelayedConfig, r store.Run, seq int) (delayedOutcome, error) {
 	out := delayedOutcome{id: r.DelayedID, run: r}
 	d, err := store.GetDelayed(ctx, tx, r.DelayedID)
@@ -146,9 +166,6 @@ func (m *Master) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg DelayedConf
 	now := time.Now()
 	current := d.Status == store.DelayedRunning && d.Dispatches == seq
 	switch {
-	case r.Result == protocol.ResultSuccess && current:
-		err = store.FinishDelayed(ctx, tx, d.ID, seq, d.Attempts, store.DelayedSuccess, "", now)
-		out.status = store.DelayedSuccess
 	case r.Result == protocol.ResultSuccess && (d.Status == store.DelayedPending || d.Status == store.DelayedRunning):
 		err = store.SucceedDelayed(ctx, tx, d.ID, now)
 		out.status = store.DelayedSuccess

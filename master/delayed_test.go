@@ -337,6 +337,7 @@ func TestDelayedReassignedWhenTheWorkerDies(t *testing.T) {
 			t.Fatal(err)
 		}
 		running := waitDelayed(t, e.m, d.ID, store.DelayedRunning, 20*time.Second)
+		storetest.Eventually(t, 10*time.Second, func() bool { return took.Load() >= 1 }, "w1 was not sent the task")
 		if running.Node != "w1" || took.Load() != 1 {
 			t.Fatalf("sent to %q (%d taken), want w1", running.Node, took.Load())
 		}

@@ -217,13 +217,13 @@ func CancelDelayed(ctx context.Context, db bun.IDB, id string, now time.Time) er
 	return nil
 }
 
-// DueDelayed returns up to limit pending tasks whose next_at has come,
-// earliest first: the candidates of one fire batch (id, executors and the
-// times; the rest is read for the rows the batch wins).
-func DueDelayed(ctx context.Context, db bun.IDB, now time.Time, limit int) ([]DelayedTask, error) {
+// DueDelayed returns up to limit pending tasks whose next_at comes by
+// until, earliest first: the candidates of one fire batch (id, executors and
+// the times; the rest is read for the rows the batch wins).
+func DueDelayed(ctx context.Context, db bun.IDB, until time.Time, limit int) ([]DelayedTask, error) {
 	var out []DelayedTask
-	err := db.NewSelect().Model(&out).Column("id", "executors", "due_at", "next_at", "dispatches").
-		Where("status = ?", DelayedPending).Where("next_at <= ?", now.UTC()).
+	err := db.NewSelect().Model(&out).Column("id", "executors", "due_at", "next_at", "dispatches", "fired_at").
+		Where("status = ?", DelayedPending).Where("next_at <= ?", until.UTC()).
 		OrderExpr("next_at ASC").Limit(int64(limit)).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: due delayed tasks: %w", err)
@@ -244,32 +244,32 @@ func OverdueDelayed(ctx context.Context, db bun.IDB, now time.Time, limit int) (
 	return out, nil
 }
 
-// NextDelayedAt is the earliest next_at among pending and running tasks:
-// when the leader has something to do next. ok is false when there is none.
-func NextDelayedAt(ctx context.Context, db bun.IDB) (next time.Time, ok bool, err error) {
-	for _, st := range []string{DelayedPending, DelayedRunning} {
-		var ts []time.Time
-		// ORDER BY + LIMIT 1 reads one entry of the (status, next_at) index.
-		err := db.NewSelect().Model((*DelayedTask)(nil)).Column("next_at").Where("status = ?", st).
-			OrderExpr("next_at ASC").Limit(1).Scan(ctx, &ts)
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("store: next delayed task: %w", err)
-		}
-		if len(ts) > 0 && (!ok || ts[0].Before(next)) {
-			next, ok = ts[0], true
-		}
+// NextDelayedAt is the earliest next_at among the tasks of a status
+// (pending: the next sending; running: the next report deadline); ok is
+// false when there is none. It reads one entry of the (status, next_at) index.
+func NextDelayedAt(ctx context.Context, db bun.IDB, status string) (next time.Time, ok bool, err error) {
+	var ts []time.Time
+	err = db.NewSelect().Model((*DelayedTask)(nil)).Column("next_at").Where("status = ?", status).
+		OrderExpr("next_at ASC").Limit(1).Scan(ctx, &ts)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("store: next delayed task: %w", err)
 	}
-	return next, ok, nil
+	if len(ts) == 0 {
+		return time.Time{}, false, nil
+	}
+	return ts[0], true, nil
 }
 
-// ClaimDelayed moves the pending tasks ids whose next_at has come to running
-// on node, marking them with claim, in one conditional update under fence
-// (nil: unconditionally). Each one's dispatch count grows by one; the first
-// sending records fired_at and whether it left after lateBefore (the due time
-// plus the late bound). It returns how many it moved; ClaimedDelayed reads
-// which. Tasks cancelled or claimed meanwhile are left alone, so a task is
-// sent once however many masters try.
-func ClaimDelayed(ctx context.Context, db bun.IDB, ids []string, node, claim string, now, deadline, lateBefore time.Time, fence *Fence) (int, error) {
+// ClaimDelayed moves the pending tasks ids whose next_at comes by until
+// (now, or a little later: the caller sends each at its time) to running on
+// node, marking them with claim, in one conditional update under fence (nil:
+// unconditionally). Each one's dispatch count grows by one; the first
+// sending records fired_at (its due time if that is later than now) and
+// whether it left after lateBefore (the due time plus the late bound). It
+// returns how many it moved; ClaimedDelayed reads which. Tasks cancelled or
+// claimed meanwhile are left alone, so a task is sent once however many
+// masters try.
+func ClaimDelayed(ctx context.Context, db bun.IDB, ids []string, node, claim string, now, until, deadline, lateBefore time.Time, fence *Fence) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -279,8 +279,9 @@ func ClaimDelayed(ctx context.Context, db bun.IDB, ids []string, node, claim str
 		Set("status = ?", DelayedRunning).Set("node = ?", node).Set("claim = ?", claim).
 		Set("dispatches = dispatches + 1").Set("dispatched_at = ?", now.UTC()).Set("next_at = ?", deadline.UTC()).
 		Set("late = CASE WHEN fired_at IS NULL THEN (CASE WHEN due_at < ? THEN ? ELSE ? END) ELSE late END", lateBefore.UTC(), true, false).
-		Set("fired_at = COALESCE(fired_at, ?)", now.UTC()).Set("updated_at = ?", now.UTC()).
-		Where("id IN (?)", bun.In(ids)).Where("status = ?", DelayedPending).Where("next_at <= ?", now.UTC())
+		Set("fired_at = COALESCE(fired_at, CASE WHEN due_at > ? THEN due_at ELSE ? END)", now.UTC(), now.UTC()).
+		Set("updated_at = ?", now.UTC()).
+		Where("id IN (?)", bun.In(ids)).Where("status = ?", DelayedPending).Where("next_at <= ?", until.UTC())
 	res, err := fence.where(q).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: claim delayed tasks: %w", err)
@@ -342,6 +343,19 @@ func SetDispatchOutcome(ctx context.Context, db bun.IDB, id string, seq int, out
 		Where("delayed_id = ?", id).Where("seq = ?", seq).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: record outcome of a delayed sending: %w", err)
+	}
+	return nil
+}
+
+// SetDispatchOutcomes records one outcome for many sendings, given as
+// sequence number → task ids (one statement per sequence number).
+func SetDispatchOutcomes(ctx context.Context, db bun.IDB, bySeq map[int][]string, outcome string) error {
+	for seq, ids := range bySeq {
+		_, err := db.NewUpdate().Model((*DelayedDispatch)(nil)).Set("outcome = ?", outcome).
+			Where("seq = ?", seq).Where("delayed_id IN (?)", bun.In(ids)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store: record outcomes of delayed sendings: %w", err)
+		}
 	}
 	return nil
 }
@@ -412,6 +426,25 @@ func SucceedDelayed(ctx context.Context, db bun.IDB, id string, now time.Time) e
 	return nil
 }
 
+// SucceedDelayedMany ends as success every pending or running task of ids
+// (a run of one of its sendings succeeded: the callback was made), in one
+// statement, and returns how many it ended.
+func SucceedDelayedMany(ctx context.Context, db bun.IDB, ids []string, now time.Time) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res, err := db.NewUpdate().Model((*DelayedTask)(nil)).
+		Set("status = ?", DelayedSuccess).Set("pending_key = NULL").Set("claim = ''").
+		Set("attempts = attempts + 1").Set("last_error = ''").
+		Set("finished_at = ?", now.UTC()).Set("updated_at = ?", now.UTC()).
+		Where("id IN (?)", bun.In(ids)).Where("status IN (?)", bun.In([]string{DelayedPending, DelayedRunning})).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: succeed delayed tasks: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
 // RetryDelayed moves a running task whose current sending seq ended without
 // success back to pending, to be sent again at next; attempts is the count
 // seen and newAttempts the count to store (the same when the attempt did not
@@ -427,6 +460,24 @@ func RetryDelayed(ctx context.Context, db bun.IDB, id string, seq, attempts, new
 	res, err := fence.where(q).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		return fmt.Errorf("store: retry delayed task %s: %w", id, err)
+	}
+	return nil
+}
+
+// UnclaimDelayed gives a claimed task whose sending seq never left back to
+// pending as it was: next_at as before, and, when that was its first
+// sending, no fired_at and not late. Under fence.
+func UnclaimDelayed(ctx context.Context, db bun.IDB, id string, seq int, next time.Time, first bool, fence *Fence) error {
+	q := db.NewUpdate().Model((*DelayedTask)(nil)).
+		Set("status = ?", DelayedPending).Set("node = ''").Set("claim = ''").
+		Set("next_at = ?", next.UTC()).Set("updated_at = ?", time.Now().UTC())
+	if first {
+		q = q.Set("fired_at = NULL").Set("late = ?", false)
+	}
+	q = q.Where("id = ?", id).Where("status = ?", DelayedRunning).Where("dispatches = ?", seq)
+	res, err := fence.where(q).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		return fmt.Errorf("store: unclaim delayed task %s: %w", id, err)
 	}
 	return nil
 }

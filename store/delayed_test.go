@@ -119,20 +119,23 @@ func TestDelayedTransitions(t *testing.T) {
 		if err != nil || len(due) != 3 || due[0].ID != delayedID(3) {
 			t.Fatalf("due: %v %v; want the 3 past ones, earliest first", due, err)
 		}
-		next, ok, err := store.NextDelayedAt(ctx, db)
+		next, ok, err := store.NextDelayedAt(ctx, db, store.DelayedPending)
 		if err != nil || !ok || !next.Equal(due[0].NextAt) {
 			t.Fatalf("next: %v %v %v", next, ok, err)
+		}
+		if _, ok, err := store.NextDelayedAt(ctx, db, store.DelayedRunning); ok || err != nil {
+			t.Fatalf("next running: %v %v", ok, err)
 		}
 
 		// Two claimants race for the same tasks: each task goes to one.
 		ids := []string{delayedID(1), delayedID(2), delayedID(3), delayedID(9)}
 		deadline := now.Add(time.Minute)
 		lateBefore := now.Add(-90 * time.Second) // 2 and 3 minutes late: late; 1 minute: not
-		n1, err := store.ClaimDelayed(ctx, db, ids[:2], "w1", "claimA", now, deadline, lateBefore, nil)
+		n1, err := store.ClaimDelayed(ctx, db, ids[:2], "w1", "claimA", now, now, deadline, lateBefore, nil)
 		if err != nil || n1 != 2 {
 			t.Fatalf("claim A: %d %v", n1, err)
 		}
-		n2, err := store.ClaimDelayed(ctx, db, ids, "w2", "claimB", now, deadline, lateBefore, nil)
+		n2, err := store.ClaimDelayed(ctx, db, ids, "w2", "claimB", now, now, deadline, lateBefore, nil)
 		if err != nil || n2 != 1 {
 			t.Fatalf("claim B: %d %v; want only task 3 (9 is not due, 1 and 2 are taken)", n2, err)
 		}
@@ -168,7 +171,7 @@ func TestDelayedTransitions(t *testing.T) {
 			t.Fatalf("retry twice: %v", err)
 		}
 		// Sent again (dispatch 2): a report of sending 1 cannot finish it.
-		if n, err := store.ClaimDelayed(ctx, db, ids[:1], "w2", "claimC", now.Add(2*time.Second), deadline, lateBefore, nil); err != nil || n != 1 {
+		if n, err := store.ClaimDelayed(ctx, db, ids[:1], "w2", "claimC", now.Add(2*time.Second), now.Add(2*time.Second), deadline, lateBefore, nil); err != nil || n != 1 {
 			t.Fatalf("claim again: %d %v", n, err)
 		}
 		if err := store.FinishDelayed(ctx, db, delayedID(1), 1, 1, store.DelayedSuccess, "", now); !errors.Is(err, store.ErrConflict) {
@@ -227,11 +230,11 @@ func TestDelayedClaimFenced(t *testing.T) {
 			t.Fatal(err)
 		}
 		stale := &store.Fence{Lease: store.ClusterLease, Holder: "m2", Epoch: epoch}
-		if n, err := store.ClaimDelayed(ctx, db, []string{delayedID(1)}, "w1", "x", now, now.Add(time.Minute), now, stale); err != nil || n != 0 {
+		if n, err := store.ClaimDelayed(ctx, db, []string{delayedID(1)}, "w1", "x", now, now, now.Add(time.Minute), now, stale); err != nil || n != 0 {
 			t.Fatalf("claim under another master's fence: %d %v", n, err)
 		}
 		good := &store.Fence{Lease: store.ClusterLease, Holder: "m1", Epoch: epoch}
-		if n, err := store.ClaimDelayed(ctx, db, []string{delayedID(1)}, "w1", "y", now, now.Add(time.Minute), now, good); err != nil || n != 1 {
+		if n, err := store.ClaimDelayed(ctx, db, []string{delayedID(1)}, "w1", "y", now, now, now.Add(time.Minute), now, good); err != nil || n != 1 {
 			t.Fatalf("claim under the leader's fence: %d %v", n, err)
 		}
 	})
