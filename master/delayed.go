@@ -56,8 +56,9 @@ type DelayedConfig struct {
 	// Resend is the wait before sending a task again when no worker could
 	// take it (none running, or the chosen one refused) (default 1s).
 	Resend time.Duration
-	// Lookahead is how long before its time a task is claimed (default 1s):
-	// it is sent at its time, the claim's work done ahead.
+	// Lookahead is how long before its time a task is claimed (default
+	// 500ms): it is sent at its time, the claim's work done ahead. A task
+	// claimed is running: it can no longer be cancelled.
 	Lookahead time.Duration
 }
 
@@ -74,7 +75,7 @@ func (c DelayedConfig) withDefaults() DelayedConfig {
 	def(&c.BackoffMax, 10*time.Minute)
 	def(&c.LateAfter, 5*time.Second)
 	def(&c.Resend, time.Second)
-	def(&c.Lookahead, time.Second)
+	def(&c.Lookahead, 500*time.Millisecond)
 	if c.Batch <= 0 {
 		c.Batch = 500
 	}
@@ -108,6 +109,23 @@ type delayedState struct {
 
 	clientOnce sync.Once
 	client     *Client
+
+	// writeMu serialises the hot write transactions of delayed tasks (the
+	// claims and the run ingest) on SQLite, which has one writer: waiting
+	// here is first come, first served, where SQLite's busy handler sleeps
+	// in steps of up to 100ms and lets a claim starve behind ingests.
+	writeMu sync.Mutex
+}
+
+// delayedWriteLock takes writeMu on SQLite and returns its unlock; on
+// MySQL, where writers of different rows do not wait for each other, it
+// does nothing.
+func (m *Master) delayedWriteLock() func() {
+	if m.st.Dialect != store.SQLite {
+		return func() {}
+	}
+	m.delayed.writeMu.Lock()
+	return m.delayed.writeMu.Unlock
 }
 
 // delayedClient is the worker API client of sendings: it keeps as many idle
@@ -365,7 +383,7 @@ func (m *Master) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err 
 	if err != nil {
 		switch d.Status {
 		case store.DelayedRunning:
-			return nil, Errorf(KindState, "delayed task %s is being sent to worker %s now; it can no longer be cancelled", id, d.Node)
+			return nil, Errorf(KindState, "delayed task %s is due and on its way to worker %s; it can no longer be cancelled", id, d.Node)
 		case store.DelayedCancelled:
 			return nil, Errorf(KindState, "delayed task %s is cancelled already", id)
 		}

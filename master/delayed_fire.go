@@ -220,6 +220,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 	claim := newClaimToken()
 	deadline := until.Add(cfg.Timeout + cfg.ReportGrace)
 	var won []store.DelayedTask
+	unlock := m.delayedWriteLock()
 	err = m.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ids []string
 		names := make([]string, 0, len(groups))
@@ -244,6 +245,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		}
 		return store.AddDelayedDispatches(ctx, tx, ds)
 	})
+	unlock()
 	if err != nil {
 		return 0, 0, fmt.Errorf("claim delayed tasks: %w", err)
 	}

@@ -86,6 +86,7 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 	cfg := m.delayedCfg()
 	var fresh []store.Run
 	var outcomes []delayedOutcome
+	unlock := m.delayedWriteLock()
 	for attempt := 0; attempt < 5; attempt++ {
 		outcomes = outcomes[:0]
 		err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -131,6 +132,7 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 			break
 		}
 	}
+	unlock()
 	if err != nil {
 		return 0, 0, fmt.Errorf("master: store delayed runs: %w", err)
 	}

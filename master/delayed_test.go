@@ -193,6 +193,7 @@ func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
 			t.Fatalf("done: %+v", done)
 		}
 		// Finished, the same key makes a new task.
+		in.Delay = json.RawMessage(`"1h"`)
 		third, created, err := e.m.CreateDelayed(e.ctx, in, "admin")
 		if err != nil || !created || third.ID == d.ID {
 			t.Fatalf("create after success: %+v %v %v", third, created, err)

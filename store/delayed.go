@@ -210,7 +210,7 @@ func CancelDelayed(ctx context.Context, db bun.IDB, id string, now time.Time) er
 	res, err := db.NewUpdate().Model((*DelayedTask)(nil)).
 		Set("status = ?", DelayedCancelled).Set("pending_key = NULL").Set("claim = ''").
 		Set("finished_at = ?", now.UTC()).Set("updated_at = ?", now.UTC()).
-		Where("id = ?", id).Where("status = ?", DelayedPending).Exec(ctx)
+		Where("id = ?", id).Apply(isPending).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		return fmt.Errorf("store: cancel delayed task %s: %w", id, err)
 	}
@@ -316,7 +316,7 @@ func DeferDelayed(ctx context.Context, db bun.IDB, ids []string, next time.Time,
 	}
 	q := db.NewUpdate().Model((*DelayedTask)(nil)).
 		Set("next_at = ?", next.UTC()).Set("last_error = ?", clip(why, maxDelayedLastError)).
-		Where("id IN (?)", bun.In(ids)).Where("status = ?", DelayedPending)
+		Where("id IN (?)", bun.In(ids)).Apply(isPending)
 	res, err := fence.where(q).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: defer delayed tasks: %w", err)
@@ -411,6 +411,18 @@ func FinishDelayed(ctx context.Context, db bun.IDB, id string, seq, attempts int
 	return nil
 }
 
+// notFinished is the condition "pending or running" written so that SQLite
+// picks the primary key, not the status index (whose "pending" range holds
+// every waiting task), for statements that name the ids.
+const notFinished = "status <> ? AND status <> ? AND status <> ?"
+
+// isPending is "status = pending" written the same way, for statements that
+// name the ids.
+func isPending(q *bun.UpdateQuery) *bun.UpdateQuery {
+	return q.Where("status <> ? AND status <> ? AND status <> ? AND status <> ?",
+		DelayedRunning, DelayedSuccess, DelayedFailed, DelayedCancelled)
+}
+
 // SucceedDelayed ends a pending or running task as success: a run of an
 // earlier sending (one given up as lost) reports that the callback was made
 // after all, so it must not be made again.
@@ -419,7 +431,7 @@ func SucceedDelayed(ctx context.Context, db bun.IDB, id string, now time.Time) e
 		Set("status = ?", DelayedSuccess).Set("pending_key = NULL").Set("claim = ''").
 		Set("attempts = attempts + 1").Set("last_error = ''").
 		Set("finished_at = ?", now.UTC()).Set("updated_at = ?", now.UTC()).
-		Where("id = ?", id).Where("status IN (?)", bun.In([]string{DelayedPending, DelayedRunning})).Exec(ctx)
+		Where("id = ?", id).Where(notFinished, DelayedSuccess, DelayedFailed, DelayedCancelled).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		return fmt.Errorf("store: succeed delayed task %s: %w", id, err)
 	}
@@ -437,7 +449,7 @@ func SucceedDelayedMany(ctx context.Context, db bun.IDB, ids []string, now time.
 		Set("status = ?", DelayedSuccess).Set("pending_key = NULL").Set("claim = ''").
 		Set("attempts = attempts + 1").Set("last_error = ''").
 		Set("finished_at = ?", now.UTC()).Set("updated_at = ?", now.UTC()).
-		Where("id IN (?)", bun.In(ids)).Where("status IN (?)", bun.In([]string{DelayedPending, DelayedRunning})).Exec(ctx)
+		Where("id IN (?)", bun.In(ids)).Where(notFinished, DelayedSuccess, DelayedFailed, DelayedCancelled).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: succeed delayed tasks: %w", err)
 	}
