@@ -127,15 +127,17 @@ func (m *Master) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassig
 func (m *Master) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
 	progress := false
 	for ctx.Err() == nil {
-		due, moved, err := m.fireBatch(ctx, cfg, fence, snd)
+		due, claimed, deferred, err := m.fireBatch(ctx, cfg, fence, snd)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Error("delayed tasks: fire", "err", err)
 			}
 			return progress
 		}
-		progress = progress || moved > 0
-		if due < cfg.Batch || moved == 0 {
+		progress = progress || claimed > 0 || deferred > 0
+		// Deferrals alone do not loop here: the next cycle takes the next
+		// batch, so tasks that cannot be sent are looked at once per Resend.
+		if due < cfg.Batch || claimed == 0 {
 			return progress
 		}
 	}
@@ -154,18 +156,18 @@ type sending struct {
 // fireBatch claims up to one batch of tasks due within the lookahead, each
 // for a running worker picked by weight among its executors (any running
 // worker when it names none), and has each sent at its time. It returns how
-// many tasks were due and how many it moved (claimed, or deferred for want
-// of a worker).
-func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, moved int, err error) {
+// many tasks were due, how many it claimed and how many it deferred for want
+// of a running worker.
+func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
 	now := time.Now()
 	until := now.Add(cfg.Lookahead)
 	rows, err := store.DueDelayed(ctx, m.st.DB, until, cfg.Batch)
 	if err != nil || len(rows) == 0 {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	workers := map[string]store.Node{}
 	var all []Candidate
@@ -209,13 +211,13 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		// Not lost: looked at again shortly, and marked late if it comes to that.
 		n, err := store.DeferDelayed(ctx, m.st.DB, ids, now.Add(cfg.Resend), why, fence)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
-		moved += n
+		deferred += n
 		m.log.Warn("delayed tasks due but not sendable; trying again shortly", "tasks", len(ids), "why", why, "in", cfg.Resend)
 	}
 	if len(groups) == 0 {
-		return len(rows), moved, nil
+		return len(rows), 0, deferred, nil
 	}
 	claim := newClaimToken()
 	deadline := until.Add(cfg.Timeout + cfg.ReportGrace)
@@ -247,9 +249,8 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 	})
 	unlock()
 	if err != nil {
-		return 0, 0, fmt.Errorf("claim delayed tasks: %w", err)
+		return 0, 0, 0, fmt.Errorf("claim delayed tasks: %w", err)
 	}
-	moved += len(won)
 	sort.Slice(won, func(i, j int) bool { return sendAt[won[i].ID].Before(sendAt[won[j].ID]) })
 	for i, w := range won {
 		s := sending{row: w, node: workers[w.Node], at: sendAt[w.ID], first: first[w.ID]}
@@ -259,7 +260,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 			for _, rest := range won[i:] {
 				m.unclaim(ctx, sending{row: rest, at: sendAt[rest.ID], first: first[rest.ID]})
 			}
-			return len(rows), moved, nil
+			return len(rows), len(won), deferred, nil
 		}
 		snd.wg.Add(1)
 		go func() {
@@ -270,7 +271,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 	if len(won) > 0 {
 		m.log.Debug("delayed tasks claimed", "tasks", len(won))
 	}
-	return len(rows), moved, nil
+	return len(rows), len(won), deferred, nil
 }
 
 // sendAtItsTime waits for a claimed task's time and a free slot, then sends

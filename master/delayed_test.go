@@ -473,3 +473,42 @@ func TestDelayedTwoMastersFireEachOnce(t *testing.T) {
 		t.Fatalf("%d callbacks in all, want %d", got, n)
 	}
 }
+
+// A task due while no worker runs waits, saying why, and is sent as soon as
+// one runs, marked late; executors that are not running hold it back the
+// same way although another worker runs.
+func TestDelayedWaitsForARunningWorker(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s, fastDelayed)
+		url := e.serveMaster()
+		reportingWorkers(e, url, "w1", "w2")
+		if _, err := e.m.DisableNode(e.ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.m.Start(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		sink := newCallbackSink(t)
+		in := delayedIn(sink.URL+"/cb", "100ms")
+		in.Executors = []string{"w1"}
+		d, _, err := e.m.CreateDelayed(e.ctx, in, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		storetest.Eventually(t, 10*time.Second, func() bool {
+			got, err := e.m.GetDelayed(e.ctx, d.ID)
+			return err == nil && got.Status == store.DelayedPending && strings.Contains(got.LastError, "none of its executors (w1) is running")
+		}, "the task does not say why it waits")
+		storetest.Eventually(t, 10*time.Second, func() bool { return time.Since(d.DueAt) > 2500*time.Millisecond }, "time does not pass")
+		if n := sink.total(); n != 0 {
+			t.Fatalf("sent %d times with its executor disabled (w2 runs but is not one)", n)
+		}
+		if _, err := e.m.EnableNode(e.ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		done := waitDelayed(t, e.m, d.ID, store.DelayedSuccess, 20*time.Second)
+		if !done.Late || done.Node != "w1" || len(sink.got("/cb")) != 1 {
+			t.Fatalf("after the executor came back: %+v, %d calls", done, sink.total())
+		}
+	})
+}
