@@ -209,6 +209,9 @@ func TestDelayedAPILifecycle(t *testing.T) {
 		if status, resp := e.do(c, http.MethodGet, "/api/v1/runs/run-1", "", nil); status != 200 || !strings.Contains(resp, `"delayed_id":"`+d.ID+`"`) {
 			t.Fatalf("the run: %d %s", status, resp)
 		}
+		if status, page := e.do(c, http.MethodGet, "/runs/run-1", "", nil); status != 200 || !strings.Contains(page, `href="/delayed/`+d.ID+`"`) {
+			t.Fatalf("the run's page does not link its delayed task: %d", status)
+		}
 
 		list := func(q string) (int, []delayedJSON) {
 			t.Helper()
