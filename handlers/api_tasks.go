@@ -30,12 +30,14 @@ type apiRun struct {
 	Manual      bool      `json:"manual"`
 	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
 	BinaryOutput bool `json:"binary_output"`
+	// DelayedID names the delayed task of a run of one (task_id holds it too).
+	DelayedID string `json:"delayed_id,omitempty"`
 }
 
 func toAPIRun(r *store.Run, withOutput bool) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
 		EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
-		HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Manual: r.Manual, BinaryOutput: r.BinaryOutput}
+		HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID}
 	if withOutput {
 		a.Output = r.Output
 	}

@@ -18,7 +18,7 @@ import (
 const eventsPerPage = 50
 
 // eventTargetTypes are the kinds of things the event log names.
-var eventTargetTypes = []string{store.TargetNode, store.TargetTask, store.TargetUser, store.TargetToken, store.TargetSettings}
+var eventTargetTypes = []string{store.TargetNode, store.TargetTask, store.TargetUser, store.TargetToken, store.TargetSettings, store.TargetDelayed}
 
 // eventActions are suggestions for the action filter (a prefix matches too).
 var eventActions = []string{
@@ -26,6 +26,7 @@ var eventActions = []string{
 	"node.register", "node.offline", "node.recover",
 	"task.", "task.create", "task.edit", "task.start", "task.stop", "task.pause", "task.resume", "task.run", "task.delete",
 	"user.", "token.", "settings.",
+	"delayed.", "delayed.create", "delayed.cancel", "delayed.fail", "delayed.reassign",
 }
 
 // eventFilterInput reads the event filters of a query string; bad fields are
@@ -175,6 +176,10 @@ func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map
 		if title, ok := titles[e.Target]; ok {
 			r.TargetTitle, r.TargetName = title, title
 			r.ObjectURL = "/tasks/" + url.PathEscape(e.Target)
+		}
+	case store.TargetDelayed:
+		if e.Target != "" {
+			r.ObjectURL = "/delayed/" + url.PathEscape(e.Target)
 		}
 	case store.TargetNode:
 		if nodes[e.Target] {

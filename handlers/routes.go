@@ -149,6 +149,14 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/settings/test", s.requireAdmin, s.testNotifications)
 	// events routes
 	ui.GET("/events", s.listEvents)
+	// delayed task routes
+	ui.GET("/delayed", s.listDelayed)
+	ui.GET("/delayed/rows", s.delayedRows)
+	ui.GET("/delayed/new", s.requireAdmin, s.showNewDelayed)
+	ui.POST("/delayed", s.requireAdmin, s.createDelayed)
+	ui.GET("/delayed/:id", s.showDelayed)
+	ui.GET("/delayed/:id/live", s.delayedLive)
+	ui.POST("/delayed/:id/cancel", s.requireAdmin, s.cancelDelayed)
 
 	// Open API.
 	api := r.Group("/api/v1", s.requireUser(true))
@@ -181,6 +189,12 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.PATCH("/users/:username", s.requireAdmin, s.apiPatchUser)
 	// events API routes
 	api.GET("/events", s.apiListEvents)
+	// delayed task API routes
+	api.POST("/delayed", s.requireAdmin, s.apiCreateDelayed)
+	api.GET("/delayed", s.apiListDelayed)
+	api.GET("/delayed/:id", s.apiGetDelayed)
+	api.DELETE("/delayed/:id", s.requireAdmin, s.apiCancelDelayed)
+	api.POST("/delayed/:id/cancel", s.requireAdmin, s.apiCancelDelayed)
 
 	r.NoRoute(s.notFound)
 

@@ -21,7 +21,7 @@ func (s *server) showRun(c *gin.Context) {
 		ID: r.ID, TaskID: r.TaskID, Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), StartedAt: utcText(r.StartedAt), EndedAt: utcText(r.EndedAt),
 		Duration: durationMS(r.DurationMS), Result: r.Result, Attempt: r.Attempt, Manual: r.Manual, Output: r.Output,
-		BinaryOutput: r.BinaryOutput,
+		BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID,
 	}
 	if r.HTTPStatus != 0 {
 		vm.HTTPStatus = strconv.Itoa(r.HTTPStatus)

@@ -66,6 +66,8 @@ type Config struct {
 	Pinned Pinned
 	// Metrics, when set, receive the master's counters and collectors.
 	Metrics *Metrics
+	// Delayed tunes the firing of delayed tasks (zero: the defaults).
+	Delayed DelayedConfig
 }
 
 // Pinned names the health settings fixed by the process configuration.
@@ -139,6 +141,8 @@ type Master struct {
 	settingsVer string
 
 	notify *notifier
+	// delayed holds the wake-ups and notifications of delayed tasks.
+	delayed delayedState
 
 	// shards and duties: broadcast shards re-pushed and misfires accounted
 	// when executors change (task_schedule.go, misfire.go); misfireMu
@@ -146,8 +150,8 @@ type Master struct {
 	shards    shardState
 	duties    duties
 	misfireMu sync.Mutex
-	metrics *Metrics      // nil: none
-	samples healthSampler // when each node's health was last recorded
+	metrics   *Metrics      // nil: none
+	samples   healthSampler // when each node's health was last recorded
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler
@@ -249,6 +253,7 @@ func (m *Master) Start(ctx context.Context) error {
 	m.sched, m.healthJob = sched, job
 	m.mu.Unlock()
 	m.goBackground(m.leaseLoop)
+	m.goBackground(m.delayedLoop) // acts while this master leads
 	if elected {
 		m.goBackground(m.repushTasks)
 	}

@@ -49,7 +49,6 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		m.log.Warn("run report rejected", "node", node.Name, "run", id, "err", err)
 	}
 	rows := make([]store.Run, 0, len(runs))
-	taskIDs := make([]string, 0, len(runs))
 	for i := range runs {
 		row, err := checkRun(&runs[i], node.Name, now)
 		if err != nil {
@@ -57,7 +56,16 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 			continue
 		}
 		rows = append(rows, row)
-		taskIDs = append(taskIDs, row.TaskID)
+	}
+	// Runs of delayed tasks' sendings go their own way (delayed_runs.go).
+	rows, delayed := splitDelayedRuns(rows)
+	dAccepted, dDups, err := m.ingestDelayedRuns(ctx, node, delayed, reject)
+	if err != nil {
+		return protocol.RunsResponse{}, err
+	}
+	taskIDs := make([]string, 0, len(rows))
+	for _, r := range rows {
+		taskIDs = append(taskIDs, r.TaskID)
 	}
 	if len(rows) > 0 {
 		exists, allowed, err := store.ReportableTasks(ctx, m.st.DB, node.Name, dedupe(taskIDs))
@@ -78,7 +86,6 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		rows = ok
 	}
 	var fresh []store.Run
-	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var ierr error
@@ -94,7 +101,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	if err != nil {
 		return protocol.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
 	}
-	resp.Accepted, resp.Duplicates = len(fresh), len(rows)-len(fresh)
+	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
 	var succeeded []string
 	for _, r := range fresh {
 		if r.Result == protocol.ResultSuccess {

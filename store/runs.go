@@ -31,6 +31,9 @@ type Run struct {
 	// as U+FFFD.
 	BinaryOutput bool      `bun:"binary_output"`
 	CreatedAt    time.Time `bun:"created_at"`
+	// DelayedID names the delayed task of a run of one (TaskID holds the
+	// same id); empty for the runs of tasks.
+	DelayedID string `bun:"delayed_id,nullzero"`
 }
 
 // MaxFutureSkew is how far in the future a stored last run time may be before

@@ -261,6 +261,8 @@ type RunVM struct {
 	BinaryOutput bool
 	// Heading names the run by its task and start: "backup · run of 2026-…".
 	Heading string
+	// DelayedID names the delayed task of a run of one.
+	DelayedID string
 }
 
 // SchedulePreviewVM is the task form's preview of a schedule's next fires.

@@ -1,0 +1,505 @@
+// Firing delayed tasks: only the leader does it. It keeps a timer to the
+// earliest next_at in the database (re-armed by its own creations, and by a
+// modest poll for other masters' ones), claims due tasks in batches with one
+// conditional, fenced update per worker, sends them to workers concurrently,
+// and gives up sendings whose run never came back (the worker died) so that
+// another worker takes them. Every state is in the database: a restarted or
+// new leader resumes where the last one stopped.
+
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// sender runs the sendings of claimed tasks: each waits for its time, then
+// for one of Concurrency slots. Outstanding bounds the claimed tasks not yet
+// sent, so a flood of due tasks is claimed as fast as it is sent.
+type sender struct {
+	wg          sync.WaitGroup
+	slots       chan struct{}
+	outstanding chan struct{}
+}
+
+// delayedLoop is the leader's duty for delayed tasks; every master runs it,
+// and it acts only while its master leads.
+func (m *Master) delayedLoop(ctx context.Context) {
+	cfg := m.delayedCfg()
+	ctx = WithActor(ctx, ActorDelayed)
+	snd := &sender{slots: make(chan struct{}, cfg.Concurrency), outstanding: make(chan struct{}, 4*cfg.Batch)}
+	defer snd.wg.Wait()
+	poll := time.NewTicker(cfg.Poll)
+	defer poll.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var epoch int64
+	var leaderSince, lastPrune time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-poll.C:
+		case <-m.delayedWake():
+		}
+		m.delayed.armed.Store(0)
+		fence := m.fence()
+		if fence == nil {
+			epoch = 0
+			continue
+		}
+		if fence.Epoch != epoch {
+			// A new leader waits before giving sendings up: their reports may
+			// be on their way (workers keep them while no master answers).
+			epoch, leaderSince = fence.Epoch, time.Now()
+		}
+		progress := m.fireDue(ctx, cfg, fence, snd)
+		reassignFrom := leaderSince.Add(cfg.ReportGrace)
+		if !time.Now().Before(reassignFrom) {
+			progress = m.reassignOverdue(ctx, cfg, fence) || progress
+		}
+		if time.Since(lastPrune) >= time.Hour {
+			lastPrune = time.Now()
+			m.pruneDelayed(ctx)
+		}
+		wake, ok, err := m.nextDelayedWake(ctx, cfg, reassignFrom)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("delayed tasks: read the next due time", "err", err)
+			}
+			continue
+		}
+		wait := time.Until(wake)
+		if wait <= 0 && !progress {
+			// Due but nothing moved (the lease is being lost, the database
+			// refuses): not again at once.
+			wait = cfg.Resend
+		}
+		if ok && wait < cfg.Poll {
+			m.delayed.armed.Store(time.Now().Add(wait).UnixNano())
+			timer.Reset(max(wait, 0))
+		}
+	}
+}
+
+// nextDelayedWake is when the loop has something to do next: claim the next
+// pending task (a lookahead before its time), or look at the earliest
+// report deadline (not before reassignFrom).
+func (m *Master) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassignFrom time.Time) (time.Time, bool, error) {
+	pending, pok, err := store.NextDelayedAt(ctx, m.st.DB, store.DelayedPending)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	running, rok, err := store.NextDelayedAt(ctx, m.st.DB, store.DelayedRunning)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if rok && running.Before(reassignFrom) {
+		running = reassignFrom
+	}
+	pending = pending.Add(-cfg.Lookahead)
+	switch {
+	case pok && rok && running.Before(pending):
+		return running, true, nil
+	case pok:
+		return pending, true, nil
+	}
+	return running, rok, nil
+}
+
+// fireDue claims and sends every task due within the lookahead, batch after
+// batch while batches are full and move. It reports whether any task moved.
+func (m *Master) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
+	progress := false
+	for ctx.Err() == nil {
+		due, claimed, deferred, err := m.fireBatch(ctx, cfg, fence, snd)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("delayed tasks: fire", "err", err)
+			}
+			return progress
+		}
+		progress = progress || claimed > 0 || deferred > 0
+		// Deferrals alone do not loop here: the next cycle takes the next
+		// batch, so tasks that cannot be sent are looked at once per Resend.
+		if due < cfg.Batch || claimed == 0 {
+			return progress
+		}
+	}
+	return progress
+}
+
+// sending is one claimed task on its way to a worker at its time; first
+// says it was never sent before.
+type sending struct {
+	row   store.DelayedTask
+	node  store.Node
+	at    time.Time
+	first bool
+}
+
+// fireBatch claims up to one batch of tasks due within the lookahead, each
+// for a running worker picked by weight among its executors (any running
+// worker when it names none), and has each sent at its time. It returns how
+// many tasks were due, how many it claimed and how many it deferred for want
+// of a running worker.
+func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
+	now := time.Now()
+	until := now.Add(cfg.Lookahead)
+	rows, err := store.DueDelayed(ctx, m.st.DB, until, cfg.Batch)
+	if err != nil || len(rows) == 0 {
+		return 0, 0, 0, err
+	}
+	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	workers := map[string]store.Node{}
+	var all []Candidate
+	for _, n := range nodes {
+		if n.Type == store.TypeWorker {
+			workers[n.Name] = n
+			all = append(all, Candidate{Name: n.Name, Weight: n.Priority})
+		}
+	}
+	groups := map[string][]string{}
+	sendAt := map[string]time.Time{}
+	first := map[string]bool{}
+	stuck := map[string][]string{} // why → ids
+	for _, d := range rows {
+		cands := all
+		var named []string
+		if d.Executors != "" && d.Executors != "[]" {
+			_ = json.Unmarshal([]byte(d.Executors), &named)
+		}
+		if len(named) > 0 {
+			cands = nil
+			for _, e := range named {
+				if n, ok := workers[e]; ok {
+					cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority})
+				}
+			}
+		}
+		pick, ok := PickWeighted(cands, m.cfg.RandN)
+		if !ok {
+			why := "no running worker to send it to"
+			if len(named) > 0 {
+				why = "none of its executors (" + strings.Join(named, ", ") + ") is running"
+			}
+			stuck[why] = append(stuck[why], d.ID)
+			continue
+		}
+		groups[pick.Name] = append(groups[pick.Name], d.ID)
+		sendAt[d.ID], first[d.ID] = d.NextAt, d.FiredAt.IsZero()
+	}
+	for why, ids := range stuck {
+		// Not lost: looked at again shortly, and marked late if it comes to that.
+		n, err := store.DeferDelayed(ctx, m.st.DB, ids, now.Add(cfg.Resend), why, fence)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		deferred += n
+		m.log.Warn("delayed tasks due but not sendable; trying again shortly", "tasks", len(ids), "why", why, "in", cfg.Resend)
+	}
+	if len(groups) == 0 {
+		return len(rows), 0, deferred, nil
+	}
+	claim := newClaimToken()
+	deadline := until.Add(cfg.Timeout + cfg.ReportGrace)
+	var won []store.DelayedTask
+	unlock := m.delayedWriteLock()
+	err = m.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var ids []string
+		names := make([]string, 0, len(groups))
+		for n := range groups {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if _, err := store.ClaimDelayed(ctx, tx, groups[n], n, claim, now, until, deadline, now.Add(-cfg.LateAfter), fence); err != nil {
+				return err
+			}
+			ids = append(ids, groups[n]...)
+		}
+		var err error
+		if won, err = store.ClaimedDelayed(ctx, tx, ids, claim); err != nil {
+			return err
+		}
+		ds := make([]store.DelayedDispatch, len(won))
+		for i, w := range won {
+			ds[i] = store.DelayedDispatch{DelayedID: w.ID, Seq: w.Dispatches, Attempt: w.Attempts + 1, Node: w.Node,
+				BootID: workers[w.Node].BootID, SentAt: now.UTC()}
+		}
+		return store.AddDelayedDispatches(ctx, tx, ds)
+	})
+	unlock()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("claim delayed tasks: %w", err)
+	}
+	sort.Slice(won, func(i, j int) bool { return sendAt[won[i].ID].Before(sendAt[won[j].ID]) })
+	for i, w := range won {
+		s := sending{row: w, node: workers[w.Node], at: sendAt[w.ID], first: first[w.ID]}
+		select {
+		case snd.outstanding <- struct{}{}:
+		case <-ctx.Done():
+			for _, rest := range won[i:] {
+				m.unclaim(ctx, sending{row: rest, at: sendAt[rest.ID], first: first[rest.ID]})
+			}
+			return len(rows), len(won), deferred, nil
+		}
+		snd.wg.Add(1)
+		go func() {
+			defer func() { <-snd.outstanding; snd.wg.Done() }()
+			m.sendAtItsTime(ctx, cfg, snd, s)
+		}()
+	}
+	if len(won) > 0 {
+		m.log.Debug("delayed tasks claimed", "tasks", len(won))
+	}
+	return len(rows), len(won), deferred, nil
+}
+
+// sendAtItsTime waits for a claimed task's time and a free slot, then sends
+// it. Stopped before that, it gives the task back untouched.
+func (m *Master) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
+	if wait := time.Until(s.at); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			m.unclaim(ctx, s)
+			return
+		case <-t.C:
+		}
+	}
+	select {
+	case snd.slots <- struct{}{}:
+	case <-ctx.Done():
+		m.unclaim(ctx, s)
+		return
+	}
+	defer func() { <-snd.slots }()
+	m.send(ctx, cfg, s)
+}
+
+// unclaim gives a claimed task that was never sent back to pending as it
+// was, when the master stops: the next leader sends it at its time instead
+// of waiting for the report deadline.
+func (m *Master) unclaim(ctx context.Context, s sending) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	w := &s.row
+	if fence := m.fence(); fence != nil {
+		err := store.UnclaimDelayed(ctx, m.st.DB, w.ID, w.Dispatches, s.at, s.first, fence)
+		if err == nil {
+			err = store.SetDispatchOutcome(ctx, m.st.DB, w.ID, w.Dispatches, "unsent")
+		}
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			m.log.Error("delayed task: give an unsent task back", "delayed", w.ID, "err", err)
+		}
+	}
+}
+
+// inTx runs fn in a transaction, again when it failed only because of a
+// concurrent one (a deadlock, SQLite busy).
+func (m *Master) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = m.st.DB.RunInTx(ctx, nil, fn)
+		if !store.IsRetryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func newClaimToken() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// send gives one claimed task to its worker. A worker that certainly did
+// not take it (refused, or not reachable at all) gives the task back to
+// pending at once, the same attempt, for another pick; when the outcome is
+// unknown (no answer in time) the task waits for its run or its deadline,
+// so that it is never sent twice for one sending that may have run.
+func (m *Master) send(ctx context.Context, cfg DelayedConfig, s sending) {
+	w := &s.row
+	spec := delayedSpec(w, w.Dispatches, w.Attempts+1, cfg.Timeout, time.Now())
+	err := m.delayedClient().TaskRunOnce(ctx, &s.node, spec)
+	if err == nil {
+		return
+	}
+	if ctx.Err() != nil || !notSent(err) {
+		m.log.Warn("delayed task: sending not confirmed; waiting for its run or its deadline", "delayed", w.ID, "node", w.Node, "err", err)
+		return
+	}
+	why := "sending to node " + w.Node + " failed: " + Message(err)
+	m.log.Warn("delayed task not taken by its worker; another pick follows", "delayed", w.ID, "node", w.Node, "err", err)
+	m.giveBack(ctx, cfg, w, "refused", why, m.fence())
+}
+
+// notSent reports whether a failed sending certainly did not reach the
+// worker's run: it answered with an error, or no connection was made.
+func notSent(err error) bool {
+	var se *protocol.StatusError
+	var ce *protocol.CallError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &se):
+		return true
+	case errors.As(err, &ce) && ce.Op == protocol.OpRequest:
+		return true
+	case errors.As(err, &ce) && ce.Op == protocol.OpSend && errors.As(err, &oe) && oe.Op == "dial":
+		return true
+	}
+	return false
+}
+
+// giveBack returns a running task whose current sending did not run to
+// pending (the same attempt), to be sent again shortly; past the sending
+// bound it fails instead. It reports whether it changed the task.
+func (m *Master) giveBack(ctx context.Context, cfg DelayedConfig, w *store.DelayedTask, outcome, why string, fence *store.Fence) bool {
+	if fence == nil {
+		return false // no longer the leader: the new one looks at it at its deadline
+	}
+	var err error
+	if w.Dispatches >= MaxDelayedDispatches {
+		err = store.FinishDelayed(ctx, m.st.DB, w.ID, w.Dispatches, w.Attempts, store.DelayedFailed,
+			fmt.Sprintf("gave up after %d sendings; the last: %s", w.Dispatches, why), time.Now())
+		if err == nil {
+			m.delayedFailed(ctx, w.ID, nil)
+		}
+	} else {
+		err = store.RetryDelayed(ctx, m.st.DB, w.ID, w.Dispatches, w.Attempts, w.Attempts, time.Now().Add(cfg.Resend), why, fence)
+	}
+	if err != nil {
+		if !errors.Is(err, store.ErrConflict) && ctx.Err() == nil {
+			m.log.Error("delayed task: give a sending back", "delayed", w.ID, "err", err)
+		}
+		return false // its run came meanwhile, or another leader took over
+	}
+	if err := store.SetDispatchOutcome(ctx, m.st.DB, w.ID, w.Dispatches, outcome); err != nil && ctx.Err() == nil {
+		m.log.Error("delayed task: record a sending's outcome", "delayed", w.ID, "err", err)
+	}
+	m.pokeDelayed(time.Now().Add(cfg.Resend))
+	return true
+}
+
+// reassignOverdue looks at the running tasks whose report deadline passed:
+// one whose worker is gone (offline, disabled, deleted or restarted) or
+// that waited longer than LostAfter goes back to pending for another worker,
+// the same attempt; one whose worker still runs gets more time.
+func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *store.Fence) (progress bool) {
+	for ctx.Err() == nil {
+		now := time.Now()
+		over, err := store.OverdueDelayed(ctx, m.st.DB, now, cfg.Batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("delayed tasks: find overdue sendings", "err", err)
+			}
+			return progress
+		}
+		if len(over) == 0 {
+			return progress
+		}
+		nodes, err := store.ListNodes(ctx, m.st.DB)
+		if err != nil {
+			m.log.Error("delayed tasks: list nodes", "err", err)
+			return progress
+		}
+		byName := map[string]store.Node{}
+		for _, n := range nodes {
+			byName[n.Name] = n
+		}
+		ids := make([]string, len(over))
+		for i := range over {
+			ids[i] = over[i].ID
+		}
+		sent, err := store.DispatchesOf(ctx, m.st.DB, "", ids)
+		if err != nil {
+			m.log.Error("delayed tasks: read sendings", "err", err)
+			return progress
+		}
+		for i := range over {
+			o := &over[i]
+			d := sent[o.ID][o.Dispatches]
+			n, exists := byName[o.Node]
+			var why string
+			switch {
+			case !exists:
+				why = "node " + o.Node + " was deleted"
+			case n.Status != store.StatusRunning:
+				why = "node " + o.Node + " is " + n.Status.String()
+			case d.BootID != "" && n.BootID != d.BootID:
+				why = "node " + o.Node + " restarted"
+			case now.Sub(o.DispatchedAt) >= cfg.LostAfter:
+				why = "node " + o.Node + " runs but never reported"
+			}
+			if why == "" {
+				next := o.DispatchedAt.Add(cfg.LostAfter)
+				if later := now.Add(cfg.ReportGrace); later.Before(next) {
+					next = later
+				}
+				err := store.ExtendDelayed(ctx, m.st.DB, o.ID, o.Dispatches, next, fence)
+				if err == nil {
+					progress = true
+				} else if !errors.Is(err, store.ErrConflict) {
+					m.log.Error("delayed tasks: extend a sending's deadline", "delayed", o.ID, "err", err)
+				}
+				continue
+			}
+			why = fmt.Sprintf("%s and no run came back within %s of the sending; sent to another worker",
+				why, now.Sub(o.DispatchedAt).Round(time.Second))
+			if m.giveBack(ctx, cfg, o, "lost", why, fence) {
+				progress = true
+				m.log.Warn("delayed task reassigned", "delayed", o.ID, "node", o.Node, "why", why)
+				m.event(ctx, "delayed.reassign", store.TargetDelayed, o.ID, nil, why)
+			}
+		}
+		if len(over) < cfg.Batch || !progress {
+			return progress
+		}
+	}
+	return progress
+}
+
+// pruneDelayed deletes finished delayed tasks older than the run retention.
+func (m *Master) pruneDelayed(ctx context.Context) {
+	days := m.settings.Load().RunRetentionDays
+	if days <= 0 {
+		return
+	}
+	cutoff := time.Now().AddDate(0, 0, -days)
+	total := 0
+	for ctx.Err() == nil {
+		n, err := store.DeleteFinishedDelayedBefore(ctx, m.st.DB, cutoff, 1000)
+		total += n
+		if err != nil {
+			m.log.Error("delayed tasks: retention", "err", err)
+			break
+		}
+		if n < 1000 {
+			break
+		}
+	}
+	if total > 0 {
+		m.log.Info("delayed tasks: old finished tasks deleted", "tasks", total, "older_than_days", days)
+	}
+}
