@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -38,16 +36,23 @@ type queuedFire struct {
 // run runs a fire under its task's overlap policy, then any fire that queued
 // behind it. A run, retries included, ends before a queued fire starts.
 func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
-	q := &queuedFire{spec: spec, fire: fire, manual: manual, id: uuid.NewString()}
+	q := &queuedFire{spec: spec, fire: fire, manual: manual, id: r.newRunID()}
 	if !r.admit(q) {
 		return
 	}
-	r.execute(q.spec, q.fire, q.manual, q.id)
+	r.runAdmitted(q, slot{})
+}
+
+// runAdmitted runs an admitted fire (its first attempt in first when the
+// caller already took the node's concurrency slot), then the fires queued
+// behind it.
+func (r *runner) runAdmitted(q *queuedFire, first slot) {
+	r.execute(q.spec, q.fire, q.manual, q.id, first)
 	for q = r.finish(q.spec.ID); q != nil; q = r.finish(q.spec.ID) {
 		if why := r.stale(q); why != "" {
 			r.reports.add(skippedReport(r.node(), q, why))
 		} else {
-			r.execute(q.spec, q.fire, q.manual, q.id)
+			r.execute(q.spec, q.fire, q.manual, q.id, slot{})
 		}
 	}
 }

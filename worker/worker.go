@@ -157,7 +157,9 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
 		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx,
 	}
+	w.runner.fires.load(cfg.DataDir, log)
 	go w.reports.run(ctx)
+	go w.runner.saveFires(ctx)
 	return w, nil
 }
 
@@ -266,7 +268,12 @@ func (w *Worker) Startup(_ context.Context, req protocol.StartupRequest) error {
 }
 
 // Shutdown stops scheduling and waits (bounded by StopTimeout) for running jobs.
-func (w *Worker) Shutdown(ctx context.Context) error {
+func (w *Worker) Shutdown(ctx context.Context) error { return w.shutdown(ctx, false) }
+
+// shutdown is Shutdown; keep keeps the tasks' last fires for the next
+// process (the process stops; a master stopping this node's scheduling
+// decides to skip those fires, like stopping a task).
+func (w *Worker) shutdown(ctx context.Context, keep bool) error {
 	w.mu.Lock()
 	if !w.scheduling {
 		w.mu.Unlock()
@@ -274,9 +281,12 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	}
 	w.scheduling = false
 	w.mu.Unlock()
-	w.runner.clear()
+	w.runner.clear(keep)
 	if err := w.sched.StopJobsWithContext(ctx); err != nil {
 		return fmt.Errorf("worker: stop jobs: %w", err)
+	}
+	if err := w.runner.waitBackground(ctx); err != nil {
+		return fmt.Errorf("worker: stop catch-up runs: %w", err)
 	}
 	w.log.Info("scheduling stopped")
 	return nil
@@ -472,7 +482,7 @@ func (w *Worker) register(ctx context.Context) error {
 // Stop stops scheduling and, when connected, tells the master this node goes
 // offline. It is the graceful part of SIGTERM handling.
 func (w *Worker) Stop(ctx context.Context) error {
-	if err := w.Shutdown(ctx); err != nil {
+	if err := w.shutdown(ctx, true); err != nil {
 		w.log.Error("stop scheduling", "err", err)
 	}
 	// End retries and re-registrations still waiting, then deliver or spool
@@ -483,6 +493,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.stop()
 	w.regs.Wait()
 	<-w.reports.done
+	if w.runner.fires.done != nil {
+		<-w.runner.fires.done
+	}
 	w.mu.Lock()
 	connected, name, secret := w.connected, w.node.Name, w.secret
 	w.connected = false
