@@ -144,7 +144,7 @@ func (r *reporter) stats() ReportStats {
 // that would grow the journal past its bound is dropped, so the older ones
 // are kept.
 func (r *reporter) add(rep protocol.RunReport) {
-	line, err := json.Marshal(&rep)
+	line, err := marshalReport(&rep)
 	if err != nil {
 		r.dropped.Add(1)
 		r.log.Error("run report dropped: cannot encode it", "run", rep.ID, "err", err)

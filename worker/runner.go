@@ -24,10 +24,11 @@ import (
 // limiter bounds concurrent runs on the node (--maxc); its limit can change
 // when the master sends a new configuration.
 type limiter struct {
-	mu   sync.Mutex
-	n    int
-	max  int
-	wake chan struct{}
+	mu      sync.Mutex
+	n       int
+	max     int
+	waiting int           // acquirers waiting for wake
+	wake    chan struct{} // closed (and replaced) when a slot may have freed
 }
 
 func newLimiter(max int) *limiter { return &limiter{max: max, wake: make(chan struct{})} }
@@ -35,9 +36,16 @@ func newLimiter(max int) *limiter { return &limiter{max: max, wake: make(chan st
 func (l *limiter) setMax(max int) {
 	l.mu.Lock()
 	l.max = max
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.wakeLocked()
 	l.mu.Unlock()
+}
+
+// wakeLocked wakes the waiting acquirers; with none, it costs nothing.
+func (l *limiter) wakeLocked() {
+	if l.waiting > 0 {
+		close(l.wake)
+		l.wake = make(chan struct{})
+	}
 }
 
 func (l *limiter) acquire(ctx context.Context) bool {
@@ -49,10 +57,16 @@ func (l *limiter) acquire(ctx context.Context) bool {
 			return true
 		}
 		ch := l.wake
+		l.waiting++
 		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
+		}
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+		if ctx.Err() != nil {
 			return false
 		}
 	}
@@ -72,8 +86,7 @@ func (l *limiter) tryAcquire() bool {
 func (l *limiter) release() {
 	l.mu.Lock()
 	l.n--
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.wakeLocked()
 	l.mu.Unlock()
 }
 
@@ -95,6 +108,7 @@ type taskJob struct {
 	// handled (started, or skipped because paused), saved for the misfire
 	// count after a restart (fires.go).
 	lastFire atomic.Int64
+	httpReq  *httpTemplate // the task's request when it is the same at every fire (exec.go); nil: built per run
 }
 
 // current is the task's spec with its current executor count and paused flag.
@@ -362,7 +376,7 @@ func (r *runner) start(spec protocol.TaskSpec) error {
 			return nil
 		}
 	}
-	tj := &taskJob{spec: spec, cron: sch, since: now}
+	tj := &taskJob{spec: spec, cron: sch, since: now, httpReq: newHTTPTemplate(&spec.TaskDef)}
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
@@ -447,7 +461,7 @@ func (r *runner) fireGroup(g *fireGroup) {
 		if spec.Routing == protocol.RoutingBroadcast {
 			spec = sharded(spec)
 		}
-		q := &queuedFire{spec: spec, fire: fire, id: r.newRunID()}
+		q := &queuedFire{spec: spec, fire: fire, id: r.newRunID(), tmpl: tj.httpReq}
 		if !r.admit(q) {
 			continue
 		}
@@ -597,7 +611,7 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 			return
 		}
 	}
-	r.run(spec, fire, false)
+	r.runWith(spec, fire, false, tj.httpReq)
 }
 
 // acquire takes a concurrency slot, waiting at most timeout for one.
@@ -634,17 +648,18 @@ type slot struct {
 	at   time.Time
 }
 
-// execute runs attempts until one succeeds or the retries are used up, with
-// exponentially growing delays, and reports every attempt. id is the report
-// id of the first attempt; first, when held, is its slot.
-func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool, id string, first slot) {
+// execute runs the attempts of fire q until one succeeds or the retries are
+// used up, with exponentially growing delays, and reports every attempt.
+// q.id is the report id of the first attempt; first, when held, is its slot.
+func (r *runner) execute(q *queuedFire, first slot) {
+	spec, id := &q.spec, q.id
 	for attempt := 1; attempt <= spec.Retries+1; attempt++ {
 		if attempt > 1 {
 			id = r.newRunID()
 			r.attemptStarted(spec.ID, id)
 			first = slot{}
 		}
-		rep := r.attempt(&spec.TaskDef, fire, attempt, manual, id, first)
+		rep := r.attempt(&spec.TaskDef, q.fire, attempt, q.manual, id, first, q.tmpl)
 		r.reports.add(rep)
 		if rep.Result == protocol.ResultSuccess || attempt > spec.Retries {
 			return
@@ -659,8 +674,9 @@ func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool, id
 }
 
 // attempt runs one execution within the node's concurrency bound and timeout.
-// pre, when held, is the slot the caller took for it.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string, pre slot) protocol.RunReport {
+// pre, when held, is the slot the caller took for it; tmpl, if any, the
+// task's prepared HTTP request.
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string, pre slot, tmpl *httpTemplate) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
 	rep := protocol.RunReport{ID: id, TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	if !pre.held {
@@ -679,7 +695,7 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	var o outcome
 	switch def.Type {
 	case protocol.TaskHTTP:
-		o = runHTTP(ctx, r.http, def)
+		o = runHTTP(ctx, r.http, def, tmpl)
 	case protocol.TaskShell:
 		if !r.shell {
 			o = outcome{result: protocol.ResultFailed, output: ErrShellRefused.Error()}

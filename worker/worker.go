@@ -148,10 +148,12 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.stop, w.life = cancel, ctx
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	// Many tasks often call one host: keep enough idle connections that most
-	// fires reuse one, but bound them, since each idle connection costs memory.
+	// Many tasks often call one host, and the tasks of a schedule start
+	// together: keep an idle connection for every run the node may have in
+	// flight (--maxc), so that a fire reuses connections instead of dialling,
+	// within a bound, since each idle connection costs memory.
 	tr.MaxIdleConns = 0
-	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), 128)
+	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), 1024)
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
