@@ -92,6 +92,9 @@ type Worker struct {
 	scheduling bool
 }
 
+// maxConnsPerHost bounds the connections tasks keep to one host.
+const maxConnsPerHost = 256
+
 // New builds a worker with a fresh boot id and secret. It does not start anything.
 func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if cfg.StopTimeout <= 0 {
@@ -149,11 +152,20 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Many tasks often call one host, and the tasks of a schedule start
-	// together: keep an idle connection for every run the node may have in
-	// flight (--maxc), so that a fire reuses connections instead of dialling,
-	// within a bound, since each idle connection costs memory.
+	// together: keep a connection for every run the node may have in flight
+	// (--maxc) when idle, so that a fire reuses connections instead of
+	// dialling. A connection costs about 16 KiB while it lives (two
+	// goroutines and their buffers): at most maxConnsPerHost per host keep a
+	// node with a large --maxc within its memory budget; beyond them, runs
+	// to the same host wait for a free connection (within their timeout).
 	tr.MaxIdleConns = 0
-	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), 1024)
+	tr.MaxConnsPerHost = maxConnsPerHost
+	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), maxConnsPerHost)
+	// Each connection has a read and a write buffer (4 KiB each by default).
+	// Answers are read into a pooled buffer and large request bodies are
+	// written past the buffer: 1 KiB holds a request's or an answer's
+	// headers.
+	tr.ReadBufferSize, tr.WriteBufferSize = 1<<10, 1<<10
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
