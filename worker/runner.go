@@ -440,7 +440,11 @@ func (r *runner) leaveLocked(tj *taskJob) error {
 // before any goroutine is started: its start does not wait behind the work
 // (requests, reports) of the runs started before it in the same fire.
 func (r *runner) fireGroup(g *fireGroup) {
-	fire := scheduledFire(&g.schedule, g.cron, time.Now())
+	r.fireGroupAt(g, scheduledFire(&g.schedule, g.cron, time.Now()))
+}
+
+// fireGroupAt is fireGroup for the fire named fire.
+func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 	var wg sync.WaitGroup
 	for _, tj := range g.snapshot() {
 		if fire.Before(tj.since) {
