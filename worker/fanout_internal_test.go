@@ -77,6 +77,7 @@ func TestFanOutOneGocronJobPerSchedule(t *testing.T) {
 		"c": httpSpec("c", "http://127.0.0.1:1", cron5),
 		"d": httpSpec("d", "http://127.0.0.1:1", every5),
 		"e": httpSpec("e", "http://127.0.0.1:1", every5),
+		"f": httpSpec("f", "http://127.0.0.1:1", every5),
 	}
 	c := specs["c"]
 	c.Timezone = "Europe/Berlin" // other wall clock: other fire times
@@ -84,16 +85,21 @@ func TestFanOutOneGocronJobPerSchedule(t *testing.T) {
 	e := specs["e"]
 	e.StartAt = &later // other window: other fire times
 	specs["e"] = e
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
+	earlier := time.Now().Add(-time.Hour).UTC()
+	ff := specs["f"]
+	ff.StartAt = &earlier // passed: the same fire times as d
+	specs["f"] = ff
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		if err := f.start(specs[id]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	jobs := func() int { return len(f.sched.Jobs()) }
 	if n := jobs(); n != 4 {
-		t.Fatalf("%d gocron jobs for 5 tasks on 4 schedules, want 4", n)
+		t.Fatalf("%d gocron jobs for 6 tasks on 4 schedules, want 4", n)
 	}
-	if f.job("a").jobID != f.job("b").jobID || f.job("a").jobID == f.job("c").jobID || f.job("d").jobID == f.job("e").jobID {
+	if f.job("a").jobID != f.job("b").jobID || f.job("a").jobID == f.job("c").jobID || f.job("d").jobID == f.job("e").jobID ||
+		f.job("d").jobID != f.job("f").jobID {
 		t.Fatal("tasks grouped by something else than their fire times")
 	}
 	// b's schedule is edited to d's: it moves to d's group.
@@ -110,8 +116,9 @@ func TestFanOutOneGocronJobPerSchedule(t *testing.T) {
 		t.Fatalf("%d jobs after stopping a, want 3", n)
 	}
 	f.stop("b")
+	f.stop("d")
 	if n := jobs(); n != 3 {
-		t.Fatalf("%d jobs after stopping b (d still on its schedule), want 3", n)
+		t.Fatalf("%d jobs after stopping b and d (f still on their schedule), want 3", n)
 	}
 	f.clear(false)
 	if n := jobs(); n != 0 || len(f.groups) != 0 {

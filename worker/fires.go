@@ -35,7 +35,20 @@ const maxMissedCount = 100_000
 type firesFile struct {
 	SavedAt time.Time            `json:"saved_at"`
 	Tasks   map[string]time.Time `json:"tasks"` // task id → scheduled time of its last fire handled here
+	// Clean says the process had stopped scheduling when it wrote the
+	// file: every fire after it was missed. Otherwise the process may have
+	// been killed after it started fires it had not saved yet.
+	Clean bool `json:"clean"`
+	// NextFire is the first fire of any task scheduled when the file was
+	// written (zero when none): the fires a killed process may have started
+	// without saving them lie within firesUncertain of it.
+	NextFire time.Time `json:"next_fire,omitzero"`
 }
+
+// firesUncertain is how long after the next fire a killed process may have
+// gone on starting fires without saving them: one save period, and as much
+// again for a save that came late.
+const firesUncertain = 2 * firesSaveEvery
 
 // lastFires keeps the last fire of the tasks this node does not schedule at
 // the moment: those the previous process left in FiresFile, until the master
@@ -46,9 +59,14 @@ type lastFires struct {
 	log  *slog.Logger
 	done chan struct{} // closed when save has written for the last time
 
+	writeMu sync.Mutex // one write of the file at a time
+
 	mu      sync.Mutex
 	saved   map[string]time.Time
 	failing bool // the last write failed (logged once until one succeeds)
+	// notBefore: fires at or before it may have run in a previous process
+	// that was killed (an unclean file); they are not counted as missed.
+	notBefore time.Time
 
 	dirty atomic.Bool
 }
@@ -77,9 +95,16 @@ func (l *lastFires) load(dir string, log *slog.Logger) {
 	}
 	l.mu.Lock()
 	l.saved = f.Tasks
+	if !f.Clean && !f.NextFire.IsZero() {
+		l.notBefore = f.NextFire.Add(firesUncertain)
+	}
 	l.mu.Unlock()
 	if len(f.Tasks) > 0 {
 		log.Info("last fires of the previous run read", "file", l.path, "tasks", len(f.Tasks), "saved_at", f.SavedAt)
+	}
+	if !l.notBefore.IsZero() && len(f.Tasks) > 0 {
+		log.Warn("the previous run did not stop cleanly: fires it may have started without saving them are not counted as missed",
+			"from", f.NextFire, "to", l.notBefore)
 	}
 }
 
@@ -90,15 +115,16 @@ func (l *lastFires) touch() {
 	}
 }
 
-// take returns and forgets the kept last fire of a task.
-func (l *lastFires) take(id string) (time.Time, bool) {
+// take returns and forgets the kept last fire of a task, and the time
+// at or before which fires may have run unsaved (zero: none).
+func (l *lastFires) take(id string) (last, notBefore time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, ok := l.saved[id]
+	last, ok = l.saved[id]
 	if ok {
 		delete(l.saved, id)
 	}
-	return t, ok
+	return last, l.notBefore, ok
 }
 
 // keep holds the last fire of a task leaving the schedule as the process stops.
@@ -144,8 +170,9 @@ func (l *lastFires) retain(want map[string]bool) {
 }
 
 // saveFires writes FiresFile every firesSaveEvery while last fires change,
-// and once more when ctx ends (after the scheduler stopped). A process killed
-// between two writes may count the fires of its last second as missed.
+// and once more when ctx ends (after the scheduler stopped). start writes it
+// too when it takes a task's last fire. What a killed process started without
+// saving is bounded by the file's next fire (see firesUncertain).
 func (r *runner) saveFires(ctx context.Context) {
 	l := &r.fires
 	if l.path == "" {
@@ -157,25 +184,37 @@ func (r *runner) saveFires(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			r.writeFires()
+			// Stop has stopped scheduling first: nothing fires any more.
+			r.writeFires(true)
 			return
 		case <-t.C:
 			if l.dirty.Swap(false) {
-				r.writeFires()
+				r.writeFires(false)
 			}
 		}
 	}
 }
 
 // writeFires writes every known last fire to FiresFile atomically: a new
-// file renamed over the old one.
-func (r *runner) writeFires() {
+// file renamed over the old one. clean: nothing is scheduled any more.
+func (r *runner) writeFires(clean bool) {
 	l := &r.fires
-	f := firesFile{SavedAt: time.Now().UTC(), Tasks: map[string]time.Time{}}
+	if l.path == "" {
+		return
+	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	now := time.Now()
+	f := firesFile{SavedAt: now.UTC(), Tasks: map[string]time.Time{}, Clean: clean}
 	r.mu.Lock()
 	for id, tj := range r.jobs {
 		if ns := tj.lastFire.Load(); ns != 0 {
 			f.Tasks[id] = time.Unix(0, ns).UTC()
+		}
+	}
+	for _, g := range r.groups {
+		if next := g.next(now); !next.IsZero() && (f.NextFire.IsZero() || next.Before(f.NextFire)) {
+			f.NextFire = next.UTC()
 		}
 	}
 	r.mu.Unlock()
@@ -214,11 +253,19 @@ func writeFileAtomic(path string, v any) error {
 // restarted applies the task's misfire policy to the fires it missed since
 // the last fire the previous process handled (kept in FiresFile): when
 // tj is started again, the fires from that one to now ran nowhere.
-// Called under r.mu for a task just scheduled.
-func (r *runner) restarted(tj *taskJob, now time.Time) {
-	last, ok := r.fires.take(tj.spec.ID)
+// Called under r.mu for a task just scheduled; it reports whether the task
+// had a last fire from the previous process.
+func (r *runner) restarted(tj *taskJob, now time.Time) bool {
+	last, notBefore, ok := r.fires.take(tj.spec.ID)
 	if !ok {
-		return
+		return false
+	}
+	after := last
+	if notBefore.After(after) {
+		// The previous process was killed: its fires up to notBefore
+		// may have run without being saved. Counting them could run a
+		// catch-up twice; leaving them out loses at most those seconds.
+		after = notBefore
 	}
 	if tj.lastFire.Load() < last.UnixNano() {
 		tj.lastFire.Store(last.UnixNano()) // saved again until its next fire
@@ -230,11 +277,11 @@ func (r *runner) restarted(tj *taskJob, now time.Time) {
 	// that stayed up): those are left alone. A paused task would have skipped
 	// them anyway.
 	if spec.Executors > 1 || spec.Paused {
-		return
+		return true
 	}
-	n, first, lastMissed, more := missedFires(&spec.TaskDef, tj.cron, last, tj.since)
+	n, first, lastMissed, more := missedFires(&spec.TaskDef, tj.cron, after, tj.since)
 	if n == 0 {
-		return
+		return true
 	}
 	r.bg.Add(1)
 	go func() {
@@ -246,6 +293,7 @@ func (r *runner) restarted(tj *taskJob, now time.Time) {
 		}
 		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last))
 	}()
+	return true
 }
 
 // restartMisfireReport is the skipped run that stands for the fires missed

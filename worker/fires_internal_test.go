@@ -91,7 +91,7 @@ func TestLastFiresFileAcrossProcesses(t *testing.T) {
 	r1.fireGroupAt(r1.job("kept").group, fire)
 	r1.stop("stopped")
 	r1.clear(true) // the process stops
-	r1.writeFires()
+	r1.writeFires(true)
 	data, err := os.ReadFile(filepath.Join(dir, FiresFile))
 	if err != nil {
 		t.Fatal(err)
@@ -107,15 +107,49 @@ func TestLastFiresFileAcrossProcesses(t *testing.T) {
 		t.Fatal("temporary file left behind")
 	}
 	r2 := newR()
-	if got, ok := r2.fires.take("kept"); !ok || !got.Equal(fire) {
+	if got, _, ok := r2.fires.take("kept"); !ok || !got.Equal(fire) {
 		t.Fatalf("next process reads %s %v, want %s", got, ok, fire)
 	}
 	if err := os.WriteFile(filepath.Join(dir, FiresFile), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r3 := newR() // logs and goes on
-	if _, ok := r3.fires.take("kept"); ok {
+	if _, _, ok := r3.fires.take("kept"); ok {
 		t.Fatal("a corrupt file was read")
+	}
+}
+
+// After a clean stop every fire since the last one saved is missed; after a
+// kill, the fires the process may have started without saving them (from
+// the next fire it knew of, for two save periods) are not counted: a
+// catch-up must not run a fire twice.
+func TestMissedFiresAfterACleanStopAndAfterAKill(t *testing.T) {
+	last := time.Now().Truncate(time.Second).Add(-10 * time.Second).UTC()
+	for _, c := range []struct {
+		name  string
+		clean bool
+		first time.Time
+	}{
+		{"clean", true, last.Add(time.Second)},
+		{"killed", false, last.Add(time.Second + firesUncertain + time.Second)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := firesFile{SavedAt: last.Add(200 * time.Millisecond), Clean: c.clean, NextFire: last.Add(time.Second),
+				Tasks: map[string]time.Time{"t": last}}
+			if err := writeFileAtomic(filepath.Join(dir, FiresFile), file); err != nil {
+				t.Fatal(err)
+			}
+			f := newFanOutRunner(t)
+			f.fires.load(dir, testutil.Discard())
+			if err := f.start(httpSpec("t", "http://127.0.0.1:1", protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Second)})); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the misfire record", func() bool { return len(misfireRuns(f.sink.all())) == 1 })
+			if rec := misfireRuns(f.sink.all())[0]; !rec.ScheduledAt.Equal(c.first) {
+				t.Fatalf("first missed fire %s (%q), want %s", rec.ScheduledAt, rec.Output, c.first)
+			}
+		})
 	}
 }
 

@@ -131,7 +131,7 @@ type scheduleKey struct {
 	every   time.Duration
 	at      int64  // UnixNano of a one-time schedule
 	tz      string // cron only: interval and one-time fires are instants
-	startAt int64  // UnixNano; 0 when unset
+	startAt int64  // UnixNano; 0 when unset or passed
 	endAt   int64
 }
 
@@ -146,7 +146,10 @@ func (k scheduleKey) String() string {
 	return k.kind + " " + time.Unix(0, k.at).UTC().Format(time.RFC3339)
 }
 
-func keyOf(d *protocol.TaskDef) scheduleKey {
+// keyOf is the schedule key of d started at now. A start_at that has passed
+// changes nothing any more (interval fires are aligned to the epoch, cron
+// fires to the wall clock), so such tasks share the group of those without.
+func keyOf(d *protocol.TaskDef, now time.Time) scheduleKey {
 	k := scheduleKey{kind: d.Schedule.Kind}
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
@@ -158,7 +161,7 @@ func keyOf(d *protocol.TaskDef) scheduleKey {
 			k.at = d.Schedule.At.UnixNano()
 		}
 	}
-	if d.StartAt != nil {
+	if d.StartAt != nil && d.StartAt.After(now) {
 		k.startAt = d.StartAt.UnixNano()
 	}
 	if d.EndAt != nil {
@@ -180,6 +183,31 @@ type fireGroup struct {
 	mu    sync.Mutex
 	tasks []*taskJob // members, in no particular order
 	snap  []*taskJob // immutable copy the body iterates; nil after a change
+}
+
+// next is the group's first fire after t (zero: none).
+func (g *fireGroup) next(t time.Time) time.Time {
+	if g.key.startAt != 0 {
+		if start := time.Unix(0, g.key.startAt); start.After(t) {
+			t = start
+		}
+	}
+	var next time.Time
+	switch g.schedule.Kind {
+	case protocol.ScheduleCron:
+		next = g.cron.Next(t)
+	case protocol.ScheduleInterval:
+		every := time.Duration(g.schedule.Every)
+		next = t.Truncate(every).Add(every)
+	case protocol.ScheduleOnce:
+		if g.schedule.At != nil && g.schedule.At.After(t) {
+			next = *g.schedule.At
+		}
+	}
+	if g.key.endAt != 0 && next.After(time.Unix(0, g.key.endAt)) {
+		return time.Time{}
+	}
+	return next
 }
 
 // snapshot is the current members; it is copied at most once per change.
@@ -344,20 +372,31 @@ func (c cronImpl) Next(lastRun time.Time) time.Time { return c.s.Next(lastRun) }
 // start schedules a task, or updates it in place when it is already scheduled
 // (starting a started task is fine).
 func (r *runner) start(spec protocol.TaskSpec) error {
+	took, err := r.startSpec(spec)
+	if took {
+		r.writeFires(false)
+	}
+	return err
+}
+
+// startSpec is start; took says it took the task's last fire from the
+// previous process (FiresFile must then be written before that process's
+// file can mislead a next one).
+func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	spec.Normalize()
 	now := time.Now()
 	if err := spec.Validate(now); err != nil {
-		return fmt.Errorf("task %s: %w", spec.ID, err)
+		return false, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	if spec.ID == "" {
-		return fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
+		return false, fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
 	}
 	if spec.Type == protocol.TaskShell && !r.shell {
-		return ErrShellRefused
+		return false, ErrShellRefused
 	}
 	sch, err := parseSchedule(&spec.TaskDef)
 	if err != nil {
-		return err
+		return false, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -373,33 +412,36 @@ func (r *runner) start(spec protocol.TaskSpec) error {
 			old.executors.Store(int64(spec.Executors))
 			old.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 			old.paused.Store(spec.Paused)
-			return nil
+			return false, nil
 		}
 	}
 	tj := &taskJob{spec: spec, cron: sch, since: now, httpReq: newHTTPTemplate(&spec.TaskDef)}
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
-	key := keyOf(&spec.TaskDef)
+	key := keyOf(&spec.TaskDef, now)
 	g := r.groups[key]
 	if g == nil {
 		if g, err = r.newGroup(key, &spec.TaskDef, sch, now); err != nil {
-			return fmt.Errorf("worker: schedule task %s: %w", spec.ID, err)
+			return false, fmt.Errorf("worker: schedule task %s: %w", spec.ID, err)
 		}
+	}
+	if g.cron != nil {
+		tj.cron = g.cron // the same schedule: share it
 	}
 	if replacing {
 		tj.lastFire.Store(old.lastFire.Load())
 		if err := r.leaveLocked(old); err != nil {
-			return fmt.Errorf("worker: replace task %s: %w", spec.ID, err)
+			return false, fmt.Errorf("worker: replace task %s: %w", spec.ID, err)
 		}
 	}
 	g.join(tj)
 	r.jobs[spec.ID] = tj
 	if !replacing {
-		r.restarted(tj, now)
+		took = r.restarted(tj, now)
 	}
 	r.log.Info("task scheduled", "task", spec.ID, "title", spec.Title, "paused", spec.Paused, "executors", spec.Executors)
-	return nil
+	return took, nil
 }
 
 // newGroup schedules the gocron job of a schedule not scheduled yet.
@@ -534,11 +576,14 @@ func (r *runner) setPaused(id string, paused bool) error {
 func (r *runner) replace(specs []protocol.TaskSpec) error {
 	want := map[string]bool{}
 	var errs []string
+	took := false
 	for _, s := range specs {
 		want[s.ID] = true
-		if err := r.start(s); err != nil {
+		t, err := r.startSpec(s)
+		if err != nil {
 			errs = append(errs, err.Error())
 		}
+		took = took || t
 	}
 	r.mu.Lock()
 	var drop []string
@@ -554,6 +599,9 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 	// The master sent every task of this node: the last fires of tasks it
 	// no longer gives us are of no use.
 	r.fires.retain(want)
+	if took {
+		r.writeFires(false)
+	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return fmt.Errorf("worker: %d task(s) not scheduled: %s", len(errs), strings.Join(errs, "; "))
