@@ -18,7 +18,8 @@ func marshalReport(rep *protocol.RunReport) ([]byte, error) {
 	if !utf8.ValidString(rep.ID) || !utf8.ValidString(rep.TaskID) || !utf8.ValidString(rep.Node) ||
 		!utf8.ValidString(rep.Result) || !utf8.ValidString(rep.Output) ||
 		!jsonTime(rep.ScheduledAt) || !jsonTime(rep.StartedAt) || !jsonTime(rep.EndedAt) {
-		return json.Marshal(rep)
+		c := *rep // only this copy escapes, not the caller's report
+		return json.Marshal(&c)
 	}
 	b := make([]byte, 0, 320+len(rep.ID)+len(rep.TaskID)+len(rep.Node)+len(rep.Output)+len(rep.Output)/8)
 	b = append(b, `{"id":`...)
