@@ -29,8 +29,50 @@ type outcome struct {
 	binary     bool // output had NUL or invalid UTF-8 bytes, replaced
 }
 
-// runHTTP performs an HTTP task; success is a 2xx status.
-func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef) outcome {
+// httpTemplate is an HTTP task's request built once, when it is the same at
+// every fire (no {{placeholder}} in its URL, body or header values): a fire
+// then costs a shallow copy instead of parsing the URL and building the
+// headers again. The header map is shared by every request made from it;
+// neither http.Client nor http.Transport modifies a request's headers (a
+// client that must, for a redirect or a cookie, works on a copy).
+type httpTemplate struct {
+	proto *http.Request // never sent: its context is Background
+}
+
+// newHTTPTemplate prepares the request of def, or returns nil when it must be
+// built at each run (it expands params, or it is invalid: the run says why).
+func newHTTPTemplate(def *protocol.TaskDef) *httpTemplate {
+	h := def.HTTP
+	if def.Type != protocol.TaskHTTP || h == nil || strings.Contains(h.URL, "{{") || strings.Contains(h.Body, "{{") {
+		return nil
+	}
+	for _, v := range h.Headers {
+		if strings.Contains(v, "{{") {
+			return nil
+		}
+	}
+	req, err := newHTTPRequest(context.Background(), def)
+	if err != nil {
+		return nil
+	}
+	return &httpTemplate{proto: req}
+}
+
+// request is a new request of the template, bound to ctx.
+func (t *httpTemplate) request(ctx context.Context) (*http.Request, error) {
+	req := t.proto.WithContext(ctx)
+	if t.proto.GetBody != nil {
+		body, err := t.proto.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = body
+	}
+	return req, nil
+}
+
+// newHTTPRequest builds the request of an HTTP task, params expanded.
+func newHTTPRequest(ctx context.Context, def *protocol.TaskDef) (*http.Request, error) {
 	h := def.HTTP
 	var body io.Reader
 	if h.Body != "" {
@@ -38,7 +80,7 @@ func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef) ou
 	}
 	req, err := http.NewRequestWithContext(ctx, h.Method, protocol.ExpandParams(h.URL, def.Params), body)
 	if err != nil {
-		return outcome{result: protocol.ResultFailed, output: "bad request: " + err.Error()}
+		return nil, err
 	}
 	for k, v := range h.Headers {
 		req.Header.Set(k, protocol.ExpandParams(v, def.Params))
@@ -47,6 +89,22 @@ func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef) ou
 		req.Header.Set("Content-Type", h.ContentType)
 	}
 	req.Header.Set("User-Agent", "ScheduleMaster-Go")
+	return req, nil
+}
+
+// runHTTP performs an HTTP task; success is a 2xx status. tmpl, when not nil,
+// is the task's prepared request.
+func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef, tmpl *httpTemplate) outcome {
+	var req *http.Request
+	var err error
+	if tmpl != nil {
+		req, err = tmpl.request(ctx)
+	} else {
+		req, err = newHTTPRequest(ctx, def)
+	}
+	if err != nil {
+		return outcome{result: protocol.ResultFailed, output: "bad request: " + err.Error()}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -55,11 +113,7 @@ func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef) ou
 		return outcome{result: protocol.ResultFailed, output: "request failed: " + err.Error()}
 	}
 	defer resp.Body.Close()
-	out := &tailBuffer{max: protocol.MaxOutputBytes}
-	buf := copyBufs.Get().(*[]byte)
-	_, copyErr := io.CopyBuffer(out, io.LimitReader(resp.Body, 16<<20), *buf)
-	copyBufs.Put(buf)
-	text, binary := out.Output()
+	text, binary, copyErr := readAnswer(resp.Body)
 	o := outcome{httpStatus: resp.StatusCode, output: text, binary: binary}
 	switch {
 	case copyErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -71,6 +125,31 @@ func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef) ou
 		o.result = protocol.ResultFailed
 	}
 	return o
+}
+
+// maxAnswerRead bounds how much of an answer is read; its last
+// protocol.MaxOutputBytes are kept.
+const maxAnswerRead = 16 << 20
+
+// readAnswer reads an answer body into the run's output. An answer that fits
+// in one pooled buffer (most do) is copied once; a longer one goes through a
+// tailBuffer that keeps its end.
+func readAnswer(body io.Reader) (text string, binary bool, err error) {
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	n, err := io.ReadFull(body, *buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		// The whole answer, shorter than the buffer and than MaxOutputBytes.
+		text, binary = protocol.SanitizeOutput(string((*buf)[:n]))
+		return text, binary, nil
+	}
+	out := &tailBuffer{max: protocol.MaxOutputBytes}
+	_, _ = out.Write((*buf)[:n])
+	if err == nil {
+		_, err = io.CopyBuffer(out, io.LimitReader(body, maxAnswerRead-int64(n)), *buf)
+	}
+	text, binary = out.Output()
+	return text, binary, err
 }
 
 // runShell runs a shell task in its own process group, so a timeout kills the

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -116,6 +114,6 @@ func misfireReport(node string, m *missed) protocol.RunReport {
 		why = fmt.Sprintf("misfire: no master reachable to claim %d fires from %s to %s (%s)",
 			m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339), m.err)
 	}
-	q := &queuedFire{spec: m.spec, fire: m.first, id: uuid.NewString()}
+	q := &queuedFire{spec: m.spec, fire: m.first, id: newRunID()}
 	return skippedReport(node, q, why)
 }

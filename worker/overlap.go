@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -18,7 +16,11 @@ import (
 type overlapGate struct {
 	mu    sync.Mutex
 	tasks map[string]*runState // only tasks with a run in progress
+	free  []*runState          // states of ended runs, for reuse: a fire allocates none
 }
+
+// maxFreeRunStates bounds the ended run states kept for reuse.
+const maxFreeRunStates = 4096
 
 // runState is one task's runs in progress on this node.
 type runState struct {
@@ -32,22 +34,35 @@ type queuedFire struct {
 	spec   protocol.TaskSpec
 	fire   time.Time
 	manual bool
-	id     string // report id of its first attempt
+	id     string        // report id of its first attempt
+	tmpl   *httpTemplate // the task's prepared HTTP request, if any
 }
 
 // run runs a fire under its task's overlap policy, then any fire that queued
 // behind it. A run, retries included, ends before a queued fire starts.
 func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
-	q := &queuedFire{spec: spec, fire: fire, manual: manual, id: uuid.NewString()}
+	r.runWith(spec, fire, manual, nil)
+}
+
+// runWith is run with the task's prepared HTTP request.
+func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *httpTemplate) {
+	q := &queuedFire{spec: spec, fire: fire, manual: manual, id: r.newRunID(), tmpl: tmpl}
 	if !r.admit(q) {
 		return
 	}
-	r.execute(q.spec, q.fire, q.manual, q.id)
+	r.runAdmitted(q, slot{})
+}
+
+// runAdmitted runs an admitted fire (its first attempt in first when the
+// caller already took the node's concurrency slot), then the fires queued
+// behind it.
+func (r *runner) runAdmitted(q *queuedFire, first slot) {
+	r.execute(q, first)
 	for q = r.finish(q.spec.ID); q != nil; q = r.finish(q.spec.ID) {
 		if why := r.stale(q); why != "" {
 			r.reports.add(skippedReport(r.node(), q, why))
 		} else {
-			r.execute(q.spec, q.fire, q.manual, q.id)
+			r.execute(q, slot{})
 		}
 	}
 }
@@ -63,7 +78,11 @@ func (r *runner) admit(q *queuedFire) bool {
 	}
 	st := g.tasks[q.spec.ID]
 	if st == nil {
-		st = &runState{}
+		if n := len(g.free); n > 0 {
+			st, g.free = g.free[n-1], g.free[:n-1]
+		} else {
+			st = &runState{}
+		}
 		g.tasks[q.spec.ID] = st
 	}
 	var why string
@@ -112,6 +131,10 @@ func (r *runner) finish(taskID string) *queuedFire {
 	q := st.waiting
 	if q == nil {
 		delete(g.tasks, taskID)
+		if len(g.free) < maxFreeRunStates {
+			*st = runState{}
+			g.free = append(g.free, st)
+		}
 		return nil
 	}
 	st.waiting = nil

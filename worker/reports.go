@@ -156,7 +156,7 @@ func (r *reporter) add(rep protocol.RunReport) {
 	if !rep.EndedAt.IsZero() { // a finished run, not news of one in progress
 		r.metrics.ran(rep.Result, time.Duration(rep.DurationMS)*time.Millisecond)
 	}
-	line, err := json.Marshal(&rep)
+	line, err := marshalReport(&rep)
 	if err != nil {
 		r.dropped.Add(1)
 		r.log.Error("run report dropped: cannot encode it", "run", rep.ID, "err", err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,10 +24,11 @@ import (
 // limiter bounds concurrent runs on the node (--maxc); its limit can change
 // when the master sends a new configuration.
 type limiter struct {
-	mu   sync.Mutex
-	n    int
-	max  int
-	wake chan struct{}
+	mu      sync.Mutex
+	n       int
+	max     int
+	waiting int           // acquirers waiting for wake
+	wake    chan struct{} // closed (and replaced) when a slot may have freed
 }
 
 func newLimiter(max int) *limiter { return &limiter{max: max, wake: make(chan struct{})} }
@@ -34,9 +36,16 @@ func newLimiter(max int) *limiter { return &limiter{max: max, wake: make(chan st
 func (l *limiter) setMax(max int) {
 	l.mu.Lock()
 	l.max = max
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.wakeLocked()
 	l.mu.Unlock()
+}
+
+// wakeLocked wakes the waiting acquirers; with none, it costs nothing.
+func (l *limiter) wakeLocked() {
+	if l.waiting > 0 {
+		close(l.wake)
+		l.wake = make(chan struct{})
+	}
 }
 
 func (l *limiter) acquire(ctx context.Context) bool {
@@ -48,33 +57,58 @@ func (l *limiter) acquire(ctx context.Context) bool {
 			return true
 		}
 		ch := l.wake
+		l.waiting++
 		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
+		}
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+		if ctx.Err() != nil {
 			return false
 		}
 	}
 }
 
+// tryAcquire takes a slot if one is free, without waiting.
+func (l *limiter) tryAcquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n < l.max {
+		l.n++
+		return true
+	}
+	return false
+}
+
 func (l *limiter) release() {
 	l.mu.Lock()
 	l.n--
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.wakeLocked()
 	l.mu.Unlock()
 }
 
-// taskJob is one scheduled task: one gocron job. spec never changes once the
-// job is scheduled (fire reads it without a lock); what start may update in
-// place, the executor count and the paused flag, is atomic.
+// taskJob is one scheduled task, a member of the fireGroup of its schedule.
+// spec never changes once the task is scheduled (fire reads it without a
+// lock); what start may update in place, the executor count and the paused
+// flag, is atomic.
 type taskJob struct {
 	spec      protocol.TaskSpec
-	jobID     uuid.UUID
+	jobID     uuid.UUID // the gocron job of its group
 	paused    atomic.Bool
 	executors atomic.Int64
 	shard     atomic.Pointer[[2]int] // broadcast shard index and total, updated in place like executors
 	cron      cron.Schedule          // for cron tasks: to name the scheduled fire time
+	group     *fireGroup
+	idx       int       // position in group.tasks, under group.mu
+	since     time.Time // when it joined its group: earlier fires are not its own
+	// lastFire is the scheduled time (UnixNano) of the last fire this node
+	// handled (started, or skipped because paused), saved for the misfire
+	// count after a restart (fires.go).
+	lastFire atomic.Int64
+	httpReq  *httpTemplate // the task's request when it is the same at every fire (exec.go); nil: built per run
 }
 
 // current is the task's spec with its current executor count and paused flag.
@@ -86,6 +120,127 @@ func (tj *taskJob) current() protocol.TaskSpec {
 	}
 	spec.Paused = tj.paused.Load()
 	return spec
+}
+
+// scheduleKey is everything in a task definition that decides its fire
+// times. Tasks with equal keys fire at the same instants and share one gocron
+// job (a fireGroup).
+type scheduleKey struct {
+	kind    string
+	cron    string
+	every   time.Duration
+	at      int64  // UnixNano of a one-time schedule
+	tz      string // cron only: interval and one-time fires are instants
+	startAt int64  // UnixNano; 0 when unset or passed
+	endAt   int64
+}
+
+// String names the schedule (the gocron job's name).
+func (k scheduleKey) String() string {
+	switch k.kind {
+	case protocol.ScheduleCron:
+		return "cron " + k.cron + " " + k.tz
+	case protocol.ScheduleInterval:
+		return "every " + k.every.String()
+	}
+	return k.kind + " " + time.Unix(0, k.at).UTC().Format(time.RFC3339)
+}
+
+// keyOf is the schedule key of d started at now. A start_at that has passed
+// changes nothing any more (interval fires are aligned to the epoch, cron
+// fires to the wall clock), so such tasks share the group of those without.
+func keyOf(d *protocol.TaskDef, now time.Time) scheduleKey {
+	k := scheduleKey{kind: d.Schedule.Kind}
+	switch d.Schedule.Kind {
+	case protocol.ScheduleCron:
+		k.cron, k.tz = d.Schedule.Cron, d.Timezone
+	case protocol.ScheduleInterval:
+		k.every = time.Duration(d.Schedule.Every)
+	case protocol.ScheduleOnce:
+		if d.Schedule.At != nil {
+			k.at = d.Schedule.At.UnixNano()
+		}
+	}
+	if d.StartAt != nil && d.StartAt.After(now) {
+		k.startAt = d.StartAt.UnixNano()
+	}
+	if d.EndAt != nil {
+		k.endAt = d.EndAt.UnixNano()
+	}
+	return k
+}
+
+// fireGroup is the one gocron job of every task sharing a schedule: at each
+// fire its body names the scheduled time once and starts each task's run in
+// its own goroutine. gocron then hands out one job per schedule, not one per
+// task, which is what kept the trigger lag far above the timer floor.
+type fireGroup struct {
+	key      scheduleKey
+	schedule protocol.Schedule
+	cron     cron.Schedule
+	jobID    uuid.UUID
+
+	mu    sync.Mutex
+	tasks []*taskJob // members, in no particular order
+	snap  []*taskJob // immutable copy the body iterates; nil after a change
+}
+
+// next is the group's first fire after t (zero: none).
+func (g *fireGroup) next(t time.Time) time.Time {
+	if g.key.startAt != 0 {
+		if start := time.Unix(0, g.key.startAt); start.After(t) {
+			t = start
+		}
+	}
+	var next time.Time
+	switch g.schedule.Kind {
+	case protocol.ScheduleCron:
+		next = g.cron.Next(t)
+	case protocol.ScheduleInterval:
+		every := time.Duration(g.schedule.Every)
+		next = t.Truncate(every).Add(every)
+	case protocol.ScheduleOnce:
+		if g.schedule.At != nil && g.schedule.At.After(t) {
+			next = *g.schedule.At
+		}
+	}
+	if g.key.endAt != 0 && next.After(time.Unix(0, g.key.endAt)) {
+		return time.Time{}
+	}
+	return next
+}
+
+// snapshot is the current members; it is copied at most once per change.
+func (g *fireGroup) snapshot() []*taskJob {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.snap == nil {
+		g.snap = slices.Clone(g.tasks)
+	}
+	return g.snap
+}
+
+func (g *fireGroup) join(tj *taskJob) {
+	g.mu.Lock()
+	tj.group, tj.idx, tj.jobID = g, len(g.tasks), g.jobID
+	g.tasks = append(g.tasks, tj)
+	g.snap = nil
+	g.mu.Unlock()
+}
+
+// leave removes tj and reports whether the group is now empty.
+func (g *fireGroup) leave(tj *taskJob) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	last := len(g.tasks) - 1
+	if tj.idx <= last && g.tasks[tj.idx] == tj {
+		g.tasks[tj.idx] = g.tasks[last]
+		g.tasks[tj.idx].idx = tj.idx
+		g.tasks[last] = nil
+		g.tasks = g.tasks[:last]
+		g.snap = nil
+	}
+	return len(g.tasks) == 0
 }
 
 // runner owns the gocron scheduler and the tasks on it.
@@ -105,15 +260,25 @@ type runner struct {
 	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
 
-	mu   sync.Mutex
-	jobs map[string]*taskJob
-	ctx  context.Context // cancelled when the worker stops: running jobs end
+	ids   runIDs         // run report ids
+	fires lastFires      // the last fire of each task, kept across restarts (fires.go)
+	bg    sync.WaitGroup // catch-up runs after a restart, waited for like scheduled runs
+
+	mu     sync.Mutex
+	jobs   map[string]*taskJob
+	groups map[scheduleKey]*fireGroup
+	ctx    context.Context // cancelled when the worker stops: running jobs end
 }
 
 // scheduledFire names the fire a run belongs to: the schedule's own time, not
 // the local clock, so that every executor claims the same fire.
 func (tj *taskJob) scheduledFire(now time.Time) time.Time {
-	s := tj.spec.Schedule
+	return scheduledFire(&tj.spec.Schedule, tj.cron, now)
+}
+
+// scheduledFire names the fire of schedule s (c parsed from it for cron)
+// that a timer going off at now belongs to.
+func scheduledFire(s *protocol.Schedule, c cron.Schedule, now time.Time) time.Time {
 	switch s.Kind {
 	case protocol.ScheduleOnce:
 		return s.At.UTC()
@@ -124,11 +289,11 @@ func (tj *taskJob) scheduledFire(now time.Time) time.Time {
 		// firing early). Look back 2 s first: it is where the point is unless
 		// the run started very late.
 		for _, back := range []time.Duration{2 * time.Second, 5 * time.Minute} {
-			t := tj.cron.Next(now.Add(-back).Truncate(time.Second).Add(-time.Nanosecond))
+			t := c.Next(now.Add(-back).Truncate(time.Second).Add(-time.Nanosecond))
 			last := time.Time{}
 			for !t.After(now.Add(200*time.Millisecond)) && !t.IsZero() {
 				last = t
-				t = tj.cron.Next(t)
+				t = c.Next(t)
 			}
 			if !last.IsZero() {
 				return last.UTC()
@@ -138,22 +303,26 @@ func (tj *taskJob) scheduledFire(now time.Time) time.Time {
 	return now.Truncate(time.Second).UTC()
 }
 
-// definition builds the gocron job definition and options of a task.
-func (r *runner) definition(tj *taskJob, now time.Time) (gocron.JobDefinition, []gocron.JobOption, error) {
-	d := &tj.spec.TaskDef
+// parseSchedule reads a definition's cron schedule in its time zone (nil for
+// other kinds).
+func parseSchedule(d *protocol.TaskDef) (cron.Schedule, error) {
+	if d.Schedule.Kind != protocol.ScheduleCron {
+		return nil, nil
+	}
+	loc, err := protocol.LoadTimezone(d.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("%w: timezone %v", protocol.ErrInvalid, err)
+	}
+	return protocol.ParseCronIn(d.Schedule.Cron, loc)
+}
+
+// definition builds the gocron job definition and options of a schedule
+// group from the definition of its first task.
+func (r *runner) definition(d *protocol.TaskDef, sch cron.Schedule, now time.Time) (gocron.JobDefinition, []gocron.JobOption, error) {
 	var opts []gocron.JobOption
 	var def gocron.JobDefinition
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		loc, err := protocol.LoadTimezone(d.Timezone)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: timezone %v", protocol.ErrInvalid, err)
-		}
-		sch, err := protocol.ParseCronIn(d.Schedule.Cron, loc)
-		if err != nil {
-			return nil, nil, err
-		}
-		tj.cron = sch
 		def = gocron.CronJob(d.Schedule.Cron, protocol.CronHasSeconds(d.Schedule.Cron))
 		// gocron runs the very schedule the master shows (NextFire), time
 		// zone and DST rules included, rather than parsing the text again.
@@ -183,20 +352,8 @@ func (r *runner) definition(tj *taskJob, now time.Time) (gocron.JobDefinition, [
 	if d.EndAt != nil {
 		opts = append(opts, gocron.WithStopAt(gocron.WithStopDateTime(*d.EndAt)))
 	}
-	opts = append(opts,
-		gocron.WithName(d.ID),
-		gocron.WithTags(d.ID),
-		gocron.WithEventListeners(gocron.BeforeJobRunsSkipIfBeforeFuncErrors(func(uuid.UUID, string) error {
-			if tj.paused.Load() {
-				return errPaused
-			}
-			return nil
-		})),
-	)
 	return def, opts, nil
 }
-
-var errPaused = errors.New("paused")
 
 // cronImpl hands gocron a schedule parsed by protocol.ParseCronIn.
 type cronImpl struct{ s cron.Schedule }
@@ -215,56 +372,190 @@ func (c cronImpl) Next(lastRun time.Time) time.Time { return c.s.Next(lastRun) }
 // start schedules a task, or updates it in place when it is already scheduled
 // (starting a started task is fine).
 func (r *runner) start(spec protocol.TaskSpec) error {
+	took, err := r.startSpec(spec)
+	if took {
+		r.writeFires(false)
+	}
+	return err
+}
+
+// startSpec is start; took says it took the task's last fire from the
+// previous process (FiresFile must then be written before that process's
+// file can mislead a next one).
+func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	spec.Normalize()
-	if err := spec.Validate(time.Now()); err != nil {
-		return fmt.Errorf("task %s: %w", spec.ID, err)
+	now := time.Now()
+	if err := spec.Validate(now); err != nil {
+		return false, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	if spec.ID == "" {
-		return fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
+		return false, fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
 	}
 	if spec.Type == protocol.TaskShell && !r.shell {
-		return ErrShellRefused
+		return false, ErrShellRefused
+	}
+	sch, err := parseSchedule(&spec.TaskDef)
+	if err != nil {
+		return false, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.jobs[spec.ID]; ok {
+	if r.jobs == nil {
+		r.jobs = map[string]*taskJob{}
+	}
+	if r.groups == nil {
+		r.groups = map[scheduleKey]*fireGroup{}
+	}
+	old, replacing := r.jobs[spec.ID]
+	if replacing {
 		if reflect.DeepEqual(old.spec.TaskDef, spec.TaskDef) {
 			old.executors.Store(int64(spec.Executors))
 			old.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 			old.paused.Store(spec.Paused)
-			return nil
+			return false, nil
 		}
-		if err := r.sched.RemoveJob(old.jobID); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
-			return fmt.Errorf("worker: replace task %s: %w", spec.ID, err)
-		}
-		delete(r.jobs, spec.ID)
 	}
-	tj := &taskJob{spec: spec}
+	tj := &taskJob{spec: spec, cron: sch, since: now, httpReq: newHTTPTemplate(&spec.TaskDef)}
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
-	def, opts, err := r.definition(tj, time.Now())
+	key := keyOf(&spec.TaskDef, now)
+	g := r.groups[key]
+	if g == nil {
+		if g, err = r.newGroup(key, &spec.TaskDef, sch, now); err != nil {
+			return false, fmt.Errorf("worker: schedule task %s: %w", spec.ID, err)
+		}
+	}
+	if g.cron != nil {
+		tj.cron = g.cron // the same schedule: share it
+	}
+	if replacing {
+		tj.lastFire.Store(old.lastFire.Load())
+		if err := r.leaveLocked(old); err != nil {
+			return false, fmt.Errorf("worker: replace task %s: %w", spec.ID, err)
+		}
+	}
+	g.join(tj)
+	r.jobs[spec.ID] = tj
+	if !replacing {
+		took = r.restarted(tj, now)
+	}
+	r.log.Info("task scheduled", "task", spec.ID, "title", spec.Title, "paused", spec.Paused, "executors", spec.Executors)
+	return took, nil
+}
+
+// newGroup schedules the gocron job of a schedule not scheduled yet.
+func (r *runner) newGroup(key scheduleKey, d *protocol.TaskDef, sch cron.Schedule, now time.Time) (*fireGroup, error) {
+	def, opts, err := r.definition(d, sch, now)
 	if err != nil {
+		return nil, err
+	}
+	g := &fireGroup{key: key, schedule: d.Schedule, cron: sch}
+	opts = append(opts, gocron.WithName(key.String()))
+	job, err := r.sched.NewJob(def, gocron.NewTask(func() { r.fireGroup(g) }), opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.jobID = job.ID()
+	r.groups[key] = g
+	return g, nil
+}
+
+// leaveLocked takes a task out of its group and removes the group's job when
+// it was the last member.
+func (r *runner) leaveLocked(tj *taskJob) error {
+	g := tj.group
+	if g == nil || !g.leave(tj) {
+		return nil
+	}
+	delete(r.groups, g.key)
+	if err := r.sched.RemoveJob(g.jobID); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
 		return err
 	}
-	job, err := r.sched.NewJob(def, gocron.NewTask(func() { r.fire(tj) }), opts...)
-	if err != nil {
-		return fmt.Errorf("worker: schedule task %s: %w", spec.ID, err)
-	}
-	tj.jobID = job.ID()
-	r.jobs[spec.ID] = tj
-	r.log.Info("task scheduled", "task", spec.ID, "title", spec.Title, "paused", spec.Paused, "executors", spec.Executors)
 	return nil
 }
 
-// stop removes a task's job; stopping an unknown task is fine.
+// fireGroup is the gocron job body of a schedule. It names the fire once and
+// starts every member's run in its own goroutine, then waits for them, so
+// that stopping the scheduler waits for runs as it did for one job per task.
+// A run that needs no claim is admitted and given its concurrency slot here,
+// before any goroutine is started: its start does not wait behind the work
+// (requests, reports) of the runs started before it in the same fire.
+func (r *runner) fireGroup(g *fireGroup) {
+	r.fireGroupAt(g, scheduledFire(&g.schedule, g.cron, time.Now()))
+}
+
+// fireGroupAt is fireGroup for the fire named fire.
+func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
+	var wg sync.WaitGroup
+	for _, tj := range g.snapshot() {
+		if fire.Before(tj.since) {
+			continue // due before the task joined: a job of its own would not have fired it
+		}
+		if fire.UnixNano() > tj.lastFire.Load() {
+			tj.lastFire.Store(fire.UnixNano())
+		}
+		if tj.paused.Load() {
+			continue
+		}
+		spec := tj.current()
+		if spec.Routing != protocol.RoutingBroadcast && spec.Executors > 1 {
+			wg.Add(1)
+			go r.fireMember(tj, fire, &wg) // the claim is a call to the master
+			continue
+		}
+		if spec.Routing == protocol.RoutingBroadcast {
+			spec = sharded(spec)
+		}
+		q := &queuedFire{spec: spec, fire: fire, id: r.newRunID(), tmpl: tj.httpReq}
+		if !r.admit(q) {
+			continue
+		}
+		var first slot
+		if r.limit.tryAcquire() {
+			first = slot{held: true, at: time.Now()}
+		}
+		wg.Add(1)
+		go r.runMember(q, first, &wg)
+	}
+	r.fires.touch()
+	wg.Wait()
+}
+
+func (r *runner) fireMember(tj *taskJob, fire time.Time, wg *sync.WaitGroup) {
+	defer wg.Done()
+	r.fireAt(tj, fire)
+}
+
+func (r *runner) runMember(q *queuedFire, first slot, wg *sync.WaitGroup) {
+	defer wg.Done()
+	r.runAdmitted(q, first)
+}
+
+// stop removes a task and forgets its last fire: a task stopped on purpose
+// has no missed fires to catch up when it is started again.
 func (r *runner) stop(id string) {
+	r.remove(id, false)
+}
+
+// remove takes a task off the schedule. With keep, its last fire is kept for
+// the misfire count when the next process starts it again (the worker
+// process stops, the task should still run); else it is forgotten.
+func (r *runner) remove(id string, keep bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if tj, ok := r.jobs[id]; ok {
-		_ = r.sched.RemoveJob(tj.jobID)
+	tj, ok := r.jobs[id]
+	if ok {
+		if err := r.leaveLocked(tj); err != nil {
+			r.log.Warn("remove task's schedule", "task", id, "err", err)
+		}
 		delete(r.jobs, id)
 		r.log.Info("task stopped", "task", id)
+	}
+	if keep && ok {
+		r.fires.keep(tj)
+	} else {
+		r.fires.forget(id)
 	}
 }
 
@@ -285,11 +576,14 @@ func (r *runner) setPaused(id string, paused bool) error {
 func (r *runner) replace(specs []protocol.TaskSpec) error {
 	want := map[string]bool{}
 	var errs []string
+	took := false
 	for _, s := range specs {
 		want[s.ID] = true
-		if err := r.start(s); err != nil {
+		t, err := r.startSpec(s)
+		if err != nil {
 			errs = append(errs, err.Error())
 		}
+		took = took || t
 	}
 	r.mu.Lock()
 	var drop []string
@@ -302,6 +596,12 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 	for _, id := range drop {
 		r.stop(id)
 	}
+	// The master sent every task of this node: the last fires of tasks it
+	// no longer gives us are of no use.
+	r.fires.retain(want)
+	if took {
+		r.writeFires(false)
+	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return fmt.Errorf("worker: %d task(s) not scheduled: %s", len(errs), strings.Join(errs, "; "))
@@ -309,8 +609,11 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 	return nil
 }
 
-// clear removes every task.
-func (r *runner) clear() {
+// clear removes every task. With keep (the process stops), their last fires
+// are kept for the next process: fires due until it schedules them again are
+// misfires. A master stopping this node's scheduling (keep false) decides
+// that on purpose, like stopping a task.
+func (r *runner) clear(keep bool) {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.jobs))
 	for id := range r.jobs {
@@ -318,7 +621,7 @@ func (r *runner) clear() {
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		r.stop(id)
+		r.remove(id, keep)
 	}
 }
 
@@ -338,11 +641,13 @@ func (r *runner) get(id string) (protocol.TaskSpec, bool) {
 	return tj.current(), true
 }
 
-// fire is the gocron job body: claim the fire when several executors share
-// the task, then run it with retries.
-func (r *runner) fire(tj *taskJob) {
-	now := time.Now()
-	fire := tj.scheduledFire(now)
+// fire runs one fire of a task now, named by the clock (tests fire tasks
+// this way; the scheduler goes through fireGroup).
+func (r *runner) fire(tj *taskJob) { r.fireAt(tj, tj.scheduledFire(time.Now())) }
+
+// fireAt is one task's part of a fire: claim the fire when several executors
+// share the task, then run it with retries.
+func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 	spec := tj.current()
 	if spec.Routing == protocol.RoutingBroadcast {
 		spec = sharded(spec) // every executor runs every fire: no claim
@@ -358,7 +663,29 @@ func (r *runner) fire(tj *taskJob) {
 			return
 		}
 	}
-	r.run(spec, fire, false)
+	r.runWith(spec, fire, false, tj.httpReq)
+}
+
+// acquire takes a concurrency slot, waiting at most timeout for one.
+func (r *runner) acquire(timeout time.Duration) bool {
+	if r.limit.tryAcquire() {
+		return true
+	}
+	wait, cancel := context.WithTimeout(r.ctx, timeout)
+	defer cancel()
+	return r.limit.acquire(wait)
+}
+
+// waitBackground waits, at most until ctx ends, for the catch-up runs.
+func (r *runner) waitBackground(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { r.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // runOnce runs a task now, outside its schedule, without a claim.
@@ -366,16 +693,25 @@ func (r *runner) runOnce(spec protocol.TaskSpec) {
 	go r.run(spec, time.Now().UTC(), true)
 }
 
-// execute runs attempts until one succeeds or the retries are used up, with
-// exponentially growing delays, and reports every attempt. id is the report
-// id of the first attempt.
-func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool, id string) {
+// slot is a first attempt's place on the node, taken by the caller: the
+// concurrency slot is held and the attempt started at.
+type slot struct {
+	held bool
+	at   time.Time
+}
+
+// execute runs the attempts of fire q until one succeeds or the retries are
+// used up, with exponentially growing delays, and reports every attempt.
+// q.id is the report id of the first attempt; first, when held, is its slot.
+func (r *runner) execute(q *queuedFire, first slot) {
+	spec, id := &q.spec, q.id
 	for attempt := 1; attempt <= spec.Retries+1; attempt++ {
 		if attempt > 1 {
-			id = uuid.NewString()
+			id = r.newRunID()
 			r.attemptStarted(spec.ID, id)
+			first = slot{}
 		}
-		rep := r.attempt(&spec.TaskDef, fire, attempt, manual, id)
+		rep := r.attempt(&spec.TaskDef, q.fire, attempt, q.manual, id, first, q.tmpl)
 		r.reports.add(rep)
 		if rep.Result == protocol.ResultSuccess || attempt > spec.Retries {
 			return
@@ -390,26 +726,28 @@ func (r *runner) execute(spec protocol.TaskSpec, fire time.Time, manual bool, id
 }
 
 // attempt runs one execution within the node's concurrency bound and timeout.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string) protocol.RunReport {
+// pre, when held, is the slot the caller took for it; tmpl, if any, the
+// task's prepared HTTP request.
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string, pre slot, tmpl *httpTemplate) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
 	rep := protocol.RunReport{ID: id, TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
-	wait, cancelWait := context.WithTimeout(r.ctx, timeout)
-	ok := r.limit.acquire(wait)
-	cancelWait()
-	if !ok {
-		now := time.Now().UTC()
-		rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
-		rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
-		return rep
+	if !pre.held {
+		if !r.acquire(timeout) {
+			now := time.Now().UTC()
+			rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
+			rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
+			return rep
+		}
+		pre.at = time.Now()
 	}
 	defer r.limit.release()
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
-	rep.StartedAt = time.Now().UTC()
+	rep.StartedAt = pre.at.UTC()
 	var o outcome
 	switch def.Type {
 	case protocol.TaskHTTP:
-		o = runHTTP(ctx, r.http, def)
+		o = runHTTP(ctx, r.http, def, tmpl)
 	case protocol.TaskShell:
 		if !r.shell {
 			o = outcome{result: protocol.ResultFailed, output: ErrShellRefused.Error()}

@@ -92,6 +92,9 @@ type Worker struct {
 	scheduling bool
 }
 
+// maxConnsPerHost bounds the connections tasks keep to one host.
+const maxConnsPerHost = 256
+
 // New builds a worker with a fresh boot id and secret. It does not start anything.
 func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if cfg.StopTimeout <= 0 {
@@ -148,16 +151,29 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.stop, w.life = cancel, ctx
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	// Many tasks often call one host: keep enough idle connections that most
-	// fires reuse one, but bound them, since each idle connection costs memory.
+	// Many tasks often call one host, and the tasks of a schedule start
+	// together: keep a connection for every run the node may have in flight
+	// (--maxc) when idle, so that a fire reuses connections instead of
+	// dialling. A connection costs about 16 KiB while it lives (two
+	// goroutines and their buffers): at most maxConnsPerHost per host keep a
+	// node with a large --maxc within its memory budget; beyond them, runs
+	// to the same host wait for a free connection (within their timeout).
 	tr.MaxIdleConns = 0
-	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), 128)
+	tr.MaxConnsPerHost = maxConnsPerHost
+	tr.MaxIdleConnsPerHost = min(max(64, cfg.MaxConcurrency), maxConnsPerHost)
+	// Each connection has a read and a write buffer (4 KiB each by default).
+	// Answers are read into a pooled buffer and large request bodies are
+	// written past the buffer: 1 KiB holds a request's or an answer's
+	// headers.
+	tr.ReadBufferSize, tr.WriteBufferSize = 1<<10, 1<<10
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
 		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx,
 	}
+	w.runner.fires.load(cfg.DataDir, log)
 	go w.reports.run(ctx)
+	go w.runner.saveFires(ctx)
 	return w, nil
 }
 
@@ -267,7 +283,12 @@ func (w *Worker) Startup(_ context.Context, req protocol.StartupRequest) error {
 }
 
 // Shutdown stops scheduling and waits (bounded by StopTimeout) for running jobs.
-func (w *Worker) Shutdown(ctx context.Context) error {
+func (w *Worker) Shutdown(ctx context.Context) error { return w.shutdown(ctx, false) }
+
+// shutdown is Shutdown; keep keeps the tasks' last fires for the next
+// process (the process stops; a master stopping this node's scheduling
+// decides to skip those fires, like stopping a task).
+func (w *Worker) shutdown(ctx context.Context, keep bool) error {
 	w.mu.Lock()
 	if !w.scheduling {
 		w.mu.Unlock()
@@ -275,9 +296,12 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	}
 	w.scheduling = false
 	w.mu.Unlock()
-	w.runner.clear()
+	w.runner.clear(keep)
 	if err := w.sched.StopJobsWithContext(ctx); err != nil {
 		return fmt.Errorf("worker: stop jobs: %w", err)
+	}
+	if err := w.runner.waitBackground(ctx); err != nil {
+		return fmt.Errorf("worker: stop catch-up runs: %w", err)
 	}
 	w.log.Info("scheduling stopped")
 	return nil
@@ -473,7 +497,7 @@ func (w *Worker) register(ctx context.Context) error {
 // Stop stops scheduling and, when connected, tells the master this node goes
 // offline. It is the graceful part of SIGTERM handling.
 func (w *Worker) Stop(ctx context.Context) error {
-	if err := w.Shutdown(ctx); err != nil {
+	if err := w.shutdown(ctx, true); err != nil {
 		w.log.Error("stop scheduling", "err", err)
 	}
 	// End retries and re-registrations still waiting, then deliver or spool
@@ -484,6 +508,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.stop()
 	w.regs.Wait()
 	<-w.reports.done
+	if w.runner.fires.done != nil {
+		<-w.runner.fires.done
+	}
 	w.mu.Lock()
 	connected, name, secret := w.connected, w.node.Name, w.secret
 	w.connected = false

@@ -53,7 +53,15 @@ func (b *bench) binaryPath(ctx context.Context) (string, error) {
 
 // startProc runs the binary and waits for a log line matching ready.
 func startProc(ctx context.Context, bin string, ready *regexp.Regexp, args ...string) (*proc, []string, error) {
+	return startProcEnv(ctx, bin, nil, ready, args...)
+}
+
+// startProcEnv is startProc with variables added to the environment.
+func startProcEnv(ctx context.Context, bin string, env []string, ready *regexp.Regexp, args ...string) (*proc, []string, error) {
 	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, nil, err
@@ -145,10 +153,11 @@ func (b *bench) rssScenario(ctx context.Context) []row {
 
 // workerRSS runs a real worker process registered with an in-process master:
 // idle, then with 1,000 tasks on a per-minute schedule, then with 1,000 HTTP
-// tasks firing every second.
+// tasks firing every second. The worker runs with GOMEMLIMIT=off: it would
+// otherwise set itself a soft memory limit, which could hide growth.
 func (b *bench) workerRSS(ctx context.Context) []row {
 	tasks := b.pick(1000, 100)
-	idleName := "worker RSS, idle (registered, scheduler running, no task)"
+	idleName := "worker RSS, idle (registered, scheduler running, no task; GOMEMLIMIT=off in every worker row)"
 	bin, err := b.binaryPath(ctx)
 	if err != nil {
 		return []row{errRow(idleName, err)}
@@ -162,7 +171,7 @@ func (b *bench) workerRSS(ctx context.Context) []row {
 	defer target.Close()
 
 	const name = "rssw"
-	p, _, err := startProc(ctx, bin, workerServing, "worker", "--identity", name, "--ip", "127.0.0.1", "--port", "0",
+	p, _, err := startProcEnv(ctx, bin, append([]string{"GOMEMLIMIT=off"}, strings.Fields(os.Getenv("ZZENV"))...), workerServing, "worker", "--identity", name, "--ip", "127.0.0.1", "--port", "0",
 		"--master", e.srv.URL, "--cluster-key", benchClusterKey, "--data-dir", filepath.Join(b.tmp, "rssw"), "--maxc", fmt.Sprint(tasks))
 	if err != nil {
 		return []row{errRow(idleName, err)}

@@ -1,0 +1,367 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// FiresFile is the name, in the worker's data dir, of the file that keeps the
+// last fire of each task across restarts, so that the fires due while the
+// worker was down are counted when the master gives it its tasks again.
+const FiresFile = "fires.json"
+
+// firesSaveEvery is how often the last fires are written when they changed:
+// a fire costs an atomic store, not a write.
+const firesSaveEvery = time.Second
+
+// maxMissedCount bounds the fires counted after a restart: a per-second
+// schedule down for weeks would otherwise take long to count one by one.
+const maxMissedCount = 100_000
+
+// firesFile is the content of FiresFile.
+type firesFile struct {
+	SavedAt time.Time            `json:"saved_at"`
+	Tasks   map[string]time.Time `json:"tasks"` // task id → scheduled time of its last fire handled here
+	// Clean says the process had stopped scheduling when it wrote the
+	// file: every fire after it was missed. Otherwise the process may have
+	// been killed after it started fires it had not saved yet.
+	Clean bool `json:"clean"`
+	// NextFire is the first fire of any task scheduled when the file was
+	// written (zero when none): the fires a killed process may have started
+	// without saving them lie within firesUncertain of it.
+	NextFire time.Time `json:"next_fire,omitzero"`
+}
+
+// firesUncertain is how long after the next fire a killed process may have
+// gone on starting fires without saving them: one save period, and as much
+// again for a save that came late.
+const firesUncertain = 2 * firesSaveEvery
+
+// lastFires keeps the last fire of the tasks this node does not schedule at
+// the moment: those the previous process left in FiresFile, until the master
+// starts them again, and those of a process that is stopping. The last fire
+// of a scheduled task lives in its taskJob (an atomic, set by fireGroup).
+type lastFires struct {
+	path string // "" : nothing is written (no data dir)
+	log  *slog.Logger
+	done chan struct{} // closed when save has written for the last time
+
+	writeMu sync.Mutex // one write of the file at a time
+
+	mu      sync.Mutex
+	saved   map[string]time.Time
+	failing bool // the last write failed (logged once until one succeeds)
+	// notBefore: fires at or before it may have run in a previous process
+	// that was killed (an unclean file); they are not counted as missed.
+	notBefore time.Time
+
+	dirty atomic.Bool
+}
+
+// load reads FiresFile from dir; a missing file is an empty one, a corrupt
+// one is logged and ignored (the worker then cannot count missed fires).
+func (l *lastFires) load(dir string, log *slog.Logger) {
+	l.log = log
+	if dir == "" {
+		return
+	}
+	l.path = filepath.Join(dir, FiresFile)
+	l.done = make(chan struct{})
+	data, err := os.ReadFile(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var f firesFile
+	if err == nil {
+		err = json.Unmarshal(data, &f)
+	}
+	if err != nil {
+		log.Error("cannot read the last fires of the previous run: fires missed while this worker was down are not counted",
+			"file", l.path, "err", err)
+		return
+	}
+	l.mu.Lock()
+	l.saved = f.Tasks
+	if !f.Clean && !f.NextFire.IsZero() {
+		l.notBefore = f.NextFire.Add(firesUncertain)
+	}
+	l.mu.Unlock()
+	if len(f.Tasks) > 0 {
+		log.Info("last fires of the previous run read", "file", l.path, "tasks", len(f.Tasks), "saved_at", f.SavedAt)
+	}
+	if !l.notBefore.IsZero() && len(f.Tasks) > 0 {
+		log.Warn("the previous run did not stop cleanly: fires it may have started without saving them are not counted as missed",
+			"from", f.NextFire, "to", l.notBefore)
+	}
+}
+
+// touch notes that a last fire changed.
+func (l *lastFires) touch() {
+	if !l.dirty.Load() {
+		l.dirty.Store(true)
+	}
+}
+
+// take returns and forgets the kept last fire of a task, and the time
+// at or before which fires may have run unsaved (zero: none).
+func (l *lastFires) take(id string) (last, notBefore time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok = l.saved[id]
+	if ok {
+		delete(l.saved, id)
+	}
+	return last, l.notBefore, ok
+}
+
+// keep holds the last fire of a task leaving the schedule as the process stops.
+func (l *lastFires) keep(tj *taskJob) {
+	ns := tj.lastFire.Load()
+	if ns == 0 {
+		return
+	}
+	l.mu.Lock()
+	if l.saved == nil {
+		l.saved = map[string]time.Time{}
+	}
+	l.saved[tj.spec.ID] = time.Unix(0, ns).UTC()
+	l.mu.Unlock()
+	l.touch()
+}
+
+// forget drops the last fire of a task stopped on purpose.
+func (l *lastFires) forget(id string) {
+	l.mu.Lock()
+	_, ok := l.saved[id]
+	delete(l.saved, id)
+	l.mu.Unlock()
+	if ok {
+		l.touch()
+	}
+}
+
+// retain drops the kept last fires of tasks not in want.
+func (l *lastFires) retain(want map[string]bool) {
+	l.mu.Lock()
+	n := len(l.saved)
+	for id := range l.saved {
+		if !want[id] {
+			delete(l.saved, id)
+		}
+	}
+	changed := n != len(l.saved)
+	l.mu.Unlock()
+	if changed {
+		l.touch()
+	}
+}
+
+// saveFires writes FiresFile every firesSaveEvery while last fires change,
+// and once more when ctx ends (after the scheduler stopped). start writes it
+// too when it takes a task's last fire. What a killed process started without
+// saving is bounded by the file's next fire (see firesUncertain).
+func (r *runner) saveFires(ctx context.Context) {
+	l := &r.fires
+	if l.path == "" {
+		return
+	}
+	defer close(l.done)
+	t := time.NewTicker(firesSaveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Stop has stopped scheduling first: nothing fires any more.
+			r.writeFires(true)
+			return
+		case <-t.C:
+			if l.dirty.Swap(false) {
+				r.writeFires(false)
+			}
+		}
+	}
+}
+
+// writeFires writes every known last fire to FiresFile atomically: a new
+// file renamed over the old one. clean: nothing is scheduled any more.
+func (r *runner) writeFires(clean bool) {
+	l := &r.fires
+	if l.path == "" {
+		return
+	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	now := time.Now()
+	f := firesFile{SavedAt: now.UTC(), Tasks: map[string]time.Time{}, Clean: clean}
+	r.mu.Lock()
+	for id, tj := range r.jobs {
+		if ns := tj.lastFire.Load(); ns != 0 {
+			f.Tasks[id] = time.Unix(0, ns).UTC()
+		}
+	}
+	for _, g := range r.groups {
+		if next := g.next(now); !next.IsZero() && (f.NextFire.IsZero() || next.Before(f.NextFire)) {
+			f.NextFire = next.UTC()
+		}
+	}
+	r.mu.Unlock()
+	l.mu.Lock()
+	for id, t := range l.saved {
+		if _, ok := f.Tasks[id]; !ok {
+			f.Tasks[id] = t
+		}
+	}
+	l.mu.Unlock()
+	err := writeFileAtomic(l.path, f)
+	l.mu.Lock()
+	was := l.failing
+	l.failing = err != nil
+	l.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		r.log.Error("cannot save the tasks' last fires: fires missed during a restart may go uncounted", "file", l.path, "err", err)
+	case err == nil && was:
+		r.log.Info("the tasks' last fires are saved again", "file", l.path)
+	}
+}
+
+func writeFileAtomic(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// restarted applies the task's misfire policy to the fires it missed since
+// the last fire the previous process handled (kept in FiresFile): when
+// tj is started again, the fires from that one to now ran nowhere.
+// Called under r.mu for a task just scheduled; it reports whether the task
+// had a last fire from the previous process.
+func (r *runner) restarted(tj *taskJob, now time.Time) bool {
+	last, notBefore, ok := r.fires.take(tj.spec.ID)
+	if !ok {
+		return false
+	}
+	after := last
+	if notBefore.After(after) {
+		// The previous process was killed: its fires up to notBefore
+		// may have run without being saved. Counting them could run a
+		// catch-up twice; leaving them out loses at most those seconds.
+		after = notBefore
+	}
+	if tj.lastFire.Load() < last.UnixNano() {
+		tj.lastFire.Store(last.UnixNano()) // saved again until its next fire
+	}
+	spec := tj.current()
+	// Only a task this worker runs alone has certainly missed these fires.
+	// With several executors another one may have claimed and run them (or,
+	// under broadcast, the master re-sharded the work among the executors
+	// that stayed up): those are left alone. A paused task would have skipped
+	// them anyway.
+	if spec.Executors > 1 || spec.Paused {
+		return true
+	}
+	n, first, lastMissed, more := missedFires(&spec.TaskDef, tj.cron, after, tj.since)
+	if n == 0 {
+		return true
+	}
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		if spec.Misfire == protocol.MisfireRunOnce {
+			r.log.Info("misfire after restart: catch-up run", "task", spec.ID, "first_missed", first, "missed", n)
+			r.run(spec, first, false)
+			return
+		}
+		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last))
+	}()
+	return true
+}
+
+// restartMisfireReport is the skipped run that stands for the fires missed
+// while the worker was down.
+func restartMisfireReport(node string, spec protocol.TaskSpec, n int, first, last time.Time, more bool, prev time.Time) protocol.RunReport {
+	count := fmt.Sprint(n)
+	if more {
+		count += " or more"
+	}
+	why := fmt.Sprintf("misfire: this worker was down at this fire (its last fire of the task before was %s)", prev.Format(time.RFC3339))
+	if n > 1 || more {
+		why = fmt.Sprintf("misfire: this worker was down for %s fires from %s to %s (its last fire of the task before was %s)",
+			count, first.Format(time.RFC3339), last.Format(time.RFC3339), prev.Format(time.RFC3339))
+	}
+	q := &queuedFire{spec: spec, fire: first, id: newRunID()}
+	return skippedReport(node, q, why)
+}
+
+// missedFires counts the fires of d's schedule (c: its cron schedule, in its
+// time zone) strictly after after and strictly before before, within the
+// task's start_at and end_at, as protocol.NextFire names them. more says the
+// count stopped at maxMissedCount.
+func missedFires(d *protocol.TaskDef, c cron.Schedule, after, before time.Time) (n int, first, last time.Time, more bool) {
+	lo := after.UTC()
+	if d.StartAt != nil && d.StartAt.After(lo) {
+		lo = d.StartAt.UTC()
+	}
+	hi := before.UTC()
+	if d.EndAt != nil {
+		if end := d.EndAt.UTC().Add(time.Nanosecond); end.Before(hi) {
+			hi = end // end_at itself may fire
+		}
+	}
+	if !lo.Before(hi) {
+		return 0, first, last, false
+	}
+	switch d.Schedule.Kind {
+	case protocol.ScheduleInterval:
+		every := time.Duration(d.Schedule.Every)
+		if every <= 0 {
+			return 0, first, last, false
+		}
+		first = lo.Truncate(every).Add(every)
+		if !first.Before(hi) {
+			return 0, time.Time{}, time.Time{}, false
+		}
+		last = hi.Add(-time.Nanosecond).Truncate(every)
+		total := int64(last.Sub(first)/every) + 1
+		if total > maxMissedCount {
+			return maxMissedCount, first, first.Add(time.Duration(maxMissedCount-1) * every), true
+		}
+		return int(total), first, last, false
+	case protocol.ScheduleCron:
+		if c == nil {
+			return 0, first, last, false
+		}
+		for t := c.Next(lo); !t.IsZero() && t.Before(hi); t = c.Next(t) {
+			if n == 0 {
+				first = t.UTC()
+			}
+			last = t.UTC()
+			if n++; n >= maxMissedCount {
+				return n, first, last, true
+			}
+		}
+		return n, first, last, false
+	}
+	// A one-time schedule whose time passed cannot be scheduled again
+	// (Validate refuses it); nothing is counted here.
+	return 0, first, last, false
+}
