@@ -119,7 +119,10 @@ func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []protocol.Ta
 	if tasks == nil {
 		tasks = []protocol.TaskSpec{}
 	}
-	return c.call(ctx, n, http.MethodPost, protocol.PathStartup, map[string]string{protocol.HeaderSecret: n.Secret}, protocol.StartupRequest{Tasks: tasks}, nil)
+	// n is the node as the master saw it before this push: not running means
+	// its tasks' missed fires are in the master's misfire windows.
+	req := protocol.StartupRequest{Tasks: tasks, DownNoticed: n.Status != store.StatusRunning}
+	return c.call(ctx, n, http.MethodPost, protocol.PathStartup, map[string]string{protocol.HeaderSecret: n.Secret}, req, nil)
 }
 
 // Shutdown tells the worker to stop scheduling; the worker waits for running jobs.

@@ -121,7 +121,11 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
 	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
 	m.nodeChanged()
-	return protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}, nil
+	// A node the master had seen down (offline or idle) has its tasks' missed
+	// fires in the master's misfire windows; otherwise (a restart faster than
+	// the health checks) the worker counts them from its last fires.
+	downNoticed := old != nil && old.Status != store.StatusRunning
+	return protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name), DownNoticed: downNoticed}, nil
 }
 
 // ResetIdentity clears a worker node's key, so that the next registration of

@@ -116,6 +116,11 @@ type ConnectResponse struct {
 // StartupRequest is the body of POST /api/server/startup.
 type StartupRequest struct {
 	Tasks []TaskSpec `json:"tasks"`
+	// DownNoticed: the master saw this node not running (offline or idle)
+	// before this push, so it accounts for the fires its tasks missed
+	// meanwhile (its misfire windows); the worker must not count them again
+	// from the last fires its previous process kept.
+	DownNoticed bool `json:"down_noticed,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/worker/register (auto-registration).
@@ -136,6 +141,8 @@ type RegisterRequest struct {
 type RegisterResponse struct {
 	Master string     `json:"master"`
 	Tasks  []TaskSpec `json:"tasks"`
+	// DownNoticed is StartupRequest.DownNoticed for the tasks above.
+	DownNoticed bool `json:"down_noticed,omitempty"`
 }
 
 // ErrorResponse is the JSON error body of every API.

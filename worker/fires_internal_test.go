@@ -306,3 +306,64 @@ func hasRun(runs []protocol.RunReport, fire time.Time) bool {
 	}
 	return false
 }
+
+// When the master saw the node down (DownNoticed), the master records what
+// its tasks missed: the restarted worker forgets its last fires and records
+// nothing, so the outage is not recorded twice.
+func TestRestartNoticedByTheMasterRecordsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for real schedule points")
+	}
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(target.Close)
+	m := newRunsMaster(t)
+	dir := t.TempDir()
+	cfg := Config{Identity: "w1", Protocol: "http", IP: "127.0.0.1", Port: 1, Priority: 1, MaxConcurrency: 10,
+		MasterURL: m.srv.URL, ClusterKey: "restart-test-cluster-key-0123456789", DataDir: dir}
+	every := protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Second)}
+	skip := httpSpec("skip", target.URL, every)
+	catchUp := httpSpec("catchup", target.URL, every)
+	catchUp.Misfire = protocol.MisfireRunOnce
+	tasks := []protocol.TaskSpec{skip, catchUp}
+	start := func(noticed bool) *Worker {
+		w, err := New(cfg, testutil.Discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Startup(context.Background(), protocol.StartupRequest{Tasks: tasks, DownNoticed: noticed}); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w1 := start(false)
+	waitFor(t, "a run of each task", func() bool { return len(m.runs("skip")) > 0 && len(m.runs("catchup")) > 0 })
+	if err := w1.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var lastCatchUp time.Time
+	for _, r := range m.runs("catchup") {
+		if r.ScheduledAt.After(lastCatchUp) {
+			lastCatchUp = r.ScheduledAt
+		}
+	}
+	down := time.Now()
+	waitFor(t, "three fires while the worker is down", func() bool { return time.Since(down) > 3200*time.Millisecond })
+	restarted := time.Now()
+	w2 := start(true)
+	defer w2.Stop(context.Background())
+	// The first scheduled runs after the restart show the tasks are back.
+	waitFor(t, "a scheduled run after the restart", func() bool {
+		for _, r := range m.runs("skip") {
+			if r.ScheduledAt.After(restarted) {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(misfireRuns(m.runs("skip"))); n != 0 {
+		t.Fatalf("%d misfire records after a restart the master noticed, want 0", n)
+	}
+	if hasRun(m.runs("catchup"), lastCatchUp.Add(time.Second)) {
+		t.Fatal("a catch-up run after a restart the master noticed")
+	}
+}

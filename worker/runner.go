@@ -488,6 +488,7 @@ func (r *runner) fireGroup(g *fireGroup) {
 // fireGroupAt is fireGroup for the fire named fire.
 func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 	var wg sync.WaitGroup
+	lag := time.Since(fire) // the trigger lag of this fire, the same for all its tasks
 	for _, tj := range g.snapshot() {
 		if fire.Before(tj.since) {
 			continue // due before the task joined: a job of its own would not have fired it
@@ -498,6 +499,7 @@ func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 		if tj.paused.Load() {
 			continue
 		}
+		r.reports.metrics.fired(lag)
 		spec := tj.current()
 		if spec.Routing != protocol.RoutingBroadcast && spec.Executors > 1 {
 			wg.Add(1)

@@ -10,8 +10,7 @@ import "github.com/schedulemaster-go/schedulemaster/protocol"
 // master sent with the request wins over the one scheduled here, which may
 // predate the latest change of the running executors.
 //
-// It must be called by Worker.RunOnce on the spec it is about to run:
-// w.runner.runOnce(runOnceSpec(spec, req.Task)).
+// Worker.RunOnce calls it on the spec it is about to run.
 func runOnceSpec(spec protocol.TaskSpec, sent *protocol.TaskSpec) protocol.TaskSpec {
 	if spec.Routing != protocol.RoutingBroadcast {
 		return spec

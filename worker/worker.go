@@ -274,6 +274,11 @@ func (w *Worker) Startup(_ context.Context, req protocol.StartupRequest) error {
 		w.scheduling = true
 	}
 	w.mu.Unlock()
+	if req.DownNoticed {
+		// The master saw this node down and records what its tasks missed:
+		// counting the previous process's last fires too would record it twice.
+		w.runner.fires.retain(map[string]bool{})
+	}
 	err := w.runner.replace(req.Tasks)
 	w.log.Info("scheduling started", "tasks", w.runner.count())
 	if err != nil {
@@ -344,7 +349,7 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 	if spec.Type == protocol.TaskShell && !w.cfg.AllowShell {
 		return ErrShellRefused
 	}
-	w.runner.runOnce(spec)
+	w.runner.runOnce(runOnceSpec(spec, req.Task))
 	return nil
 }
 
@@ -478,7 +483,7 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	// A task that cannot be scheduled is logged by Startup; the node still registers.
-	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks})
+	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks, DownNoticed: resp.DownNoticed})
 	w.mu.Lock()
 	w.master = resp.Master
 	if w.cfg.WorkerOf != "" {
