@@ -124,6 +124,9 @@ type Master struct {
 	settingsVer string
 
 	notify *notifier
+	// ingestMu queues the run-ingest transactions of this master on SQLite
+	// (see IngestRuns).
+	ingestMu sync.Mutex
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler

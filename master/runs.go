@@ -59,23 +59,55 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		rows = append(rows, row)
 		taskIDs = append(taskIDs, row.TaskID)
 	}
+	// One query for the whole batch: which tasks exist, which this node may
+	// report, and their children (started after the commit).
+	var targets map[string]store.ReportTarget
 	if len(rows) > 0 {
-		exists, allowed, err := store.ReportableTasks(ctx, m.st.DB, node.Name, dedupe(taskIDs))
+		var err error
+		targets, err = store.ReportTargets(ctx, m.st.DB, node.Name, dedupe(taskIDs))
 		if err != nil {
 			return protocol.RunsResponse{}, fmt.Errorf("master: check reported tasks: %w", err)
 		}
 		ok := rows[:0]
 		for _, r := range rows {
+			t, exists := targets[r.TaskID]
 			switch {
-			case !exists[r.TaskID]:
+			case !exists:
 				reject(r.ID, Errorf(KindForbidden, "run %s: task %s does not exist", r.ID, r.TaskID))
-			case !allowed[r.TaskID]:
+			case !t.Allowed:
 				reject(r.ID, Errorf(KindForbidden, "run %s: node %s does not execute task %s", r.ID, node.Name, r.TaskID))
 			default:
 				ok = append(ok, r)
 			}
 		}
 		rows = ok
+	}
+	fresh, err := m.storeRuns(ctx, rows)
+	if err != nil {
+		return protocol.RunsResponse{}, err
+	}
+	resp.Accepted, resp.Duplicates = len(fresh), len(rows)-len(fresh)
+	for _, r := range fresh {
+		if r.Result != protocol.ResultSuccess {
+			m.notify.runFailed(r)
+		} else if children := targets[r.TaskID].Children; len(children) > 0 {
+			m.runChildren(r.TaskID, children)
+		}
+	}
+	return resp, nil
+}
+
+// storeRuns stores checked runs in one transaction and returns the new ones.
+func (m *Master) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	if m.st.Dialect == store.SQLite {
+		// SQLite has one writer: concurrent batches queue here and are handed
+		// the turn at once, rather than in SQLite's busy handler, which
+		// sleeps in steps of up to 100 ms.
+		m.ingestMu.Lock()
+		defer m.ingestMu.Unlock()
 	}
 	var fresh []store.Run
 	var err error
@@ -86,36 +118,16 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 			return ierr
 		})
 		// Two deliveries of the same batch racing (the loser finds them stored
-		// on retry), or a deadlock with a concurrent batch: run it again.
+		// on retry), or a deadlock with a concurrent batch (a last resort:
+		// batches lock their tasks in id order): run it again.
 		if !errors.Is(err, store.ErrConflict) && !store.IsRetryable(err) {
 			break
 		}
 	}
 	if err != nil {
-		return protocol.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
+		return nil, fmt.Errorf("master: store runs: %w", err)
 	}
-	resp.Accepted, resp.Duplicates = len(fresh), len(rows)-len(fresh)
-	var succeeded []string
-	for _, r := range fresh {
-		if r.Result == protocol.ResultSuccess {
-			succeeded = append(succeeded, r.TaskID)
-		} else {
-			m.notify.runFailed(r)
-		}
-	}
-	if len(succeeded) > 0 {
-		// One query for the children of every task that succeeded in this batch.
-		children, err := store.ChildrenOf(ctx, m.st.DB, dedupe(succeeded))
-		if err != nil {
-			m.log.Error("load child tasks", "err", err)
-		}
-		for _, r := range fresh {
-			if r.Result == protocol.ResultSuccess && len(children[r.TaskID]) > 0 {
-				m.runChildren(r.TaskID, children[r.TaskID])
-			}
-		}
-	}
-	return resp, nil
+	return fresh, nil
 }
 
 // checkRun validates one report sent by node and builds its row: every

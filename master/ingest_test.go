@@ -1,0 +1,166 @@
+package master_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
+)
+
+// deadlockCounter counts the statements that failed on a MySQL deadlock or
+// lock wait timeout.
+type deadlockCounter struct{ n atomic.Int64 }
+
+func (d *deadlockCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (d *deadlockCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	var me *mysql.MySQLError
+	if errors.As(e.Err, &me) && (me.Number == 1213 || me.Number == 1205) {
+		d.n.Add(1)
+	}
+}
+
+// Two masters, each with its own connection pool on the same database,
+// ingest concurrent batches of three workers whose runs all belong to the
+// same tasks, and a third of the batches are delivered to both masters at
+// once (a worker retrying on another master): every delivery is answered,
+// every run is stored and counted once, the counters match the runs, and on
+// MariaDB/MySQL no statement met a deadlock (tasks and runs are locked in id
+// order; the retry on deadlock is a last resort).
+func TestIngestFromSeveralMastersOnSharedTasks(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		dead := &deadlockCounter{}
+		second, err := store.Open(ctx, s.DSN, storetest.Discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { second.Close() }) // after the masters stop
+		var ms []*master.Master
+		for i, st := range []*store.Store{s.Store, second} {
+			st.DB.AddQueryHook(dead)
+			ms = append(ms, newMaster(t, storetest.NamedStore{Name: s.Name, Store: st, DSN: s.DSN}, func(c *master.Config) {
+				c.Identity = fmt.Sprintf("m%d", i+1)
+			}))
+		}
+		const nodes, tasks, batches, perBatch = 3, 60, 8, 250
+		var nodeRows []*store.Node
+		for i := 0; i < nodes; i++ {
+			n := &store.Node{Name: fmt.Sprintf("w%d", i), Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
+				Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5,
+				Mode: store.ModeAuto, Secret: protocol.NewSecret()}
+			if err := store.CreateNode(ctx, s.Store.DB, n); err != nil {
+				t.Fatal(err)
+			}
+			nodeRows = append(nodeRows, n)
+		}
+		var taskIDs, executors []string
+		for _, n := range nodeRows {
+			executors = append(executors, n.Name)
+		}
+		for i := 0; i < tasks; i++ {
+			tk := &store.Task{ID: fmt.Sprintf("shared-%02d", i), Title: "shared", Type: "http", Status: store.TaskRunning,
+				Spec: "{}", Keepers: "[]", Children: "[]", Executors: executors}
+			if err := store.CreateTask(ctx, s.Store.DB, tk); err != nil {
+				t.Fatal(err)
+			}
+			taskIDs = append(taskIDs, tk.ID)
+		}
+		// The batches, and what the tasks' counters must say afterwards.
+		rng := rand.New(rand.NewPCG(1, 2))
+		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+		wantCount := map[string]int64{}
+		wantLast := map[string]time.Time{}
+		type delivery struct {
+			node *store.Node
+			runs []protocol.RunReport
+		}
+		queues := make([][]delivery, len(ms)) // per master
+		sent := 0
+		for ni, n := range nodeRows {
+			for b := 0; b < batches; b++ {
+				runs := make([]protocol.RunReport, perBatch)
+				for j := range runs {
+					task := taskIDs[rng.IntN(tasks)]
+					at := base.Add(time.Duration(rng.IntN(3_600_000)) * time.Millisecond)
+					runs[j] = protocol.RunReport{ID: fmt.Sprintf("%s-b%d-r%03d", n.Name, b, j), TaskID: task, Node: n.Name,
+						ScheduledAt: at, StartedAt: at, EndedAt: at, Result: protocol.ResultSuccess, Attempt: 1}
+					wantCount[task]++
+					if at.After(wantLast[task]) {
+						wantLast[task] = at
+					}
+				}
+				first := (ni + b) % len(ms)
+				queues[first] = append(queues[first], delivery{n, runs})
+				sent += perBatch
+				if b%3 == 0 { // delivered to the other master at the same time
+					queues[1-first] = append(queues[1-first], delivery{n, runs})
+					sent += perBatch
+				}
+			}
+		}
+		var accepted, duplicates atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for mi, m := range ms {
+			// Several senders per master, as several workers post at once.
+			for g := 0; g < nodes; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := g; k < len(queues[mi]); k += nodes {
+						d := queues[mi][k]
+						resp, err := m.IngestRuns(ctx, d.node, d.runs)
+						if err == nil && len(resp.Rejected) > 0 {
+							err = fmt.Errorf("rejected: %+v", resp.Rejected[0])
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						accepted.Add(int64(resp.Accepted))
+						duplicates.Add(int64(resp.Duplicates))
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("ingest: %v", err)
+		}
+		const distinct = nodes * batches * perBatch
+		if accepted.Load() != distinct || accepted.Load()+duplicates.Load() != int64(sent) {
+			t.Errorf("accepted %d, duplicates %d; want %d and %d", accepted.Load(), duplicates.Load(), distinct, sent-distinct)
+		}
+		if n, err := s.Store.DB.NewSelect().Model((*store.Run)(nil)).Count(ctx); err != nil || n != distinct {
+			t.Errorf("runs stored %d %v, want %d", n, err, distinct)
+		}
+		var got []store.Task
+		if err := s.Store.DB.NewSelect().Model(&got).Where("id IN (?)", bun.In(taskIDs)).Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range got {
+			if tk.RunCount != wantCount[tk.ID] || !tk.LastRunAt.Equal(wantLast[tk.ID]) || tk.LastResult != protocol.ResultSuccess {
+				t.Errorf("%s: run_count %d last %s %q; want %d %s", tk.ID, tk.RunCount, tk.LastRunAt, tk.LastResult, wantCount[tk.ID], wantLast[tk.ID])
+			}
+		}
+		if n := dead.n.Load(); n > 0 {
+			t.Errorf("%d statements met a deadlock or lock wait timeout", n)
+		}
+	})
+}
