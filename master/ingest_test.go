@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,5 +163,109 @@ func TestIngestFromSeveralMastersOnSharedTasks(t *testing.T) {
 		if n := dead.n.Load(); n > 0 {
 			t.Errorf("%d statements met a deadlock or lock wait timeout", n)
 		}
+	})
+}
+
+// gateHook holds every INSERT into runs while armed, and counts the
+// transactions committed and the authorization queries answered.
+type gateHook struct {
+	armed   atomic.Bool
+	gate    chan struct{}
+	commits atomic.Int64
+	checks  atomic.Int64
+}
+
+func (g *gateHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if g.armed.Load() && strings.HasPrefix(e.Query, "INSERT INTO") && strings.Contains(e.Query[:30], "runs") {
+		<-g.gate
+	}
+	return ctx
+}
+
+func (g *gateHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	switch {
+	case e.Query == "COMMIT":
+		g.commits.Add(1)
+	case strings.Contains(e.Query, "AS executes"):
+		g.checks.Add(1)
+	}
+}
+
+// Batches that arrive while a transaction stores runs wait and are stored
+// together in the next (group commit): fewer transactions than batches, and
+// each batch is answered with its own accepted and duplicate runs, also when
+// two of them carry the same runs.
+func TestConcurrentBatchesShareTransactions(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		hook := &gateHook{gate: make(chan struct{})}
+		s.Store.DB.AddQueryHook(hook)
+		m := newMaster(t, s)
+		node := &store.Node{Name: "w1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
+			Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5,
+			Mode: store.ModeAuto, Secret: protocol.NewSecret()}
+		if err := store.CreateNode(ctx, s.Store.DB, node); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for i := 0; i < 20; i++ {
+			tk := &store.Task{ID: fmt.Sprintf("gc-%02d", i), Title: "gc", Type: "http", Status: store.TaskRunning,
+				Spec: "{}", Keepers: "[]", Children: "[]", Executors: []string{node.Name}}
+			if err := store.CreateTask(ctx, s.Store.DB, tk); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.ID)
+		}
+		now := time.Now().UTC()
+		const pairs, per = 4, 100
+		batch := func(p int) []protocol.RunReport {
+			runs := make([]protocol.RunReport, per)
+			for j := range runs {
+				runs[j] = protocol.RunReport{ID: fmt.Sprintf("p%d-r%03d", p, j), TaskID: ids[(p+j)%len(ids)], Node: node.Name,
+					ScheduledAt: now, StartedAt: now, EndedAt: now, Result: protocol.ResultSuccess, Attempt: 1}
+			}
+			return runs
+		}
+		commits0 := hook.commits.Load()
+		hook.armed.Store(true)
+		type answer struct {
+			pair int
+			resp protocol.RunsResponse
+			err  error
+		}
+		answers := make(chan answer, 2*pairs)
+		for p := 0; p < pairs; p++ {
+			for range 2 { // every batch delivered twice at once
+				go func() {
+					resp, err := m.IngestRuns(ctx, node, batch(p))
+					answers <- answer{p, resp, err}
+				}()
+			}
+		}
+		// Every request has checked its batch and is storing it or waiting.
+		storetest.Eventually(t, 30*time.Second, func() bool { return hook.checks.Load() == 2*pairs }, "batches checked")
+		hook.armed.Store(false)
+		close(hook.gate)
+		accepted, dups := map[int]int{}, map[int]int{}
+		for range 2 * pairs {
+			a := <-answers
+			if a.err != nil || len(a.resp.Rejected) > 0 {
+				t.Fatalf("pair %d: %+v %v", a.pair, a.resp, a.err)
+			}
+			accepted[a.pair] += a.resp.Accepted
+			dups[a.pair] += a.resp.Duplicates
+		}
+		for p := 0; p < pairs; p++ {
+			if accepted[p] != per || dups[p] != per {
+				t.Errorf("pair %d: accepted %d duplicates %d, want %d and %d", p, accepted[p], dups[p], per, per)
+			}
+		}
+		if n, err := s.Store.DB.NewSelect().Model((*store.Run)(nil)).Count(ctx); err != nil || n != pairs*per {
+			t.Errorf("runs stored %d %v, want %d", n, err, pairs*per)
+		}
+		if c := hook.commits.Load() - commits0; c > 2*pairs-3 {
+			t.Errorf("%d transactions for %d batches: batches were not stored together", c, 2*pairs)
+		}
+		t.Logf("%d batches in %d transactions", 2*pairs, hook.commits.Load()-commits0)
 	})
 }

@@ -124,9 +124,9 @@ type Master struct {
 	settingsVer string
 
 	notify *notifier
-	// ingestMu queues the run-ingest transactions of this master on SQLite
-	// (see IngestRuns).
-	ingestMu sync.Mutex
+	// ingest merges concurrent batches of run reports into shared
+	// transactions (see storeRuns).
+	ingest ingestGroup
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler

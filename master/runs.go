@@ -97,18 +97,110 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	return resp, nil
 }
 
-// storeRuns stores checked runs in one transaction and returns the new ones.
+// Group commit of run reports: concurrent batches (one per worker's
+// delivery) are stored together, up to ingestRoundRows runs per transaction,
+// by at most ingestWriters transactions at a time. One transaction for ten
+// batches pays one commit (one fsync on MySQL, one WAL append on SQLite) and
+// one counter UPDATE whose task rows it locks once, where ten transactions
+// over the same tasks would queue on each other's row locks.
+const (
+	ingestRoundRows = 5000
+	ingestRoundWait = 2 * time.Minute // bound of one round's transaction
+)
+
+// ingestWriters is how many ingest transactions run at once: SQLite has one
+// writer (more would only wait in its busy handler, which sleeps in steps of
+// up to 100 ms); MySQL overlaps one's commit with the next one's statements.
+func ingestWriters(d store.Dialect) int {
+	if d == store.SQLite {
+		return 1
+	}
+	return 2
+}
+
+// ingestGroup is the queue of batches waiting to be stored. A batch's own
+// request goroutine stores it: it waits until its batch was taken by a
+// round, or a writer slot is free, then runs rounds from the queue's head
+// until its own batch is stored. No goroutine outlives the requests.
+type ingestGroup struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*ingestJob
+	writers int
+}
+
+// ingestJob is one batch in the queue.
+type ingestJob struct {
+	rows  []store.Run
+	taken bool          // a round holds it
+	done  chan struct{} // closed when fresh and err are set
+	fresh []store.Run
+	err   error
+}
+
+// storeRuns stores checked runs, with the batches that other requests are
+// storing at the same time, and returns the new ones of rows.
 func (m *Master) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	if m.st.Dialect == store.SQLite {
-		// SQLite has one writer: concurrent batches queue here and are handed
-		// the turn at once, rather than in SQLite's busy handler, which
-		// sleeps in steps of up to 100 ms.
-		m.ingestMu.Lock()
-		defer m.ingestMu.Unlock()
+	g := &m.ingest
+	job := &ingestJob{rows: rows, done: make(chan struct{})}
+	g.mu.Lock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
 	}
+	g.queue = append(g.queue, job)
+	for !job.taken && g.writers >= ingestWriters(m.st.Dialect) {
+		g.cond.Wait()
+	}
+	if !job.taken {
+		g.writers++
+		for !job.taken {
+			var round []*ingestJob
+			n := 0
+			for len(g.queue) > 0 && (len(round) == 0 || n+len(g.queue[0].rows) <= ingestRoundRows) {
+				j := g.queue[0]
+				g.queue = g.queue[1:]
+				j.taken = true
+				round = append(round, j)
+				n += len(j.rows)
+			}
+			g.cond.Broadcast() // the jobs taken stop waiting for a slot
+			g.mu.Unlock()
+			m.storeRound(ctx, round)
+			g.mu.Lock()
+		}
+		g.writers--
+		g.cond.Broadcast() // a slot is free
+	}
+	g.mu.Unlock()
+	select {
+	case <-job.done:
+		return job.fresh, job.err
+	case <-ctx.Done():
+		// Stored or not, the worker delivers it again: it counts once.
+		return nil, ctx.Err()
+	}
+}
+
+// storeRound stores the batches of one round in one transaction and gives
+// each its new runs: a run id given by several batches is new for the first.
+// The transaction runs to its end whatever becomes of the requests that wait
+// for it (a worker that gave up delivers again and finds its runs stored);
+// the master's Stop ends it.
+func (m *Master) storeRound(ctx context.Context, round []*ingestJob) {
+	defer func() {
+		for _, j := range round {
+			close(j.done)
+		}
+	}()
+	var rows []store.Run
+	for _, j := range round {
+		rows = append(rows, j.rows...)
+	}
+	ctx, cancel := m.detached(ctx, ingestRoundWait)
+	defer cancel()
 	var fresh []store.Run
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -125,9 +217,23 @@ func (m *Master) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, 
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("master: store runs: %w", err)
+		for _, j := range round {
+			j.err = fmt.Errorf("master: store runs: %w", err)
+		}
+		return
 	}
-	return fresh, nil
+	isNew := make(map[string]bool, len(fresh))
+	for _, r := range fresh {
+		isNew[r.ID] = true
+	}
+	for _, j := range round {
+		for _, r := range j.rows {
+			if isNew[r.ID] {
+				j.fresh = append(j.fresh, r)
+				delete(isNew, r.ID)
+			}
+		}
+	}
 }
 
 // checkRun validates one report sent by node and builds its row: every

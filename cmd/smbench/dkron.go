@@ -691,7 +691,7 @@ func (b *bench) dkronScenario(ctx context.Context) []row {
 		return []row{errRow("dkron", fmt.Errorf("-peer-dkron: %w", err))}
 	}
 	if out, err := exec.CommandContext(ctx, bin, "version").CombinedOutput(); err == nil {
-		b.logf("%s", strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
+		b.logf("%s version: %s", bin, strings.Join(strings.Fields(string(out)), " "))
 	}
 	if _, err := b.binaryPath(ctx); err != nil {
 		return []row{errRow("dkron", err)}

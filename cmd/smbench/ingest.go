@@ -186,7 +186,10 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 			k += size
 		}
 	}
-	client := &http.Client{Timeout: 60 * time.Second}
+	// One kept-alive connection per sender, as each worker's reporter has
+	// (the default keeps two idle: the others would dial for every batch).
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
+	defer client.CloseIdleConnections()
 	settle()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
