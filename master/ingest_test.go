@@ -269,3 +269,73 @@ func TestConcurrentBatchesShareTransactions(t *testing.T) {
 		t.Logf("%d batches in %d transactions", 2*pairs, hook.commits.Load()-commits0)
 	})
 }
+
+// A database failure fails every batch of the transaction, so that their
+// workers deliver them again, and stores none of their runs; delivered again,
+// they are all stored once.
+func TestIngestFailureFailsTheBatches(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		m := newMaster(t, s)
+		node := &store.Node{Name: "w1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
+			Status: store.StatusRunning, DesiredStatus: store.StatusRunning, Priority: 1, MaxConcurrency: 5,
+			Mode: store.ModeAuto, Secret: protocol.NewSecret()}
+		if err := store.CreateNode(ctx, s.Store.DB, node); err != nil {
+			t.Fatal(err)
+		}
+		tk := &store.Task{ID: "fail-1", Title: "f", Type: "http", Status: store.TaskRunning, Spec: "{}", Keepers: "[]",
+			Children: "[]", Executors: []string{node.Name}}
+		if err := store.CreateTask(ctx, s.Store.DB, tk); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		batches := make([][]protocol.RunReport, 3)
+		for b := range batches {
+			for j := 0; j < 50; j++ {
+				batches[b] = append(batches[b], protocol.RunReport{ID: fmt.Sprintf("b%d-%02d", b, j), TaskID: tk.ID, Node: node.Name,
+					ScheduledAt: now, StartedAt: now, EndedAt: now, Result: protocol.ResultSuccess, Attempt: 1})
+			}
+		}
+		deliver := func() []error {
+			errs := make([]error, len(batches))
+			var wg sync.WaitGroup
+			for b := range batches {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := m.IngestRuns(ctx, node, batches[b])
+					if err == nil && resp.Accepted != 50 {
+						err = fmt.Errorf("accepted %d of 50", resp.Accepted)
+					}
+					errs[b] = err
+				}()
+			}
+			wg.Wait()
+			return errs
+		}
+		// The runs table is gone for a moment: every insert fails.
+		if _, err := s.Store.DB.ExecContext(ctx, "ALTER TABLE runs RENAME TO runs_away"); err != nil {
+			t.Fatal(err)
+		}
+		for b, err := range deliver() {
+			if err == nil {
+				t.Errorf("batch %d accepted while the runs table is missing", b)
+			}
+		}
+		if _, err := s.Store.DB.ExecContext(ctx, "ALTER TABLE runs_away RENAME TO runs"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Store.DB.NewSelect().Model((*store.Run)(nil)).Count(ctx); err != nil || n != 0 {
+			t.Fatalf("runs stored by failed batches: %d %v", n, err)
+		}
+		for b, err := range deliver() {
+			if err != nil {
+				t.Errorf("batch %d delivered again: %v", b, err)
+			}
+		}
+		got, err := store.GetTask(ctx, s.Store.DB, tk.ID)
+		if err != nil || got.RunCount != 150 {
+			t.Fatalf("run_count after redelivery: %v %v, want 150", got, err)
+		}
+	})
+}

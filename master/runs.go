@@ -37,7 +37,10 @@ var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // (NUL and invalid UTF-8 become U+FFFD, BinaryOutput set). Reports already
 // stored (same run id) are skipped, so a redelivered batch is counted once.
 // A new successful run triggers the task's children, a new failed one the
-// failure notifications. Only a database failure fails the whole batch.
+// failure notifications, after the commit. Only a database failure fails the
+// whole batch (its worker delivers it again). A batch costs one query for its
+// checks, then is stored together with the batches other workers deliver at
+// the same time (see storeRuns).
 func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	if len(runs) > MaxRunsPerBatch {
 		return protocol.RunsResponse{}, Errorf(KindInvalid, "at most %d runs per batch", MaxRunsPerBatch)
