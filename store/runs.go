@@ -115,10 +115,12 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 // and the others inserted. Plain INSERT rather than INSERT IGNORE, which would
 // also turn a real error (a value too long) into a warning and a cut value.
 func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run) ([]Run, error) {
-	// bun empties the slice it was given when the statement fails (seen on
-	// MySQL): give it a copy of the slice header.
+	// bun would add RETURNING exit_code (a nil pointer is inserted as
+	// DEFAULT) and read back a row per run: Returning("NULL") drops it. bun
+	// also empties the slice it was given when the statement fails: give it
+	// a copy of the slice header.
 	ins := rows
-	_, err := db.NewInsert().Model(&ins).Exec(ctx)
+	_, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx)
 	if err == nil {
 		return rows, nil
 	}
@@ -147,7 +149,7 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run) ([]Run, error) {
 		return nil, nil
 	}
 	ins = rest
-	if _, err := db.NewInsert().Model(&ins).Exec(ctx); err != nil {
+	if _, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx); err != nil {
 		if isDuplicate(err) {
 			// Stored by a concurrent delivery since the lookup.
 			return nil, fmt.Errorf("store: insert runs: %w", ErrConflict)

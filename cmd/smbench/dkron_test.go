@@ -65,8 +65,8 @@ func TestPeerReportsACrashedDkron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.crashed, "too many open files") {
-		t.Fatalf("crashed = %q, want the log's reason", r.crashed)
+	if !strings.Contains(r.failed, "too many open files") {
+		t.Fatalf("failed = %q, want the log's reason", r.failed)
 	}
 	rows := peerRows(5, 2*time.Second, summarise(nil), summarise([]peerRound{r}))
 	var printed []string
@@ -74,7 +74,7 @@ func TestPeerReportsACrashedDkron(t *testing.T) {
 		printed = append(printed, row.Scenario+" | "+row.Figure)
 	}
 	out := strings.Join(printed, "\n")
-	if !strings.Contains(out, "Dkron crashed 1 of 1 times") || !strings.Contains(out, "too many open files") {
+	if !strings.Contains(out, "Dkron failed 1 of 1 times") || !strings.Contains(out, "too many open files") {
 		t.Errorf("rows do not report the crash:\n%s", out)
 	}
 }
