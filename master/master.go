@@ -152,6 +152,9 @@ type Master struct {
 	misfireMu sync.Mutex
 	metrics   *Metrics      // nil: none
 	samples   healthSampler // when each node's health was last recorded
+	// ingest merges concurrent batches of run reports into shared
+	// transactions (see storeRuns).
+	ingest ingestGroup
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler

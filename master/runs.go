@@ -37,7 +37,10 @@ var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // (NUL and invalid UTF-8 become U+FFFD, BinaryOutput set). Reports already
 // stored (same run id) are skipped, so a redelivered batch is counted once.
 // A new successful run triggers the task's children, a new failed one the
-// failure notifications. Only a database failure fails the whole batch.
+// failure notifications, after the commit. Only a database failure fails the
+// whole batch (its worker delivers it again). A batch costs one query for its
+// checks, then is stored together with the batches other workers deliver at
+// the same time (see storeRuns).
 func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	if len(runs) > MaxRunsPerBatch {
 		return protocol.RunsResponse{}, Errorf(KindInvalid, "at most %d runs per batch", MaxRunsPerBatch)
@@ -67,17 +70,22 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	for _, r := range rows {
 		taskIDs = append(taskIDs, r.TaskID)
 	}
+	// One query for the whole batch: which tasks exist, which this node may
+	// report, and their children (started after the commit).
+	var targets map[string]store.ReportTarget
 	if len(rows) > 0 {
-		exists, allowed, err := store.ReportableTasks(ctx, m.st.DB, node.Name, dedupe(taskIDs))
+		var err error
+		targets, err = store.ReportTargets(ctx, m.st.DB, node.Name, dedupe(taskIDs))
 		if err != nil {
 			return protocol.RunsResponse{}, fmt.Errorf("master: check reported tasks: %w", err)
 		}
 		ok := rows[:0]
 		for _, r := range rows {
+			t, exists := targets[r.TaskID]
 			switch {
-			case !exists[r.TaskID]:
+			case !exists:
 				reject(r.ID, Errorf(KindForbidden, "run %s: task %s does not exist", r.ID, r.TaskID))
-			case !allowed[r.TaskID]:
+			case !t.Allowed:
 				reject(r.ID, Errorf(KindForbidden, "run %s: node %s does not execute task %s", r.ID, node.Name, r.TaskID))
 			default:
 				ok = append(ok, r)
@@ -85,7 +93,128 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		}
 		rows = ok
 	}
+	fresh, err := m.storeRuns(ctx, rows)
+	if err != nil {
+		return protocol.RunsResponse{}, err
+	}
+	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
+	m.metrics.runsIngested(fresh)
+	for _, r := range fresh {
+		if r.Result != protocol.ResultSuccess {
+			m.notify.runFailed(r)
+		} else if children := targets[r.TaskID].Children; len(children) > 0 {
+			m.runChildren(r.TaskID, children)
+		}
+	}
+	return resp, nil
+}
+
+// Group commit of run reports: concurrent batches (one per worker's
+// delivery) are stored together, up to ingestRoundRows runs per transaction,
+// by at most ingestWriters transactions at a time. One transaction for ten
+// batches pays one commit (one fsync on MySQL, one WAL append on SQLite) and
+// one counter UPDATE whose task rows it locks once, where ten transactions
+// over the same tasks would queue on each other's row locks.
+const (
+	ingestRoundRows = 5000
+	ingestRoundWait = 2 * time.Minute // bound of one round's transaction
+)
+
+// ingestWriters is how many ingest transactions run at once: SQLite has one
+// writer (more would only wait in its busy handler, which sleeps in steps of
+// up to 100 ms); MySQL overlaps one's commit with the next one's statements.
+func ingestWriters(d store.Dialect) int {
+	if d == store.SQLite {
+		return 1
+	}
+	return 2
+}
+
+// ingestGroup is the queue of batches waiting to be stored. A batch's own
+// request goroutine stores it: it waits until its batch was taken by a
+// round, or a writer slot is free, then runs rounds from the queue's head
+// until its own batch is stored. No goroutine outlives the requests.
+type ingestGroup struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*ingestJob
+	writers int
+}
+
+// ingestJob is one batch in the queue.
+type ingestJob struct {
+	rows  []store.Run
+	taken bool          // a round holds it
+	done  chan struct{} // closed when fresh and err are set
+	fresh []store.Run
+	err   error
+}
+
+// storeRuns stores checked runs, with the batches that other requests are
+// storing at the same time, and returns the new ones of rows.
+func (m *Master) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	g := &m.ingest
+	job := &ingestJob{rows: rows, done: make(chan struct{})}
+	g.mu.Lock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	g.queue = append(g.queue, job)
+	for !job.taken && g.writers >= ingestWriters(m.st.Dialect) {
+		g.cond.Wait()
+	}
+	if !job.taken {
+		g.writers++
+		for !job.taken {
+			var round []*ingestJob
+			n := 0
+			for len(g.queue) > 0 && (len(round) == 0 || n+len(g.queue[0].rows) <= ingestRoundRows) {
+				j := g.queue[0]
+				g.queue = g.queue[1:]
+				j.taken = true
+				round = append(round, j)
+				n += len(j.rows)
+			}
+			g.cond.Broadcast() // the jobs taken stop waiting for a slot
+			g.mu.Unlock()
+			m.storeRound(ctx, round)
+			g.mu.Lock()
+		}
+		g.writers--
+		g.cond.Broadcast() // a slot is free
+	}
+	g.mu.Unlock()
+	select {
+	case <-job.done:
+		return job.fresh, job.err
+	case <-ctx.Done():
+		// Stored or not, the worker delivers it again: it counts once.
+		return nil, ctx.Err()
+	}
+}
+
+// storeRound stores the batches of one round in one transaction and gives
+// each its new runs: a run id given by several batches is new for the first.
+// The transaction runs to its end whatever becomes of the requests that wait
+// for it (a worker that gave up delivers again and finds its runs stored);
+// the master's Stop ends it.
+func (m *Master) storeRound(ctx context.Context, round []*ingestJob) {
+	defer func() {
+		for _, j := range round {
+			close(j.done)
+		}
+	}()
+	var rows []store.Run
+	for _, j := range round {
+		rows = append(rows, j.rows...)
+	}
+	ctx, cancel := m.detached(ctx, ingestRoundWait)
+	defer cancel()
 	var fresh []store.Run
+	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var ierr error
@@ -93,36 +222,30 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 			return ierr
 		})
 		// Two deliveries of the same batch racing (the loser finds them stored
-		// on retry), or a deadlock with a concurrent batch: run it again.
+		// on retry), or a deadlock with a concurrent batch (a last resort:
+		// batches lock their tasks in id order): run it again.
 		if !errors.Is(err, store.ErrConflict) && !store.IsRetryable(err) {
 			break
 		}
 	}
 	if err != nil {
-		return protocol.RunsResponse{}, fmt.Errorf("master: store runs: %w", err)
+		for _, j := range round {
+			j.err = fmt.Errorf("master: store runs: %w", err)
+		}
+		return
 	}
-	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
-	var succeeded []string
+	isNew := make(map[string]bool, len(fresh))
 	for _, r := range fresh {
-		if r.Result == protocol.ResultSuccess {
-			succeeded = append(succeeded, r.TaskID)
-		} else {
-			m.notify.runFailed(r)
-		}
+		isNew[r.ID] = true
 	}
-	if len(succeeded) > 0 {
-		// One query for the children of every task that succeeded in this batch.
-		children, err := store.ChildrenOf(ctx, m.st.DB, dedupe(succeeded))
-		if err != nil {
-			m.log.Error("load child tasks", "err", err)
-		}
-		for _, r := range fresh {
-			if r.Result == protocol.ResultSuccess && len(children[r.TaskID]) > 0 {
-				m.runChildren(r.TaskID, children[r.TaskID])
+	for _, j := range round {
+		for _, r := range j.rows {
+			if isNew[r.ID] {
+				j.fresh = append(j.fresh, r)
+				delete(isNew, r.ID)
 			}
 		}
 	}
-	return resp, nil
 }
 
 // checkRun validates one report sent by node and builds its row: every

@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // Run is one run record of a task.
@@ -40,19 +43,96 @@ type Run struct {
 // it counts as bogus (the worker protocol's clock skew bound).
 const MaxFutureSkew = 5 * time.Minute
 
-// InsertRuns stores the runs whose ids are new and returns those; ids already
-// stored are skipped, so a batch delivered twice is counted once. Each task's
-// run count and last run are updated from the new runs only; a last run time
-// more than MaxFutureSkew in the future (a bogus time stored before reports were
-// checked) is replaced, so it cannot freeze the task's last-run fields. The
-// caller validates and sanitizes the runs. Run it in a transaction.
+// Bounds of one multi-row statement of InsertRuns: rows, and bytes of output
+// (MySQL refuses a statement longer than max_allowed_packet, 16 MiB by default
+// on MariaDB, 64 MiB on MySQL 8; a run's output may be 64 KiB).
+const (
+	insertRunsRows  = 500
+	insertRunsBytes = 4 << 20
+	// statsTasks bounds the tasks of one counter UPDATE.
+	statsTasks = 500
+)
+
+// InsertRuns stores the runs whose ids are new and returns those, in the
+// order given; ids already stored are skipped, so a batch delivered twice is
+// counted once. The runs go in with multi-row INSERTs (in id order, so
+// concurrent deliveries of the same runs lock them in one order); only a
+// statement that meets a stored id looks its ids up and inserts the rest.
+// Each task's run count and last run are then updated from the new runs only,
+// with one UPDATE per up to statsTasks tasks (see updateRunStats). The caller
+// validates and sanitizes the runs. Run it in a transaction: ErrConflict means
+// another delivery of the same runs committed meanwhile, and running the
+// transaction again skips them.
 func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, len(runs))
-	for i := range runs {
-		ids[i] = runs[i].ID
+	now := time.Now().UTC()
+	seen := make(map[string]struct{}, len(runs))
+	batch := make([]Run, 0, len(runs))
+	for _, r := range runs {
+		if _, dup := seen[r.ID]; dup { // a batch may repeat an id
+			continue
+		}
+		seen[r.ID] = struct{}{}
+		r.CreatedAt = now
+		batch = append(batch, r)
+	}
+	sorted := slices.Clone(batch)
+	slices.SortFunc(sorted, func(a, b Run) int { return strings.Compare(a.ID, b.ID) })
+	stored := make(map[string]bool, len(batch)) // ids this call inserted
+	for len(sorted) > 0 {
+		n, size := 0, 0
+		for n < len(sorted) && n < insertRunsRows && (n == 0 || size+len(sorted[n].Output) <= insertRunsBytes) {
+			size += len(sorted[n].Output) + 256
+			n++
+		}
+		chunk := sorted[:n]
+		sorted = sorted[n:]
+		inserted, err := insertNewRuns(ctx, db, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range inserted {
+			stored[r.ID] = true
+		}
+	}
+	fresh := batch[:0]
+	for _, r := range batch {
+		if stored[r.ID] {
+			fresh = append(fresh, r)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	if err := updateRunStats(ctx, db, fresh, now); err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// insertNewRuns inserts rows with one statement and returns those inserted.
+// A duplicate key fails the statement only (both MySQL and SQLite undo just
+// that statement, the transaction goes on): then the stored ids are looked up
+// and the others inserted. Plain INSERT rather than INSERT IGNORE, which would
+// also turn a real error (a value too long) into a warning and a cut value.
+func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run) ([]Run, error) {
+	// bun would add RETURNING exit_code (a nil pointer is inserted as
+	// DEFAULT) and read back a row per run: Returning("NULL") drops it. bun
+	// also empties the slice it was given when the statement fails: give it
+	// a copy of the slice header.
+	ins := rows
+	_, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx)
+	if err == nil {
+		return rows, nil
+	}
+	if !isDuplicate(err) {
+		return nil, fmt.Errorf("store: insert runs: %w", err)
+	}
+	ids := make([]string, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
 	}
 	var existing []string
 	if err := db.NewSelect().Model((*Run)(nil)).Column("id").Where("id IN (?)", bun.In(ids)).Scan(ctx, &existing); err != nil {
@@ -62,62 +142,145 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 	for _, id := range existing {
 		known[id] = true
 	}
-	now := time.Now().UTC()
-	saneUntil := now.Add(MaxFutureSkew)
-	fresh := make([]Run, 0, len(runs))
-	for _, r := range runs {
-		if known[r.ID] {
-			continue
+	rest := make([]Run, 0, len(rows)-len(existing))
+	for _, r := range rows {
+		if !known[r.ID] {
+			rest = append(rest, r)
 		}
-		known[r.ID] = true // a batch may repeat an id
-		r.CreatedAt = now
-		fresh = append(fresh, r)
 	}
-	if len(fresh) == 0 {
+	if len(rest) == 0 {
 		return nil, nil
 	}
-	if _, err := db.NewInsert().Model(&fresh).Exec(ctx); err != nil {
+	ins = rest
+	if _, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx); err != nil {
 		if isDuplicate(err) {
+			// Stored by a concurrent delivery since the lookup.
 			return nil, fmt.Errorf("store: insert runs: %w", ErrConflict)
 		}
 		return nil, fmt.Errorf("store: insert runs: %w", err)
 	}
-	type stat struct {
-		n      int64
-		last   time.Time
-		result string
-	}
-	stats := map[string]*stat{}
+	return rest, nil
+}
+
+// runStat is what a batch adds to one task's counters.
+type runStat struct {
+	id     string
+	n      int64
+	last   time.Time
+	result string
+}
+
+// updateRunStats adds fresh runs to their tasks' run count and last run, with
+// one UPDATE per statsTasks tasks that joins the tasks to a list of their new
+// values (SQLite: UPDATE … FROM (VALUES …); MySQL: a multi-table UPDATE over
+// a UNION ALL derived table). A last run time more than MaxFutureSkew in the
+// future (a bogus time stored before reports were checked) is replaced, so it
+// cannot freeze the task's last-run fields. The list is in task id order and
+// read first (STRAIGHT_JOIN), each task row found by primary key, so
+// concurrent batches touching the same tasks lock them in one order and queue
+// instead of deadlocking.
+func updateRunStats(ctx context.Context, db bun.IDB, fresh []Run, now time.Time) error {
+	idx := map[string]int{}
+	var stats []runStat
 	for _, r := range fresh {
-		s := stats[r.TaskID]
-		if s == nil {
-			s = &stat{}
-			stats[r.TaskID] = s
+		i, ok := idx[r.TaskID]
+		if !ok {
+			i = len(stats)
+			idx[r.TaskID] = i
+			stats = append(stats, runStat{id: r.TaskID})
 		}
+		s := &stats[i]
 		s.n++
 		if r.StartedAt.After(s.last) {
-			s.last, s.result = r.StartedAt, r.Result
+			s.last, s.result = r.StartedAt.UTC(), r.Result
 		}
 	}
-	// Update the tasks in one order, so concurrent batches touching the same
-	// tasks queue up instead of deadlocking.
-	ids = ids[:0]
-	for id := range stats {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		s := stats[id]
-		_, err := db.NewUpdate().Model((*Task)(nil)).
-			Set("run_count = run_count + ?", s.n).
-			Set("last_result = CASE WHEN last_run_at IS NULL OR last_run_at <= ? OR last_run_at > ? THEN ? ELSE last_result END", s.last.UTC(), saneUntil.UTC(), s.result).
-			Set("last_run_at = CASE WHEN last_run_at IS NULL OR last_run_at < ? OR last_run_at > ? THEN ? ELSE last_run_at END", s.last.UTC(), saneUntil.UTC(), s.last.UTC()).
-			Where("id = ?", id).Exec(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("store: update task run stats: %w", err)
+	slices.SortFunc(stats, func(a, b runStat) int { return strings.Compare(a.id, b.id) })
+	saneUntil := now.Add(MaxFutureSkew)
+	mysql := db.Dialect().Name() == dialect.MySQL
+	// The stored last run is replaced when older than the batch's (or equal,
+	// for the result) or bogus. MySQL may assign a multi-table UPDATE's
+	// columns in any order: last_result's test holds whether last_run_at is
+	// already assigned or not.
+	const set = "last_result = CASE WHEN %[1]slast_run_at IS NULL OR %[1]slast_run_at <= %[2]s OR %[1]slast_run_at > ? THEN %[3]s ELSE %[1]slast_result END, " +
+		"%[1]slast_run_at = CASE WHEN %[1]slast_run_at IS NULL OR %[1]slast_run_at < %[2]s OR %[1]slast_run_at > ? THEN %[2]s ELSE %[1]slast_run_at END, " +
+		"%[1]srun_count = %[1]srun_count + %[4]s"
+	for len(stats) > 0 {
+		part := stats[:min(statsTasks, len(stats))]
+		stats = stats[len(part):]
+		var list strings.Builder
+		args := make([]any, 0, 4*len(part))
+		for i, s := range part {
+			switch {
+			case !mysql && i == 0:
+				list.WriteString("(?, ?, ?, ?)")
+			case !mysql:
+				list.WriteString(", (?, ?, ?, ?)")
+			case i == 0:
+				list.WriteString("SELECT ? AS id, ? AS n, CAST(? AS DATETIME(6)) AS l, ? AS r")
+			default:
+				list.WriteString(" UNION ALL SELECT ?, ?, CAST(? AS DATETIME(6)), ?")
+			}
+			args = append(args, s.id, s.n, s.last, s.result)
+		}
+		// The placeholders of SET follow the list on MySQL, precede it on SQLite.
+		var q string
+		if mysql {
+			q = "UPDATE (" + list.String() + ") AS v STRAIGHT_JOIN tasks AS t ON t.id = v.id SET t." +
+				fmt.Sprintf(set, "t.", "v.l", "v.r", "v.n")
+			args = append(args, saneUntil, saneUntil)
+		} else {
+			q = "UPDATE tasks SET " + fmt.Sprintf(set, "", "v.column3", "v.column4", "v.column2") +
+				" FROM (VALUES " + list.String() + ") AS v WHERE tasks.id = v.column1"
+			args = append([]any{saneUntil, saneUntil}, args...)
+		}
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("store: update task run stats: %w", err)
 		}
 	}
-	return fresh, nil
+	return nil
+}
+
+// ReportTarget is what ingesting a node's run reports needs to know of a task.
+type ReportTarget struct {
+	// Allowed: the node is one of the task's executors or holds a run grant.
+	Allowed bool
+	// Children are the task's child tasks, none when the task is deleted.
+	Children []string
+}
+
+// ReportTargets returns, for the task ids given, those that exist (deleted
+// tasks included: late reports must not be lost) with whether node may
+// report runs of them and their children, in one query.
+func ReportTargets(ctx context.Context, db bun.IDB, node string, taskIDs []string) (map[string]ReportTarget, error) {
+	out := make(map[string]ReportTarget, len(taskIDs))
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID       string     `bun:"id"`
+		Status   TaskStatus `bun:"status"`
+		Children string     `bun:"children"`
+		Executes int        `bun:"executes"`
+		Granted  int        `bun:"granted"`
+	}
+	err := db.NewSelect().TableExpr("tasks AS t").Column("t.id", "t.status", "t.children").
+		ColumnExpr("EXISTS (SELECT 1 FROM task_executors AS e WHERE e.task_id = t.id AND e.node = ?) AS executes", node).
+		ColumnExpr("EXISTS (SELECT 1 FROM run_grants AS g WHERE g.task_id = t.id AND g.node = ?) AS granted", node).
+		Where("t.id IN (?)", bun.In(taskIDs)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: find reported tasks: %w", err)
+	}
+	for _, r := range rows {
+		t := ReportTarget{Allowed: r.Executes != 0 || r.Granted != 0}
+		if r.Status != TaskDeleted && r.Children != "" && r.Children != "[]" {
+			if err := json.Unmarshal([]byte(r.Children), &t.Children); err != nil {
+				t.Children = nil // a broken list starts nothing, as ChildrenOf
+			}
+		}
+		out[r.ID] = t
+	}
+	return out, nil
 }
 
 // ListRuns returns a page of a task's runs, newest first, and their total.

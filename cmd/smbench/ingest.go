@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
@@ -32,6 +34,27 @@ type ingestEnv struct {
 	srv     *httptest.Server
 	cleanup func()
 	logs    *countHandler
+	db      *dbClock
+}
+
+// dbClock sums the time the store's statements (BEGIN and COMMIT included)
+// take, over all connections: divided by the runs stored, the DB time per
+// run. With concurrent writers it includes the waits for locks (SQLite's
+// single writer, rows of shared tasks).
+type dbClock struct{ ns atomic.Int64 }
+
+func (d *dbClock) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (d *dbClock) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	d.ns.Add(int64(time.Since(e.StartTime)))
+}
+
+// perRun is the DB time per run, in µs, since the sum was start.
+func (d *dbClock) perRun(start int64, runs int) float64 {
+	if runs <= 0 {
+		return 0
+	}
+	return float64(d.ns.Load()-start) / 1e3 / float64(runs)
 }
 
 func (b *bench) newIngestEnv(ctx context.Context, dialect string) (*ingestEnv, error) {
@@ -56,6 +79,8 @@ func (b *bench) newIngestEnv(ctx context.Context, dialect string) (*ingestEnv, e
 		}
 		st, cleanup = s, c
 	}
+	clock := &dbClock{}
+	st.DB.AddQueryHook(clock)
 	m := master.New(master.Config{Identity: "master", ClusterKey: benchClusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour}}, st, log)
 	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log})
@@ -64,7 +89,7 @@ func (b *bench) newIngestEnv(ctx context.Context, dialect string) (*ingestEnv, e
 		return nil, err
 	}
 	srv := httptest.NewServer(h)
-	return &ingestEnv{st: st, m: m, srv: srv, cleanup: cleanup, logs: logs}, nil
+	return &ingestEnv{st: st, m: m, srv: srv, cleanup: cleanup, logs: logs, db: clock}, nil
 }
 
 func (e *ingestEnv) Close() {
@@ -75,8 +100,9 @@ func (e *ingestEnv) Close() {
 // ingestResult is one capacity measurement.
 type ingestResult struct {
 	rate            float64
-	batches, failed int    // batches posted; answers other than 200 (redelivered)
-	firstErr        string // the first failure's answer
+	dbPerRun        float64 // µs
+	batches, failed int     // batches posted; answers other than 200 (redelivered)
+	firstErr        string  // the first failure's answer
 }
 
 // ingestPost drives the master's run-report endpoint the way worker reporters
@@ -88,6 +114,17 @@ type ingestResult struct {
 // It returns runs stored per second.
 func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int, tasks []string, shared bool) (ingestResult, error) {
 	var res ingestResult
+	// Every measurement starts from an empty runs table, so that the later
+	// ones do not measure a bigger table: with random (v4 UUID) run ids a
+	// table past the buffer pool (MariaDB's default is 128 MB, a few hundred
+	// thousand runs) makes every insert read the disk.
+	clear := "DELETE FROM runs"
+	if e.st.Dialect == store.MySQL {
+		clear = "TRUNCATE TABLE runs"
+	}
+	if _, err := e.st.DB.ExecContext(ctx, clear); err != nil {
+		return res, fmt.Errorf("empty the runs table: %w", err)
+	}
 	before, err := countRuns(ctx, e.st.DB)
 	if err != nil {
 		return res, err
@@ -160,11 +197,15 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 			k += size
 		}
 	}
-	client := &http.Client{Timeout: 60 * time.Second}
+	// One kept-alive connection per sender, as each worker's reporter has
+	// (the default keeps two idle: the others would dial for every batch).
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
+	defer client.CloseIdleConnections()
 	settle()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	errs := make(chan error, senders)
+	db0 := e.db.ns.Load()
 	t0 := time.Now()
 	for _, n := range nodes {
 		wg.Add(1)
@@ -206,6 +247,7 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 	}
 	wg.Wait()
 	took := time.Since(t0)
+	res.dbPerRun = e.db.perRun(db0, total)
 	close(errs)
 	if err := <-errs; err != nil {
 		return res, err
@@ -297,30 +339,39 @@ func (x *e2eWorkers) Close() {
 	x.target.Close()
 }
 
-// recordedRate counts stored runs over a window.
-func recordedRate(ctx context.Context, e *ingestEnv, d time.Duration) (float64, error) {
+// recordedRate counts stored runs over a window; it returns them per second
+// and the DB time per run (µs).
+func recordedRate(ctx context.Context, e *ingestEnv, d time.Duration) (rate, dbPerRun float64, err error) {
 	c0, err := countRuns(ctx, e.st.DB)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	db0 := e.db.ns.Load()
 	t0 := time.Now()
 	sleepUntil(ctx, t0.Add(d))
+	db1 := e.db.ns.Load()
 	c1, err := countRuns(ctx, e.st.DB)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(c1-c0) / time.Since(t0).Seconds(), nil
+	return float64(c1-c0) / time.Since(t0).Seconds(), float64(db1-db0) / 1e3 / float64(max(1, c1-c0)), nil
 }
+
+// ingestTargets are issue 12's ingest targets: runs per second that 10
+// workers must get recorded.
+var ingestTargets = map[string]int{"sqlite": 5000, "mysql": 10000}
 
 func (b *bench) ingestScenario(ctx context.Context) []row {
 	var rows []row
+	const senders = 10
 	for _, dialect := range []string{"sqlite", "mysql"} {
 		label := "SQLite"
 		if dialect == "mysql" {
 			label = "MariaDB/MySQL"
 		}
+		goal := ingestTargets[dialect]
 		e2eName := fmt.Sprintf("runs recorded end to end, %s (worker → master → DB)", label)
-		postName := fmt.Sprintf("  %s: master ingest capacity, 4 nodes posting 500-run batches of 2,000 tasks", label)
+		postName := fmt.Sprintf("  %s: master ingest capacity, %d workers posting 500-run batches of 2,000 tasks", label, senders)
 		if dialect == "mysql" && b.opt.MySQL == "" {
 			rows = append(rows, row{e2eName, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", "≥ 2,000 runs/s", Skip})
 			continue
@@ -330,8 +381,10 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 			rows = append(rows, errRow(e2eName, err))
 			continue
 		}
-		// Real workers, real tasks, real reporter.
-		workers, per := 2, b.pick(1250, 100)
+		// Real workers, real tasks, real reporter. The offered load is what
+		// this 2-core box can fire besides the master and the database; the
+		// capacity rows below find how far the master goes.
+		workers, per := b.pick(senders, 2), b.pick(250, 100)
 		offered := workers * per
 		x, err := b.startE2E(ctx, e, workers, per)
 		if err != nil {
@@ -340,16 +393,16 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 			continue
 		}
 		time.Sleep(3 * time.Second) // warm-up: connections, first batches
-		var rates []float64
+		var rates, dbs []float64
 		window := time.Duration(b.pick(20, 4)) * time.Second
 		for i := 0; i < b.opt.Runs; i++ {
-			r, err := recordedRate(ctx, e, window)
+			r, db, err := recordedRate(ctx, e, window)
 			if err != nil {
 				rows = append(rows, errRow(e2eName, err))
 				break
 			}
-			b.logf("%s: %.0f runs/s recorded", label, r)
-			rates = append(rates, r)
+			b.logf("%s: %.0f runs/s recorded, DB time %.0f µs per run", label, r, db)
+			rates, dbs = append(rates, r), append(dbs, db)
 		}
 		x.Close()
 		if len(rates) == b.opt.Runs {
@@ -358,15 +411,15 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 			for _, x := range rates {
 				lo, hi = min(lo, x), max(hi, x)
 			}
-			fig := fmt.Sprintf("%s runs/s recorded (windows %s–%s) of %s/s fired (%d workers × %s HTTP tasks every second; %s windows)",
-				fmtInt(int(r)), fmtInt(int(lo)), fmtInt(int(hi)), fmtInt(offered), workers, fmtInt(per), window)
+			fig := fmt.Sprintf("%s runs/s recorded (windows %s–%s) of %s/s fired (%d workers × %s HTTP tasks every second; %s windows); DB time %.0f µs per run",
+				fmtInt(int(r)), fmtInt(int(lo)), fmtInt(int(hi)), fmtInt(offered), workers, fmtInt(per), window, medianF(dbs))
 			v := verdict(r >= 2000)
 			if float64(offered) < 2000 {
 				v = Info
 			}
 			rows = append(rows, row{e2eName, fig, "≥ 2,000 runs/s", v})
 		}
-		// The master's capacity: as fast as the reporters can post.
+		// The master's capacity: as fast as the workers' reporters can post.
 		var taskIDs []string
 		var tasks []*store.Task
 		for j := 0; j < 2000; j++ {
@@ -379,24 +432,24 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 			e.Close()
 			continue
 		}
-		total := b.pick(60000, 5000)
+		total := b.pick(100000, 10000)
 		e.logs.reset()
 		for _, shared := range []bool{false, true} {
 			name := postName + " (own tasks)"
 			if shared {
 				name = postName + " (shared tasks)"
 			}
-			var caps []float64
+			var caps, dbs []float64
 			var batches, failed int
 			firstErr := ""
 			for i := 0; i < b.opt.Runs; i++ {
-				r, err := b.ingestPost(ctx, e, 4, total, taskIDs, shared)
+				r, err := b.ingestPost(ctx, e, senders, total, taskIDs, shared)
 				if err != nil {
 					rows = append(rows, errRow(name, err))
 					break
 				}
-				b.logf("%s: ingest capacity %.0f runs/s (%d of %d batches refused)", label, r.rate, r.failed, r.batches)
-				caps = append(caps, r.rate)
+				b.logf("%s: ingest capacity %.0f runs/s, DB time %.0f µs per run (%d of %d batches refused)", label, r.rate, r.dbPerRun, r.failed, r.batches)
+				caps, dbs = append(caps, r.rate), append(dbs, r.dbPerRun)
 				batches, failed = batches+r.batches, failed+r.failed
 				if firstErr == "" {
 					firstErr = r.firstErr
@@ -405,8 +458,9 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 			if len(caps) != b.opt.Runs {
 				continue
 			}
-			fig := fmt.Sprintf("%s runs/s (%s runs per measurement)", fmtInt(int(medianF(caps))), fmtInt(total))
-			v := verdict(medianF(caps) >= 2000)
+			fig := fmt.Sprintf("%s runs/s (%s runs per measurement); DB time %.0f µs per run (statement time summed over connections, lock waits included)",
+				fmtInt(int(medianF(caps))), fmtInt(total), medianF(dbs))
+			v := verdict(medianF(caps) >= float64(goal))
 			if failed > 0 {
 				if _, logged := e.logs.warnings(); len(logged) > 0 {
 					for _, l := range logged {
@@ -419,7 +473,7 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 				fig += fmt.Sprintf("; %d of %d posts refused (redelivered after 1 s): %.160s", failed, batches, firstErr)
 				v = Miss
 			}
-			rows = append(rows, row{name, fig, "≥ 2,000 runs/s, no refused batch", v})
+			rows = append(rows, row{name, fig, fmt.Sprintf("≥ %s runs/s, no refused batch", fmtInt(goal)), v})
 		}
 		if n, first := e.logs.warnings(); n > 0 && b.opt.Verbose {
 			b.logf("%s: %d warnings logged, first: %v", label, n, first)

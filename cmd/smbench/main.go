@@ -58,6 +58,11 @@ type options struct {
 	LagFor     time.Duration // trigger-lag measurement window
 	Verbose    bool
 	Progress   io.Writer // progress lines (stderr)
+
+	// The Dkron comparison (dkron.go), run only when PeerDkron is set.
+	PeerDkron string        // Dkron binary
+	PeerN     string        // comma-separated task counts
+	PeerFor   time.Duration // measurement window per round
 }
 
 // bench is one smbench invocation.
@@ -100,6 +105,9 @@ func main() {
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
 	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")
 	flag.BoolVar(&o.Verbose, "v", false, "print the warnings the engines log")
+	flag.StringVar(&o.PeerDkron, "peer-dkron", "", "Dkron binary: run the side-by-side comparison with it (only that, unless -only names scenarios too)")
+	flag.StringVar(&o.PeerN, "peer-n", "100,200,500", "with -peer-dkron: numbers of HTTP tasks firing every second")
+	flag.DurationVar(&o.PeerFor, "peer-for", 30*time.Second, "with -peer-dkron: measurement window of each round")
 	flag.Parse()
 	o.Progress = os.Stderr
 
@@ -140,8 +148,13 @@ func run(ctx context.Context, o options, out io.Writer) ([]tableRow, error) {
 			want[s] = true
 		}
 	}
+	list := scenarios()
+	if o.PeerDkron != "" {
+		list = append(list, peerScenario())
+		want[peerScenario().name] = true
+	}
 	known := map[string]bool{}
-	for _, s := range scenarios() {
+	for _, s := range list {
 		known[s.name] = true
 	}
 	for s := range want {
@@ -172,7 +185,7 @@ func run(ctx context.Context, o options, out io.Writer) ([]tableRow, error) {
 
 	var rows []tableRow
 	start := time.Now()
-	for _, s := range scenarios() {
+	for _, s := range list {
 		if len(want) > 0 && !want[s.name] {
 			continue
 		}
