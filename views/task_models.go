@@ -33,6 +33,11 @@ type TaskRow struct {
 	NoExecutorSince string
 	// ScheduleZone is a cron's time zone, "" for UTC.
 	ScheduleZone string
+	// Failing: its latest runs failed in a row; FailingTitle says how many.
+	// HealthTitle sums up its last runs for the run count's tooltip.
+	Failing      bool
+	FailingTitle string
+	HealthTitle  string
 }
 
 // TaskFilterVM is the filter form of the task list, as typed.
@@ -238,6 +243,8 @@ type TaskVM struct {
 	NoExecutorSince string
 	// ScheduleZone is a cron's time zone, "" for UTC.
 	ScheduleZone string
+	// Health is how its last runs went, with their duration chart.
+	Health TaskHealthVM
 }
 
 // RunVM is the run detail page.
