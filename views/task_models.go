@@ -86,6 +86,9 @@ type TaskFormVM struct {
 	ID     string
 	// Locked is why the task cannot be edited now (not stopped); the form is not shown.
 	Locked string
+	// CloneOf is the task a new task copies (its masked secrets stand for
+	// that task's values), CloneOfTitle its title; "" for a plain new task.
+	CloneOf, CloneOfTitle string
 
 	Title        string
 	Description  string
