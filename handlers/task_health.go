@@ -12,8 +12,8 @@ import (
 
 // Geometry of a task's duration chart, in SVG user units.
 const (
-	durW      = 720.0
-	durH      = 180.0
+	durW      = 960.0
+	durH      = 200.0
 	durLeft   = 52.0
 	durRight  = 64.0 // room for the p50/p95 labels
 	durTop    = 12.0
@@ -92,7 +92,7 @@ func taskHealthVM(h *master.TaskHealth) views.TaskHealthVM {
 }
 
 // durationChart lays out a task's last runs as bars of their durations, the
-// oldest at the left: green successes, red failures (with a mark above, so a
+// newest at the right edge (so a few runs sit next to "newest"): green successes, red failures (with a mark above, so a
 // failure that took no time is seen), grey skipped fires, and the p50 and p95
 // levels as dashed lines.
 func durationChart(h *master.TaskHealth) views.DurationChartVM {
@@ -124,9 +124,10 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 	}
 	slot := plotW / float64(slots)
 	barW := max(slot*0.7, 1)
+	first := slots - len(runs) // empty slots at the left
 	for i := range runs {
 		r := runs[len(runs)-1-i] // oldest first
-		x := durLeft + float64(i)*slot
+		x := durLeft + float64(first+i)*slot
 		bx := x + (slot-barW)/2
 		b := views.DurationBar{RunID: r.ID, Result: r.Result,
 			Tooltip: fmt.Sprintf("%s: %s, %s", utcText(r.StartedAt), r.Result, durationMS(r.DurationMS)),

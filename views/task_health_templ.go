@@ -174,7 +174,7 @@ func TaskHealthCard(h TaskHealthVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, " <p class=\"chart-legend\"><span class=\"swatch swatch-success\"></span> success <span class=\"swatch swatch-failed\"></span> failed or timed out (marked) <span class=\"swatch swatch-skipped\"></span> skipped <span class=\"muted\">Oldest at the left; hover a bar for its run, click to open it.</span></p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, " <p class=\"chart-legend\"><span class=\"swatch swatch-success\"></span> success <span class=\"swatch swatch-failed\"></span> failed or timed out (marked) <span class=\"swatch swatch-skipped\"></span> skipped <span class=\"muted\">Newest at the right; hover a bar for its run, click to open it.</span></p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -792,7 +792,7 @@ func DurationChart(c DurationChartVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "\" font-size=\"11\" fill=\"#6b7280\">oldest</text> <text x=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "\" font-size=\"11\" fill=\"#6b7280\">older</text> <text x=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +66,9 @@ func TestBrowserBulkActions(t *testing.T) {
 	b.wait("another refresh", 15*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("false"))
 	b.wait("the selection survived the refreshes", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true false"))
 	b.wait("still two selected", 5*time.Second, textJS("#bulk-count"), equals("2 selected"))
+	if path := os.Getenv("SM_SCREENSHOT_BULK"); path != "" {
+		b.screenshot(path)
+	}
 
 	// One confirmation, naming the two tasks; both paused; one toast naming them.
 	before := len(b.dialogMessages())
