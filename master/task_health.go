@@ -18,8 +18,8 @@ const HealthWindow = 50
 const FailingStreak = 3
 
 // TaskHealth is how a task's last runs went: over the latest Window run
-// records, Runs ran (skipped ones and runs still going are left out of every
-// figure), SuccessRate of them succeeded, and their durations' p50 and p95
+// records, Runs ran (skipped ones, runs still going and results it does not
+// know are left out of every figure, see CountsInHealth), SuccessRate of them succeeded, and their durations' p50 and p95
 // (nearest rank). The rate and percentiles are null when no run ran.
 type TaskHealth struct {
 	Runs        int      `json:"runs"`
@@ -29,8 +29,8 @@ type TaskHealth struct {
 	// LastFailedStreak is how many of the latest runs in a row did not
 	// succeed (skipped ones are passed over); 0 when the latest succeeded.
 	LastFailedStreak int `json:"last_failed_streak"`
-	// Window is how many latest run records were read; Skipped of them were
-	// skipped or still going.
+	// Window is how many latest run records were read; Skipped of them did
+	// not count (skipped, still going).
 	Window  int `json:"window"`
 	Skipped int `json:"skipped"`
 	// Recent are the run records read, newest first, for the task page's chart.
@@ -40,14 +40,16 @@ type TaskHealth struct {
 // Failing reports whether the latest FailingStreak runs or more all failed.
 func (h *TaskHealth) Failing() bool { return h != nil && h.LastFailedStreak >= FailingStreak }
 
-// notCounted are the results that say nothing of how a task runs: a skipped
-// fire never ran, and a run still going has no outcome yet.
-var notCounted = []string{store.ResultSkipped, "running"}
+// failures are the results of a run that ran and did not succeed. Any other
+// result but success (skipped, a run still going, one this master does not
+// know) says nothing of how the task runs and is left out.
+var failures = []string{store.ResultFailed, store.ResultTimeout, "killed"}
 
 // CountsInHealth reports whether a run with this result counts in its task's
-// health: every result but skipped and running (killed, timeout and failed
-// are failures).
-func CountsInHealth(result string) bool { return !slices.Contains(notCounted, result) }
+// health: a success or a failure (failed, timeout, killed).
+func CountsInHealth(result string) bool {
+	return result == store.ResultSuccess || slices.Contains(failures, result)
+}
 
 // ComputeHealth reads the figures from a task's latest run records, newest
 // first, of which window were asked for.

@@ -59,8 +59,11 @@ func TestTaskHealthFigures(t *testing.T) {
 		e.storeHealthRuns("long", base, long)
 		e.storeHealthRuns("down", base, []healthRun{{"failed", 5}, {"timeout", 9}, {"failed", 7}, {"failed", 1}, {"failed", 3}})
 		e.storeHealthRuns("ok-now", base, []healthRun{{"success", 4}, {"failed", 5}, {"failed", 6}, {"failed", 7}})
+		// A run still going and a result this master does not know are left
+		// out; a killed run is a failure.
+		e.storeHealthRuns("odd", base, []healthRun{{"running", 0}, {"killed", 50}, {"unheard-of", 999}, {"success", 10}})
 
-		hs, err := e.m.TasksHealth(e.ctx, []string{"mixed", "long", "down", "ok-now", "never"}, master.HealthWindow)
+		hs, err := e.m.TasksHealth(e.ctx, []string{"mixed", "long", "down", "ok-now", "odd", "never"}, master.HealthWindow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +78,7 @@ func TestTaskHealthFigures(t *testing.T) {
 			"long":   {runs: 50, streak: 0, rate: 1, p50: 95, p95: 118},
 			"down":   {runs: 5, streak: 5, rate: 0, p50: 5, p95: 9, failing: true},
 			"ok-now": {runs: 4, streak: 0, rate: 0.25, p50: 5, p95: 7},
+			"odd":    {runs: 2, skipped: 2, streak: 1, rate: 0.5, p50: 10, p95: 50},
 		}
 		for id, w := range cases {
 			h := hs[id]

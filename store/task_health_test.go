@@ -149,3 +149,34 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// BenchmarkLastRuns reads the last 50 runs of a page of 50 tasks that have
+// 200 runs each (10,000 runs): the task list's health query.
+func BenchmarkLastRuns(b *testing.B) {
+	s := storetest.OpenSQLite(b)
+	ctx := storetest.Ctx(b)
+	var runs []store.Run
+	var ids []string
+	base := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
+	for task := range 50 {
+		id := fmt.Sprintf("task-%02d", task)
+		ids = append(ids, id)
+		for i := range 200 {
+			at := base.Add(-time.Duration(i) * time.Minute)
+			runs = append(runs, store.Run{ID: fmt.Sprintf("%s-%03d", id, i), TaskID: id, Node: "w1", ScheduledAt: at, StartedAt: at,
+				EndedAt: at, DurationMS: int64(i), Result: store.ResultSuccess, Attempt: 1})
+		}
+	}
+	for part := range slices.Chunk(runs, 1000) {
+		if _, err := store.InsertRuns(ctx, s.Store.DB, part); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := store.LastRuns(ctx, s.Store.DB, ids, 50)
+		if err != nil || len(got) != 50 {
+			b.Fatalf("%d tasks, %v", len(got), err)
+		}
+	}
+}
