@@ -94,8 +94,14 @@ func (s *server) apiListTasks(c *gin.Context) {
 		return
 	}
 	items := make([]master.Task, len(tasks))
+	ptrs := make([]*master.Task, len(tasks))
 	for i := range tasks {
 		items[i] = master.MaskTask(tasks[i]) // secrets are never shown back
+		ptrs[i] = &items[i]
+	}
+	if err := s.tasksHealth(c.Request.Context(), ptrs); err != nil {
+		s.serverError(c, err)
+		return
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
 }
@@ -107,7 +113,12 @@ func (s *server) apiGetTask(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, master.MaskTask(*t))
+	masked := master.MaskTask(*t)
+	if err := s.tasksHealth(c.Request.Context(), []*master.Task{&masked}); err != nil {
+		s.serverError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, masked)
 }
 
 // apiCreateTask answers POST /api/v1/tasks with the new, stopped task.

@@ -120,6 +120,9 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/tasks/:id/resume", s.requireAdmin, s.resumeTask)
 	ui.POST("/tasks/:id/run", s.requireAdmin, s.runTask)
 	ui.POST("/tasks/:id/delete", s.requireAdmin, s.deleteTask)
+	// bulk actions and clone
+	ui.POST("/tasks/bulk", s.requireAdmin, s.bulkTasks)
+	ui.GET("/tasks/:id/clone", s.requireAdmin, s.showCloneTask)
 	ui.GET("/runs/:id", s.showRun)
 	// runs and node pages
 	ui.GET("/runs", s.listRuns)
@@ -180,6 +183,9 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.POST("/tasks/:id/resume", s.requireAdmin, s.apiResumeTask)
 	api.POST("/tasks/:id/run", s.requireAdmin, s.apiRunTask)
 	api.GET("/tasks/:id/runs", s.apiListRuns)
+	// bulk actions and clone
+	api.POST("/tasks/bulk", s.requireAdmin, s.apiBulkTasks)
+	api.POST("/tasks/:id/clone", s.requireAdmin, s.apiCloneTask)
 	api.GET("/runs/:id", s.apiGetRun)
 	api.GET("/runs", s.apiSearchRuns)
 	// users API routes

@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -22,9 +24,16 @@ func (s *server) showNewTask(c *gin.Context) {
 // with inline errors and what was typed.
 func (s *server) createTask(c *gin.Context) {
 	vm, in, fe := s.readTaskForm(c, false)
+	s.cloneFormOf(c, &vm)
 	status := http.StatusUnprocessableEntity
 	if len(fe) == 0 {
-		t, err := s.m.CreateTask(c.Request.Context(), in, currentUser(c).Name)
+		create := s.m.CreateTask
+		if vm.CloneOf != "" { // a clone: masked secrets stand for the original's
+			create = func(ctx context.Context, in master.TaskInput, by string) (*master.Task, error) {
+				return s.m.CreateTaskCopy(ctx, vm.CloneOf, in, by)
+			}
+		}
+		t, err := create(c.Request.Context(), in, currentUser(c).Name)
 		if err == nil {
 			s.log.Info("task added", "task", t.ID, "title", t.Title, "user", currentUser(c).Name)
 			s.setFlash(c, true, taskName(t)+" created. It is stopped: press Start to schedule it.")

@@ -110,8 +110,24 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 		vm.Nodes = append(vm.Nodes, fvm.Node)
 	}
 	now := time.Now()
+	ids := make([]string, len(tasks))
 	for i := range tasks {
-		vm.Rows = append(vm.Rows, taskRow(&tasks[i], now))
+		ids[i] = tasks[i].ID
+	}
+	// The health of the whole page in one query.
+	health, err := s.m.TasksHealth(ctx, ids, master.HealthWindow)
+	if err != nil {
+		return views.TasksVM{}, err
+	}
+	for i := range tasks {
+		r := taskRow(&tasks[i], now)
+		if h := health[tasks[i].ID]; h != nil {
+			r.Failing, r.HealthTitle = h.Failing(), healthTitle(h)
+			if r.Failing {
+				r.FailingTitle = failingText(h)
+			}
+		}
+		vm.Rows = append(vm.Rows, r)
 	}
 	if len(tasks) > 0 {
 		vm.From, vm.To = f.Offset+1, f.Offset+len(tasks)

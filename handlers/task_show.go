@@ -47,6 +47,11 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
 	}
+	health, err := s.m.TasksHealth(ctx, []string{t.ID}, master.HealthWindow)
+	if err != nil {
+		return views.TaskVM{}, err
+	}
+	vm.Health = taskHealthVM(health[t.ID])
 	vm.Schedule, vm.ScheduleZone = scheduleParts(&t.TaskDef)
 	vm.LastRun, vm.LastRunAt = lastRunText(t, now)
 	vm.NextRun, vm.NextRunAt = nextRunText(t, now)

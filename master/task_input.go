@@ -40,6 +40,8 @@ type TaskInput struct {
 	// Runnable and NotRunnableSince are Task's warning (see Task.Runnable).
 	Runnable         *bool      `json:"runnable,omitempty"`
 	NotRunnableSince *time.Time `json:"not_runnable_since,omitempty"`
+	// Health is Task's read-only health, accepted back and ignored.
+	Health json.RawMessage `json:"health,omitempty"`
 }
 
 // CreateTask validates and stores a new, stopped task. Without executors it

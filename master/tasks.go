@@ -33,6 +33,9 @@ type Task struct {
 	// among its executors: when the last of them stopped running. Absent when
 	// the task is runnable or has no executor left.
 	NotRunnableSince *time.Time `json:"not_runnable_since,omitempty"`
+	// Health is how its last runs went (see TaskHealth); filled by the
+	// answers that show it (GET of a task and of the list), absent otherwise.
+	Health *TaskHealth `json:"health,omitempty"`
 }
 
 // runGrantTTL is how long a run grant lets a node report runs of a task it

@@ -146,3 +146,54 @@
     }
   });
 })();
+
+// Bulk actions on the task list: the row checkboxes (.row-select, kept across
+// the list's live refreshes by hx-preserve), "select all on this page"
+// ([data-select-all]) and the bulk buttons ([data-bulk]), whose one
+// confirmation names how many tasks and which. Nothing selected: the buttons
+// are disabled.
+(function () {
+  "use strict";
+
+  var shown = 5; // names a confirmation lists before "and N more"
+
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll("input.row-select")); }
+
+  function update() {
+    var all = document.querySelector("[data-select-all]");
+    if (!all) { return; }
+    var boxes = rows();
+    var picked = boxes.filter(function (b) { return b.checked; });
+    var n = picked.length;
+    all.checked = n > 0 && n === boxes.length;
+    all.indeterminate = n > 0 && n < boxes.length;
+    var count = document.getElementById("bulk-count");
+    if (count) { count.textContent = n === 0 ? "none selected" : n + " selected"; }
+    var names = picked.slice(0, shown).map(function (b) { return b.getAttribute("data-title"); });
+    var list = names.join(", ") + (n > shown ? " and " + (n - shown) + " more" : "");
+    document.querySelectorAll("[data-bulk]").forEach(function (btn) {
+      btn.disabled = n === 0;
+      var note = btn.getAttribute("data-note");
+      btn.setAttribute("hx-confirm", btn.getAttribute("data-label") + " " + n + (n === 1 ? " task: " : " tasks: ") + list + "?" +
+        (note ? " " + note : ""));
+    });
+  }
+
+  document.addEventListener("change", function (evt) {
+    var t = evt.target;
+    if (!(t instanceof Element)) { return; }
+    if (t.hasAttribute("data-select-all")) {
+      rows().forEach(function (b) { b.checked = t.checked; });
+      update();
+    } else if (t.classList.contains("row-select")) {
+      update();
+    }
+  });
+  // Rows come and go with every refresh of the list.
+  document.addEventListener("htmx:afterSettle", update);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", update);
+  } else {
+    update();
+  }
+})();

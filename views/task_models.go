@@ -33,6 +33,11 @@ type TaskRow struct {
 	NoExecutorSince string
 	// ScheduleZone is a cron's time zone, "" for UTC.
 	ScheduleZone string
+	// Failing: its latest runs failed in a row; FailingTitle says how many.
+	// HealthTitle sums up its last runs for the run count's tooltip.
+	Failing      bool
+	FailingTitle string
+	HealthTitle  string
 }
 
 // TaskFilterVM is the filter form of the task list, as typed.
@@ -81,6 +86,9 @@ type TaskFormVM struct {
 	ID     string
 	// Locked is why the task cannot be edited now (not stopped); the form is not shown.
 	Locked string
+	// CloneOf is the task a new task copies (its masked secrets stand for
+	// that task's values), CloneOfTitle its title; "" for a plain new task.
+	CloneOf, CloneOfTitle string
 
 	Title        string
 	Description  string
@@ -238,6 +246,8 @@ type TaskVM struct {
 	NoExecutorSince string
 	// ScheduleZone is a cron's time zone, "" for UTC.
 	ScheduleZone string
+	// Health is how its last runs went, with their duration chart.
+	Health TaskHealthVM
 }
 
 // RunVM is the run detail page.

@@ -1,0 +1,128 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/views"
+)
+
+// bulkNames is how many task names a bulk outcome lists before "and N more".
+const bulkNames = 12
+
+// bulkTasks does one action (pause, resume, stop, delete) to the tasks
+// selected on the list (form fields action and ids) and answers the list
+// with one message naming what happened to each task; the list's filters
+// (query string) are kept.
+func (s *server) bulkTasks(c *gin.Context) {
+	action := c.PostForm("action")
+	results, err := s.m.BulkTasks(c.Request.Context(), action, c.PostFormArray("ids"))
+	if err != nil {
+		status := errorStatus(err)
+		if status == 0 {
+			s.serverError(c, err)
+			return
+		}
+		s.renderBulkRefusal(c, status, master.Message(err))
+		return
+	}
+	ok, msg := bulkMessage(action, results)
+	s.logBulk(c, action, results)
+	s.renderTaskOutcome(c, "", http.StatusOK, ok, msg)
+}
+
+// renderBulkRefusal shows why a bulk request was refused as a whole: the
+// list with the message, with the status (400 for a bad request).
+func (s *server) renderBulkRefusal(c *gin.Context, status int, msg string) {
+	flash := &views.Flash{Message: "Nothing was done: " + msg + "."}
+	vm, err := s.tasksVM(c, flash)
+	if err != nil {
+		c.Request.URL.RawQuery = ""
+		if vm, err = s.tasksVM(c, flash); err != nil {
+			s.serverError(c, err)
+			return
+		}
+	}
+	if isHX(c) {
+		s.render(c, status, views.TasksPanel(vm))
+		return
+	}
+	s.render(c, status, views.TasksPage(vm))
+}
+
+func (s *server) logBulk(c *gin.Context, action string, results []master.BulkResult) {
+	done := 0
+	for _, r := range results {
+		if r.OK {
+			done++
+		}
+	}
+	s.log.Info("bulk task action", "action", action, "tasks", len(results), "done", done, "user", currentUser(c).Name)
+}
+
+// apiBulkTasks answers POST /api/v1/tasks/bulk {"action","ids"} with the
+// outcome per task: {"results":[{"id","ok","error"}]}, in the order of ids.
+func (s *server) apiBulkTasks(c *gin.Context) {
+	var in struct {
+		Action string   `json:"action"`
+		IDs    []string `json:"ids"`
+	}
+	if !bindJSON(c, &in) {
+		return
+	}
+	results, err := s.m.BulkTasks(c.Request.Context(), in.Action, in.IDs)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	s.logBulk(c, in.Action, results)
+	c.JSON(http.StatusOK, gin.H{"results": results})
+}
+
+// bulkDone is the past tense of each bulk action, for the message.
+var bulkDone = map[string]string{"pause": "Paused", "resume": "Resumed", "stop": "Stopped", "delete": "Deleted"}
+
+// bulkMessage sums up a bulk action in one sentence, e.g. "Paused 3 of 4:
+// backup, report, sync; pause refused for ping: it is stopped; only a running
+// task can be paused". ok is whether every task was done.
+func bulkMessage(action string, results []master.BulkResult) (ok bool, msg string) {
+	var done, failed []string
+	for _, r := range results {
+		name := r.Title
+		if name == "" { // no such task: its id, as sent, shortened
+			name = r.ID
+			if len(name) > 40 {
+				name = strings.ToValidUTF8(name[:40], "") + "…"
+			}
+		}
+		switch {
+		case r.OK:
+			done = append(done, name)
+		case r.Refused:
+			failed = append(failed, action+" refused for "+name+": "+r.Error)
+		default:
+			failed = append(failed, action+" failed for "+name+": "+r.Error)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d of %d", bulkDone[action], len(done), len(results))
+	if len(done) > 0 {
+		b.WriteString(": " + listSome(done, ", ", "more"))
+	}
+	if len(failed) > 0 {
+		b.WriteString("; " + listSome(failed, "; ", "more not "+strings.ToLower(bulkDone[action])))
+	}
+	return len(failed) == 0, b.String()
+}
+
+// listSome joins the first bulkNames items and says how many more there are.
+func listSome(items []string, sep, more string) string {
+	if len(items) <= bulkNames {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:bulkNames], sep) + fmt.Sprintf("%sand %d %s", sep, len(items)-bulkNames, more)
+}

@@ -1,0 +1,64 @@
+// Cloning tasks: a new, stopped task with another's definition.
+
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// cloneSuffix marks the title of a copy.
+const cloneSuffix = " (copy)"
+
+// CloneTitle is the title of a copy of a task titled title: "title (copy)",
+// the title shortened (on a character boundary) when both would not fit.
+func CloneTitle(title string) string {
+	title = strings.TrimSpace(title)
+	if keep := protocol.MaxTitleLen - len(cloneSuffix); len(title) > keep {
+		for keep > 0 && !utf8.RuneStart(title[keep]) {
+			keep--
+		}
+		title = strings.TrimSpace(title[:keep])
+	}
+	return title + cloneSuffix
+}
+
+// CloneTask stores a stopped copy of task id, titled by CloneTitle: the same
+// definition, secrets included (read from the store, never from a masked
+// view), executors, keepers and children. It answers the new task.
+func (m *Master) CloneTask(ctx context.Context, id, by string) (*Task, error) {
+	src, err := m.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	in := TaskInput{TaskDef: src.TaskDef, Executors: src.Executors, Keepers: src.Keepers, Children: src.Children}
+	in.Title = CloneTitle(src.Title)
+	t, err := m.CreateTask(ctx, in, by)
+	if err == nil {
+		m.log.Info("task cloned", "from", id, "task", t.ID, "by", by)
+	}
+	return t, err
+}
+
+// CreateTaskCopy stores a new, stopped task from in, a copy of task srcID as
+// the clone form sent it: a secret header, param or URL password sent back as
+// the mask takes srcID's stored value, as an edit keeps it; a new value
+// replaces it. The secrets never have to be shown to be copied.
+func (m *Master) CreateTaskCopy(ctx context.Context, srcID string, in TaskInput, by string) (*Task, error) {
+	cur, err := store.GetTask(ctx, m.st.DB, srcID)
+	if err != nil {
+		return nil, mapTaskErr(err, srcID)
+	}
+	var stored protocol.TaskDef
+	if err := json.Unmarshal([]byte(cur.Spec), &stored); err != nil {
+		return nil, fmt.Errorf("master: task %s: stored definition: %w", srcID, err)
+	}
+	KeepMaskedSecrets(&in.TaskDef, &stored)
+	return m.CreateTask(ctx, in, by)
+}
