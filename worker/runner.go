@@ -72,6 +72,15 @@ func (l *limiter) acquire(ctx context.Context) bool {
 	}
 }
 
+// tryAcquireN takes up to n free slots, without waiting, and returns how many.
+func (l *limiter) tryAcquireN(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := max(0, min(n, l.max-l.n))
+	l.n += k
+	return k
+}
+
 // tryAcquire takes a slot if one is free, without waiting.
 func (l *limiter) tryAcquire() bool {
 	l.mu.Lock()
@@ -478,9 +487,10 @@ func (r *runner) leaveLocked(tj *taskJob) error {
 // fireGroup is the gocron job body of a schedule. It names the fire once and
 // starts every member's run in its own goroutine, then waits for them, so
 // that stopping the scheduler waits for runs as it did for one job per task.
-// A run that needs no claim is admitted and given its concurrency slot here,
-// before any goroutine is started: its start does not wait behind the work
-// (requests, reports) of the runs started before it in the same fire.
+// The runs that need no claim are admitted (overlap policy) and given their
+// concurrency slots in one step each, and start together once all their
+// goroutines exist: a run's start does not wait behind the work (requests,
+// reports) of the runs started before it in the same fire.
 func (r *runner) fireGroup(g *fireGroup) {
 	r.fireGroupAt(g, scheduledFire(&g.schedule, g.cron, time.Now()))
 }
@@ -488,7 +498,9 @@ func (r *runner) fireGroup(g *fireGroup) {
 // fireGroupAt is fireGroup for the fire named fire.
 func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 	var wg sync.WaitGroup
-	for _, tj := range g.snapshot() {
+	members := g.snapshot()
+	fires := make([]*queuedFire, 0, len(members))
+	for _, tj := range members {
 		if fire.Before(tj.since) {
 			continue // due before the task joined: a job of its own would not have fired it
 		}
@@ -507,16 +519,20 @@ func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 		if spec.Routing == protocol.RoutingBroadcast {
 			spec = sharded(spec)
 		}
-		q := &queuedFire{spec: spec, fire: fire, id: r.newRunID(), tmpl: tj.httpReq}
-		if !r.admit(q) {
-			continue
+		fires = append(fires, newQueuedFire(&spec, fire, false, r.newRunID(), tj.httpReq))
+	}
+	if len(fires) > 0 {
+		fires = r.admitAll(fires)
+		held := r.limit.tryAcquireN(len(fires))
+		// The runs start together when the gate opens: none works (and
+		// takes CPU from this loop) before every one is ready to go.
+		start := &gate{open: make(chan struct{})}
+		for i, q := range fires {
+			wg.Add(1)
+			go r.runMember(q, i < held, start, &wg)
 		}
-		var first slot
-		if r.limit.tryAcquire() {
-			first = slot{held: true, at: time.Now()}
-		}
-		wg.Add(1)
-		go r.runMember(q, first, &wg)
+		start.at = time.Now()
+		close(start.open)
 	}
 	r.fires.touch()
 	wg.Wait()
@@ -527,8 +543,16 @@ func (r *runner) fireMember(tj *taskJob, fire time.Time, wg *sync.WaitGroup) {
 	r.fireAt(tj, fire)
 }
 
-func (r *runner) runMember(q *queuedFire, first slot, wg *sync.WaitGroup) {
+// gate starts the runs of one fire together, at when it opens.
+type gate struct {
+	open chan struct{}
+	at   time.Time // written before open is closed
+}
+
+func (r *runner) runMember(q *queuedFire, held bool, start *gate, wg *sync.WaitGroup) {
 	defer wg.Done()
+	<-start.open
+	first := slot{held: held, at: start.at}
 	r.runAdmitted(q, first)
 }
 
@@ -728,9 +752,9 @@ func (r *runner) execute(q *queuedFire, first slot) {
 // attempt runs one execution within the node's concurrency bound and timeout.
 // pre, when held, is the slot the caller took for it; tmpl, if any, the
 // task's prepared HTTP request.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string, pre slot, tmpl *httpTemplate) protocol.RunReport {
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, pre slot, tmpl *httpTemplate) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
-	rep := protocol.RunReport{ID: id, TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
+	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	if !pre.held {
 		if !r.acquire(timeout) {
 			now := time.Now().UTC()
