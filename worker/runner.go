@@ -276,6 +276,7 @@ type runner struct {
 	mu     sync.Mutex
 	jobs   map[string]*taskJob
 	groups map[scheduleKey]*fireGroup
+	missed map[missedKey]missedCount // while tasks come back after a restart (fires.go)
 	ctx    context.Context // cancelled when the worker stops: running jobs end
 }
 
@@ -383,9 +384,17 @@ func (c cronImpl) Next(lastRun time.Time) time.Time { return c.s.Next(lastRun) }
 func (r *runner) start(spec protocol.TaskSpec) error {
 	took, err := r.startSpec(spec)
 	if took {
+		r.forgetMissed()
 		r.writeFires(false)
 	}
 	return err
+}
+
+// forgetMissed drops the missed-fire counts kept while tasks came back.
+func (r *runner) forgetMissed() {
+	r.mu.Lock()
+	r.missed = nil
+	r.mu.Unlock()
 }
 
 // startSpec is start; took says it took the task's last fire from the
@@ -624,6 +633,7 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 	// no longer gives us are of no use.
 	r.fires.retain(want)
 	if took {
+		r.forgetMissed()
 		r.writeFires(false)
 	}
 	if len(errs) > 0 {
