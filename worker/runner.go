@@ -277,7 +277,7 @@ type runner struct {
 	jobs   map[string]*taskJob
 	groups map[scheduleKey]*fireGroup
 	missed map[missedKey]missedCount // while tasks come back after a restart (fires.go)
-	ctx    context.Context // cancelled when the worker stops: running jobs end
+	ctx    context.Context           // cancelled when the worker stops: running jobs end
 }
 
 // scheduledFire names the fire a run belongs to: the schedule's own time, not
