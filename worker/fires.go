@@ -279,7 +279,7 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 	if spec.Executors > 1 || spec.Paused {
 		return true
 	}
-	n, first, lastMissed, more := missedFires(&spec.TaskDef, tj.cron, after, tj.since)
+	n, first, lastMissed, more := r.countMissed(tj, after)
 	if n == 0 {
 		return true
 	}
@@ -291,22 +291,60 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 			r.run(spec, first, false)
 			return
 		}
-		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last))
+		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last, tj.since))
 	}()
 	return true
 }
 
+// missedKey and missedCount cache a count of missed fires while a restarted
+// worker gets its tasks back: the tasks of one schedule share their last
+// fire, and a per-second cron down for a day is 86,400 steps to count.
+type missedKey struct {
+	group   *fireGroup
+	after   time.Time
+	startAt int64 // a start_at that passed is not in the group's key but bounds the count
+}
+
+type missedCount struct {
+	before      time.Time // the count is of the fires before it
+	next        time.Time // the group's first fire at or after before
+	n           int
+	first, last time.Time
+	more        bool
+}
+
+// countMissed is missedFires for tj from after to when it joined its group,
+// reusing the count of a task of the same schedule when no fire lies
+// between the two joins. Called under r.mu.
+func (r *runner) countMissed(tj *taskJob, after time.Time) (n int, first, last time.Time, more bool) {
+	k := missedKey{group: tj.group, after: after}
+	if tj.spec.StartAt != nil {
+		k.startAt = tj.spec.StartAt.UnixNano()
+	}
+	if c, ok := r.missed[k]; ok && !tj.since.Before(c.before) && (c.next.IsZero() || !tj.since.After(c.next)) {
+		return c.n, c.first, c.last, c.more
+	}
+	n, first, last, more = missedFires(&tj.spec.TaskDef, tj.cron, after, tj.since)
+	if r.missed == nil {
+		r.missed = map[missedKey]missedCount{}
+	}
+	r.missed[k] = missedCount{before: tj.since, next: tj.group.next(tj.since.Add(-time.Nanosecond)), n: n, first: first, last: last, more: more}
+	return n, first, last, more
+}
+
 // restartMisfireReport is the skipped run that stands for the fires missed
 // while the worker was down.
-func restartMisfireReport(node string, spec protocol.TaskSpec, n int, first, last time.Time, more bool, prev time.Time) protocol.RunReport {
-	count := fmt.Sprint(n)
-	if more {
-		count += " or more"
-	}
+// With more, the count stopped at maxMissedCount: the window ends at back,
+// when the task was scheduled again.
+func restartMisfireReport(node string, spec protocol.TaskSpec, n int, first, last time.Time, more bool, prev, back time.Time) protocol.RunReport {
 	why := fmt.Sprintf("misfire: this worker was down at this fire (its last fire of the task before was %s)", prev.Format(time.RFC3339))
-	if n > 1 || more {
-		why = fmt.Sprintf("misfire: this worker was down for %s fires from %s to %s (its last fire of the task before was %s)",
-			count, first.Format(time.RFC3339), last.Format(time.RFC3339), prev.Format(time.RFC3339))
+	switch {
+	case more:
+		why = fmt.Sprintf("misfire: this worker was down for %d or more fires from %s until %s (its last fire of the task before was %s)",
+			n, first.Format(time.RFC3339), back.UTC().Format(time.RFC3339), prev.Format(time.RFC3339))
+	case n > 1:
+		why = fmt.Sprintf("misfire: this worker was down for %d fires from %s to %s (its last fire of the task before was %s)",
+			n, first.Format(time.RFC3339), last.Format(time.RFC3339), prev.Format(time.RFC3339))
 	}
 	q := &queuedFire{spec: spec, fire: first, id: newRunID()}
 	return skippedReport(node, q, why)

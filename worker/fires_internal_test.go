@@ -153,6 +153,39 @@ func TestMissedFiresAfterACleanStopAndAfterAKill(t *testing.T) {
 	}
 }
 
+// Tasks of one schedule coming back after a long outage are counted once
+// for all (a per-second cron down for a day is 86,400 fires to walk), and
+// each gets its own record.
+func TestMissedFiresOfManyTasksAfterADayDown(t *testing.T) {
+	dir := t.TempDir()
+	last := time.Now().Truncate(time.Second).Add(-24 * time.Hour).UTC()
+	file := firesFile{SavedAt: last, Clean: true, Tasks: map[string]time.Time{}}
+	var specs []protocol.TaskSpec
+	for i := range 100 {
+		id := fmt.Sprintf("t%03d", i)
+		file.Tasks[id] = last
+		specs = append(specs, httpSpec(id, "http://127.0.0.1:1", protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"}))
+	}
+	if err := writeFileAtomic(filepath.Join(dir, FiresFile), file); err != nil {
+		t.Fatal(err)
+	}
+	f := newFanOutRunner(t)
+	f.fires.load(dir, testutil.Discard())
+	if err := f.replace(specs); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "100 misfire records", func() bool { return len(misfireRuns(f.sink.all())) == 100 })
+	for _, rec := range misfireRuns(f.sink.all()) {
+		var n int
+		if _, err := fmt.Sscanf(rec.Output, "misfire: this worker was down for %d fires", &n); err != nil || n < 86_399 || n > 86_401 {
+			t.Fatalf("record %q: want about 86,400 fires", rec.Output)
+		}
+	}
+	if got, _, ok := f.fires.take("t000"); ok {
+		t.Fatalf("last fire %s still kept after the task came back", got)
+	}
+}
+
 // runsMaster is the master's end of in-process workers: it stores run
 // reports and wins every claim.
 type runsMaster struct {

@@ -25,7 +25,7 @@ const maxFreeRunStates = 4096
 // runState is one task's runs in progress on this node.
 type runState struct {
 	running int         // runs in progress: more than one only under allow
-	current string      // report id of the attempt most recently started
+	current runID       // report id of the attempt most recently started
 	waiting *queuedFire // under queue: the one fire waiting for running to reach 0
 }
 
@@ -34,8 +34,26 @@ type queuedFire struct {
 	spec   protocol.TaskSpec
 	fire   time.Time
 	manual bool
-	id     string        // report id of its first attempt
+	id     runID         // report id of its first attempt
 	tmpl   *httpTemplate // the task's prepared HTTP request, if any
+}
+
+// queuedFires recycles the fires of ended runs: the body of a schedule's
+// job starts hundreds of runs at once, and allocating their state then made
+// it wait on the garbage collector.
+var queuedFires = sync.Pool{New: func() any { return new(queuedFire) }}
+
+// newQueuedFire is a fire to run, from the pool.
+func newQueuedFire(spec *protocol.TaskSpec, fire time.Time, manual bool, id runID, tmpl *httpTemplate) *queuedFire {
+	q := queuedFires.Get().(*queuedFire)
+	*q = queuedFire{spec: *spec, fire: fire, manual: manual, id: id, tmpl: tmpl}
+	return q
+}
+
+// release returns an ended fire to the pool; nothing may use it after.
+func (q *queuedFire) release() {
+	*q = queuedFire{}
+	queuedFires.Put(q)
 }
 
 // run runs a fire under its task's overlap policy, then any fire that queued
@@ -46,7 +64,7 @@ func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
 
 // runWith is run with the task's prepared HTTP request.
 func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *httpTemplate) {
-	q := &queuedFire{spec: spec, fire: fire, manual: manual, id: r.newRunID(), tmpl: tmpl}
+	q := newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl)
 	if !r.admit(q) {
 		return
 	}
@@ -58,21 +76,66 @@ func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tm
 // behind it.
 func (r *runner) runAdmitted(q *queuedFire, first slot) {
 	r.execute(q, first)
-	for q = r.finish(q.spec.ID); q != nil; q = r.finish(q.spec.ID) {
+	id := q.spec.ID
+	q.release()
+	for q = r.finish(id); q != nil; q = r.finish(id) {
 		if why := r.stale(q); why != "" {
 			r.reports.add(skippedReport(r.node(), q, why))
 		} else {
 			r.execute(q, slot{})
 		}
+		q.release()
 	}
 }
 
 // admit decides whether q starts now. When it does not, the fire is either
 // queued (it will run from the loop of the run in progress) or recorded as a
-// skipped run here.
+// skipped run here and released.
 func (r *runner) admit(q *queuedFire) bool {
 	g := &r.overlap
 	g.mu.Lock()
+	ok, why := g.admitLocked(q)
+	g.mu.Unlock()
+	if why != "" {
+		r.skip(q, why)
+	}
+	return ok
+}
+
+// admitAll is admit for the fires of one schedule at once, under one lock:
+// the runs of a fire that end early then do not hold up the others' start.
+// It returns the fires that start now, in place of qs.
+func (r *runner) admitAll(qs []*queuedFire) []*queuedFire {
+	g := &r.overlap
+	start := qs[:0]
+	var skipped []*queuedFire
+	var whys []string
+	g.mu.Lock()
+	for _, q := range qs {
+		ok, why := g.admitLocked(q)
+		switch {
+		case ok:
+			start = append(start, q)
+		case why != "":
+			skipped, whys = append(skipped, q), append(whys, why)
+		}
+	}
+	g.mu.Unlock()
+	for i, q := range skipped {
+		r.skip(q, whys[i])
+	}
+	return start
+}
+
+// skip records a fire that was not admitted, and releases it.
+func (r *runner) skip(q *queuedFire, why string) {
+	r.reports.add(skippedReport(r.node(), q, why))
+	q.release()
+}
+
+// admitLocked decides for q: start it now (ok), queue it (neither), or skip
+// it (why says why).
+func (g *overlapGate) admitLocked(q *queuedFire) (ok bool, why string) {
 	if g.tasks == nil {
 		g.tasks = map[string]*runState{}
 	}
@@ -85,30 +148,23 @@ func (r *runner) admit(q *queuedFire) bool {
 		}
 		g.tasks[q.spec.ID] = st
 	}
-	var why string
 	switch {
 	case st.running == 0 || (q.spec.Overlap != protocol.OverlapSkip && q.spec.Overlap != protocol.OverlapQueue):
 		st.running++
 		st.current = q.id
-		g.mu.Unlock()
-		return true
+		return true, ""
 	case q.spec.Overlap == protocol.OverlapQueue && st.waiting == nil:
 		st.waiting = q
-		g.mu.Unlock()
-		return false
+		return false, ""
 	case q.spec.Overlap == protocol.OverlapQueue:
-		why = fmt.Sprintf("skipped: the previous run (id %s) was still running and a fire (scheduled at %s) was already queued behind it",
+		return false, fmt.Sprintf("skipped: the previous run (id %s) was still running and a fire (scheduled at %s) was already queued behind it",
 			st.current, st.waiting.fire.Format(time.RFC3339))
-	default:
-		why = fmt.Sprintf("skipped: the previous run (id %s) was still running", st.current)
 	}
-	g.mu.Unlock()
-	r.reports.add(skippedReport(r.node(), q, why))
-	return false
+	return false, fmt.Sprintf("skipped: the previous run (id %s) was still running", st.current)
 }
 
 // attemptStarted names the attempt now running, which a skipped fire quotes.
-func (r *runner) attemptStarted(taskID, id string) {
+func (r *runner) attemptStarted(taskID string, id runID) {
 	g := &r.overlap
 	g.mu.Lock()
 	if st := g.tasks[taskID]; st != nil {
@@ -165,6 +221,6 @@ func (r *runner) stale(q *queuedFire) string {
 // skippedReport records a fire that did not run.
 func skippedReport(node string, q *queuedFire, why string) protocol.RunReport {
 	now := time.Now().UTC()
-	return protocol.RunReport{ID: q.id, TaskID: q.spec.ID, Node: node, ScheduledAt: q.fire, StartedAt: now, EndedAt: now,
+	return protocol.RunReport{ID: q.id.String(), TaskID: q.spec.ID, Node: node, ScheduledAt: q.fire, StartedAt: now, EndedAt: now,
 		Result: protocol.ResultSkipped, Attempt: 1, Output: why, Manual: q.manual}
 }

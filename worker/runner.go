@@ -72,6 +72,15 @@ func (l *limiter) acquire(ctx context.Context) bool {
 	}
 }
 
+// tryAcquireN takes up to n free slots, without waiting, and returns how many.
+func (l *limiter) tryAcquireN(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := max(0, min(n, l.max-l.n))
+	l.n += k
+	return k
+}
+
 // tryAcquire takes a slot if one is free, without waiting.
 func (l *limiter) tryAcquire() bool {
 	l.mu.Lock()
@@ -267,7 +276,8 @@ type runner struct {
 	mu     sync.Mutex
 	jobs   map[string]*taskJob
 	groups map[scheduleKey]*fireGroup
-	ctx    context.Context // cancelled when the worker stops: running jobs end
+	missed map[missedKey]missedCount // while tasks come back after a restart (fires.go)
+	ctx    context.Context           // cancelled when the worker stops: running jobs end
 }
 
 // scheduledFire names the fire a run belongs to: the schedule's own time, not
@@ -374,9 +384,17 @@ func (c cronImpl) Next(lastRun time.Time) time.Time { return c.s.Next(lastRun) }
 func (r *runner) start(spec protocol.TaskSpec) error {
 	took, err := r.startSpec(spec)
 	if took {
+		r.forgetMissed()
 		r.writeFires(false)
 	}
 	return err
+}
+
+// forgetMissed drops the missed-fire counts kept while tasks came back.
+func (r *runner) forgetMissed() {
+	r.mu.Lock()
+	r.missed = nil
+	r.mu.Unlock()
 }
 
 // startSpec is start; took says it took the task's last fire from the
@@ -478,9 +496,10 @@ func (r *runner) leaveLocked(tj *taskJob) error {
 // fireGroup is the gocron job body of a schedule. It names the fire once and
 // starts every member's run in its own goroutine, then waits for them, so
 // that stopping the scheduler waits for runs as it did for one job per task.
-// A run that needs no claim is admitted and given its concurrency slot here,
-// before any goroutine is started: its start does not wait behind the work
-// (requests, reports) of the runs started before it in the same fire.
+// The runs that need no claim are admitted (overlap policy) and given their
+// concurrency slots in one step each, and start together once all their
+// goroutines exist: a run's start does not wait behind the work (requests,
+// reports) of the runs started before it in the same fire.
 func (r *runner) fireGroup(g *fireGroup) {
 	r.fireGroupAt(g, scheduledFire(&g.schedule, g.cron, time.Now()))
 }
@@ -489,7 +508,9 @@ func (r *runner) fireGroup(g *fireGroup) {
 func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 	var wg sync.WaitGroup
 	lag := time.Since(fire) // the trigger lag of this fire, the same for all its tasks
-	for _, tj := range g.snapshot() {
+	members := g.snapshot()
+	fires := make([]*queuedFire, 0, len(members))
+	for _, tj := range members {
 		if fire.Before(tj.since) {
 			continue // due before the task joined: a job of its own would not have fired it
 		}
@@ -509,16 +530,20 @@ func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 		if spec.Routing == protocol.RoutingBroadcast {
 			spec = sharded(spec)
 		}
-		q := &queuedFire{spec: spec, fire: fire, id: r.newRunID(), tmpl: tj.httpReq}
-		if !r.admit(q) {
-			continue
+		fires = append(fires, newQueuedFire(&spec, fire, false, r.newRunID(), tj.httpReq))
+	}
+	if len(fires) > 0 {
+		fires = r.admitAll(fires)
+		held := r.limit.tryAcquireN(len(fires))
+		// The runs start together when the gate opens: none works (and
+		// takes CPU from this loop) before every one is ready to go.
+		start := &gate{open: make(chan struct{})}
+		for i, q := range fires {
+			wg.Add(1)
+			go r.runMember(q, i < held, start, &wg)
 		}
-		var first slot
-		if r.limit.tryAcquire() {
-			first = slot{held: true, at: time.Now()}
-		}
-		wg.Add(1)
-		go r.runMember(q, first, &wg)
+		start.at = time.Now()
+		close(start.open)
 	}
 	r.fires.touch()
 	wg.Wait()
@@ -529,8 +554,16 @@ func (r *runner) fireMember(tj *taskJob, fire time.Time, wg *sync.WaitGroup) {
 	r.fireAt(tj, fire)
 }
 
-func (r *runner) runMember(q *queuedFire, first slot, wg *sync.WaitGroup) {
+// gate starts the runs of one fire together, at when it opens.
+type gate struct {
+	open chan struct{}
+	at   time.Time // written before open is closed
+}
+
+func (r *runner) runMember(q *queuedFire, held bool, start *gate, wg *sync.WaitGroup) {
 	defer wg.Done()
+	<-start.open
+	first := slot{held: held, at: start.at}
 	r.runAdmitted(q, first)
 }
 
@@ -602,6 +635,7 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 	// no longer gives us are of no use.
 	r.fires.retain(want)
 	if took {
+		r.forgetMissed()
 		r.writeFires(false)
 	}
 	if len(errs) > 0 {
@@ -730,9 +764,9 @@ func (r *runner) execute(q *queuedFire, first slot) {
 // attempt runs one execution within the node's concurrency bound and timeout.
 // pre, when held, is the slot the caller took for it; tmpl, if any, the
 // task's prepared HTTP request.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id string, pre slot, tmpl *httpTemplate) protocol.RunReport {
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, pre slot, tmpl *httpTemplate) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
-	rep := protocol.RunReport{ID: id, TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
+	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	if !pre.held {
 		if !r.acquire(timeout) {
 			now := time.Now().UTC()

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,21 +41,26 @@ func BenchmarkScheduledFire(b *testing.B) {
 // process: with target=httptest the in-process server's allocations too;
 // target=raw answers from a loop that allocates nothing per request, so its
 // figure is the worker's own.
+//
+// tasks=100 fires a schedule shared by 100 tasks: an op is their 100 runs.
 func BenchmarkFireHTTP(b *testing.B) {
-	for _, target := range []string{"httptest", "raw"} {
-		b.Run("target="+target, func(b *testing.B) {
+	for _, c := range []struct {
+		target string
+		tasks  int
+	}{{"httptest", 1}, {"raw", 1}, {"raw", 100}} {
+		b.Run(fmt.Sprintf("target=%s/tasks=%d", c.target, c.tasks), func(b *testing.B) {
 			url := rawTarget(b)
-			if target == "httptest" {
+			if c.target == "httptest" {
 				srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
 				b.Cleanup(srv.Close)
 				url = srv.URL
 			}
-			benchmarkFire(b, url)
+			benchmarkFire(b, url, c.tasks)
 		})
 	}
 }
 
-func benchmarkFire(b *testing.B, url string) {
+func benchmarkFire(b *testing.B, url string, tasks int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rep := newReporter(b.TempDir(), 0, testutil.Discard(), func(_ context.Context, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 		return protocol.RunsResponse{Accepted: len(runs)}, nil
@@ -62,6 +68,7 @@ func benchmarkFire(b *testing.B, url string) {
 	go rep.run(ctx)
 	defer func() { cancel(); <-rep.done }()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128 // as the worker's: every task keeps its connection
 	defer tr.CloseIdleConnections()
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(100),
@@ -73,15 +80,17 @@ func benchmarkFire(b *testing.B, url string) {
 		b.Fatal(err)
 	}
 	defer r.sched.Shutdown()
-	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t1", Title: "t", Type: protocol.TaskHTTP,
-		Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"},
-		HTTP:     &protocol.HTTPSpec{URL: url + "/t/t1"}}, Executors: 1}
-	if err := r.start(spec); err != nil {
-		b.Fatal(err)
+	for i := range tasks {
+		id := fmt.Sprintf("t%d", i)
+		spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: id, Title: "t", Type: protocol.TaskHTTP,
+			Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"},
+			HTTP:     &protocol.HTTPSpec{URL: url + "/t/" + id}}, Executors: 1}
+		if err := r.start(spec); err != nil {
+			b.Fatal(err)
+		}
+		r.job(id).since = time.Time{} // fires named by the clock's current second count as the task's own
 	}
-	tj := r.job("t1")
-	tj.since = time.Time{} // fires named by the clock's current second count as the task's own
-	g := tj.group
+	g := r.job("t0").group
 	r.fireGroup(g) // the connection is dialled once, outside the measurement
 	b.ReportAllocs()
 	b.ResetTimer()

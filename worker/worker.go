@@ -93,7 +93,7 @@ type Worker struct {
 }
 
 // maxConnsPerHost bounds the connections tasks keep to one host.
-const maxConnsPerHost = 256
+const maxConnsPerHost = 512
 
 // New builds a worker with a fresh boot id and secret. It does not start anything.
 func New(cfg Config, log *slog.Logger) (*Worker, error) {
