@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -204,5 +206,63 @@ func TestFanOutFireKeepsEachTasksSemantics(t *testing.T) {
 	f.fireGroupAt(g, named)
 	if got := seen(); strings.Contains(got, "/late") || !strings.Contains(got, "/paused") {
 		t.Fatalf("target saw %q for a fire before late joined: want paused's run, not late's", got)
+	}
+}
+
+// A task's prepared request (no placeholders) sends the same method, body
+// and headers at every fire, each fire with a body of its own; a task with
+// placeholders is built at each fire with its params; redirects are followed.
+func TestHTTPRequestsAreTheSameAtEveryFire(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	target := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/moved" {
+			http.Redirect(rw, req, "/plain", http.StatusFound)
+			return
+		}
+		body, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s %s %s ct=%s x=%s ua=%s", req.Method, req.URL.RequestURI(), body,
+			req.Header.Get("Content-Type"), req.Header.Get("X-Key"), req.Header.Get("User-Agent")))
+	}))
+	t.Cleanup(target.Close)
+	f := newFanOutRunner(t)
+	hourly := protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}
+	post := httpSpec("post", target.URL, hourly)
+	post.HTTP = &protocol.HTTPSpec{Method: "POST", URL: target.URL + "/plain", Body: `{"a":1}`, ContentType: "application/json",
+		Headers: map[string]string{"X-Key": "k1"}}
+	post.Params = map[string]string{"unused": "v"}
+	param := httpSpec("param", target.URL, hourly)
+	param.HTTP = &protocol.HTTPSpec{Method: "PUT", URL: target.URL + "/p/{{id}}", Body: "id={{id}}", Headers: map[string]string{"X-Key": "{{id}}"}}
+	param.Params = map[string]string{"id": "42"}
+	moved := httpSpec("moved", target.URL, hourly)
+	moved.HTTP = &protocol.HTTPSpec{URL: target.URL + "/moved"}
+	for _, s := range []protocol.TaskSpec{post, param, moved} {
+		if err := f.start(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.job("post").httpReq == nil || f.job("param").httpReq != nil {
+		t.Fatal("prepared request: want one for post (no placeholder), none for param")
+	}
+	fire := time.Now().Add(time.Hour).Truncate(time.Hour).UTC()
+	for i := range 2 {
+		f.fireGroupAt(f.job("post").group, fire.Add(time.Duration(i)*time.Hour))
+	}
+	mu.Lock()
+	sort.Strings(got)
+	all := strings.Join(got, "\n")
+	mu.Unlock()
+	want := strings.Join([]string{
+		"GET /plain  ct= x= ua=ScheduleMaster-Go",
+		"GET /plain  ct= x= ua=ScheduleMaster-Go",
+		`POST /plain {"a":1} ct=application/json x=k1 ua=ScheduleMaster-Go`,
+		`POST /plain {"a":1} ct=application/json x=k1 ua=ScheduleMaster-Go`,
+		"PUT /p/42 id=42 ct= x=42 ua=ScheduleMaster-Go",
+		"PUT /p/42 id=42 ct= x=42 ua=ScheduleMaster-Go",
+	}, "\n")
+	if all != want {
+		t.Fatalf("target got:\n%s\nwant:\n%s", all, want)
 	}
 }

@@ -43,6 +43,9 @@ type firesFile struct {
 	// written (zero when none): the fires a killed process may have started
 	// without saving them lie within firesUncertain of it.
 	NextFire time.Time `json:"next_fire,omitzero"`
+	// NotBefore carries the bound of an earlier killed process whose last
+	// fires are still in the file: fires up to it may have run unsaved.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // firesUncertain is how long after the next fire a killed process may have
@@ -95,8 +98,9 @@ func (l *lastFires) load(dir string, log *slog.Logger) {
 	}
 	l.mu.Lock()
 	l.saved = f.Tasks
-	if !f.Clean && !f.NextFire.IsZero() {
-		l.notBefore = f.NextFire.Add(firesUncertain)
+	l.notBefore = f.NotBefore
+	if end := f.NextFire.Add(firesUncertain); !f.Clean && !f.NextFire.IsZero() && end.After(l.notBefore) {
+		l.notBefore = end
 	}
 	l.mu.Unlock()
 	if len(f.Tasks) > 0 {
@@ -224,6 +228,7 @@ func (r *runner) writeFires(clean bool) {
 			f.Tasks[id] = t
 		}
 	}
+	f.NotBefore = l.notBefore
 	l.mu.Unlock()
 	err := writeFileAtomic(l.path, f)
 	l.mu.Lock()

@@ -38,22 +38,22 @@ type queuedFire struct {
 	tmpl   *httpTemplate // the task's prepared HTTP request, if any
 }
 
-// queuedFires recycles the fires of ended runs: the body of a schedule's
-// job starts hundreds of runs at once, and allocating their state then made
-// it wait on the garbage collector.
-var queuedFires = sync.Pool{New: func() any { return new(queuedFire) }}
-
-// newQueuedFire is a fire to run, from the pool.
-func newQueuedFire(spec *protocol.TaskSpec, fire time.Time, manual bool, id runID, tmpl *httpTemplate) *queuedFire {
-	q := queuedFires.Get().(*queuedFire)
+// newQueuedFire is a fire to run, from the runner's pool of ended fires:
+// the body of a schedule's job starts hundreds of runs at once, and
+// allocating their state then made it wait on the garbage collector.
+func (r *runner) newQueuedFire(spec *protocol.TaskSpec, fire time.Time, manual bool, id runID, tmpl *httpTemplate) *queuedFire {
+	q, _ := r.queued.Get().(*queuedFire)
+	if q == nil {
+		q = new(queuedFire)
+	}
 	*q = queuedFire{spec: *spec, fire: fire, manual: manual, id: id, tmpl: tmpl}
 	return q
 }
 
 // release returns an ended fire to the pool; nothing may use it after.
-func (q *queuedFire) release() {
+func (r *runner) release(q *queuedFire) {
 	*q = queuedFire{}
-	queuedFires.Put(q)
+	r.queued.Put(q)
 }
 
 // run runs a fire under its task's overlap policy, then any fire that queued
@@ -64,7 +64,7 @@ func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
 
 // runWith is run with the task's prepared HTTP request.
 func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *httpTemplate) {
-	q := newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl)
+	q := r.newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl)
 	if !r.admit(q) {
 		return
 	}
@@ -77,14 +77,14 @@ func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tm
 func (r *runner) runAdmitted(q *queuedFire, first slot) {
 	r.execute(q, first)
 	id := q.spec.ID
-	q.release()
+	r.release(q)
 	for q = r.finish(id); q != nil; q = r.finish(id) {
 		if why := r.stale(q); why != "" {
 			r.reports.add(skippedReport(r.node(), q, why))
 		} else {
 			r.execute(q, slot{})
 		}
-		q.release()
+		r.release(q)
 	}
 }
 
@@ -130,7 +130,7 @@ func (r *runner) admitAll(qs []*queuedFire) []*queuedFire {
 // skip records a fire that was not admitted, and releases it.
 func (r *runner) skip(q *queuedFire, why string) {
 	r.reports.add(skippedReport(r.node(), q, why))
-	q.release()
+	r.release(q)
 }
 
 // admitLocked decides for q: start it now (ok), queue it (neither), or skip

@@ -269,9 +269,10 @@ type runner struct {
 	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
 
-	ids   runIDs         // run report ids
-	fires lastFires      // the last fire of each task, kept across restarts (fires.go)
-	bg    sync.WaitGroup // catch-up runs after a restart, waited for like scheduled runs
+	ids    runIDs         // run report ids
+	queued sync.Pool      // *queuedFire of ended runs, for reuse
+	fires  lastFires      // the last fire of each task, kept across restarts (fires.go)
+	bg     sync.WaitGroup // catch-up runs after a restart, waited for like scheduled runs
 
 	mu     sync.Mutex
 	jobs   map[string]*taskJob
@@ -530,7 +531,7 @@ func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 		if spec.Routing == protocol.RoutingBroadcast {
 			spec = sharded(spec)
 		}
-		fires = append(fires, newQueuedFire(&spec, fire, false, r.newRunID(), tj.httpReq))
+		fires = append(fires, r.newQueuedFire(&spec, fire, false, r.newRunID(), tj.httpReq))
 	}
 	if len(fires) > 0 {
 		fires = r.admitAll(fires)
