@@ -558,16 +558,24 @@ func (b *bench) measurePeer(ctx context.Context, t *peerTarget, sys peerSystem, 
 	defer sys.Stop()
 	// RSS is sampled from the first process on, so that a failure's is known.
 	var rssMu sync.Mutex
+	var maxRSS, peakRSS int64
 	inWindow := false
 	sampleRSS := func() time.Duration {
 		cpu, rss := procs.usage()
 		rssMu.Lock()
-		r.maxRSS = max(r.maxRSS, rss)
+		maxRSS = max(maxRSS, rss)
 		if inWindow {
-			r.peakRSS = max(r.peakRSS, rss)
+			peakRSS = max(peakRSS, rss)
 		}
 		rssMu.Unlock()
 		return cpu
+	}
+	// result is r with the RSS sampled so far.
+	result := func() peerRound {
+		rssMu.Lock()
+		defer rssMu.Unlock()
+		r.maxRSS, r.peakRSS = maxRSS, peakRSS
+		return r
 	}
 	stopSampler := make(chan struct{})
 	samplerDone := make(chan struct{})
@@ -592,14 +600,12 @@ func (b *bench) measurePeer(ctx context.Context, t *peerTarget, sys peerSystem, 
 		if died := procs.exited(); died != "" {
 			why = "crashed: " + died
 		}
-		rssMu.Lock()
-		defer rssMu.Unlock()
 		r.failed = why
-		return r, nil
+		return result(), nil
 	}
 	if err := sys.Start(ctx, dir, t.url+"/"+round, ids, procs); err != nil {
 		if ctx.Err() != nil {
-			return r, ctx.Err()
+			return result(), ctx.Err()
 		}
 		return fail("failed to start: " + err.Error())
 	}
@@ -626,7 +632,7 @@ func (b *bench) measurePeer(ctx context.Context, t *peerTarget, sys peerSystem, 
 			return fail(why)
 		}
 		if ctx.Err() != nil {
-			return r, ctx.Err()
+			return result(), ctx.Err()
 		}
 		if time.Now().After(warm) {
 			return fail(fmt.Sprintf("%d of %d tasks fired after the warm-up", arr.distinct(), n))
@@ -642,7 +648,7 @@ func (b *bench) measurePeer(ctx context.Context, t *peerTarget, sys peerSystem, 
 	}{{from, true}, {end, false}, {end.Add(3 * time.Second), false}} { // then the late arrivals
 		why, err := until(step.at)
 		if err != nil {
-			return r, err
+			return result(), err
 		}
 		if why != "" {
 			return fail(why)
@@ -669,9 +675,7 @@ func (b *bench) measurePeer(ctx context.Context, t *peerTarget, sys peerSystem, 
 	arr.mu.Unlock()
 	r.fires = n * secs
 	r.arrived = len(r.lags) + r.doubled
-	rssMu.Lock()
-	defer rssMu.Unlock()
-	return r, nil
+	return result(), nil
 }
 
 // peerSummary is a system's figures for one N over its rounds.
