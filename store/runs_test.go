@@ -127,3 +127,31 @@ func TestInsertRunsBatchesPartlyStored(t *testing.T) {
 		}
 	})
 }
+
+// An exit code is stored as given, a missing one as NULL.
+func TestInsertRunsKeepsExitCodes(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx, db := storetest.Ctx(t), s.Store.DB
+		now := time.Now().UTC()
+		tk := store.Task{ID: "t", Title: "t", Type: "shell", Spec: "{}", Keepers: "[]", Children: "[]", CreatedAt: now, UpdatedAt: now}
+		if _, err := db.NewInsert().Model(&tk).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		code := 3
+		runs := []store.Run{
+			{ID: "with", TaskID: "t", Node: "w", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "failed", Attempt: 1, ExitCode: &code},
+			{ID: "without", TaskID: "t", Node: "w", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1},
+		}
+		if _, err := store.InsertRuns(ctx, db, runs); err != nil {
+			t.Fatal(err)
+		}
+		with, err := store.GetRun(ctx, db, "with")
+		if err != nil || with.ExitCode == nil || *with.ExitCode != 3 {
+			t.Errorf("exit code 3 stored as %v (%v)", with, err)
+		}
+		without, err := store.GetRun(ctx, db, "without")
+		if err != nil || without.ExitCode != nil {
+			t.Errorf("no exit code stored as %v (%v)", without, err)
+		}
+	})
+}
