@@ -301,6 +301,8 @@ func (m *Master) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *send
 // was, when the master stops: the next leader sends it at its time instead
 // of waiting for the report deadline.
 func (m *Master) unclaim(ctx context.Context, s sending) {
+	// It runs because ctx ended (Stop), so it must outlive ctx; it is bounded
+	// to 5 s and runs in delayedLoop's goroutines, which Stop waits for.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	w := &s.row

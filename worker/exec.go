@@ -51,6 +51,8 @@ func newHTTPTemplate(def *protocol.TaskDef) *httpTemplate {
 			return nil
 		}
 	}
+	// A template only: every run sends it under its own context (WithContext
+	// in the run), so Stop and the run's timeout still cancel the request.
 	req, err := newHTTPRequest(context.Background(), def)
 	if err != nil {
 		return nil
