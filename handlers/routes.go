@@ -124,6 +124,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/tasks/bulk", s.requireAdmin, s.bulkTasks)
 	ui.GET("/tasks/:id/clone", s.requireAdmin, s.showCloneTask)
 	ui.GET("/runs/:id", s.showRun)
+	ui.GET("/runs/:id/live", s.runLive)
+	ui.POST("/runs/:id/kill", s.requireAdmin, s.killRun)
 	// runs and node pages
 	ui.GET("/runs", s.listRuns)
 	ui.GET("/runs/live", s.runListLive)
@@ -187,6 +189,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.POST("/tasks/bulk", s.requireAdmin, s.apiBulkTasks)
 	api.POST("/tasks/:id/clone", s.requireAdmin, s.apiCloneTask)
 	api.GET("/runs/:id", s.apiGetRun)
+	api.GET("/runs/:id/output", s.apiRunOutput)
+	api.POST("/runs/:id/kill", s.requireAdmin, s.apiKillRun)
 	api.GET("/runs", s.apiSearchRuns)
 	// users API routes
 	api.GET("/users", s.apiListUsers)

@@ -91,11 +91,15 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 }
 
 func runRow(r *store.Run, now time.Time) views.RunRow {
-	return views.RunRow{
+	row := views.RunRow{
 		ID: r.ID, StartedAt: utcText(r.StartedAt), Started: ago(r.StartedAt, now), Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(r.DurationMS), Result: r.Result,
 		Attempt: r.Attempt, Code: runCode(r), Manual: r.Manual,
 	}
+	if r.Result == store.ResultRunning {
+		row.Duration = "for " + durationMS(max(0, now.Sub(r.StartedAt).Milliseconds()))
+	}
+	return row
 }
 
 // runCode is "HTTP 200" for an HTTP run, "exit 1" for a shell run, or "".

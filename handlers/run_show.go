@@ -1,33 +1,83 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
-// showRun shows every field of one run and its captured output.
+// showRun shows every field of one run and its output; while the run is in
+// progress, its output so far, refreshed every second, and Kill for admins.
 func (s *server) showRun(c *gin.Context) {
-	ctx := c.Request.Context()
-	r, err := s.m.GetRun(ctx, c.Param("id"))
+	vm, err := s.runVM(c, c.Param("id"), nil)
 	if err != nil {
 		s.tasksError(c, err)
 		return
 	}
+	vm.Layout = s.layout(c, vm.Heading, "tasks")
+	s.render(c, http.StatusOK, views.RunPage(vm))
+}
+
+// runLive answers the run page's poll with its live part.
+func (s *server) runLive(c *gin.Context) {
+	vm, err := s.runVM(c, c.Param("id"), nil)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, views.RunLive(vm))
+}
+
+// runVM reads a run and, while it is in progress, asks its worker (only
+// that one) for the output so far.
+func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.RunVM, error) {
+	ctx := c.Request.Context()
+	live, err := s.m.RunLive(ctx, id)
+	if err != nil {
+		return views.RunVM{}, err
+	}
+	r := live.Run
 	vm := views.RunVM{
 		ID: r.ID, TaskID: r.TaskID, Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), StartedAt: utcText(r.StartedAt), EndedAt: utcText(r.EndedAt),
 		Duration: durationMS(r.DurationMS), Result: r.Result, Attempt: r.Attempt, Manual: r.Manual, Output: r.Output,
-		BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID,
+		BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, Flash: flash,
 	}
 	if r.HTTPStatus != 0 {
 		vm.HTTPStatus = strconv.Itoa(r.HTTPStatus)
 	}
 	if r.ExitCode != nil {
 		vm.ExitCode = strconv.Itoa(*r.ExitCode)
+	}
+	if live.InProgress() {
+		vm.InProgress, vm.LiveURL = true, "/runs/"+r.ID+"/live"
+		vm.EndedAt = "-"
+		vm.Duration = "running for " + time.Since(r.StartedAt).Round(time.Second).String()
+		p := currentUser(c)
+		vm.CanKill = p != nil && p.Role == store.RoleAdmin && !live.Ended
+		switch p := live.Progress; {
+		case p != nil:
+			vm.Output, vm.BinaryOutput = p.Output, p.BinaryOutput
+			switch {
+			case p.Killing:
+				vm.LiveNote = "Kill asked: the run is ending."
+				vm.CanKill = false
+			case p.Waiting != "":
+				vm.LiveNote = "Live: " + p.Waiting + "."
+			default:
+				vm.LiveNote = fmt.Sprintf("Live: %s of output so far, from node %s.", byteCount(p.OutputBytes), r.Node)
+			}
+		case live.Ended:
+			vm.LiveNote = "The run has ended on node " + r.Node + "; its result is on its way."
+		default:
+			vm.LiveNote = "Output so far unavailable: " + live.Unreachable
+		}
 	}
 	if t, err := s.m.GetTask(ctx, r.TaskID); err == nil {
 		vm.TaskTitle = t.Title
@@ -38,6 +88,18 @@ func (s *server) showRun(c *gin.Context) {
 		title = "Deleted task"
 	}
 	vm.Heading = title + " · run of " + utcText(r.StartedAt)
-	vm.Layout = s.layout(c, vm.Heading, "tasks")
-	s.render(c, http.StatusOK, views.RunPage(vm))
+	return vm, nil
+}
+
+// byteCount writes a size for people: 512 bytes, 3.2 KiB, 1.5 MiB.
+func byteCount(n int64) string {
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < 1024:
+		return strconv.FormatInt(n, 10) + " bytes"
+	case n < 1<<20:
+		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 }

@@ -153,3 +153,21 @@ func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.T
 	return c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnce, map[string]string{protocol.HeaderSecret: n.Secret},
 		protocol.RunOnceRequest{ID: spec.ID, Task: &spec}, nil)
 }
+
+// RunOutput asks a worker for a run in progress and its output so far.
+func (c *Client) RunOutput(ctx context.Context, n *store.Node, runID string) (protocol.RunProgress, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	var p protocol.RunProgress
+	err := c.call(ctx, n, http.MethodPost, protocol.PathRunOutput, map[string]string{protocol.HeaderSecret: n.Secret},
+		protocol.RunRef{ID: runID}, &p)
+	return p, err
+}
+
+// KillRun asks a worker to kill a run in progress; by names who asked.
+func (c *Client) KillRun(ctx context.Context, n *store.Node, runID, by string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	return c.call(ctx, n, http.MethodPost, protocol.PathRunKill, map[string]string{protocol.HeaderSecret: n.Secret},
+		protocol.RunRef{ID: runID, By: by}, nil)
+}

@@ -202,6 +202,12 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 		m.log.Error("recover: update node", "node", name, "err", err)
 		return false
 	}
+	if restarted {
+		// A new process: the old one's runs in progress died with it.
+		if _, err := store.LoseRunsOf(ctx, m.st.DB, name, "the worker restarted during this run"); err != nil {
+			m.log.Error("recover: mark the runs of a restarted worker lost", "node", name, "err", err)
+		}
+	}
 	m.log.Info("node recovered", "node", name, "status", want.String(), "restarted", restarted)
 	m.event(WithActor(ctx, ActorHealthChecker), "node.recover", store.TargetNode, name, nil,
 		fmt.Sprintf("answers again; back to %s (restarted: %t)", want, restarted))

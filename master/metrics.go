@@ -40,7 +40,7 @@ const (
 // runResults are the results a run may carry; their series exist from the
 // start, at 0, so that rate() and alerts see the first run. killed is what a
 // run killed by an admin records.
-var runResults = []string{store.ResultSuccess, store.ResultFailed, store.ResultTimeout, store.ResultSkipped, "killed"}
+var runResults = []string{store.ResultSuccess, store.ResultFailed, store.ResultTimeout, store.ResultSkipped, store.ResultKilled}
 
 // NewMetrics builds the master's metrics with the Go runtime and process
 // collectors. The collectors that read a master's state (node counts, leader
@@ -172,7 +172,7 @@ func (x *Metrics) runsIngested(runs []store.Run) {
 		return
 	}
 	for i := range runs {
-		if runs[i].EndedAt.IsZero() {
+		if runs[i].Result == store.ResultRunning {
 			continue // in progress: counted when it ends
 		}
 		x.runs.WithLabelValues(runs[i].Result).Inc()

@@ -34,7 +34,7 @@ func TestMetricsCountByLabel(t *testing.T) {
 	x := NewMetrics()
 	ended := time.Now()
 	x.runsIngested([]store.Run{{Result: store.ResultSuccess, DurationMS: 1500, EndedAt: ended}, {Result: store.ResultFailed, DurationMS: 20, EndedAt: ended},
-		{Result: store.ResultFailed, DurationMS: 30, EndedAt: ended}, {Result: store.ResultFailed}}) // the last one is in progress
+		{Result: store.ResultFailed, DurationMS: 30, EndedAt: ended}, {Result: store.ResultRunning}}) // the last one is in progress
 	x.claim(time.Now(), claimResult{Won: true, Winner: "w1"}, nil)
 	x.claim(time.Now(), claimResult{Winner: "w1"}, nil)
 	x.claim(time.Now(), claimResult{}, nil)

@@ -113,6 +113,12 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
 			return refuse(mapStoreErr(err, name))
 		}
+		if old.BootID != n.BootID {
+			// A new process: the old one's runs in progress died with it.
+			if _, err := store.LoseRunsOf(ctx, m.st.DB, name, "the worker restarted during this run"); err != nil {
+				m.log.Error("mark the runs of a restarted worker lost", "node", name, "err", err)
+			}
+		}
 	}
 	detail := "running on " + n.Protocol + "://" + n.Host
 	if old == nil || old.NodeKey == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,7 +63,13 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	}
 	// Runs of delayed tasks' sendings go their own way (delayed_runs.go).
 	rows, delayed := splitDelayedRuns(rows)
+	// A delayed task's sending is shown by its task, not live: its start
+	// notices are taken and dropped.
+	notices := len(delayed)
+	delayed = slices.DeleteFunc(delayed, func(d delayedRun) bool { return d.run.Result == protocol.ResultRunning })
+	notices -= len(delayed)
 	dAccepted, dDups, err := m.ingestDelayedRuns(ctx, node, delayed, reject)
+	dAccepted += notices
 	if err != nil {
 		return protocol.RunsResponse{}, err
 	}
@@ -100,6 +107,9 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
 	m.metrics.runsIngested(fresh)
 	for _, r := range fresh {
+		if r.Result == protocol.ResultRunning {
+			continue // a start notice: the run's end is acted upon
+		}
 		if r.Result != protocol.ResultSuccess {
 			m.notify.runFailed(r)
 		} else if children := targets[r.TaskID].Children; len(children) > 0 {
@@ -275,6 +285,15 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 		return store.Run{}, Errorf(KindInvalid, "%v", err)
 	}
 	latest := now.Add(protocol.MaxClockSkew)
+	ended := r.EndedAt
+	if r.Result == protocol.ResultRunning {
+		// In progress: stored with its start as its end until its final
+		// report replaces it.
+		ended = r.StartedAt
+		if r.DurationMS != 0 || r.Output != "" || r.HTTPStatus != 0 || r.ExitCode != nil {
+			return bad("a run in progress has no duration, output, status or exit code yet")
+		}
+	}
 	scheduled := r.ScheduledAt
 	if scheduled.IsZero() {
 		scheduled = r.StartedAt
@@ -282,7 +301,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 	for _, t := range []struct {
 		name string
 		at   time.Time
-	}{{"scheduled_at", scheduled}, {"started_at", r.StartedAt}, {"ended_at", r.EndedAt}} {
+	}{{"scheduled_at", scheduled}, {"started_at", r.StartedAt}, {"ended_at", ended}} {
 		if t.at.Before(oldestRunTime) {
 			return bad("%s %s is before %d", t.name, t.at.UTC().Format(time.RFC3339), oldestRunTime.Year())
 		}
@@ -305,7 +324,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 	}
 	return store.Run{
 		ID: r.ID, TaskID: r.TaskID, Node: node, ScheduledAt: scheduled.UTC(), StartedAt: r.StartedAt.UTC(),
-		EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
+		EndedAt: ended.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
 		HTTPStatus: r.HTTPStatus, ExitCode: exit, Output: out, Manual: r.Manual, BinaryOutput: binary || r.BinaryOutput,
 	}, nil
 }

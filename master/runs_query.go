@@ -8,15 +8,19 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
+// filterResults are the results a stored run can have: those of ended runs,
+// a run in progress, and one lost with its worker.
+var filterResults = append(slices.Clone(runResults), store.ResultRunning, store.ResultLost)
+
 // RunResults are the results a run can have, the values a result filter takes.
-func RunResults() []string { return slices.Clone(runResults) }
+func RunResults() []string { return slices.Clone(filterResults) }
 
 // CheckRunResult refuses a result filter that names no result.
 func CheckRunResult(result string) error {
-	if result == "" || slices.Contains(runResults, result) {
+	if result == "" || slices.Contains(filterResults, result) {
 		return nil
 	}
-	return Errorf(KindInvalid, "result must be one of %s", strings.Join(runResults, ", "))
+	return Errorf(KindInvalid, "result must be one of %s", strings.Join(filterResults, ", "))
 }
 
 // SearchRuns returns a page of the runs matching f across tasks, newest

@@ -43,7 +43,7 @@ func (h *TaskHealth) Failing() bool { return h != nil && h.LastFailedStreak >= F
 // failures are the results of a run that ran and did not succeed. Any other
 // result but success (skipped, a run still going, one this master does not
 // know) says nothing of how the task runs and is left out.
-var failures = []string{store.ResultFailed, store.ResultTimeout, "killed"}
+var failures = []string{store.ResultFailed, store.ResultTimeout, store.ResultKilled, store.ResultLost}
 
 // CountsInHealth reports whether a run with this result counts in its task's
 // health: a success or a failure (failed, timeout, killed).

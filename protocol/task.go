@@ -473,7 +473,22 @@ const (
 	ResultFailed  = "failed"
 	ResultTimeout = "timeout"
 	ResultSkipped = "skipped"
+	// ResultKilled: an admin killed the run while it was in progress.
+	ResultKilled = "killed"
+	// ResultRunning marks a start notice: a report of a run still in
+	// progress (no EndedAt), sent when a run lasts longer than
+	// LiveNoticeAfter so that the master can show it, stream its output and
+	// kill it. The run's final report replaces it.
+	ResultRunning = "running"
+	// ResultLost is given by the master, never a worker: the run was in
+	// progress on a worker that went offline or restarted, so its end is
+	// unknown. A final report that arrives later still replaces it.
+	ResultLost = "lost"
 )
+
+// LiveNoticeAfter is how long a run lasts before its worker sends a start
+// notice. Shorter runs, most of them, cost the master nothing extra.
+const LiveNoticeAfter = time.Second
 
 // RunReport is one run of a task on a worker, delivered to the master in batches.
 // Its ID makes delivery idempotent: the master stores each ID once.
@@ -503,16 +518,52 @@ func (r *RunReport) Validate() error {
 		return fmt.Errorf("%w: run id must be 1-64 characters", ErrInvalid)
 	case r.TaskID == "" || len(r.TaskID) > 64:
 		return fmt.Errorf("%w: run %s: task id must be 1-64 characters", ErrInvalid, r.ID)
-	case r.Result != ResultSuccess && r.Result != ResultFailed && r.Result != ResultTimeout && r.Result != ResultSkipped:
-		return fmt.Errorf("%w: run %s: result %q is not success, failed, timeout or skipped", ErrInvalid, r.ID, r.Result)
+	case r.Result != ResultSuccess && r.Result != ResultFailed && r.Result != ResultTimeout && r.Result != ResultSkipped &&
+		r.Result != ResultKilled && r.Result != ResultRunning:
+		return fmt.Errorf("%w: run %s: result %q is not success, failed, timeout, skipped, killed or running", ErrInvalid, r.ID, r.Result)
 	case r.Attempt < 1 || r.Attempt > MaxRetries+1:
 		return fmt.Errorf("%w: run %s: attempt %d out of range", ErrInvalid, r.ID, r.Attempt)
 	case len(r.Output) > MaxOutputBytes+1024:
 		return fmt.Errorf("%w: run %s: output larger than %d bytes", ErrInvalid, r.ID, MaxOutputBytes)
-	case r.StartedAt.IsZero() || r.EndedAt.Before(r.StartedAt):
+	case r.StartedAt.IsZero() || (r.Result != ResultRunning && r.EndedAt.Before(r.StartedAt)):
 		return fmt.Errorf("%w: run %s: started_at/ended_at missing or reversed", ErrInvalid, r.ID)
+	case r.Result == ResultRunning && !r.EndedAt.IsZero():
+		return fmt.Errorf("%w: run %s: a run in progress has no ended_at", ErrInvalid, r.ID)
 	}
 	return nil
+}
+
+// Paths of a run in progress on a worker: its output so far, and kill.
+const (
+	PathRunOutput = "/api/run/output"
+	PathRunKill   = "/api/run/kill"
+)
+
+// RunRef is the body of PathRunOutput and PathRunKill: a run id and, for a
+// kill, who asked (written into the run's output).
+type RunRef struct {
+	ID string `json:"id"`
+	By string `json:"by,omitempty"`
+}
+
+// RunProgress answers PathRunOutput: a run in progress and the tail of its
+// output so far (at most MaxOutputBytes). A worker answers 404 when the run
+// is not in progress there (it ended, or never ran there).
+type RunProgress struct {
+	ID        string    `json:"id"`
+	TaskID    string    `json:"task_id"`
+	Attempt   int       `json:"attempt"`
+	StartedAt time.Time `json:"started_at"`
+	// Output is the output so far: a shell command's stdout and stderr; an
+	// HTTP task has none until its answer arrives, and Waiting says so.
+	Output       string `json:"output"`
+	BinaryOutput bool   `json:"binary_output,omitempty"`
+	// OutputBytes counts every byte written so far, including those the
+	// tail no longer holds.
+	OutputBytes int64  `json:"output_bytes"`
+	Waiting     string `json:"waiting,omitempty"`
+	// Killing: a kill was asked and the run is ending.
+	Killing bool `json:"killing,omitempty"`
 }
 
 // RunsRequest is the body of POST /api/worker/runs.

@@ -15,6 +15,12 @@ const (
 	ResultFailed  = "failed"
 	ResultTimeout = "timeout"
 	ResultSkipped = "skipped"
+	ResultKilled  = "killed"
+	// ResultRunning: a run in progress (its worker sent a start notice).
+	ResultRunning = "running"
+	// ResultLost: a run that was in progress when its worker went offline or
+	// restarted; its final report, if it ever comes, replaces it.
+	ResultLost = "lost"
 )
 
 // CountNodesByStatus returns how many nodes (master included) have each status.

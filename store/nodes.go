@@ -222,6 +222,12 @@ func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) 
 		}
 		return fmt.Errorf("store: transition node %q: %w", name, ErrConflict)
 	}
+	if t.To == StatusOffline {
+		// A worker that stops gracefully has reported its runs first.
+		if _, err := LoseRunsOf(ctx, db, name, "the worker went offline during this run"); err != nil {
+			return err
+		}
+	}
 	if t.To == StatusOffline || t.To == StatusIdle {
 		return ReleaseClaims(ctx, db, name)
 	}
@@ -341,6 +347,9 @@ func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailure
 			return false, nil
 		}
 		return false, fmt.Errorf("store: take node offline: %w", err)
+	}
+	if _, err := LoseRunsOf(ctx, db, name, "the worker went offline (failed health checks) during this run"); err != nil {
+		return true, err
 	}
 	return true, ReleaseClaims(ctx, db, name)
 }

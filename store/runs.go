@@ -68,14 +68,17 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 		return nil, nil
 	}
 	now := time.Now().UTC()
-	seen := make(map[string]struct{}, len(runs))
 	batch := make([]Run, 0, len(runs))
+	at := make(map[string]int, len(runs))
 	for _, r := range runs {
-		if _, dup := seen[r.ID]; dup { // a batch may repeat an id
+		r.CreatedAt = now
+		if i, dup := at[r.ID]; dup { // a batch may repeat an id
+			if batch[i].Result == ResultRunning && r.Result != ResultRunning {
+				batch[i] = r // a start notice and the end of its run: keep the end
+			}
 			continue
 		}
-		seen[r.ID] = struct{}{}
-		r.CreatedAt = now
+		at[r.ID] = len(batch)
 		batch = append(batch, r)
 	}
 	sorted := slices.Clone(batch)
@@ -106,7 +109,11 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	if err := updateRunStats(ctx, db, fresh, now); err != nil {
+	ended := fresh
+	if slices.ContainsFunc(fresh, func(r Run) bool { return r.Result == ResultRunning }) {
+		ended = slices.DeleteFunc(slices.Clone(fresh), func(r Run) bool { return r.Result == ResultRunning })
+	}
+	if err := updateRunStats(ctx, db, ended, now); err != nil {
 		return nil, err
 	}
 	return fresh, nil
@@ -134,32 +141,86 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run) ([]Run, error) {
 	for i := range rows {
 		ids[i] = rows[i].ID
 	}
-	var existing []string
-	if err := db.NewSelect().Model((*Run)(nil)).Column("id").Where("id IN (?)", bun.In(ids)).Scan(ctx, &existing); err != nil {
+	var existing []struct {
+		ID     string `bun:"id"`
+		Result string `bun:"result"`
+	}
+	if err := db.NewSelect().Model((*Run)(nil)).Column("id", "result").Where("id IN (?)", bun.In(ids)).Scan(ctx, &existing); err != nil {
 		return nil, fmt.Errorf("store: find known runs: %w", err)
 	}
-	known := make(map[string]bool, len(existing))
-	for _, id := range existing {
-		known[id] = true
+	known := make(map[string]string, len(existing))
+	for _, e := range existing {
+		known[e.ID] = e.Result
 	}
 	rest := make([]Run, 0, len(rows)-len(existing))
+	var ended []Run // final reports of runs stored as in progress or lost
 	for _, r := range rows {
-		if !known[r.ID] {
+		stored, ok := known[r.ID]
+		switch {
+		case !ok:
 			rest = append(rest, r)
+		case r.Result != ResultRunning && (stored == ResultRunning || stored == ResultLost):
+			ended = append(ended, r)
 		}
 	}
-	if len(rest) == 0 {
-		return nil, nil
-	}
-	ins = rest
-	if _, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx); err != nil {
-		if isDuplicate(err) {
-			// Stored by a concurrent delivery since the lookup.
-			return nil, fmt.Errorf("store: insert runs: %w", ErrConflict)
+	var done []Run
+	if len(rest) > 0 {
+		ins = rest
+		if _, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx); err != nil {
+			if isDuplicate(err) {
+				// Stored by a concurrent delivery since the lookup.
+				return nil, fmt.Errorf("store: insert runs: %w", ErrConflict)
+			}
+			return nil, fmt.Errorf("store: insert runs: %w", err)
 		}
-		return nil, fmt.Errorf("store: insert runs: %w", err)
+		done = rest
 	}
-	return rest, nil
+	for _, r := range ended {
+		ok, err := endRun(ctx, db, &r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			done = append(done, r)
+		}
+	}
+	return done, nil
+}
+
+// endRun replaces a run stored in progress (or lost) with its final report,
+// only from the node that ran it. It is a conditional update: a concurrent
+// delivery that ended it first wins, and this one counts as a duplicate; so
+// does a report of another node's run.
+func endRun(ctx context.Context, db bun.IDB, r *Run) (bool, error) {
+	res, err := db.NewUpdate().Model(r).
+		Column("scheduled_at", "started_at", "ended_at", "duration_ms", "result", "attempt", "http_status",
+			"exit_code", "output", "manual", "binary_output").
+		WherePK().Where("node = ?", r.Node).Where("task_id = ?", r.TaskID).
+		Where("result IN (?)", bun.In([]string{ResultRunning, ResultLost})).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return false, nil
+		}
+		return false, fmt.Errorf("store: end run %s: %w", r.ID, err)
+	}
+	return true, nil
+}
+
+// LoseRunsOf marks the runs in progress on node as lost: it went offline or
+// restarted, so they will not end as reported. A final report that arrives
+// later (a worker cut off, not dead) still replaces them. It returns how
+// many runs it marked.
+func LoseRunsOf(ctx context.Context, db bun.IDB, node, why string) (int, error) {
+	now := time.Now().UTC()
+	res, err := db.NewUpdate().Model((*Run)(nil)).
+		Set("result = ?", ResultLost).Set("ended_at = ?", now).
+		Set("output = ?", why+"; the run's result is unknown (a report that arrives later replaces this)").
+		Where("node = ?", node).Where("result = ?", ResultRunning).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: mark runs of %q lost: %w", node, err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // runStat is what a batch adds to one task's counters.

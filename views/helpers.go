@@ -26,3 +26,20 @@ func fieldError(errs map[string]string, field string) string {
 }
 
 func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
+
+// runPath is a run's page, or one of its actions. Run ids hold only letters,
+// digits, '.', '_', ':' and '-' (the ingest refuses others).
+func runPath(id, action string) string {
+	if action == "" {
+		return "/runs/" + id
+	}
+	return "/runs/" + id + "/" + action
+}
+
+// orDeleted names a task by its title, or says it was deleted.
+func orDeleted(title string) string {
+	if title == "" {
+		return "a deleted task"
+	}
+	return "“" + title + "”"
+}

@@ -273,6 +273,16 @@ type RunVM struct {
 	Heading string
 	// DelayedID names the delayed task of a run of one.
 	DelayedID string
+	// InProgress: the run is still going; its part of the page polls
+	// LiveURL every second for its output so far.
+	InProgress bool
+	LiveURL    string
+	// LiveNote says where the output shown comes from while it runs: bytes
+	// so far, what an HTTP run waits for, or why its worker cannot say.
+	LiveNote string
+	// CanKill shows the Kill button (admins, runs in progress).
+	CanKill bool
+	Flash   *Flash
 }
 
 // SchedulePreviewVM is the task form's preview of a schedule's next fires.

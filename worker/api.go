@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -28,6 +29,8 @@ func NewHandler(w *Worker, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST "+protocol.PathTaskPause, a.guard(a.pauseTask))
 	mux.HandleFunc("POST "+protocol.PathTaskResume, a.guard(a.resumeTask))
 	mux.HandleFunc("POST "+protocol.PathTaskRunOnce, a.guard(a.runTaskOnce))
+	mux.HandleFunc("POST "+protocol.PathRunOutput, a.guard(a.runOutput))
+	mux.HandleFunc("POST "+protocol.PathRunKill, a.guard(a.killRun))
 	// Prometheus metrics behind the secret; --metrics-listen serves them openly elsewhere.
 	mux.HandleFunc("GET /metrics", a.guard(MetricsHandler(w).ServeHTTP))
 	// Anything else, a known path with another method included, is a 404.
@@ -233,4 +236,44 @@ func (a *api) runTaskOnce(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(rw, http.StatusAccepted, protocol.TaskReply{ID: req.ID, Status: protocol.ReplyStarted})
+}
+
+// maxKillerLen bounds who a kill names, written into the run's output.
+const maxKillerLen = 200
+
+// runOutput answers a run in progress here with its output so far; 404 when
+// it is not in progress here (it ended, or ran elsewhere).
+func (a *api) runOutput(rw http.ResponseWriter, r *http.Request) {
+	var ref protocol.RunRef
+	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
+		return
+	}
+	p, ok := a.w.RunProgress(ref.ID)
+	if !ok {
+		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: "no such run in progress on this node"})
+		return
+	}
+	writeJSON(rw, http.StatusOK, p)
+}
+
+// killRun kills a run in progress here: 202, it is ending and will be
+// reported as killed; 404 when it is not in progress here.
+func (a *api) killRun(rw http.ResponseWriter, r *http.Request) {
+	var ref protocol.RunRef
+	if !readJSON(rw, r, &ref, protocol.MaxSmallBody) {
+		return
+	}
+	by, _ := protocol.SanitizeOutput(ref.By)
+	if by == "" {
+		by = "the master"
+	}
+	if len(by) > maxKillerLen {
+		by = by[:maxKillerLen]
+	}
+	by = strings.ToValidUTF8(by, "")
+	if !a.w.KillRun(ref.ID, by) {
+		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: "no such run in progress on this node"})
+		return
+	}
+	writeJSON(rw, http.StatusAccepted, protocol.RunRef{ID: ref.ID})
 }

@@ -154,9 +154,10 @@ func readAnswer(body io.Reader) (text string, binary bool, err error) {
 	return text, binary, err
 }
 
-// runShell runs a shell task in its own process group, so a timeout kills the
-// command and everything it started.
-func runShell(ctx context.Context, def *protocol.TaskDef) outcome {
+// runShell runs a shell task in its own process group, so a timeout or a kill
+// ends the command and everything it started. Its output goes to out, which
+// the run page reads while it runs.
+func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer) outcome {
 	s := def.Shell
 	var cmd *exec.Cmd
 	if len(s.Args) == 0 {
@@ -177,7 +178,6 @@ func runShell(ctx context.Context, def *protocol.TaskDef) outcome {
 		env = append(env, k+"="+protocol.ExpandParams(v, def.Params))
 	}
 	cmd.Env = env
-	out := &tailBuffer{max: protocol.MaxOutputBytes}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

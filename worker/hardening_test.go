@@ -229,6 +229,8 @@ func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
 		{protocol.PathTaskPause, guard, big(protocol.MaxSmallBody)},
 		{protocol.PathTaskStart, guard, big(protocol.MaxTaskBody)},
 		{protocol.PathTaskRunOnce, guard, big(protocol.MaxTaskBody)},
+		{protocol.PathRunOutput, guard, big(protocol.MaxSmallBody)},
+		{protocol.PathRunKill, guard, big(protocol.MaxSmallBody)},
 	}
 	for _, c := range cases {
 		if code, body := post(t, srv.URL+c.path, c.headers, c.body); code != http.StatusRequestEntityTooLarge {
@@ -245,5 +247,33 @@ func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("chunked oversized body: %d, want 413", res.StatusCode)
+	}
+}
+
+// The routes of runs in progress need the current secret, and answer 404 for
+// a run that is not in progress here, whatever its id looks like.
+func TestRunRoutesNeedTheSecretAndARunInProgress(t *testing.T) {
+	w := newWorker(t, manualConfig("w1"))
+	srv := serveWorker(t, w)
+	_, resp, _ := connectHTTP(t, srv.URL, "w1")
+	guard := map[string]string{protocol.HeaderSecret: resp.Secret}
+	for _, path := range []string{protocol.PathRunOutput, protocol.PathRunKill} {
+		if code, body := post(t, srv.URL+path, nil, `{"id":"00000000-0000-0000-0000-000000000001"}`); code != http.StatusUnauthorized {
+			t.Errorf("%s without the secret: %d %s, want 401", path, code, body)
+		}
+		if code, body := post(t, srv.URL+path, map[string]string{protocol.HeaderSecret: "wrong"}, `{"id":"x"}`); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong secret: %d %s, want 401", path, code, body)
+		}
+		for _, id := range []string{"00000000-0000-0000-0000-000000000001", "", "not-a-run", `\u0000`, strings.Repeat("f", 5000)} {
+			if code, body := post(t, srv.URL+path, guard, `{"id":"`+id+`","by":"x"}`); code != http.StatusNotFound {
+				t.Errorf("%s of %.40q: %d %s, want 404", path, id, code, body)
+			}
+		}
+		if code, body := post(t, srv.URL+path, guard, `{"id":1}`); code != http.StatusBadRequest {
+			t.Errorf("%s with a number for id: %d %s, want 400", path, code, body)
+		}
+		if code, body := post(t, srv.URL+path, guard, `{"id":"x","extra":true}`); code != http.StatusBadRequest {
+			t.Errorf("%s with an unknown field: %d %s, want 400", path, code, body)
+		}
 	}
 }

@@ -26,7 +26,7 @@ type metrics struct {
 
 // runResults are the results a run may carry; their series exist from the
 // start, at 0.
-var runResults = []string{protocol.ResultSuccess, protocol.ResultFailed, protocol.ResultTimeout, protocol.ResultSkipped, "killed"}
+var runResults = []string{protocol.ResultSuccess, protocol.ResultFailed, protocol.ResultTimeout, protocol.ResultSkipped, protocol.ResultKilled}
 
 // newMetrics builds the worker's metrics; stats reads the report queue and
 // journal at scrape time.

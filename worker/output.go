@@ -33,6 +33,13 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// written counts every byte written so far.
+func (t *tailBuffer) written() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total
+}
+
 // truncNotice starts an output whose beginning was cut off.
 func truncNotice(n int64) string { return fmt.Sprintf("[… %d earlier bytes truncated]\n", n) }
 

@@ -208,6 +208,34 @@ func (r *reporter) add(rep protocol.RunReport) {
 	}
 }
 
+// notice queues a start notice (a run in progress) in memory only: after a
+// crash it would tell of a run that no longer exists, while the master marks
+// the runs of a worker that restarted or went offline as lost by itself. A
+// full queue drops it: the run's final report still comes.
+func (r *reporter) notice(rep protocol.RunReport) {
+	line, err := marshalReport(&rep)
+	if err != nil {
+		r.log.Warn("start notice dropped: cannot encode it", "run", rep.ID, "err", err)
+		return
+	}
+	q := queued{rep: rep, off: -1, mem: int64(len(line)) + 1}
+	r.mu.Lock()
+	if len(r.pending) >= reportQueueSize || r.pendingBytes+q.mem > reportQueueBytes {
+		r.mu.Unlock()
+		r.log.Debug("start notice dropped: the report queue is full", "run", rep.ID)
+		return
+	}
+	r.nextSeq++
+	q.seq = r.nextSeq
+	r.pending = append(r.pending, q)
+	r.pendingBytes += q.mem
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
 // keepUnjournaledLocked removes from pending the reports whose journal lines
 // start before end (the journal delivers them).
 func (r *reporter) keepUnjournaledLocked(end int64) {

@@ -265,6 +265,7 @@ type runner struct {
 	backoff time.Duration // first retry delay; doubles per attempt
 
 	overlap overlapGate // each task's runs in progress, for its overlap policy
+	live    liveRuns    // every attempt in progress, for its output and kill
 
 	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
@@ -750,8 +751,8 @@ func (r *runner) execute(q *queuedFire, first slot) {
 		}
 		rep := r.attempt(&spec.TaskDef, q.fire, attempt, q.manual, id, first, q.tmpl)
 		r.reports.add(rep)
-		if rep.Result == protocol.ResultSuccess || attempt > spec.Retries {
-			return
+		if rep.Result == protocol.ResultSuccess || rep.Result == protocol.ResultKilled || attempt > spec.Retries {
+			return // a killed run is not retried
 		}
 		delay := r.backoff << (attempt - 1)
 		select {
@@ -781,6 +782,11 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
 	rep.StartedAt = pre.at.UTC()
+	var out *tailBuffer // a shell command's output, readable while it runs
+	if def.Type == protocol.TaskShell && r.shell {
+		out = &tailBuffer{max: protocol.MaxOutputBytes}
+	}
+	lr := r.live.add(id, &rep, def, out, cancel)
 	var o outcome
 	switch def.Type {
 	case protocol.TaskHTTP:
@@ -789,16 +795,22 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 		if !r.shell {
 			o = outcome{result: protocol.ResultFailed, output: ErrShellRefused.Error()}
 		} else {
-			o = runShell(ctx, def)
+			o = runShell(ctx, def, out)
 		}
 	default:
 		o = outcome{result: protocol.ResultFailed, output: "unknown task type " + def.Type}
+	}
+	if killed, by := r.live.done(lr); killed {
+		// Whatever the cancelled request or command ended with, it ended
+		// because it was killed.
+		o.result = protocol.ResultKilled
+		o.output += "\n[killed by " + by + "]"
 	}
 	rep.EndedAt = time.Now().UTC()
 	rep.DurationMS = rep.EndedAt.Sub(rep.StartedAt).Milliseconds()
 	rep.Result, rep.HTTPStatus, rep.ExitCode = o.result, o.httpStatus, o.exitCode
 	// Notes added to the output (errors, timeouts) may quote odd bytes too.
-	out, binary := protocol.SanitizeOutput(o.output)
-	rep.Output, rep.BinaryOutput = out, binary || o.binary
+	text, binary := protocol.SanitizeOutput(o.output)
+	rep.Output, rep.BinaryOutput = text, binary || o.binary
 	return rep
 }

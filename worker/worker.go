@@ -83,6 +83,8 @@ type Worker struct {
 	stopped bool            // set by Stop under regMu: no new re-registration
 	regs    sync.WaitGroup  // re-registrations in flight, waited for by Stop
 	life    context.Context // ends when Stop begins
+	// noticesDone is closed when the start notice loop has ended.
+	noticesDone chan struct{}
 
 	mu         sync.Mutex
 	secret     string
@@ -174,6 +176,8 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.runner.fires.load(cfg.DataDir, log)
 	go w.reports.run(ctx)
 	go w.runner.saveFires(ctx)
+	w.noticesDone = make(chan struct{})
+	go w.runner.noticeLoop(ctx, w.noticesDone)
 	return w, nil
 }
 
@@ -353,6 +357,24 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 	return nil
 }
 
+// RunProgress returns a run in progress on this worker (by report id) with
+// its output so far; false when no such run is in progress here.
+func (w *Worker) RunProgress(id string) (protocol.RunProgress, bool) {
+	return w.runner.live.progress(id)
+}
+
+// KillRun kills a run in progress on this worker (by report id): its HTTP
+// request is abandoned or its shell command's process group killed, and it
+// is reported as killed, not retried. by names who asked, for its output.
+// False when no such run is in progress here.
+func (w *Worker) KillRun(id, by string) bool {
+	if !w.runner.live.kill(id, by) {
+		return false
+	}
+	w.log.Info("run killed", "run", id, "by", by)
+	return true
+}
+
 func (w *Worker) isScheduling() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -513,6 +535,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.stop()
 	w.regs.Wait()
 	<-w.reports.done
+	<-w.noticesDone
 	if w.runner.fires.done != nil {
 		<-w.runner.fires.done
 	}

@@ -171,7 +171,7 @@ func (b *bench) workerRSS(ctx context.Context) []row {
 	defer target.Close()
 
 	const name = "rssw"
-	p, _, err := startProcEnv(ctx, bin, append([]string{"GOMEMLIMIT=off"}, strings.Fields(os.Getenv("ZZENV"))...), workerServing, "worker", "--identity", name, "--ip", "127.0.0.1", "--port", "0",
+	p, _, err := startProcEnv(ctx, bin, []string{"GOMEMLIMIT=off"}, workerServing, "worker", "--identity", name, "--ip", "127.0.0.1", "--port", "0",
 		"--master", e.srv.URL, "--cluster-key", benchClusterKey, "--data-dir", filepath.Join(b.tmp, "rssw"), "--maxc", fmt.Sprint(tasks))
 	if err != nil {
 		return []row{errRow(idleName, err)}

@@ -26,8 +26,10 @@ type sweepFleet struct {
 
 func (b *bench) newSweepFleet(ctx context.Context, n, hungEvery int, dir string, conc int) (*sweepFleet, error) {
 	limit := raiseNoFile()
-	// listeners + client and server side of in-flight and idle (keep-alive) connections.
-	need := uint64(n) + 2*uint64(min(n, 4096)+conc) + 256
+	// A listener per worker, and with keep-alive both sides of an idle
+	// connection to every worker (the probe client has no global cap on idle
+	// connections), plus both sides of the probes in flight.
+	need := 3*uint64(n) + 2*uint64(conc) + 256
 	keepAlive := limit >= need
 	f, err := startFleet(n, hungEvery, "smbench-boot", keepAlive)
 	if err != nil {
