@@ -92,6 +92,7 @@ func TestClaimOneWinnerPerFireAcrossMasters(t *testing.T) {
 		id := runningTask(t, e, prios)
 		const fires = 300
 		wins := map[string]int{}
+		firstOf := make([]string, fires)
 		for f := 0; f < fires; f++ {
 			fire := claimBase.Add(time.Duration(f) * time.Second)
 			if f%2 == 1 {
@@ -118,6 +119,7 @@ func TestClaimOneWinnerPerFireAcrossMasters(t *testing.T) {
 					if resp.Won {
 						winners++
 						wins[name]++
+						firstOf[f] = name
 					}
 				}()
 			}
@@ -126,11 +128,20 @@ func TestClaimOneWinnerPerFireAcrossMasters(t *testing.T) {
 				t.Fatalf("fire %d: %d winners, answers named %v; want exactly 1 and one name", f, winners, named)
 			}
 		}
-		for name, want := range map[string]float64{"a": 0.25, "b": 0.25, "c": 0.5} {
-			share := float64(wins[name]) / fires
-			if share < want-0.08 || share > want+0.08 {
-				t.Errorf("%s won %.2f of fires, want %.2f±0.08", name, share, want)
+		// Each fire goes to the claimant ranked first for it, unless that one
+		// was later than its grace (a loaded machine, now and then). The
+		// ranking, not the 25/25/50 shares, is the exact expectation: 300
+		// fires can stray from the shares by chance.
+		cands := []master.Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}}
+		offRank := 0
+		for f := 0; f < fires; f++ {
+			fire := claimBase.Add(time.Duration(f) * time.Second)
+			if firstOf[f] != master.RankClaimants(id, fire, cands)[0].Name {
+				offRank++
 			}
+		}
+		if offRank > fires/10 {
+			t.Errorf("%d of %d fires went to another claimant than the one ranked first; wins %v", offRank, fires, wins)
 		}
 		// A late claim of a decided fire, through the other master, gets the recorded winner.
 		var recorded string

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
 )
 
 // target is a real HTTP endpoint on loopback that counts the hits per path.
@@ -189,16 +191,28 @@ func TestProcessTaskRunsExactlyOncePerFireSpreadByWeight(t *testing.T) {
 	if status != 200 || got.RunCount != int64(len(runs)) {
 		t.Fatalf("task run_count %d, want %d", got.RunCount, len(runs))
 	}
-	// Weights 1:1:2 give shares 25%/25%/50%. With ~40 fires the tolerance is
-	// ±20 points per node (about 3 standard deviations); the exact spread is
-	// covered by the weighted-pick unit tests.
-	n := float64(len(runs))
-	for node, want := range map[string]float64{"ex1": 0.25, "ex2": 0.25, "ex3": 0.5} {
-		share := float64(perNode[node]) / n
-		t.Logf("%s ran %d of %d fires (%.0f%%, weight share %.0f%%)", node, perNode[node], len(runs), share*100, want*100)
-		if share < want-0.2 || share > want+0.2 {
-			t.Errorf("%s share %.2f, want %.2f±0.20", node, share, want)
+	// Weights 1:1:2: every fire goes to the executor that weighted rendezvous
+	// hashing ranks first for it (the spread over many fires is covered by
+	// the RankClaimants unit test), unless that executor was later than its
+	// claim grace, which a loaded machine may cause now and then. Comparing
+	// with the ranking rather than with the 25/25/50 shares keeps the check
+	// exact: 40 random fires can stray from the shares by chance.
+	cands := []master.Candidate{{Name: "ex1", Weight: 1}, {Name: "ex2", Weight: 1}, {Name: "ex3", Weight: 2}}
+	expected := map[string]int{}
+	offRank := 0
+	for _, r := range runs {
+		first := master.RankClaimants(tk.ID, r.ScheduledAt, cands)[0].Name
+		expected[first]++
+		if r.Node != first {
+			offRank++
+			t.Logf("fire %s ran on %s, ranked first: %s", r.ScheduledAt.Format(time.RFC3339Nano), r.Node, first)
 		}
+	}
+	for _, node := range []string{"ex1", "ex2", "ex3"} {
+		t.Logf("%s ran %d of %d fires, ranked first for %d", node, perNode[node], len(runs), expected[node])
+	}
+	if offRank > len(runs)/10 {
+		t.Errorf("%d of %d fires ran on another executor than the one ranked first for them; want at most %d", offRank, len(runs), len(runs)/10)
 	}
 }
 
