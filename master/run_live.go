@@ -55,13 +55,16 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 	switch {
 	case err == nil:
 		live.Progress = &p
-	case isWorkerStatus(err, http.StatusNotFound):
+	case isRunNotInProgress(err):
 		// Ended since the page was drawn: read the run again, its final
 		// report may be stored by now.
 		if again, gerr := m.GetRun(ctx, id); gerr == nil {
 			live.Run = again
 		}
 		live.Ended = live.Run.Result == store.ResultRunning
+	case isWorkerStatus(err, http.StatusNotFound):
+		m.log.Warn("run output: the worker does not know the route", "run", id, "node", r.Node, "err", err)
+		live.Unreachable = fmt.Sprintf("node %s cannot show runs in progress (an older version, or something else answers at %s)", r.Node, n.Host)
 	default:
 		m.log.Warn("run output: worker not reachable", "run", id, "node", r.Node, "err", err)
 		live.Unreachable = Message(err)
@@ -93,14 +96,24 @@ func (m *Master) KillRun(ctx context.Context, id string) error {
 	defer cancel()
 	by := ActorFrom(ctx)
 	if err := m.client.KillRun(cctx, n, id, by); err != nil {
-		if isWorkerStatus(err, http.StatusNotFound) {
+		if isRunNotInProgress(err) {
 			return refuse(Errorf(KindState, "run %s has already ended on node %s; its result is on its way", id, r.Node))
+		}
+		if isWorkerStatus(err, http.StatusNotFound) {
+			return refuse(Errorf(KindWorker, "node %s cannot kill runs (an older version, or something else answers at %s)", r.Node, n.Host))
 		}
 		return refuse(err)
 	}
 	m.log.Info("run killed", "run", id, "task", r.TaskID, "node", r.Node, "by", by)
 	m.event(ctx, "run.kill", store.TargetTask, r.TaskID, nil, fmt.Sprintf("run %s on %s killed", id, r.Node))
 	return nil
+}
+
+// isRunNotInProgress reports whether err is a worker's answer that the run is
+// not in progress there; a 404 with another message is not one.
+func isRunNotInProgress(err error) bool {
+	var se *protocol.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusNotFound && se.Msg == protocol.ErrRunNotInProgress
 }
 
 // isWorkerStatus reports whether err is a worker's answer with status.

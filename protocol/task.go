@@ -539,6 +539,12 @@ const (
 	PathRunKill   = "/api/run/kill"
 )
 
+// ErrRunNotInProgress is the error message of a worker's 404 to
+// PathRunOutput or PathRunKill when the run is not in progress there. Only
+// this message means the run ended: any other 404 (a worker too old for these
+// paths, or something else answering at its address) says nothing about it.
+const ErrRunNotInProgress = "no such run in progress on this node"
+
 // RunRef is the body of PathRunOutput and PathRunKill: a run id and, for a
 // kill, who asked (written into the run's output).
 type RunRef struct {

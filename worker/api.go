@@ -250,7 +250,7 @@ func (a *api) runOutput(rw http.ResponseWriter, r *http.Request) {
 	}
 	p, ok := a.w.RunProgress(ref.ID)
 	if !ok {
-		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: "no such run in progress on this node"})
+		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: protocol.ErrRunNotInProgress})
 		return
 	}
 	writeJSON(rw, http.StatusOK, p)
@@ -272,7 +272,7 @@ func (a *api) killRun(rw http.ResponseWriter, r *http.Request) {
 	}
 	by = strings.ToValidUTF8(by, "")
 	if !a.w.KillRun(ref.ID, by) {
-		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: "no such run in progress on this node"})
+		writeJSON(rw, http.StatusNotFound, protocol.ErrorResponse{Error: protocol.ErrRunNotInProgress})
 		return
 	}
 	writeJSON(rw, http.StatusAccepted, protocol.RunRef{ID: ref.ID})
