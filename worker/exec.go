@@ -156,8 +156,9 @@ func readAnswer(body io.Reader) (text string, binary bool, err error) {
 
 // runShell runs a shell task in its own process group, so a timeout or a kill
 // ends the command and everything it started. Its output goes to out, which
-// the run page reads while it runs.
-func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer) outcome {
+// the run page reads while it runs. started is told the group's id once the
+// command runs, and the func it returns is called once the command ended.
+func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer, started func(pgid int) (ended func())) outcome {
 	s := def.Shell
 	var cmd *exec.Cmd
 	if len(s.Args) == 0 {
@@ -182,7 +183,12 @@ func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer) outco
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		ended := started(cmd.Process.Pid)
+		err = cmd.Wait()
+		ended()
+	}
 	text, binary := out.Output()
 	o := outcome{output: text, binary: binary}
 	if cmd.ProcessState != nil {

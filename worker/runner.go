@@ -264,8 +264,9 @@ type runner struct {
 	shell   bool
 	backoff time.Duration // first retry delay; doubles per attempt
 
-	overlap overlapGate // each task's runs in progress, for its overlap policy
-	live    liveRuns    // every attempt in progress, for its output and kill
+	overlap overlapGate  // each task's runs in progress, for its overlap policy
+	live    liveRuns     // every attempt in progress, for its output and kill
+	pgroups *shellGroups // shell commands in progress, listed in the data dir
 
 	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
@@ -795,7 +796,7 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 		if !r.shell {
 			o = outcome{result: protocol.ResultFailed, output: ErrShellRefused.Error()}
 		} else {
-			o = runShell(ctx, def, out)
+			o = runShell(ctx, def, out, func(pgid int) func() { return r.pgroups.record(pgid, &rep) })
 		}
 	default:
 		o = outcome{result: protocol.ResultFailed, output: "unknown task type " + def.Type}

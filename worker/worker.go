@@ -152,6 +152,16 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop, w.life = cancel, ctx
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
+	groups, err := newShellGroups(cfg.DataDir, log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// Commands a crashed predecessor left running are killed before this
+	// process runs any, and their runs reported as killed.
+	for _, rep := range groups.reap(time.Now()) {
+		w.reports.add(rep)
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Many tasks often call one host, and the tasks of a schedule start
 	// together: keep a connection for every run the node may have in flight
@@ -171,7 +181,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
-		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx,
+		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx, pgroups: groups,
 	}
 	w.runner.fires.load(cfg.DataDir, log)
 	go w.reports.run(ctx)
