@@ -120,6 +120,29 @@ func (p *proc) logged(s string) bool {
 	return false
 }
 
+// waitLogged waits until the log has at least n lines containing s; a
+// process logs after it answers, so a line may come just after what a test
+// saw of its effect.
+func (p *proc) waitLogged(t *testing.T, s string, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := 0
+		for _, l := range p.snapshot() {
+			if strings.Contains(l, s) {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d log lines of %s contain %q after %s, want %d", got, p.name, s, timeout, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *proc) kill() {
 	select {
