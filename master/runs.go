@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -223,21 +221,7 @@ func (m *Master) storeRound(ctx context.Context, round []*ingestJob) {
 	}
 	ctx, cancel := m.detached(ctx, ingestRoundWait)
 	defer cancel()
-	var fresh []store.Run
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			var ierr error
-			fresh, ierr = store.InsertRuns(ctx, tx, rows)
-			return ierr
-		})
-		// Two deliveries of the same batch racing (the loser finds them stored
-		// on retry), or a deadlock with a concurrent batch (a last resort:
-		// batches lock their tasks in id order): run it again.
-		if !errors.Is(err, store.ErrConflict) && !store.IsRetryable(err) {
-			break
-		}
-	}
+	fresh, err := store.StoreRuns(ctx, m.st.DB, rows)
 	if err != nil {
 		for _, j := range round {
 			j.err = fmt.Errorf("master: store runs: %w", err)

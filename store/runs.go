@@ -64,6 +64,72 @@ const (
 // another delivery of the same runs committed meanwhile, and running the
 // transaction again skips them.
 func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
+	return InsertRunsMode(ctx, db, runs, InsertThenLookUp)
+}
+
+// storeRunsAttempts bounds the transactions of StoreRuns: a conflict costs
+// one (the next looks the runs up first), a deadlock or lock wait timeout one
+// each.
+const storeRunsAttempts = 5
+
+// StoreRuns stores the runs whose ids are new, in transactions of its own,
+// and returns those (see InsertRuns). Where several writers may store the
+// same runs at once (MySQL: several masters, or one master's writers), a
+// transaction that meets stored runs is rolled back at once and run again
+// looking them up first (InsertOrConflict, then LookUpThenInsert), so two
+// deliveries of one batch queue instead of deadlocking. SQLite has one
+// writer: there the runs met are looked up in the same transaction.
+func StoreRuns(ctx context.Context, db *bun.DB, runs []Run) ([]Run, error) {
+	mode := InsertThenLookUp
+	if db.Dialect().Name() == dialect.MySQL {
+		mode = InsertOrConflict
+	}
+	var fresh []Run
+	var err error
+	for attempt := 0; attempt < storeRunsAttempts; attempt++ {
+		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			var ierr error
+			fresh, ierr = InsertRunsMode(ctx, tx, runs, mode)
+			return ierr
+		})
+		switch {
+		case errors.Is(err, ErrConflict):
+			// Runs stored already, or stored meanwhile by another delivery:
+			// the next transaction finds them.
+			mode = LookUpThenInsert
+		case IsRetryable(err):
+			// A deadlock or lock wait timeout with a concurrent batch, a last
+			// resort: batches lock their runs and their tasks in id order.
+		default:
+			return fresh, err
+		}
+	}
+	return nil, err
+}
+
+// RunInsertMode says how InsertRunsMode treats run ids already stored.
+type RunInsertMode int
+
+const (
+	// InsertThenLookUp inserts at once; a statement that meets a stored id
+	// looks its ids up and inserts the rest in the same transaction. Where
+	// deliveries of the same runs never race (SQLite's single writer), it
+	// saves a retry.
+	InsertThenLookUp RunInsertMode = iota
+	// InsertOrConflict inserts at once and gives ErrConflict when a
+	// statement meets a stored id; run the transaction again with
+	// LookUpThenInsert. On MySQL a failed INSERT keeps gap locks until the
+	// transaction ends, and two transactions inserting the same runs after
+	// such a failure deadlock on them: rolling back at once avoids that.
+	InsertOrConflict
+	// LookUpThenInsert looks every id up first (a plain read, no locks) and
+	// inserts only the others; ErrConflict when another delivery stored one
+	// of them meanwhile.
+	LookUpThenInsert
+)
+
+// InsertRunsMode is InsertRuns with the given treatment of stored ids.
+func InsertRunsMode(ctx context.Context, db bun.IDB, runs []Run, mode RunInsertMode) ([]Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
@@ -92,7 +158,7 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 		}
 		chunk := sorted[:n]
 		sorted = sorted[n:]
-		inserted, err := insertNewRuns(ctx, db, chunk)
+		inserted, err := insertNewRuns(ctx, db, chunk, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -124,18 +190,23 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 // that statement, the transaction goes on): then the stored ids are looked up
 // and the others inserted. Plain INSERT rather than INSERT IGNORE, which would
 // also turn a real error (a value too long) into a warning and a cut value.
-func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run) ([]Run, error) {
+func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMode) ([]Run, error) {
 	// bun would add RETURNING exit_code (a nil pointer is inserted as
 	// DEFAULT) and read back a row per run: Returning("NULL") drops it. bun
 	// also empties the slice it was given when the statement fails: give it
 	// a copy of the slice header.
 	ins := rows
-	_, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx)
-	if err == nil {
-		return rows, nil
-	}
-	if !isDuplicate(err) {
-		return nil, fmt.Errorf("store: insert runs: %w", err)
+	if mode != LookUpThenInsert {
+		_, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx)
+		if err == nil {
+			return rows, nil
+		}
+		if !isDuplicate(err) {
+			return nil, fmt.Errorf("store: insert runs: %w", err)
+		}
+		if mode == InsertOrConflict {
+			return nil, fmt.Errorf("store: insert runs: some are stored already: %w", ErrConflict)
+		}
 	}
 	ids := make([]string, len(rows))
 	for i := range rows {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -153,5 +154,75 @@ func TestInsertRunsKeepsExitCodes(t *testing.T) {
 		if err != nil || without.ExitCode != nil {
 			t.Errorf("no exit code stored as %v (%v)", without, err)
 		}
+	})
+}
+
+// The insert modes on a batch that meets stored ids: InsertOrConflict gives
+// ErrConflict and, its transaction rolled back, changes nothing;
+// LookUpThenInsert stores only the new runs and counts them once; both insert
+// a batch of new runs whole.
+func TestInsertRunsModesWithStoredIDs(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx, db := storetest.Ctx(t), s.Store.DB
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		tk := store.Task{ID: "tm", Title: "t", Type: "http", Spec: "{}", Keepers: "[]", Children: "[]", CreatedAt: now, UpdatedAt: now}
+		if _, err := db.NewInsert().Model(&tk).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		runs := func(ids ...int) []store.Run {
+			var out []store.Run
+			for _, i := range ids {
+				at := now.Add(time.Duration(i) * time.Second)
+				out = append(out, store.Run{ID: fmt.Sprintf("m%02d", i), TaskID: "tm", Node: "w1",
+					ScheduledAt: at, StartedAt: at, EndedAt: at, Result: "success", Attempt: 1})
+			}
+			return out
+		}
+		insert := func(mode store.RunInsertMode, batch []store.Run) ([]store.Run, error) {
+			var fresh []store.Run
+			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				var err error
+				fresh, err = store.InsertRunsMode(ctx, tx, batch, mode)
+				return err
+			})
+			return fresh, err
+		}
+		check := func(step string, want int) {
+			t.Helper()
+			n, err := db.NewSelect().Model((*store.Run)(nil)).Count(ctx)
+			var got store.Task
+			if err == nil {
+				err = db.NewSelect().Model(&got).Where("id = ?", "tm").Scan(ctx)
+			}
+			if err != nil || n != int64(want) || got.RunCount != int64(want) {
+				t.Fatalf("%s: %d runs stored, run_count %d (%v); want %d", step, n, got.RunCount, err, want)
+			}
+		}
+		ids := func(rs []store.Run) string {
+			var b strings.Builder
+			for _, r := range rs {
+				b.WriteString(r.ID + " ")
+			}
+			return b.String()
+		}
+		if fresh, err := insert(store.InsertOrConflict, runs(1, 2, 3)); err != nil || len(fresh) != 3 {
+			t.Fatalf("new runs, InsertOrConflict: %s %v", ids(fresh), err)
+		}
+		check("after 3 new runs", 3)
+		if fresh, err := insert(store.InsertOrConflict, runs(5, 2, 4, 3, 3)); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("stored ids met, InsertOrConflict: %s %v; want ErrConflict", ids(fresh), err)
+		}
+		check("after the conflict", 3)
+		if fresh, err := insert(store.LookUpThenInsert, runs(5, 2, 4, 3, 3)); err != nil || ids(fresh) != "m05 m04 " {
+			t.Fatalf("stored ids met, LookUpThenInsert: %q %v; want m05 m04", ids(fresh), err)
+		}
+		check("after the look-up", 5)
+		if fresh, err := insert(store.LookUpThenInsert, runs(4, 5)); err != nil || len(fresh) != 0 {
+			t.Fatalf("all stored, LookUpThenInsert: %s %v; want none", ids(fresh), err)
+		}
+		if fresh, err := insert(store.LookUpThenInsert, runs(6, 7)); err != nil || len(fresh) != 2 {
+			t.Fatalf("new runs, LookUpThenInsert: %s %v", ids(fresh), err)
+		}
+		check("at the end", 7)
 	})
 }
