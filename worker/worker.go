@@ -132,6 +132,10 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 				"until an admin presses Reset identity on the node")
 		}
 	}
+	groups, err := newShellGroups(cfg.DataDir, log)
+	if err != nil {
+		return nil, err
+	}
 	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(cfg.StopTimeout), gocron.WithLocation(time.UTC))
 	if err != nil {
 		return nil, fmt.Errorf("worker: create scheduler: %w", err)
@@ -152,11 +156,6 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop, w.life = cancel, ctx
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
-	groups, err := newShellGroups(cfg.DataDir, log)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
 	// Commands a crashed predecessor left running are killed before this
 	// process runs any, and their runs reported as killed.
 	for _, rep := range groups.reap(time.Now()) {

@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A second master on one SQLite file is refused with a clear message while
@@ -28,6 +30,31 @@ func TestSecondSQLiteMasterRefused(t *testing.T) {
 		t.Fatalf("after the first stopped: %v", err)
 	}
 	unlock2()
+}
+
+// A second worker process on one data dir is refused, saying why, before it
+// reads the dir; the first keeps running. Once the first is gone (killed:
+// the kernel drops its lock) a worker starts on the dir again.
+func TestSecondWorkerOnOneDataDirRefused(t *testing.T) {
+	m := startMaster(t, "")
+	dir := t.TempDir()
+	first, _ := startWorker(t, m, "dd1", "--data-dir", dir)
+	m.waitNode("dd1", 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+	out, err := exec.Command(binPath, "worker", "--ip", "127.0.0.1", "--port", "0", "--master", m.URL,
+		"--cluster-key", testClusterKey, "--identity", "dd2", "--data-dir", dir).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(string(out), "another worker is running with this data dir") {
+		t.Fatalf("second worker on one data dir: %v\n%s", err, out)
+	}
+	if m.node("dd2") != nil {
+		t.Fatal("the refused worker registered")
+	}
+	if n := m.node("dd1"); n == nil || n.Status != 2 {
+		t.Fatalf("the first worker after the refusal: %+v", n)
+	}
+	first.kill()
+	startWorker(t, m, "dd1", "--data-dir", dir)
+	m.waitLogged(t, `msg="worker registered" node=dd1`, 2, 30*time.Second)
 }
 
 // The README's first command starts a master in a directory with no data dir

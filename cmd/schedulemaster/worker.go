@@ -37,6 +37,11 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	unlock, err := lockWorkerDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// Listen first: a taken port fails the start before anything registers, and
 	// --port 0 learns the port the kernel picked before announcing it.
 	ln, err := net.Listen("tcp", cfg.Listen)
