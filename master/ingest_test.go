@@ -2,7 +2,6 @@ package master_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
@@ -19,21 +17,6 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
-
-// deadlockCounter counts the statements that failed on a MySQL deadlock or
-// lock wait timeout.
-type deadlockCounter struct{ n atomic.Int64 }
-
-func (d *deadlockCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
-	return ctx
-}
-
-func (d *deadlockCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	var me *mysql.MySQLError
-	if errors.As(e.Err, &me) && (me.Number == 1213 || me.Number == 1205) {
-		d.n.Add(1)
-	}
-}
 
 // Two masters, each with its own connection pool on the same database,
 // ingest concurrent batches of three workers whose runs all belong to the
@@ -45,7 +28,7 @@ func (d *deadlockCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 func TestIngestFromSeveralMastersOnSharedTasks(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
-		dead := &deadlockCounter{}
+		dead := &storetest.DeadlockCounter{}
 		second, err := store.Open(ctx, s.DSN, storetest.Discard())
 		if err != nil {
 			t.Fatal(err)
@@ -160,7 +143,7 @@ func TestIngestFromSeveralMastersOnSharedTasks(t *testing.T) {
 				t.Errorf("%s: run_count %d last %s %q; want %d %s", tk.ID, tk.RunCount, tk.LastRunAt, tk.LastResult, wantCount[tk.ID], wantLast[tk.ID])
 			}
 		}
-		if n := dead.n.Load(); n > 0 {
+		if n := dead.N(); n > 0 {
 			t.Errorf("%d statements met a deadlock or lock wait timeout", n)
 		}
 	})

@@ -1,35 +1,14 @@
 package store_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
-
-// deadlockCounter counts the statements that met a deadlock or a lock wait
-// timeout.
-type deadlockCounter struct{ n atomic.Int64 }
-
-func (d *deadlockCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
-	return ctx
-}
-
-func (d *deadlockCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	var me *mysql.MySQLError
-	if errors.As(e.Err, &me) && (me.Number == 1213 || me.Number == 1205) {
-		d.n.Add(1)
-	}
-}
 
 // Two masters given the same batch at once, a batch that meets a run stored
 // already (a worker's retry after a timeout), round after round: on MySQL an
@@ -47,7 +26,7 @@ func TestStoreRunsSameBatchTwiceAtOnceNeverDeadlocks(t *testing.T) {
 	if _, err := db.NewInsert().Model(&tk).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dead := &deadlockCounter{}
+	dead := &storetest.DeadlockCounter{}
 	db.AddQueryHook(dead)
 	const rounds, size = 30, 40
 	for round := range rounds {
@@ -89,7 +68,7 @@ func TestStoreRunsSameBatchTwiceAtOnceNeverDeadlocks(t *testing.T) {
 			t.Fatalf("round %d: %d + %d runs new, want %d in all", round, len(fresh[0]), len(fresh[1]), size-1)
 		}
 	}
-	if n := dead.n.Load(); n != 0 {
+	if n := dead.N(); n != 0 {
 		t.Fatalf("%d statements in %d rounds met a deadlock or lock wait timeout", n, rounds)
 	}
 	var got store.Task

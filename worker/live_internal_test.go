@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -166,19 +165,8 @@ func TestKillEndsAShellRunsWholeProcessGroupAndShowsItsOutput(t *testing.T) {
 	// The background sleep was in the command's process group: gone too
 	// (reaped by init once its parent shell died).
 	waitFor(t, "the child process to be gone", func() bool {
-		return errors.Is(syscall.Kill(child, 0), syscall.ESRCH) || isZombie(child)
+		return procStart(child) == "" // gone, or a zombie
 	})
-}
-
-// isZombie reports whether pid has exited and waits to be reaped.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func TestShortRunsSendNoStartNotice(t *testing.T) {

@@ -13,10 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
@@ -176,3 +178,23 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg strin
 	t.Helper()
 	testutil.Eventually(t, timeout, cond, msg, args...)
 }
+
+// DeadlockCounter is a bun query hook that counts the statements that met a
+// deadlock or a lock wait timeout (store.IsRetryable), for tests that prove
+// concurrent writers queue instead of deadlocking.
+type DeadlockCounter struct{ n atomic.Int64 }
+
+// BeforeQuery does nothing.
+func (d *DeadlockCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+// AfterQuery counts the statement when it met a deadlock or lock wait timeout.
+func (d *DeadlockCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if store.IsRetryable(e.Err) {
+		d.n.Add(1)
+	}
+}
+
+// N is the number of statements counted so far.
+func (d *DeadlockCounter) N() int64 { return d.n.Load() }
