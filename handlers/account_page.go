@@ -31,8 +31,8 @@ func (s *server) showAccount(c *gin.Context) {
 // API token has no account).
 func (s *server) accountVM(c *gin.Context) (*store.User, views.AccountVM, bool) {
 	p := currentUser(c)
-	u, err := store.GetUser(c.Request.Context(), s.st.DB, p.Name)
-	if errors.Is(err, store.ErrNotFound) {
+	u, err := s.m.GetUser(c.Request.Context(), p.Name)
+	if master.KindOf(err) == master.KindNotFound {
 		s.errorPage(c, http.StatusNotFound, "Only a logged-in user has an account page; "+p.Name+" is not a user.")
 		return nil, views.AccountVM{}, false
 	}
@@ -55,15 +55,15 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 	next, confirm := c.PostForm("new_password"), c.PostForm("new_password_confirm")
 	vm.PwErrors = map[string]string{}
 	ip := c.ClientIP()
-	if wait := s.loginWait(c.Request.Context(), ip, u.Username, time.Now()); wait > 0 {
+	err := s.m.ChangeOwnPassword(c.Request.Context(), u, ip, current, next, confirm)
+	if master.KindOf(err) == master.KindLimited {
+		wait := master.RetryAfter(err)
 		vm.PwErrors["current_password"] = fmt.Sprintf("too many wrong passwords; try again in %s", wait.Round(time.Second))
 		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(c, http.StatusTooManyRequests, views.AccountPage(vm))
 		return
 	}
-	err := s.m.ChangeOwnPassword(c.Request.Context(), u, current, next, confirm)
 	if errors.Is(err, master.ErrUnauthorized) {
-		s.loginFailed(c.Request.Context(), ip, u.Username, time.Now())
 		s.log.Warn("wrong current password", "username", u.Username, "ip", ip)
 	}
 	if master.Merge(vm.PwErrors, err) {

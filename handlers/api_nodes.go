@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -38,16 +40,44 @@ func toAPINode(n *store.Node) apiNode {
 	return a
 }
 
-// apiListNodes answers GET /api/v1/nodes.
+// Paging of GET /api/v1/nodes: limit defaults to apiNodesDefaultLimit and
+// may be at most apiNodesMaxLimit.
+const (
+	apiNodesDefaultLimit = 500
+	apiNodesMaxLimit     = 1000
+)
+
+// apiListNodes answers GET /api/v1/nodes?limit=&offset= with one page of the
+// nodes (by name) as a JSON array; X-Total-Count carries the number of all
+// nodes, so the array stays what clients already read.
 func (s *server) apiListNodes(c *gin.Context) {
+	limit, offset := apiNodesDefaultLimit, 0
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > apiNodesMaxLimit {
+			s.apiError(c, protocol.FieldErrors{"limit": fmt.Sprintf("must be a whole number from 1 to %d", apiNodesMaxLimit)})
+			return
+		}
+		limit = n
+	}
+	if v := c.Query("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.apiError(c, protocol.FieldErrors{"offset": "must be a whole number, 0 or more"})
+			return
+		}
+		offset = n
+	}
 	nodes, err := s.m.ListNodes(c.Request.Context())
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	out := make([]apiNode, len(nodes))
-	for i := range nodes {
-		out[i] = toAPINode(&nodes[i])
+	c.Header("X-Total-Count", strconv.Itoa(len(nodes)))
+	page := nodes[min(offset, len(nodes)):min(offset+limit, len(nodes))]
+	out := make([]apiNode, len(page))
+	for i := range page {
+		out[i] = toAPINode(&page[i])
 	}
 	c.JSON(http.StatusOK, out)
 }

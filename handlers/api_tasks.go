@@ -13,33 +13,43 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// apiRun is a run in the open API (SPEC section 7).
+// apiRun is a run in the open API (SPEC section 7). A run in progress has
+// no end yet: ended_at and duration_ms are null. In a list, output holds at
+// most store.OutputPreviewChars characters of the output's start, and
+// output_truncated says there is more (GET /api/v1/runs/{id} has it all).
 type apiRun struct {
-	ID          string    `json:"id"`
-	TaskID      string    `json:"task_id"`
-	Node        string    `json:"node"`
-	ScheduledAt time.Time `json:"scheduled_at"`
-	StartedAt   time.Time `json:"started_at"`
-	EndedAt     time.Time `json:"ended_at"`
-	DurationMS  int64     `json:"duration_ms"`
-	Result      string    `json:"result"`
-	Attempt     int       `json:"attempt"`
-	HTTPStatus  int       `json:"http_status"`
-	ExitCode    *int      `json:"exit_code"`
-	Output      string    `json:"output"`
-	Manual      bool      `json:"manual"`
+	ID          string     `json:"id"`
+	TaskID      string     `json:"task_id"`
+	Node        string     `json:"node"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	StartedAt   time.Time  `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+	DurationMS  *int64     `json:"duration_ms"`
+	Result      string     `json:"result"`
+	Attempt     int        `json:"attempt"`
+	HTTPStatus  int        `json:"http_status"`
+	ExitCode    *int       `json:"exit_code"`
+	Output      string     `json:"output"`
+	// OutputTruncated: output is a list's preview of a longer output.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
+	Manual          bool `json:"manual"`
 	// BinaryOutput: the output held NUL or invalid UTF-8, shown as U+FFFD.
 	BinaryOutput bool `json:"binary_output"`
 	// DelayedID names the delayed task of a run of one (task_id holds it too).
 	DelayedID string `json:"delayed_id,omitempty"`
 }
 
-func toAPIRun(r *store.Run, withOutput bool) apiRun {
+// toAPIRun shows a run as the API does: its output (or a list's preview of
+// it), and no end while it is in progress.
+func toAPIRun(r *store.Run) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
-		EndedAt: r.EndedAt.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
-		HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID}
-	if withOutput {
-		a.Output = r.Output
+		Result: r.Result, Attempt: r.Attempt, HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Output: r.Output,
+		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID}
+	if r.Result != store.ResultRunning {
+		// A run in progress is stored with its start as its end until its
+		// final report comes: that is no end.
+		ended, ms := r.EndedAt.UTC(), r.DurationMS
+		a.EndedAt, a.DurationMS = &ended, &ms
 	}
 	return a
 }
@@ -210,14 +220,14 @@ func (s *server) apiListRuns(c *gin.Context) {
 		return
 	}
 	runs, total, err := s.m.SearchRuns(c.Request.Context(), store.RunFilter{TaskID: c.Param("id"), Result: result,
-		Limit: limit, Offset: offset, WithOutput: true})
+		Limit: limit, Offset: offset, Preview: true})
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
 	items := make([]apiRun, len(runs))
 	for i := range runs {
-		items[i] = toAPIRun(&runs[i], true)
+		items[i] = toAPIRun(&runs[i])
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
 }
@@ -229,5 +239,5 @@ func (s *server) apiGetRun(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAPIRun(r, true))
+	c.JSON(http.StatusOK, toAPIRun(r))
 }

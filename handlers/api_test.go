@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -208,5 +209,45 @@ func TestRegistrationWithWrongKeyRefused(t *testing.T) {
 	status, _ := e.do(e.client(), "POST", "/api/worker/offline", "{}", map[string]string{"sm_node": "master", "sm_secret": "x"})
 	if status != http.StatusUnauthorized {
 		t.Fatalf("offline with wrong secret: %d", status)
+	}
+}
+
+// 2,000 nodes never make one huge answer: the API pages them (limit, offset,
+// X-Total-Count) and the console shows one page with links to the others.
+func TestNodesArePaged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	admin := e.login("admin", "admin-password-1")
+	now := time.Now()
+	nodes := make([]store.Node, 2000)
+	for i := range nodes {
+		nodes[i] = store.Node{Name: fmt.Sprintf("n%04d", i), Type: store.TypeWorker, Mode: store.ModeAuto, Protocol: "http",
+			Host: "127.0.0.1:1", MaxConcurrency: 1, CreatedAt: now, UpdatedAt: now}
+	}
+	if _, err := e.st.DB.NewInsert().Model(&nodes).Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/nodes?limit=100&offset=1900", nil)
+	resp, err := admin.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	page := decode[[]apiNode](t, body)
+	if resp.StatusCode != http.StatusOK || len(page) != 100 || page[0].Name != "n1900" || resp.Header.Get("X-Total-Count") != "2000" {
+		t.Fatalf("page: %d, %d nodes from %q, total %q", resp.StatusCode, len(page), page[0].Name, resp.Header.Get("X-Total-Count"))
+	}
+	if st, body := e.do(admin, "GET", "/api/v1/nodes", "", nil); st != http.StatusOK || len(decode[[]apiNode](t, body)) != 500 {
+		t.Fatalf("default page: %d, want 500 nodes", st)
+	}
+	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "offset=-1"} {
+		if st, body := e.do(admin, "GET", "/api/v1/nodes?"+bad, "", nil); st != http.StatusBadRequest || !strings.Contains(body, "fields") {
+			t.Errorf("%s: %d %s, want 400 naming the field", bad, st, body)
+		}
+	}
+	st, html := e.do(admin, "GET", "/nodes?offset=100", "", nil)
+	if st != http.StatusOK || strings.Count(html, `<tr id="node-`) != 100 || !strings.Contains(html, "n0100") || strings.Contains(html, `id="node-n0099"`) ||
+		!strings.Contains(html, "of 2000") || !strings.Contains(html, `rel="next"`) || !strings.Contains(html, `rel="prev"`) {
+		t.Fatalf("console page 2: %d, %d rows", st, strings.Count(html, `<tr id="node-`))
 	}
 }

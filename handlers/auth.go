@@ -2,9 +2,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,38 +22,21 @@ const (
 	ctxUser     = "sm.user"
 )
 
-// principal is who is making a request: a console user or an API token.
-type principal struct {
-	Name string
-	Role string
-}
+// principal is who is making a request: a console user, or a user through
+// one of their API tokens (Token names it). Its role is the user's role now.
+type principal = master.Principal
 
-// newSessionStore builds the cookie store from keys kept in the database, so a
-// restart (or a second master) keeps users logged in.
-func newSessionStore(ctx context.Context, st *store.Store, secure bool) (*sessions.CookieStore, error) {
-	gen := func() (string, error) {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return "", err
-		}
-		return hex.EncodeToString(b), nil
+// newSessionStore builds the cookie store from keys the engine keeps in the
+// database, so a restart (or a second master) keeps users logged in.
+func newSessionStore(ctx context.Context, m *master.Master, secure bool) (*sessions.CookieStore, error) {
+	hashKey, blockKey, err := m.SessionKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("handlers: %w", err)
 	}
-	var keys [][]byte
-	for _, name := range []string{"session_hash_key", "session_block_key"} {
-		v, err := store.EnsureSetting(ctx, st.DB, name, gen)
-		if err != nil {
-			return nil, fmt.Errorf("handlers: session keys: %w", err)
-		}
-		k, err := hex.DecodeString(v)
-		if err != nil || len(k) != 32 {
-			return nil, fmt.Errorf("handlers: stored %s is not 32 hex bytes", name)
-		}
-		keys = append(keys, k)
-	}
-	cs := sessions.NewCookieStore(keys[0], keys[1])
+	cs := sessions.NewCookieStore(hashKey, blockKey)
 	cs.Options = &sessions.Options{
 		Path:     "/",
-		MaxAge:   int(sessionTTL.Seconds()),
+		MaxAge:   int(master.SessionTTL.Seconds()),
 		HttpOnly: true,
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
@@ -64,17 +44,43 @@ func newSessionStore(ctx context.Context, st *store.Store, secure bool) (*sessio
 	return cs, nil
 }
 
+// dbUnavailable is what a request whose credentials cannot be checked is
+// told: the database did not answer, which is not a reason to log in again.
+const dbUnavailable = "the database is unreachable; retrying"
+
+// dbRetryAfter is the Retry-After (seconds) of answers given while the
+// database is unreachable.
+const dbRetryAfter = "5"
+
 // requireUser authenticates by bearer token or session cookie. API requests get
-// a JSON 401; pages redirect to the login form.
+// a JSON 401; pages redirect to the login form. Credentials that cannot be
+// checked (the database is down) get 503 and Retry-After, never a logout.
+// Every answer behind it is personal, so none may be cached.
 func (s *server) requireUser(api bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		c.Header("Cache-Control", "no-store")
 		p, err := s.authenticate(c)
-		if err != nil {
-			s.log.Error("authenticate", "err", err)
+		if err != nil && master.KindOf(err) != master.KindUnauthorized {
+			s.log.Error("authenticate: credentials cannot be checked", "path", c.Request.URL.Path, "err", err)
+			c.Header("Retry-After", dbRetryAfter)
+			switch {
+			case api:
+				c.AbortWithStatusJSON(http.StatusServiceUnavailable, protocol.ErrorResponse{Error: dbUnavailable})
+			case isHX(c):
+				c.Data(http.StatusServiceUnavailable, "text/plain; charset=utf-8", []byte(dbUnavailable))
+				c.Abort()
+			default:
+				s.errorPage(c, http.StatusServiceUnavailable, "The database is unreachable; retrying. This page reloads by itself; you are still logged in.")
+			}
+			return
 		}
 		if p == nil {
 			if api {
-				c.AbortWithStatusJSON(http.StatusUnauthorized, protocol.ErrorResponse{Error: "authentication required: log in or send Authorization: Bearer <token>"})
+				msg := "authentication required: log in or send Authorization: Bearer <token>"
+				if err != nil {
+					msg = master.Message(err)
+				}
+				c.AbortWithStatusJSON(http.StatusUnauthorized, protocol.ErrorResponse{Error: msg})
 				return
 			}
 			if isHX(c) {
@@ -87,11 +93,14 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxUser, p)
-		c.Request = c.Request.WithContext(master.WithActor(c.Request.Context(), p.Name))
+		c.Request = c.Request.WithContext(master.WithActor(c.Request.Context(), p.Actor()))
 		c.Next()
 	}
 }
 
+// authenticate returns who is asking, nil when nobody is logged in. A bad
+// bearer token is a KindUnauthorized refusal saying why; any other error
+// means the credentials could not be checked.
 func (s *server) authenticate(c *gin.Context) (*principal, error) {
 	ctx := c.Request.Context()
 	if h := c.GetHeader("Authorization"); h != "" {
@@ -99,19 +108,7 @@ func (s *server) authenticate(c *gin.Context) (*principal, error) {
 		if !ok || tok == "" {
 			return nil, nil
 		}
-		t, err := store.TokenByHash(ctx, s.st.DB, store.HashToken(tok))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if time.Since(t.LastUsedAt) > time.Minute {
-			if err := store.TouchToken(ctx, s.st.DB, t.ID, time.Now()); err != nil {
-				s.log.Warn("touch token", "err", err)
-			}
-		}
-		return &principal{Name: "token:" + t.Name, Role: store.RoleAdmin}, nil
+		return s.m.AuthenticateToken(ctx, tok, time.Now())
 	}
 	sess, err := s.sessions.Get(c.Request, sessionName)
 	if err != nil {
@@ -121,26 +118,7 @@ func (s *server) authenticate(c *gin.Context) (*principal, error) {
 	if !ok || tok == "" {
 		return nil, nil
 	}
-	// The server's row is the authority: logout, disable, password and role
-	// changes delete it, so a replayed cookie is worthless.
-	row, err := store.GetSession(ctx, s.st.DB, store.HashSessionToken(tok), time.Now())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	u, err := store.GetUser(ctx, s.st.DB, row.Username)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if u.Disabled {
-		return nil, nil
-	}
-	return &principal{Name: u.Username, Role: u.Role}, nil
+	return s.m.AuthenticateSession(ctx, tok, time.Now())
 }
 
 func currentUser(c *gin.Context) *principal {
@@ -202,31 +180,17 @@ func (s *server) takeFlash(c *gin.Context) *views.Flash {
 	return &views.Flash{OK: kind == "ok", Message: msg}
 }
 
-// sessionTTL is how long a login lasts without logging in again.
-const sessionTTL = 7 * 24 * time.Hour
-
-// startSession makes the request's session belong to u: a new random token in
-// the cookie, its hash in the sessions table. A session the request already
-// had is ended, so a planted cookie never becomes a logged-in one.
+// startSession makes the request's session belong to u: a new token in the
+// cookie, its session in the engine. A session the request already had is
+// ended, so a planted cookie never becomes a logged-in one.
 func (s *server) startSession(c *gin.Context, u *store.User) error {
-	ctx := c.Request.Context()
 	sess, _ := s.sessions.Get(c.Request, sessionName)
-	if old, ok := sess.Values["sid"].(string); ok && old != "" {
-		if err := store.DeleteSession(ctx, s.st.DB, store.HashSessionToken(old)); err != nil {
-			return err
-		}
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("handlers: session token: %w", err)
-	}
-	tok := hex.EncodeToString(b)
-	now := time.Now()
-	if err := store.CreateSession(ctx, s.st.DB, &store.Session{ID: store.HashSessionToken(tok), Username: u.Username,
-		CreatedAt: now, ExpiresAt: now.Add(sessionTTL)}); err != nil {
+	old, _ := sess.Values["sid"].(string)
+	tok, err := s.m.StartSession(c.Request.Context(), u.Username, old)
+	if err != nil {
 		return err
 	}
-	sess.Values = map[any]any{"sid": tok, "at": now.Unix()}
+	sess.Values = map[any]any{"sid": tok, "at": time.Now().Unix()}
 	return sess.Save(c.Request, c.Writer)
 }
 
@@ -234,7 +198,7 @@ func (s *server) startSession(c *gin.Context, u *store.User) error {
 func (s *server) endSession(c *gin.Context) error {
 	sess, _ := s.sessions.Get(c.Request, sessionName)
 	if tok, ok := sess.Values["sid"].(string); ok && tok != "" {
-		return store.DeleteSession(c.Request.Context(), s.st.DB, store.HashSessionToken(tok))
+		return s.m.EndSession(c.Request.Context(), tok)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ func (s *server) registerWorker(c *gin.Context) {
 		Signature: c.GetHeader(protocol.HeaderSignature),
 
 		NodeSignature: c.GetHeader(protocol.HeaderNodeSignature),
+		RemoteAddr:    c.ClientIP(),
 	}
 	resp, err := s.m.Register(c.Request.Context(), h, body)
 	if err != nil {
@@ -64,4 +65,18 @@ func (s *server) masterHealth(c *gin.Context) {
 		HealthResponse: protocol.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: protocol.StateScheduling},
 		Leader:         s.m.IsLeader(),
 	})
+}
+
+// masterReady answers readiness probes: 200 while the database answers and
+// this master is not fenced, else 503 with the reason. /health stays 200 as
+// long as the process serves.
+func (s *server) masterReady(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	if err := s.m.Ready(c.Request.Context()); err != nil {
+		s.log.Warn("not ready", "err", err)
+		c.Header("Retry-After", dbRetryAfter)
+		c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "error": master.Message(err)})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"ready": true, "node": s.m.Identity()})
 }

@@ -1,10 +1,14 @@
 package handlers
 
 import (
+	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -28,23 +32,23 @@ func (s *server) claimFire(c *gin.Context) {
 	c.JSON(http.StatusOK, resp)
 }
 
-// reportRuns handles POST /api/worker/runs: a batch of run reports.
+// reportRuns handles POST /api/worker/runs: a batch of run reports, read
+// and stored by the engine (IngestBatch) as the body streams in. A busy
+// master answers 429 with Retry-After; the worker keeps the batch and
+// delivers it again then.
 func (s *server) reportRuns(c *gin.Context) {
 	node, err := s.m.Authenticate(c.Request.Context(), c.GetHeader(protocol.HeaderNode), c.GetHeader(protocol.HeaderSecret))
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	body, err := readBodyLimit(c, 80<<20)
-	if err != nil {
-		return
+	resp, err := s.m.IngestBatch(c.Request.Context(), node, c.Request.Body, c.Request.ContentLength)
+	if master.KindOf(err) == master.KindBusy {
+		c.Header("Retry-After", strconv.Itoa(int(master.IngestRetryAfter/time.Second)))
+		// Read the unread batch away (bounded, nothing kept), so that the
+		// worker gets this answer rather than a connection reset mid-send.
+		_, _ = io.Copy(io.Discard, io.LimitReader(c.Request.Body, protocol.MaxRunsBatchBytes))
 	}
-	var req protocol.RunsRequest
-	if err := protocol.DecodeStrict(body, &req); err != nil {
-		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
-		return
-	}
-	resp, err := s.m.IngestRuns(c.Request.Context(), node, req.Runs)
 	if err != nil {
 		s.apiError(c, err)
 		return

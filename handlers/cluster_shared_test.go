@@ -19,7 +19,7 @@ func (e *env) otherMaster() *env {
 	log := storetest.Logger(e.t)
 	m := master.New(master.Config{Identity: "master-b", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:2",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, e.st, log)
-	h, err := handlers.NewMasterRouter(storetest.Ctx(e.t), handlers.MasterDeps{Store: e.st, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(storetest.Ctx(e.t), handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		e.t.Fatal(err)
 	}

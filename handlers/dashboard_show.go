@@ -37,7 +37,7 @@ func (s *server) showDashboard(c *gin.Context) {
 	}
 	today := utcDay(now)
 	from := today.AddDate(0, 0, -(chartDays - 1))
-	counts, err := store.RunsPerDay(ctx, s.st.DB, from, today.AddDate(0, 0, 1))
+	counts, err := s.m.RunsPerDay(ctx, from, today.AddDate(0, 0, 1))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -64,7 +64,6 @@ func utcDay(t time.Time) time.Time {
 // dashboardLiveVM reads the counters: a few aggregate queries, cheap enough
 // to run at every poll.
 func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.DashboardLiveVM, error) {
-	db := s.st.DB
 	vm := views.DashboardLiveVM{PollInterval: dashboardPoll, UpdatedAt: utcText(now)}
 	// Workers only: a master runs no task, so it is no running node here.
 	nodes, err := s.m.ListNodes(ctx)
@@ -80,33 +79,22 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.Dash
 		}
 		vm.NodesTotal++
 	}
-	tasks, err := store.CountTasksByStatus(ctx, db)
+	d, err := s.m.ReadDashboard(ctx, now, dashboardFailures)
 	if err != nil {
 		return vm, err
 	}
-	for st, n := range tasks {
+	for st, n := range d.Tasks {
 		if st >= 0 && st < 3 {
 			vm.Tasks[st] = n
 		}
 		vm.TasksTotal += n
 	}
-	if vm.NoExecutor, err = store.CountStrandedTasks(ctx, db); err != nil {
-		return vm, err
-	}
-	today := utcDay(now)
-	vm.Today = today.Format(time.DateOnly)
-	counts, err := store.RunsPerDay(ctx, db, today, today.AddDate(0, 0, 1))
-	if err != nil {
-		return vm, err
-	}
-	for _, dc := range counts {
+	vm.NoExecutor = d.NoExecutor
+	vm.Today = utcDay(now).Format(time.DateOnly)
+	for _, dc := range d.RunsToday {
 		addCount(&vm.RunsToday, dc.Result, dc.N)
 	}
-	fails, err := store.LatestFailures(ctx, db, dashboardFailures)
-	if err != nil {
-		return vm, err
-	}
-	for _, f := range fails {
+	for _, f := range d.Failures {
 		row := views.FailureRow{
 			RunID: f.ID, TaskID: f.TaskID, TaskTitle: f.TaskTitle, Node: f.Node, Started: ago(f.StartedAt, now),
 			StartedAt: utcText(f.StartedAt), Result: f.Result, Excerpt: f.Excerpt,

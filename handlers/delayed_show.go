@@ -32,7 +32,7 @@ func (s *server) answerDelayed(c *gin.Context, status int, d *master.Delayed) {
 	}
 	out := apiDelayed{Delayed: *d, Runs: make([]apiRun, len(runs))}
 	for i := range runs {
-		out.Runs[i] = toAPIRun(&runs[i], true)
+		out.Runs[i] = toAPIRun(&runs[i])
 	}
 	c.JSON(status, out)
 }

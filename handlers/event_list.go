@@ -113,12 +113,12 @@ func (s *server) listEvents(c *gin.Context) {
 	}
 	f.Limit, f.Offset = eventsPerPage, offset
 	ctx := c.Request.Context()
-	evs, total, err := s.m.ListEvents(ctx, f)
+	evs, total, err := s.m.ListEventsFor(ctx, f, isAdmin(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	titles, err := store.TaskTitles(ctx, s.st.DB, eventTaskIDs(evs))
+	titles, err := s.m.TaskTitles(ctx, eventTaskIDs(evs))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -250,7 +250,7 @@ func (s *server) apiListEvents(c *gin.Context) {
 		return
 	}
 	f.Limit, f.Offset = limit, offset
-	evs, total, err := s.m.ListEvents(c.Request.Context(), f)
+	evs, total, err := s.m.ListEventsFor(c.Request.Context(), f, isAdmin(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -261,4 +261,11 @@ func (s *server) apiListEvents(c *gin.Context) {
 			Target: e.Target, Outcome: e.Outcome, Detail: e.Detail, Master: e.Master}
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+}
+
+// isAdmin reports whether the caller is an admin: only admins see personal
+// data (e-mail addresses) in the event log.
+func isAdmin(c *gin.Context) bool {
+	p := currentUser(c)
+	return p != nil && p.Role == store.RoleAdmin
 }

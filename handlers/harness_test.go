@@ -37,7 +37,7 @@ func newEnv(t *testing.T, ns storetest.NamedStore) *env {
 	log := storetest.Logger(t)
 	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, ns.Store, log)
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: ns.Store, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

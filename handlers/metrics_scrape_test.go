@@ -28,7 +28,7 @@ func newEnvWith(t *testing.T, ns storetest.NamedStore, edit func(*master.Config)
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}
 	edit(&cfg)
 	m := master.New(cfg, ns.Store, log)
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: ns.Store, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

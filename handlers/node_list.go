@@ -46,7 +46,10 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 		return views.NodesVM{}, err
 	}
 	l := s.layout(c, "Nodes", "nodes")
-	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: !l.ReadOnly}
+	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: !l.ReadOnly,
+		PageSize: nodesPageSize, Total: len(nodes)}
+	vm.Offset, _ = strconv.Atoi(c.Query("offset"))
+	vm.Offset = min(max(vm.Offset, 0), max(len(nodes)-1, 0))
 	// Every master shows the same leader: the lease row, not its own view.
 	leader, err := s.m.Leader(c.Request.Context())
 	if err != nil {
@@ -54,11 +57,13 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 	}
 	now := time.Now()
 	names := map[string]bool{}
-	for _, n := range nodes {
-		r := nodeRow(n, now)
-		r.Leader = n.Type == store.TypeMaster && n.Name == leader
-		vm.Rows = append(vm.Rows, r)
+	for i, n := range nodes {
 		names[n.Name] = true
+		if i >= vm.Offset && i < vm.Offset+nodesPageSize {
+			r := nodeRow(n, now)
+			r.Leader = n.Type == store.TypeMaster && n.Name == leader
+			vm.Rows = append(vm.Rows, r)
+		}
 		switch {
 		case n.Type != store.TypeWorker:
 			vm.Masters++
@@ -71,6 +76,9 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 	}
 	return vm, nil
 }
+
+// nodesPageSize is how many nodes one page of the console shows.
+const nodesPageSize = 100
 
 // freeWorkerName is the first of w1, w2, ... that no node has.
 func freeWorkerName(taken map[string]bool) string {
@@ -86,7 +94,9 @@ func freeWorkerName(taken map[string]bool) string {
 var offlineAfter = regexp.MustCompile(`^offline after (\d+) failed health checks`)
 
 func nodeRow(n store.Node, now time.Time) views.NodeRow {
-	isWorker := n.Type == store.TypeWorker
+	// A pending node has no secret: only Approve or Delete make sense.
+	pending := n.Mode == store.ModePending
+	isWorker := n.Type == store.TypeWorker && !pending
 	r := views.NodeRow{
 		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: int(n.Status),
 		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
@@ -96,7 +106,8 @@ func nodeRow(n store.Node, now time.Time) views.NodeRow {
 		CanConnect: isWorker && master.NodeAllows(n.Status, master.NodeConnect),
 		CanEnable:  isWorker && master.NodeAllows(n.Status, master.NodeEnable),
 		CanDisable: isWorker && master.NodeAllows(n.Status, master.NodeDisable),
-		CanDelete:  isWorker && master.NodeAllows(n.Status, master.NodeDelete),
+		CanDelete:  (isWorker || pending) && master.NodeAllows(n.Status, master.NodeDelete),
+		CanApprove: pending,
 		CanEdit:    isWorker && master.NodeAllows(n.Status, master.NodeEdit),
 
 		CanResetIdentity: isWorker && master.NodeAllows(n.Status, master.NodeResetIdentity) &&

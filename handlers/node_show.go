@@ -38,7 +38,8 @@ func (s *server) showNode(c *gin.Context) {
 	}
 	l := s.layout(c, "Node "+n.Name, "nodes")
 	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: !l.ReadOnly,
-		CanEdit: n.Type == store.TypeWorker && master.NodeAllows(n.Status, master.NodeEdit), Live: live}
+		CanEdit:    n.Type == store.TypeWorker && n.Mode != store.ModePending && master.NodeAllows(n.Status, master.NodeEdit),
+		CanApprove: n.Mode == store.ModePending, Live: live}
 	s.render(c, http.StatusOK, views.NodePage(vm))
 }
 

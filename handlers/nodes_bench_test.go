@@ -99,7 +99,7 @@ func BenchmarkNodesHandler(b *testing.B) {
 	}
 	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour}}, st, storetest.Discard())
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: storetest.Discard()})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: storetest.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -61,6 +62,12 @@ func errorStatus(err error) int {
 		return http.StatusUnauthorized
 	case master.KindForbidden:
 		return http.StatusForbidden
+	case master.KindLimited:
+		return http.StatusTooManyRequests
+	case master.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case master.KindBusy:
+		return http.StatusTooManyRequests
 	}
 	return 0
 }
@@ -75,6 +82,9 @@ func (s *server) apiError(c *gin.Context, err error) {
 	}
 	if status == http.StatusBadGateway {
 		s.log.Warn("worker call failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	}
+	if wait := master.RetryAfter(err); wait > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 	}
 	body := gin.H{"error": master.Message(err)}
 	var fe protocol.FieldErrors

@@ -17,12 +17,11 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/static"
-	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// MasterDeps is what the master's routes need.
+// MasterDeps is what the master's routes need. The engine is the only way to
+// the data: the routes get no store.
 type MasterDeps struct {
-	Store  *store.Store
 	Master *master.Master
 	Log    *slog.Logger
 	// SecureCookies marks session cookies Secure; set it when serving over TLS.
@@ -36,11 +35,9 @@ type MasterDeps struct {
 }
 
 type server struct {
-	st       *store.Store
 	m        *master.Master
 	log      *slog.Logger
 	sessions *sessions.CookieStore
-	limiter  *loginLimiter
 	poll     string
 	metrics  http.Handler // the master's Prometheus metrics; nil: none
 }
@@ -48,14 +45,14 @@ type server struct {
 // NewMasterRouter lists every route of the master: console, open API, worker API.
 // Cross-origin unsafe requests are refused before any handler runs.
 func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
-	sess, err := newSessionStore(ctx, d.Store, d.SecureCookies)
+	sess, err := newSessionStore(ctx, d.Master, d.SecureCookies)
 	if err != nil {
 		return nil, err
 	}
 	if d.PollInterval <= 0 {
 		d.PollInterval = 2 * time.Second
 	}
-	s := &server{st: d.Store, m: d.Master, log: d.Log, sessions: sess, limiter: newLoginLimiter(), poll: "every " + d.PollInterval.String()}
+	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String()}
 	if mx := d.Master.Metrics(); mx != nil {
 		s.metrics = mx.Handler(d.Log)
 	}
@@ -76,6 +73,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	staticFS, _ := fs.Sub(static.FS, ".")
 	r.StaticFS("/static", http.FS(staticFS))
 	r.GET("/health", s.masterHealth)
+	r.GET("/ready", s.masterReady)
 	// Prometheus metrics: read like the open API (bearer token or session).
 	r.GET("/metrics", s.requireUser(true), s.scrapeMetrics)
 
@@ -105,6 +103,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/nodes/:name/disable", s.requireAdmin, s.disableNode)
 	ui.POST("/nodes/:name/delete", s.requireAdmin, s.deleteNode)
 	ui.POST("/nodes/:name/reset-identity", s.requireAdmin, s.resetNode)
+	ui.POST("/nodes/:name/approve", s.requireAdmin, s.approveNode)
 	ui.GET("/tasks", s.listTasks)
 	ui.GET("/schedules/preview", s.schedulePreview)
 	ui.GET("/tasks/rows", s.taskRows)
@@ -168,11 +167,13 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.GET("/nodes", s.apiListNodes)
 	api.POST("/nodes", s.requireAdmin, s.apiCreateNode)
 	api.GET("/nodes/:name", s.apiGetNode)
+	api.PATCH("/nodes/:name", s.requireAdmin, s.apiPatchNode)
 	api.POST("/nodes/:name/connect", s.requireAdmin, s.apiConnectNode)
 	api.POST("/nodes/:name/enable", s.requireAdmin, s.apiEnableNode)
 	api.POST("/nodes/:name/disable", s.requireAdmin, s.apiDisableNode)
 	api.DELETE("/nodes/:name", s.requireAdmin, s.apiDeleteNode)
 	api.POST("/nodes/:name/reset-identity", s.requireAdmin, s.apiResetNode)
+	api.POST("/nodes/:name/approve", s.requireAdmin, s.apiApproveNode)
 	api.GET("/tasks", s.apiListTasks)
 	api.GET("/schedules/preview", s.apiSchedulePreview)
 	api.POST("/tasks", s.requireAdmin, s.apiCreateTask)
@@ -197,6 +198,10 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.GET("/users/:username", s.apiGetUser)
 	api.POST("/users", s.requireAdmin, s.apiCreateUser)
 	api.PATCH("/users/:username", s.requireAdmin, s.apiPatchUser)
+	// API token routes
+	api.GET("/tokens", s.apiListTokens)
+	api.POST("/tokens", s.requireAdmin, s.apiCreateToken)
+	api.DELETE("/tokens/:id", s.requireAdmin, s.apiRevokeToken)
 	// events API routes
 	api.GET("/events", s.apiListEvents)
 	// delayed task API routes

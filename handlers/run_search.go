@@ -29,25 +29,44 @@ const runListTaskChoices = 500
 
 // resultParam reads ?result=: "" or a known run result.
 func resultParam(c *gin.Context) (string, error) {
-	r := c.Query("result")
-	if err := master.CheckRunResult(r); err != nil {
-		return "", protocol.FieldErrors{"result": "must be one of " + strings.Join(master.RunResults(), ", ")}
+	r, msg := resultQuery(c)
+	if msg != "" {
+		return "", protocol.FieldErrors{"result": msg}
 	}
 	return r, nil
+}
+
+// resultQuery reads the result filter: ?result=, or its other name ?state=
+// (a run in progress is state=running); a value that names no result, or
+// two names that disagree, give a field error.
+func resultQuery(c *gin.Context) (result, msg string) {
+	r, st := strings.TrimSpace(c.Query("result")), strings.TrimSpace(c.Query("state"))
+	switch {
+	case r == "":
+		r = st
+	case st != "" && st != r:
+		return "", "result and state name different results (" + strconv.Quote(r) + ", " + strconv.Quote(st) + "); give one"
+	}
+	if master.CheckRunResult(r) != nil {
+		return "", "must be one of " + strings.Join(master.RunResults(), ", ")
+	}
+	return r, ""
 }
 
 // runFilterInput reads the filters of the runs page and API. The API takes
 // times in RFC 3339 only; the console's datetime-local fields are UTC. Bad
 // fields are reported by name, and nothing is searched.
 func runFilterInput(c *gin.Context, api bool) (store.RunFilter, views.RunFilterVM, protocol.FieldErrors) {
+	result, msg := resultQuery(c)
 	fvm := views.RunFilterVM{
-		Result: strings.TrimSpace(c.Query("result")), Node: strings.TrimSpace(c.Query("node")),
+		Result: result, Node: strings.TrimSpace(c.Query("node")),
 		Task: strings.TrimSpace(c.Query("task")), Since: strings.TrimSpace(c.Query("since")), Until: strings.TrimSpace(c.Query("until")),
 	}
 	f := store.RunFilter{Result: fvm.Result, Node: fvm.Node, TaskID: fvm.Task}
 	fe := protocol.FieldErrors{}
-	if master.CheckRunResult(fvm.Result) != nil {
-		fe["result"] = "must be one of " + strings.Join(master.RunResults(), ", ")
+	if msg != "" {
+		fe["result"] = msg
+		fvm.Result = strings.TrimSpace(c.Query("result"))
 	}
 	if fvm.Node != "" {
 		if msg := protocol.ValidateName(fvm.Node); msg != "" {
@@ -157,7 +176,7 @@ func (s *server) listRuns(c *gin.Context) {
 	slices.SortFunc(vm.Tasks, func(a, b views.TaskLink) int { return strings.Compare(a.Title, b.Title) })
 	if fvm.Task != "" && !slices.ContainsFunc(vm.Tasks, func(t views.TaskLink) bool { return t.ID == fvm.Task }) {
 		title := fvm.Task
-		if titles, err := store.TaskTitles(ctx, s.st.DB, []string{fvm.Task}); err == nil && titles[fvm.Task] != "" {
+		if titles, err := s.m.TaskTitles(ctx, []string{fvm.Task}); err == nil && titles[fvm.Task] != "" {
 			title = titles[fvm.Task]
 		}
 		vm.Tasks = append(vm.Tasks, views.TaskLink{ID: fvm.Task, Title: title})
@@ -238,7 +257,7 @@ func (s *server) runListRows(c *gin.Context, runs []store.Run) ([]views.RunListR
 			ids = append(ids, runs[i].TaskID)
 		}
 	}
-	titles, err := store.TaskTitles(c.Request.Context(), s.st.DB, ids)
+	titles, err := s.m.TaskTitles(c.Request.Context(), ids)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +279,7 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 		s.apiError(c, fe)
 		return
 	}
-	f.WithOutput = true
+	f.Preview = true
 	runs, total, err := s.m.SearchRuns(c.Request.Context(), f)
 	if master.KindOf(err) == master.KindNotFound {
 		s.apiError(c, protocol.FieldErrors{"task": "no task has this id"})
@@ -272,7 +291,7 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 	}
 	items := make([]apiRun, len(runs))
 	for i := range runs {
-		items[i] = toAPIRun(&runs[i], true)
+		items[i] = toAPIRun(&runs[i])
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
 }

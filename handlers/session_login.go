@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,14 +10,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
-
-// dummyHash keeps the time of a login with an unknown user close to a real one.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not-a-real-password"), bcrypt.DefaultCost)
 
 func (s *server) showLogin(c *gin.Context) {
 	s.render(c, http.StatusOK, views.LoginPage(views.LoginVM{Next: safeNext(c.Query("next"))}))
@@ -32,38 +27,33 @@ func (s *server) login(c *gin.Context) {
 	next := safeNext(c.PostForm("next"))
 	vm := views.LoginVM{Username: username, Next: next}
 	ip := c.ClientIP()
-	if wait := s.loginWait(c.Request.Context(), ip, username, time.Now()); wait > 0 {
-		vm.Error = fmt.Sprintf("Too many failed logins. Try again in %s.", wait.Round(time.Second))
-		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
-		s.render(c, http.StatusTooManyRequests, views.LoginPage(vm))
-		return
-	}
 	if username == "" || password == "" || len(username) > 64 || len(password) > 256 {
 		vm.Error = "Enter a username and a password."
 		s.render(c, http.StatusBadRequest, views.LoginPage(vm))
 		return
 	}
-	u, err := store.GetUser(c.Request.Context(), s.st.DB, username)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.serverError(c, err)
+	u, err := s.m.Login(c.Request.Context(), ip, username, password)
+	switch master.KindOf(err) {
+	case 0:
+		if err != nil {
+			s.log.Error("login: the database cannot be reached", "err", err)
+			c.Header("Retry-After", dbRetryAfter)
+			vm.Error = "The database is unreachable; retrying. Try again in a few seconds."
+			s.render(c, http.StatusServiceUnavailable, views.LoginPage(vm))
+			return
+		}
+	case master.KindLimited:
+		wait := master.RetryAfter(err)
+		s.log.Warn("login throttled", "username", username, "ip", ip)
+		vm.Error = fmt.Sprintf("Too many failed logins. Try again in %s.", wait.Round(time.Second))
+		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
+		s.render(c, http.StatusTooManyRequests, views.LoginPage(vm))
 		return
-	}
-	hash := dummyHash
-	if u != nil {
-		hash = []byte(u.PasswordHash)
-	}
-	pwErr := bcrypt.CompareHashAndPassword(hash, []byte(password))
-	if u == nil || pwErr != nil || u.Disabled {
-		s.loginFailed(c.Request.Context(), ip, username, time.Now())
+	default:
 		s.log.Warn("failed login", "username", username, "ip", ip)
 		vm.Error = "Wrong username or password."
 		s.render(c, http.StatusUnauthorized, views.LoginPage(vm))
 		return
-	}
-	s.loginSucceeded(c.Request.Context(), ip, username, time.Now())
-	// Expired sessions are pruned here: logins are rare, so it costs nothing.
-	if _, err := store.PruneSessions(c.Request.Context(), s.st.DB, time.Now()); err != nil {
-		s.log.Warn("prune sessions", "err", err)
 	}
 	if err := s.startSession(c, u); err != nil {
 		s.serverError(c, err)

@@ -332,7 +332,7 @@ func TestSettingsPinnedHealthValues(t *testing.T) {
 	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: 2 * time.Second, Timeout: 500 * time.Millisecond, MaxFailures: 3},
 		Pinned: master.Pinned{HealthInterval: true, MaxFailures: true}}, ns.Store, log)
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: ns.Store, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func FuzzSettingsForm(f *testing.F) {
 	log := storetest.Discard()
 	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, ns.Store, log)
-	h, err := handlers.NewMasterRouter(context.Background(), handlers.MasterDeps{Store: ns.Store, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(context.Background(), handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -79,12 +79,12 @@ func (s *server) testNotifications(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Minute)
 	defer cancel()
 	email := ""
-	if p := currentUser(c); p != nil && !strings.HasPrefix(p.Name, "token:") {
-		u, err := store.GetUser(ctx, s.st.DB, p.Name)
+	if p := currentUser(c); p != nil {
+		u, err := s.m.GetUser(ctx, p.Name)
 		switch {
 		case err == nil:
 			email = u.Email
-		case !errors.Is(err, store.ErrNotFound):
+		case master.KindOf(err) != master.KindNotFound:
 			s.serverError(c, err)
 			return
 		}
@@ -148,9 +148,9 @@ func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
 		src := settingsPinnedSources[p.field]
 		src.InForce = p.inForce
 		vm.Pinned[p.field] = src
-		v, err := store.GetSetting(ctx, s.st.DB, p.key)
+		v, stored, err := s.m.StoredSetting(ctx, p.key)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case err == nil && !stored:
 			v = p.dflt
 		case err != nil:
 			return vm, err
@@ -179,7 +179,9 @@ func settingsForm(st master.Settings) views.SettingsForm {
 		HealthInterval: st.HealthInterval.String(), HealthTimeout: st.HealthTimeout.String(), MaxFailures: strconv.Itoa(st.MaxFailures),
 		DefaultHTTPTimeout: st.DefaultHTTPTimeout.String(), RunRetentionDays: strconv.Itoa(st.RunRetentionDays),
 		SMTPHost: st.SMTPHost, SMTPPort: strconv.Itoa(st.SMTPPort), SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername,
-		SMTPTLS: st.SMTPTLS, WebhookURL: st.WebhookURL, PublicURL: st.PublicURL,
+		// Passwords in URLs are masked; saving the mask keeps them.
+		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
+		ApproveNewNodes: st.ApproveNewNodes,
 	}
 }
 
@@ -190,6 +192,7 @@ func readSettingsForm(c *gin.Context) views.SettingsForm {
 		DefaultHTTPTimeout: f("default_http_timeout"), RunRetentionDays: f("run_retention_days"),
 		SMTPHost: f("smtp_host"), SMTPPort: f("smtp_port"), SMTPFrom: f("smtp_from"), SMTPUsername: f("smtp_username"),
 		SMTPTLS: f("smtp_tls"), WebhookURL: f("webhook_url"), PublicURL: f("public_url"),
+		ApproveNewNodes: f("approve_new_nodes") == "1",
 	}
 }
 
@@ -198,7 +201,7 @@ func readSettingsForm(c *gin.Context) views.SettingsForm {
 func parseSettingsForm(f views.SettingsForm) (master.Settings, protocol.FieldErrors) {
 	fe := protocol.FieldErrors{}
 	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
-		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL}
+		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL, ApproveNewNodes: f.ApproveNewNodes}
 	dur := func(field, v string, dst *time.Duration) {
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -1,42 +1,52 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
 // createToken makes an API token and shows it once.
 func (s *server) createToken(c *gin.Context) {
 	name := strings.TrimSpace(c.PostForm("name"))
-	var msg string
-	switch {
-	case name == "":
-		msg = "Name is required."
-	case len(name) > 64:
-		msg = "Name is longer than 64 characters."
+	expiresRaw := strings.TrimSpace(c.PostForm("expires_at"))
+	in := master.NewToken{Name: name}
+	fe := protocol.FieldErrors{}
+	if exp, err := master.ParseTokenExpiry(expiresRaw); err != nil {
+		fe["expires_at"] = err.Error()
+	} else {
+		in.ExpiresAt = exp
 	}
-	if msg != "" {
+	var plain string
+	if len(fe) == 0 {
+		var err error
+		plain, _, err = s.m.CreateToken(c.Request.Context(), currentUser(c).Name, in)
+		if err != nil && !errors.As(err, &fe) {
+			s.serverError(c, err)
+			return
+		}
+	}
+	if len(fe) > 0 {
 		vm, err := s.tokensVM(c)
 		if err != nil {
 			s.serverError(c, err)
 			return
 		}
-		vm.Error, vm.Name = msg, name
+		if msg := fe["name"]; msg != "" {
+			vm.Error = "Name " + msg + "."
+		}
+		if msg := fe["expires_at"]; msg != "" {
+			vm.ExpiresError = msg + "."
+		}
+		vm.Name, vm.ExpiresAt = name, expiresRaw
 		s.render(c, http.StatusUnprocessableEntity, views.TokensPage(vm))
-		return
-	}
-	plain, hash, err := store.NewTokenValue()
-	if err != nil {
-		s.serverError(c, err)
-		return
-	}
-	if err := store.CreateToken(c.Request.Context(), s.st.DB, &store.APIToken{Name: name, TokenHash: hash, CreatedBy: currentUser(c).Name}); err != nil {
-		s.serverError(c, err)
 		return
 	}
 	s.log.Info("api token created", "name", name, "user", currentUser(c).Name)
@@ -47,6 +57,37 @@ func (s *server) createToken(c *gin.Context) {
 	}
 	vm.NewToken = plain
 	vm.Flash = &views.Flash{OK: true, Message: "Token " + name + " created."}
-	c.Header("Cache-Control", "no-store")
 	s.render(c, http.StatusOK, views.TokensPage(vm))
+}
+
+// tokenCreateBody is POST /api/v1/tokens.
+type tokenCreateBody struct {
+	Name      string  `json:"name"`
+	ExpiresAt *string `json:"expires_at"`
+}
+
+// apiCreateToken makes an API token owned by the caller; the answer is the
+// only place its value appears.
+func (s *server) apiCreateToken(c *gin.Context) {
+	var b tokenCreateBody
+	if !bindJSON(c, &b) {
+		return
+	}
+	in := master.NewToken{Name: b.Name}
+	if b.ExpiresAt != nil {
+		exp, err := master.ParseTokenExpiry(*b.ExpiresAt)
+		if err != nil {
+			s.apiError(c, protocol.FieldErrors{"expires_at": err.Error()})
+			return
+		}
+		in.ExpiresAt = exp
+	}
+	plain, t, err := s.m.CreateToken(c.Request.Context(), currentUser(c).Name, in)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	out := toAPIToken(t, time.Now())
+	out.Token = plain
+	c.JSON(http.StatusCreated, out)
 }

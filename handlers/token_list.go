@@ -22,17 +22,64 @@ func (s *server) listTokens(c *gin.Context) {
 }
 
 func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
-	ts, err := store.ListTokens(c.Request.Context(), s.st.DB)
+	ts, err := s.m.ListTokens(c.Request.Context())
 	if err != nil {
 		return views.TokensVM{}, err
 	}
 	vm := views.TokensVM{Layout: s.layout(c, "API tokens", "tokens")}
 	now := time.Now()
 	for _, t := range ts {
+		expires := "never"
+		if !t.ExpiresAt.IsZero() {
+			expires = t.ExpiresAt.UTC().Format("2006-01-02 15:04") + " UTC"
+		}
 		vm.Tokens = append(vm.Tokens, views.TokenRow{
 			ID: t.ID, Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.UTC().Format("2006-01-02 15:04"),
-			LastUsed: ago(t.LastUsedAt, now), Revoked: !t.RevokedAt.IsZero(),
+			LastUsed: ago(t.LastUsedAt, now), Expires: expires, Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt),
+			Revoked: !t.RevokedAt.IsZero(),
 		})
 	}
 	return vm, nil
+}
+
+// apiToken is an API token in the open API; the plain value appears only in
+// the answer that creates it.
+type apiToken struct {
+	ID         int64      `json:"id"`
+	Name       string     `json:"name"`
+	CreatedBy  string     `json:"created_by"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Revoked    bool       `json:"revoked"`
+	Expired    bool       `json:"expired"`
+	Token      string     `json:"token,omitempty"`
+}
+
+func toAPIToken(t *store.APIToken, now time.Time) apiToken {
+	opt := func(v time.Time) *time.Time {
+		if v.IsZero() {
+			return nil
+		}
+		u := v.UTC()
+		return &u
+	}
+	return apiToken{ID: t.ID, Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.UTC(),
+		ExpiresAt: opt(t.ExpiresAt), LastUsedAt: opt(t.LastUsedAt), Revoked: !t.RevokedAt.IsZero(),
+		Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)}
+}
+
+// apiListTokens lists every API token (never their values).
+func (s *server) apiListTokens(c *gin.Context) {
+	ts, err := s.m.ListTokens(c.Request.Context())
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	now := time.Now()
+	out := make([]apiToken, 0, len(ts))
+	for i := range ts {
+		out = append(out, toAPIToken(&ts[i], now))
+	}
+	c.JSON(http.StatusOK, out)
 }

@@ -1,13 +1,13 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -19,30 +19,34 @@ func (s *server) revokeToken(c *gin.Context) {
 		s.tokenOutcome(c, http.StatusNotFound, false, "No such token.")
 		return
 	}
-	name := ""
-	ts, err := store.ListTokens(c.Request.Context(), s.st.DB)
+	t, err := s.m.RevokeToken(c.Request.Context(), id)
 	if err != nil {
-		s.serverError(c, err)
+		status := errorStatus(err)
+		if status == 0 {
+			s.serverError(c, err)
+			return
+		}
+		s.tokenOutcome(c, status, false, master.Message(err)+".")
 		return
 	}
-	for _, t := range ts {
-		if t.ID == id {
-			name = t.Name
-		}
+	s.log.Info("api token revoked", "id", id, "name", t.Name, "user", currentUser(c).Name)
+	s.tokenOutcome(c, http.StatusOK, true, "Token “"+t.Name+"” revoked: requests with it are refused from now on.")
+}
+
+// apiRevokeToken revokes an API token: 200 with the token, 404 unknown, 409
+// already revoked.
+func (s *server) apiRevokeToken(c *gin.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		c.JSON(http.StatusNotFound, gin.H{"error": "there is no API token " + strconv.Quote(c.Param("id"))})
+		return
 	}
-	switch err := store.RevokeToken(c.Request.Context(), s.st.DB, id); {
-	case errors.Is(err, store.ErrNotFound):
-		msg := "No such active token."
-		if name != "" {
-			msg = "The token “" + name + "” was already revoked."
-		}
-		s.tokenOutcome(c, http.StatusConflict, false, msg)
-	case err != nil:
-		s.serverError(c, err)
-	default:
-		s.log.Info("api token revoked", "id", id, "name", name, "user", currentUser(c).Name)
-		s.tokenOutcome(c, http.StatusOK, true, "Token “"+name+"” revoked: requests with it are refused from now on.")
+	t, err := s.m.RevokeToken(c.Request.Context(), id)
+	if err != nil {
+		s.apiError(c, err)
+		return
 	}
+	c.JSON(http.StatusOK, toAPIToken(t, time.Now()))
 }
 
 // tokenOutcome ends a token action: htmx gets the table with the message, a

@@ -35,7 +35,7 @@ func toAPIUser(c *gin.Context, u *store.User) apiUser {
 
 // apiListUsers answers GET /api/v1/users with every user, by username.
 func (s *server) apiListUsers(c *gin.Context) {
-	us, err := store.ListUsers(c.Request.Context(), s.st.DB, 0, 0)
+	us, _, err := s.m.ListUsers(c.Request.Context(), 0, 0)
 	if err != nil {
 		s.serverError(c, err)
 		return

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -30,11 +29,7 @@ func (s *server) listUsers(c *gin.Context) {
 func (s *server) usersVM(c *gin.Context, offset int) (views.UsersVM, error) {
 	ctx := c.Request.Context()
 	offset = max(offset, 0)
-	total, err := store.CountUsers(ctx, s.st.DB)
-	if err != nil {
-		return views.UsersVM{}, err
-	}
-	us, err := store.ListUsers(ctx, s.st.DB, userPageSize, offset)
+	us, total, err := s.m.ListUsers(ctx, userPageSize, offset)
 	if err != nil {
 		return views.UsersVM{}, err
 	}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,8 +26,8 @@ func (s *server) showEditUser(c *gin.Context) {
 func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 	ctx := c.Request.Context()
 	name := c.Param("username")
-	u, err := store.GetUser(ctx, s.st.DB, name)
-	if errors.Is(err, store.ErrNotFound) {
+	u, err := s.m.GetUser(ctx, name)
+	if master.KindOf(err) == master.KindNotFound {
 		s.errorPage(c, http.StatusNotFound, "There is no user "+name+".")
 		return views.UserEditVM{}, false
 	}
@@ -36,7 +35,7 @@ func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 		s.serverError(c, err)
 		return views.UserEditVM{}, false
 	}
-	admins, err := store.CountActiveAdmins(ctx, s.st.DB)
+	admins, err := s.m.CountActiveAdmins(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return views.UserEditVM{}, false

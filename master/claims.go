@@ -21,6 +21,18 @@ import (
 // milliseconds of its insert.
 const claimPoll = 4 * time.Millisecond
 
+// Bounds of a claim, so that a node holding the cluster key and its own
+// secret cannot claim fires that are not due and so suppress them for the
+// other executors: a claim names a fire its task's schedule really produces,
+// at most MaxClaimAhead ahead of the master's clock (clock skew) and at most
+// MaxClaimAge behind it (a catch-up after a long outage), and a node holds at
+// most MaxOpenClaimsPerNode claims of fires still ahead.
+const (
+	MaxClaimAhead        = 5 * time.Minute
+	MaxClaimAge          = 30 * 24 * time.Hour
+	MaxOpenClaimsPerNode = 1000
+)
+
 // maxClaimWait caps a claimant's wait whatever its rank: well inside the
 // worker's 5 s claim timeout, so a task with many executors, the best of
 // them dead, still runs (ranks past the cap race, and the key decides).
@@ -58,7 +70,10 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	}
 	// Only an executor of the task may claim its fires (an unknown task has none).
 	if t == nil || !slices.Contains(t.Executors, node.Name) {
-		return protocol.ClaimResponse{}, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID)
+		return protocol.ClaimResponse{}, m.refuseClaim(node.Name, req.TaskID, fire, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID))
+	}
+	if err := m.checkClaimFire(ctx, node.Name, t, fire, time.Now()); err != nil {
+		return protocol.ClaimResponse{}, m.refuseClaim(node.Name, t.ID, fire, err)
 	}
 	// A fire decided already (the winner's claim came first) is answered at once.
 	winner, err := store.FireClaimWinner(ctx, m.st.DB, t.ID, fire)
@@ -75,7 +90,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	cands := make([]Candidate, 0, len(running))
 	for _, n := range running {
 		if n.Type == store.TypeWorker {
-			cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority})
+			cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority, Since: n.CreatedAt})
 		}
 	}
 	route, err := m.claimRoute(ctx, t, fire)
@@ -220,4 +235,42 @@ func rendezvousU(taskID, fireKey, node string) float64 {
 	x := binary.BigEndian.Uint64(h.Sum(sum[:0]))
 	// 53 bits, shifted half a step off zero so -ln(u) is finite.
 	return (float64(x>>11) + 0.5) / (1 << 53)
+}
+
+// refuseClaim logs a refused claim with the node and the reason and returns
+// the refusal.
+func (m *Master) refuseClaim(node, taskID string, fire time.Time, err error) error {
+	if KindOf(err) != 0 {
+		m.log.Warn("claim refused", "node", node, "task", taskID, "fire_at", fire, "reason", Message(err))
+	}
+	return err
+}
+
+// checkClaimFire refuses a claim of a fire that is not a real, due fire of t
+// (see MaxClaimAhead), or one more open claim than a node may hold.
+func (m *Master) checkClaimFire(ctx context.Context, node string, t *store.Task, fire, now time.Time) error {
+	switch {
+	case fire.After(now.Add(MaxClaimAhead)):
+		return Errorf(KindInvalid, "fire_at %s is more than %s ahead of the master's clock", fire.Format(time.RFC3339Nano), MaxClaimAhead)
+	case fire.Before(now.Add(-MaxClaimAge)):
+		return Errorf(KindInvalid, "fire_at %s is more than %s in the past", fire.Format(time.RFC3339Nano), MaxClaimAge)
+	}
+	var def protocol.TaskDef
+	if err := json.Unmarshal([]byte(t.Spec), &def); err != nil {
+		return fmt.Errorf("master: claim: task %s: %w", t.ID, err)
+	}
+	if next, ok := protocol.NextFire(&def, fire.Add(-time.Nanosecond)); !ok || !next.Equal(fire) {
+		return Errorf(KindInvalid, "fire_at %s is not a fire of task %s's schedule", fire.Format(time.RFC3339Nano), t.ID)
+	}
+	if fire.After(now) {
+		n, err := store.CountOpenClaims(ctx, m.st.DB, node, now)
+		if err != nil {
+			return fmt.Errorf("master: claim: %w", err)
+		}
+		if n >= MaxOpenClaimsPerNode {
+			return &Error{Kind: KindLimited, RetryAfter: time.Second,
+				Msg: fmt.Sprintf("node %s holds %d claims of fires still ahead (the maximum)", node, n)}
+		}
+	}
+	return nil
 }

@@ -15,7 +15,11 @@ import (
 
 // claimBase is a fixed first fire, so the rendezvous ranks (a pure function
 // of task, fire and node) and thus these tests are the same at every run.
-var claimBase = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
+//
+// It is yesterday's midnight (UTC): a claim must name a fire at most
+// master.MaxClaimAhead ahead and master.MaxClaimAge behind the clock, and the
+// ranks stay the same for a whole day.
+var claimBase = time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour).Add(3*time.Hour + 4*time.Minute)
 
 // runningTask stores running worker nodes with the given priorities and a
 // running task that they all execute.
@@ -186,7 +190,7 @@ func TestClaimDeadExecutorDoesNotHoldTheFire(t *testing.T) {
 		if _, err := s.Store.DB.ExecContext(e.ctx, "UPDATE nodes SET status = ? WHERE name = ?", store.StatusOffline, "y"); err != nil {
 			t.Fatal(err)
 		}
-		fire2 := fireRankedFirst(t, id, "y", cands).Add(1000 * time.Hour) // a fresh fire
+		fire2 := fireRankedFirst(t, id, "y", cands).Add(-10 * time.Hour) // a fresh fire
 		resp, err = e.m.Claim(e.ctx, e.node("y"), protocol.ClaimRequest{TaskID: id, FireAt: fire2})
 		if err != nil || resp.Won {
 			t.Fatalf("offline executor's claim: %+v %v, want a loss", resp, err)

@@ -27,7 +27,9 @@ func NewClient(timeout time.Duration) *Client {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 2
 	tr.IdleConnTimeout = 5 * time.Minute
-	return &Client{http: &http.Client{Transport: tr}, Timeout: timeout}
+	// No redirect is followed: a worker answering a probe with one must not
+	// make the master call, with its headers, another address.
+	return &Client{http: &http.Client{Transport: tr, CheckRedirect: protocol.NoRedirect}, Timeout: timeout}
 }
 
 func nodeURL(n *store.Node, path string) string {

@@ -206,10 +206,12 @@ func (d *Delayed) LateDuration() time.Duration {
 	return d.FiredAt.Sub(d.DueAt)
 }
 
+// toDelayed is a delayed task fit to show: a password in its notify_url is
+// masked for every role (the sending reads the stored row, not this view).
 func toDelayed(r *store.DelayedTask) Delayed {
 	d := Delayed{
 		ID: r.ID, Status: r.Status, SourceApp: r.SourceApp, Topic: r.Topic, ContentKey: r.ContentKey,
-		DueAt: r.DueAt.UTC(), NotifyURL: r.NotifyURL, NotifyBody: r.NotifyBody, ContentType: r.ContentType,
+		DueAt: r.DueAt.UTC(), NotifyURL: MaskURL(r.NotifyURL), NotifyBody: r.NotifyBody, ContentType: r.ContentType,
 		Retries: r.Retries, Attempts: r.Attempts, Late: r.Late, Node: r.Node, LastError: r.LastError,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), Executors: []string{}, Keepers: []string{},
 	}
@@ -365,6 +367,11 @@ func isDelayedStatus(s string) bool {
 
 // DelayedRuns returns a page of a delayed task's runs, newest first.
 func (m *Master) DelayedRuns(ctx context.Context, id string, limit, offset int) ([]store.Run, int, error) {
+	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
 	return store.ListDelayedRuns(ctx, m.st.DB, id, limit, offset)
 }
 

@@ -174,7 +174,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 	for _, n := range nodes {
 		if n.Type == store.TypeWorker {
 			workers[n.Name] = n
-			all = append(all, Candidate{Name: n.Name, Weight: n.Priority})
+			all = append(all, Candidate{Name: n.Name, Weight: n.Priority, Since: n.CreatedAt})
 		}
 	}
 	groups := map[string][]string{}
@@ -191,7 +191,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 			cands = nil
 			for _, e := range named {
 				if n, ok := workers[e]; ok {
-					cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority})
+					cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority, Since: n.CreatedAt})
 				}
 			}
 		}

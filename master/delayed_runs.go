@@ -7,13 +7,10 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -345,20 +342,5 @@ func (m *Master) postDelayedWebhook(ctx context.Context, url string, p delayedPa
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "ScheduleMaster-Go")
-	resp, err := m.notify.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("webhook %s unreachable: %w", url, unwrapURLError(err))
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook %s answered %d", url, resp.StatusCode)
-	}
-	return nil
+	return m.notify.postJSON(ctx, url, body)
 }

@@ -92,7 +92,7 @@ func (s *switchHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *switchHandler) set(t *testing.T, ctx context.Context, st *store.Store, m *master.Master) {
 	t.Helper()
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: storetest.Logger(t)})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: storetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
@@ -30,6 +31,14 @@ const (
 	// KindForbidden is an authenticated caller acting as someone else or on
 	// something it may not touch.
 	KindForbidden
+	// KindLimited is a caller over a rate limit (login attempts); RetryAfter
+	// says when to try again.
+	KindLimited
+	// KindTooLarge is a request over a documented size bound.
+	KindTooLarge
+	// KindBusy is a request refused because the master is at a documented
+	// bound of concurrent work; the same request later succeeds.
+	KindBusy
 )
 
 // String names the kind as the sentinels' texts do.
@@ -49,6 +58,12 @@ func (k Kind) String() string {
 		return "unauthorized"
 	case KindForbidden:
 		return "forbidden"
+	case KindLimited:
+		return "too many attempts"
+	case KindTooLarge:
+		return "too large"
+	case KindBusy:
+		return "busy"
 	}
 	return fmt.Sprintf("kind %d", int(k))
 }
@@ -61,6 +76,8 @@ type Error struct {
 	Msg    string
 	Fields protocol.FieldErrors
 	Err    error
+	// RetryAfter is when a KindLimited caller may try again.
+	RetryAfter time.Duration
 }
 
 // Error is the text for logs: kind, sentence and cause.
@@ -187,4 +204,14 @@ func netReason(err error) string {
 		return "request canceled"
 	}
 	return "network error"
+}
+
+// RetryAfter is how long a refused caller should wait before trying again,
+// 0 when err says nothing about it.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }

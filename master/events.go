@@ -2,6 +2,8 @@ package master
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -20,6 +22,35 @@ func workerActor(ctx context.Context, name string) context.Context {
 // ListEvents returns a page of the event log, newest first, and the total.
 func (m *Master) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, int, error) {
 	return store.ListEvents(ctx, m.st.DB, f)
+}
+
+// ListEventsFor is ListEvents as shown to a person: for anyone but an admin
+// (admin false) every e-mail address in an event's actor, target and detail
+// is replaced by HiddenEmail, since viewers see no personal data.
+func (m *Master) ListEventsFor(ctx context.Context, f store.EventFilter, admin bool) ([]store.Event, int, error) {
+	evs, total, err := m.ListEvents(ctx, f)
+	if err != nil || admin {
+		return evs, total, err
+	}
+	for i := range evs {
+		e := &evs[i]
+		e.Actor, e.Target, e.Detail = HideEmails(e.Actor), HideEmails(e.Target), HideEmails(e.Detail)
+	}
+	return evs, total, nil
+}
+
+// HiddenEmail stands for an e-mail address a viewer may not see.
+const HiddenEmail = "[e-mail hidden]"
+
+// emailLike matches what may be an e-mail address in free text.
+var emailLike = regexp.MustCompile(`[^\s<>"',;:()\[\]]+@[^\s<>"',;:()\[\]]+`)
+
+// HideEmails replaces every e-mail address in s with HiddenEmail.
+func HideEmails(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return emailLike.ReplaceAllString(s, HiddenEmail)
 }
 
 // event records an action in the event log without ever failing the action.

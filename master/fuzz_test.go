@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
@@ -81,6 +82,35 @@ func FuzzIngestRuns(f *testing.F) {
 				t.Fatalf("a run from the future was stored: %v", r.StartedAt)
 			}
 		}
+
+		// The same batch as a worker sends it, read by the streaming
+		// decoder (IngestBatch): it is read whole, and the good run stored.
+		good.ID = uuid.NewString()
+		body, err := json.Marshal(protocol.RunsRequest{Runs: []protocol.RunReport{odd, good}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err = m.IngestBatch(ctx, node, bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			t.Fatalf("the encoded batch failed whole: %v", err)
+		}
+		if resp.Accepted+resp.Duplicates+len(resp.Rejected) != 2 {
+			t.Fatalf("answer does not account for every run: %+v", resp)
+		}
+		if _, err := store.GetRun(ctx, st.DB, good.ID); err != nil {
+			t.Fatalf("the good run of the encoded batch was not stored: %v", err)
+		}
+		// The same bytes cut short, or with bytes in the way, store nothing
+		// and fail as a whole with a refusal (never a server error).
+		for _, bad := range [][]byte{body[:len(body)/2], append(bytes.Clone(body[:len(body)-1]), output...)} {
+			if _, err := m.IngestBatch(ctx, node, bytes.NewReader(bad), -1); err == nil {
+				if !json.Valid(bad) {
+					t.Fatalf("a broken batch was accepted: %q", bad)
+				}
+			} else if k := master.KindOf(err); k != master.KindInvalid && k != master.KindTooLarge {
+				t.Fatalf("a broken batch failed as %v: %v", k, err)
+			}
+		}
 	})
 }
 
@@ -121,6 +151,42 @@ func FuzzRegisterHeaders(f *testing.F) {
 		}
 		if resp.Master != masterName {
 			t.Fatalf("accepted registration answered master %q", resp.Master)
+		}
+	})
+}
+
+// FuzzClaim sends arbitrary claim bodies through the worker API's decoder
+// (DecodeStrict) and Claim: nothing panics, and a claim is won only for a
+// real fire of the task (every whole hour) no more than MaxClaimAhead ahead
+// and MaxClaimAge behind.
+func FuzzClaim(f *testing.F) {
+	hour := time.Now().UTC().Truncate(time.Hour)
+	for _, body := range []string{
+		`{"task_id":"t1","fire_at":"` + hour.Format(time.RFC3339) + `"}`,
+		`{"task_id":"t1","fire_at":"` + hour.AddDate(1, 0, 0).Format(time.RFC3339) + `"}`,
+		`{"task_id":"t1","fire_at":"` + hour.Add(30*time.Minute).Format(time.RFC3339Nano) + `"}`,
+		`{"task_id":"t1","fire_at":"0001-01-01T00:00:00Z"}`,
+		`{"task_id":"t1","fire_at":"9999-12-31T23:59:59.999999999Z"}`,
+		`{"task_id":"t1'; --","fire_at":"` + hour.Format(time.RFC3339) + `"}`,
+		`{"task_id":"t1","fire_at":"` + hour.Format(time.RFC3339) + `","extra":1}`,
+		`{"task_id":"t1"}`, `null`, `[]`, `{"fire_at":1}`,
+	} {
+		f.Add([]byte(body))
+	}
+	m, _, node := fuzzMaster(f)
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req protocol.ClaimRequest
+		if err := protocol.DecodeStrict(body, &req); err != nil {
+			return // the handler answers 400
+		}
+		resp, err := m.Claim(ctx, node, req)
+		if err != nil || !resp.Won {
+			return
+		}
+		fire, now := req.FireAt.UTC(), time.Now()
+		if !fire.Equal(fire.Truncate(time.Hour)) || fire.After(now.Add(master.MaxClaimAhead)) || fire.Before(now.Add(-master.MaxClaimAge)) {
+			t.Fatalf("won a claim of %s, which is not a due fire of the hourly task", fire.Format(time.RFC3339Nano))
 		}
 	})
 }

@@ -216,7 +216,7 @@ func (e *env) enable(name string) *store.Node {
 // over the engine of e.
 func (e *env) masterAPI() http.Handler {
 	e.t.Helper()
-	h, err := handlers.NewMasterRouter(e.ctx, handlers.MasterDeps{Store: e.s.Store, Master: e.m, Log: storetest.Logger(e.t)})
+	h, err := handlers.NewMasterRouter(e.ctx, handlers.MasterDeps{Master: e.m, Log: storetest.Logger(e.t)})
 	if err != nil {
 		e.t.Fatalf("NewMasterRouter: %v", err)
 	}

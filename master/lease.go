@@ -104,7 +104,16 @@ func (m *Master) maintainLease(ctx context.Context) (elected bool) {
 
 // heartbeat records that this master is alive on its own node row.
 func (m *Master) heartbeat(ctx context.Context) {
+	if m.clash.Load() != nil {
+		if err := m.registerSelf(ctx); err != nil {
+			m.log.Error("master heartbeat: register self", "err", err)
+		}
+		if m.clash.Load() != nil {
+			return // still taken: said once, checked every interval
+		}
+	}
 	err := store.HeartbeatMaster(ctx, m.st.DB, m.cfg.Identity, m.bootID, time.Now())
+	m.fenced.Store(errors.Is(err, store.ErrConflict))
 	if errors.Is(err, store.ErrConflict) {
 		m.log.Error("master heartbeat: the node row of this identity belongs to another master process", "identity", m.cfg.Identity)
 	} else if err != nil {
@@ -186,4 +195,57 @@ func (m *Master) markStaleMasters(ctx context.Context, nodes []store.Node, fence
 		m.log.Warn("master offline: heartbeat stale", "node", n.Name, "last_seen", n.LastSeen)
 		m.event(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, n.Name, nil, reason)
 	}
+}
+
+// readyTimeout bounds the database ping of a readiness probe.
+const readyTimeout = 2 * time.Second
+
+// Ready says whether this master should be sent traffic: nil when its
+// database answers within readyTimeout and no other master process holds its
+// identity; else an error whose sentence says which.
+func (m *Master) Ready(ctx context.Context) error {
+	if msg := m.clash.Load(); msg != nil {
+		return Errorf(KindState, "%s", *msg)
+	}
+	if m.fenced.Load() {
+		return Errorf(KindState, "master %s is fenced: another master process heartbeats its identity", m.cfg.Identity)
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if err := m.st.DB.PingContext(ctx); err != nil {
+		return wrapf(KindState, err, "the database is unreachable; retrying")
+	}
+	return nil
+}
+
+// registerSelf writes this master's node row. When a worker registered the
+// name first (case-insensitively), the master still starts: it says why the
+// name clashes, in its log, the event log and /ready, and takes its row as
+// soon as an admin deletes that worker node (heartbeat retries).
+func (m *Master) registerSelf(ctx context.Context) error {
+	self := &store.Node{
+		Name: m.cfg.Identity, Type: store.TypeMaster, Protocol: "http", Host: m.cfg.AdvertiseHost,
+		BootID: m.bootID, Priority: 0, MaxConcurrency: 1, MachineName: hostname(),
+	}
+	err := store.UpsertRegisteredNode(ctx, m.st.DB, self)
+	if err == nil {
+		if m.clash.Swap(nil) != nil {
+			m.log.Info("master identity free again: node row taken", "identity", m.cfg.Identity)
+		}
+		return nil
+	}
+	if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrDuplicate) {
+		return fmt.Errorf("master: register self: %w", err)
+	}
+	other, gerr := store.GetNodeFold(ctx, m.st.DB, m.cfg.Identity)
+	if gerr != nil || other.Type == store.TypeMaster {
+		return fmt.Errorf("master: register self: %w", err)
+	}
+	msg := fmt.Sprintf("the name %s is taken by worker node %s (at %s://%s): workers and masters never share a name; delete that node or start this master with another --identity",
+		m.cfg.Identity, other.Name, other.Protocol, other.Host)
+	if old := m.clash.Swap(&msg); old == nil {
+		m.log.Error("master identity clash: this master serves, but has no node row", "identity", m.cfg.Identity, "problem", msg)
+		m.event(ctx, "master.identity_clash", store.TargetNode, other.Name, Errorf(KindDuplicate, "%s", msg), "")
+	}
+	return nil
 }

@@ -78,7 +78,7 @@ func TestLeaderLeaseFailover(t *testing.T) {
 
 		// /health tells which master leads.
 		for _, m := range ms {
-			h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: s.Store, Master: m, Log: storetest.Logger(t)})
+			h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: storetest.Logger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

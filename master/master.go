@@ -132,6 +132,20 @@ type Master struct {
 	lease      atomic.Pointer[leaseState]
 	leaseMu    sync.Mutex
 	leaseTried bool
+	// fenced is set while this master's heartbeat finds its node row held
+	// by another master process: it must not be sent traffic (see Ready).
+	fenced atomic.Bool
+	// clash says why this master has no node row: a worker registered its
+	// name first (nil when there is none).
+	clash atomic.Pointer[string]
+	// passwordChecks counts bcrypt comparisons; loginRefusals paces the
+	// prunes of the shared login throttle table.
+	passwordChecks atomic.Int64
+	loginRefusals  atomic.Int64
+	// newNames are the times of this master's recent registrations of new
+	// node names (admitNewName).
+	newNamesMu sync.Mutex
+	newNames   []time.Time
 
 	health   atomic.Pointer[HealthConfig]
 	settings atomic.Pointer[Settings]
@@ -155,6 +169,8 @@ type Master struct {
 	// ingest merges concurrent batches of run reports into shared
 	// transactions (see storeRuns).
 	ingest ingestGroup
+	// runLists bounds the run lists read at once (runs_query.go).
+	runLists slots
 
 	mu        sync.Mutex
 	sched     gocron.Scheduler
@@ -227,12 +243,8 @@ func (m *Master) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	self := &store.Node{
-		Name: m.cfg.Identity, Type: store.TypeMaster, Protocol: "http", Host: m.cfg.AdvertiseHost,
-		BootID: m.bootID, Priority: 0, MaxConcurrency: 1, MachineName: hostname(),
-	}
-	if err := store.UpsertRegisteredNode(ctx, m.st.DB, self); err != nil {
-		return fmt.Errorf("master: register self: %w", err)
+	if err := m.registerSelf(ctx); err != nil {
+		return err
 	}
 	// Elected now, the first sweep runs as leader at once, as a lone master did.
 	elected := m.maintainLease(ctx)
@@ -276,6 +288,7 @@ func (m *Master) sweepJob() {
 		return // the leader sweeps for the cluster
 	}
 	m.Sweep(m.ctx)
+	m.prunePendingNodes(WithActor(m.ctx, ActorHealthChecker))
 	// Then the duties that follow the fleet's state: broadcast shards and
 	// the fires of tasks with no running executor.
 	m.reshard(m.ctx)

@@ -108,6 +108,9 @@ func (m *Master) requireState(ctx context.Context, name, action string, a NodeAc
 	if n.Type == store.TypeMaster {
 		return nil, Errorf(KindState, "%s is the master; it cannot be %s", name, action)
 	}
+	if n.Mode == store.ModePending {
+		return nil, Errorf(KindState, "node %s waits for an admin's approval; approve it first", name)
+	}
 	if !NodeAllows(n.Status, a) {
 		return nil, Errorf(KindState, "node %s is %s; %s needs it %s", name, n.Status, action, statusList(nodeFrom(a)))
 	}

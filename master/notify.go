@@ -38,7 +38,7 @@ type notifier struct {
 }
 
 func newNotifier(m *Master) *notifier {
-	return &notifier{m: m, http: &http.Client{Timeout: 10 * time.Second}, queue: make(chan store.Run, notifyQueueSize)}
+	return &notifier{m: m, http: &http.Client{Timeout: 10 * time.Second, CheckRedirect: protocol.NoRedirect}, queue: make(chan store.Run, notifyQueueSize)}
 }
 
 // NotificationsDropped counts failure notifications dropped because their
@@ -174,6 +174,7 @@ func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResul
 }
 
 func result(channel, target string, err error) NotifyResult {
+	target = MaskURL(target) // a webhook URL may hold a password
 	if err != nil {
 		return NotifyResult{Channel: channel, Target: target, Message: err.Error()}
 	}
@@ -216,20 +217,31 @@ func (n *notifier) postWebhook(ctx context.Context, url string, p webhookPayload
 	if err != nil {
 		return err
 	}
+	return n.postJSON(ctx, url, body)
+}
+
+// postJSON posts body to the webhook URL. Its messages show the URL with
+// its password masked; a redirect is not followed (the notifier's client
+// follows none) and says so.
+func (n *notifier) postJSON(ctx context.Context, url string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ScheduleMaster-Go")
+	shown := MaskURL(url)
 	resp, err := n.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook %s unreachable: %w", url, unwrapURLError(err))
+		return fmt.Errorf("webhook %s unreachable: %w", shown, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("webhook %s answered %d, a redirect, which is not followed: set the webhook URL to the final address", shown, resp.StatusCode)
+	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook %s answered %d", url, resp.StatusCode)
+		return fmt.Errorf("webhook %s answered %d", shown, resp.StatusCode)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,7 +21,23 @@ type RegisterHeaders struct {
 	// NodeSignature is the Ed25519 signature made with the node's own key
 	// (worker.SignRegistration), header sm_node_signature.
 	NodeSignature string
+	// RemoteAddr is the client address the registration came from, for the
+	// event log.
+	RemoteAddr string
 }
+
+// Bounds of self-registration: new names per minute on one master, and the
+// nodes that may wait for approval at once. A pending node that is not
+// approved within PendingNodeTTL is deleted.
+const (
+	MaxNewNamesPerMinute = 30
+	MaxPendingNodes      = 100
+	PendingNodeTTL       = 24 * time.Hour
+)
+
+// selfPriority caps the priority a machine declares for itself: only an
+// admin raises a node above the default.
+func selfPriority(declared int) int { return min(declared, protocol.DefaultPriority) }
 
 // Register handles a worker's auto-registration. The cluster-key MAC over the
 // raw body lets a machine join; the node key binds the name to that machine
@@ -82,34 +99,58 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	defer m.locks.lock(name)()
 	n := &store.Node{
 		Name: name, Type: store.TypeWorker, MachineName: req.MachineName, Protocol: req.Node.Protocol,
-		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: req.Node.Priority,
+		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: selfPriority(req.Node.Priority),
 		MaxConcurrency: req.Node.MaxConcurrency, NodeKey: nodeKey,
 	}
+	from := "from " + printable(h.RemoteAddr)
 	refuse := func(err error) (protocol.RegisterResponse, error) {
-		m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, err, "")
+		m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, err, from)
 		return protocol.RegisterResponse{}, err
 	}
 	old, err := store.GetNodeFold(ctx, m.st.DB, name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		if err := m.admitNewName(ctx, now); err != nil {
+			return refuse(err)
+		}
 		n.Status, n.DesiredStatus, n.Mode, n.LastSeen = store.StatusRunning, store.StatusRunning, store.ModeAuto, time.Now().UTC()
+		if m.settings.Load().ApproveNewNodes {
+			// Kept with its key (trust on first use) but no secret: it is
+			// offline, never probed or picked, until an admin approves it.
+			n.Status, n.DesiredStatus, n.Mode, n.Secret = store.StatusOffline, store.StatusOffline, store.ModePending, ""
+			n.Reason = "waits for an admin's approval"
+		}
 		if err := store.CreateNode(ctx, m.st.DB, n); err != nil {
 			if errors.Is(err, store.ErrDuplicate) {
 				return refuse(Errorf(KindDuplicate, "a node named %q (or differing only in case) was created meanwhile", name))
 			}
 			return refuse(mapStoreErr(err, name))
 		}
+		if n.Mode == store.ModePending {
+			m.log.Warn("new node waits for approval", "node", name, "host", n.Host, "from", h.RemoteAddr)
+			m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, nil,
+				"new name "+from+", at "+n.Protocol+"://"+n.Host+"; waits for an admin's approval")
+			m.nodeChanged()
+			return protocol.RegisterResponse{}, pendingRefusal(name)
+		}
 	case err != nil:
 		return protocol.RegisterResponse{}, mapStoreErr(err, name)
 	case old.Name != name:
 		return refuse(Errorf(KindDuplicate, "node %q already exists; names are case-insensitive", old.Name))
 	case old.Type != store.TypeWorker:
-		return refuse(Errorf(KindState, "%q is the master's node", name))
+		return refuse(Errorf(KindState, "%q is the name of a master; workers and masters never share a name", name))
+	case old.Mode == store.ModePending:
+		if old.NodeKey != "" && subtle.ConstantTimeCompare([]byte(old.NodeKey), []byte(nodeKey)) != 1 {
+			return refuse(Errorf(KindState, "node %s is bound to another machine's key; an admin can reset its identity", name))
+		}
+		return protocol.RegisterResponse{}, pendingRefusal(name)
 	case old.Mode != store.ModeAuto:
 		return refuse(Errorf(KindState, "node %s was added by an admin (manual registration); it is connected from the console and cannot register itself", name))
 	case old.NodeKey != "" && subtle.ConstantTimeCompare([]byte(old.NodeKey), []byte(nodeKey)) != 1:
 		return refuse(Errorf(KindState, "node %s is bound to another machine's key; an admin can reset its identity", name))
 	default:
+		// The priority is the admin's once the node exists.
+		n.Priority = old.Priority
 		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
 			return refuse(mapStoreErr(err, name))
 		}
@@ -120,7 +161,10 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			}
 		}
 	}
-	detail := "running on " + n.Protocol + "://" + n.Host
+	detail := "running on " + n.Protocol + "://" + n.Host + ", " + from
+	if old == nil {
+		detail = "new name " + from + ", running on " + n.Protocol + "://" + n.Host + ", priority " + strconv.Itoa(n.Priority)
+	}
 	if old == nil || old.NodeKey == "" {
 		detail += "; node key bound"
 	}
@@ -166,7 +210,7 @@ func (m *Master) Authenticate(ctx context.Context, name, secret string) (*store.
 		}
 		return nil, mapStoreErr(err, name)
 	}
-	if n.Type != store.TypeWorker || !protocol.EqualSecret(secret, n.Secret) {
+	if n.Type != store.TypeWorker || n.Mode == store.ModePending || !protocol.EqualSecret(secret, n.Secret) {
 		return nil, Errorf(KindUnauthorized, "unknown node or wrong secret")
 	}
 	return n, nil

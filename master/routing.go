@@ -56,11 +56,15 @@ func RankRoundRobin(last string, cands []Candidate) []Candidate {
 }
 
 // RankFailover orders the candidates by priority, highest first, then by
-// name: the first running one always wins, the next when it is down.
+// seniority (a newcomer never outranks a node that has served longer), then
+// by name: the first running one always wins, the next when it is down.
 func RankFailover(cands []Candidate) []Candidate {
 	out := slices.Clone(cands)
 	slices.SortFunc(out, func(a, b Candidate) int {
 		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
+			return c
+		}
+		if c := a.Since.Compare(b.Since); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Name, b.Name)

@@ -54,6 +54,10 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 	p, err := m.client.RunOutput(ctx, n, id)
 	switch {
 	case err == nil:
+		// The worker masks secrets already; an older or hostile one may not.
+		if err := m.scrubProgress(ctx, r.TaskID, &p); err != nil {
+			return RunLive{}, err
+		}
 		live.Progress = &p
 	case isRunNotInProgress(err):
 		// Ended since the page was drawn: read the run again, its final

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -13,8 +14,95 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// MaxRunsPerBatch bounds one delivery of run reports.
-const MaxRunsPerBatch = 1000
+// MaxRunsPerBatch bounds one delivery of run reports (see
+// protocol.MaxRunsBatchBytes for its bytes).
+const MaxRunsPerBatch = protocol.MaxRunsPerBatch
+
+// Bounds of concurrent ingest: at most IngestSlots batches are read and
+// stored at once, each holding at most protocol.MaxRunsBatchBytes of
+// reports, so ingest holds some tens of MB whatever the workers send. One
+// more waits up to ingestSlotWait for a slot, then is refused (KindBusy) and
+// its worker delivers it again after IngestRetryAfter, keeping it meanwhile.
+const (
+	IngestSlots      = 4
+	ingestSlotWait   = 2 * time.Second
+	IngestRetryAfter = 2 * time.Second
+)
+
+// IngestBatch reads a batch of run reports from body (a RunsRequest) and
+// stores it with IngestRuns. The body is decoded run by run while it is read
+// (protocol.DecodeRunsRequest), under one of IngestSlots slots: a batch over
+// protocol.MaxRunsPerBatch runs or protocol.MaxRunsBatchBytes bytes is
+// refused (KindTooLarge) as soon as that shows, a body that is not a batch
+// is refused (KindInvalid); either way nothing of it is stored. With every
+// slot taken for ingestSlotWait the batch is refused unread (KindBusy).
+// size is the body's declared length (-1: unknown); a larger one than the
+// bound is refused before anything is read.
+func (m *Master) IngestBatch(ctx context.Context, node *store.Node, body io.Reader, size int64) (protocol.RunsResponse, error) {
+	if size > protocol.MaxRunsBatchBytes {
+		return protocol.RunsResponse{}, Errorf(KindTooLarge, "a batch holds at most %d runs and %d bytes (this one has %d bytes); send fewer runs at a time",
+			protocol.MaxRunsPerBatch, protocol.MaxRunsBatchBytes, size)
+	}
+	release, err := m.ingest.acquire(ctx)
+	if err != nil {
+		return protocol.RunsResponse{}, err
+	}
+	defer release()
+	runs, err := protocol.DecodeRunsRequest(body)
+	switch {
+	case errors.Is(err, protocol.ErrBatchTooLarge):
+		return protocol.RunsResponse{}, wrapf(KindTooLarge, err, "a batch holds at most %d runs and %d bytes (%s); send fewer runs at a time",
+			protocol.MaxRunsPerBatch, protocol.MaxRunsBatchBytes, err.Error())
+	case err != nil:
+		return protocol.RunsResponse{}, wrapf(KindInvalid, err, "invalid JSON body: %s", err.Error())
+	}
+	return m.IngestRuns(ctx, node, runs)
+}
+
+// acquire takes an ingest slot, waiting at most ingestSlotWait.
+func (g *ingestGroup) acquire(ctx context.Context) (func(), error) {
+	release, err := g.slots.acquire(ctx, IngestSlots, ingestSlotWait)
+	if errors.Is(err, errNoSlot) {
+		return nil, Errorf(KindBusy, "the master is reading %d batches of run reports already; deliver this one again in %s",
+			IngestSlots, IngestRetryAfter)
+	}
+	return release, err
+}
+
+// slots is a counting semaphore made on first use.
+type slots struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+// errNoSlot: every slot stayed taken for the whole wait.
+var errNoSlot = errors.New("master: no free slot")
+
+// acquire takes one of n slots, waiting at most wait (0: until ctx ends),
+// and returns its release.
+func (s *slots) acquire(ctx context.Context, n int, wait time.Duration) (func(), error) {
+	s.once.Do(func() { s.ch = make(chan struct{}, n) })
+	release := func() { <-s.ch }
+	select {
+	case s.ch <- struct{}{}:
+		return release, nil
+	default:
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case s.ch <- struct{}{}:
+		return release, nil
+	case <-timeout:
+		return nil, errNoSlot
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // Bounds of a run report's fields, so that nothing a worker sends can make
 // the insert fail (column sizes, DATETIME range, INT columns).
@@ -98,6 +186,9 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		}
 		rows = ok
 	}
+	if err := m.scrubRuns(ctx, rows); err != nil {
+		return protocol.RunsResponse{}, err
+	}
 	fresh, err := m.storeRuns(ctx, rows)
 	if err != nil {
 		return protocol.RunsResponse{}, err
@@ -143,6 +234,9 @@ func ingestWriters(d store.Dialect) int {
 // round, or a writer slot is free, then runs rounds from the queue's head
 // until its own batch is stored. No goroutine outlives the requests.
 type ingestGroup struct {
+	// slots bound the batches read and stored at once (IngestBatch).
+	slots slots
+
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   []*ingestJob
@@ -365,7 +459,12 @@ func (m *Master) runChildren(taskID string, children []string) {
 // ListRuns returns a page of a task's runs, newest first. A deleted task's
 // runs stay readable; a task that never existed is not found.
 func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int) ([]store.Run, int, error) {
+	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
+	if err != nil {
+		return nil, 0, err
+	}
 	runs, total, err := store.ListRuns(ctx, m.st.DB, taskID, limit, offset)
+	release()
 	if err != nil {
 		return nil, 0, err
 	}

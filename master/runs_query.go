@@ -23,6 +23,13 @@ func CheckRunResult(result string) error {
 	return Errorf(KindInvalid, "result must be one of %s", strings.Join(filterResults, ", "))
 }
 
+// RunListSlots bounds the lists of runs read at once. A list carries output
+// previews only, but reading a page of 500 runs still reads each run's whole
+// record (on SQLite, the pages of its output too, through a page cache of
+// some MB per connection): twelve at once cost the master about 95 MB, four
+// about 35 MB. Lists past the bound wait their turn; none is refused.
+const RunListSlots = 4
+
 // SearchRuns returns a page of the runs matching f across tasks, newest
 // first, and how many match. Filtering by a task that never existed is not
 // found; a deleted task's runs stay readable.
@@ -30,7 +37,12 @@ func (m *Master) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run
 	if err := CheckRunResult(f.Result); err != nil {
 		return nil, 0, err
 	}
+	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
+	if err != nil {
+		return nil, 0, err
+	}
 	runs, total, err := store.QueryRuns(ctx, m.st.DB, f)
+	release()
 	if err != nil {
 		return nil, 0, err
 	}

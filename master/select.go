@@ -1,9 +1,14 @@
 package master
 
+import "time"
+
 // Candidate is a node that may be picked, with its priority as weight.
 type Candidate struct {
 	Name   string
 	Weight int
+	// Since is when the node joined: automatic picks that tie on weight
+	// prefer the node that has served longest over a newcomer.
+	Since time.Time
 }
 
 // PickWeighted picks one candidate with probability proportional to its weight.

@@ -6,7 +6,7 @@ import (
 )
 
 func TestPickWeightedDeterministicAndProportional(t *testing.T) {
-	cands := []Candidate{{"a", 1}, {"b", 1}, {"c", 2}, {"z", 0}}
+	cands := []Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}, {Name: "z", Weight: 0}}
 	// A fixed sequence picks fixed nodes: x in [0,1) a, [1,2) b, [2,4) c.
 	for x, want := range map[int64]string{0: "a", 1: "b", 2: "c", 3: "c"} {
 		got, ok := PickWeighted(cands, func(int64) int64 { return x })
@@ -33,7 +33,7 @@ func TestPickWeightedDeterministicAndProportional(t *testing.T) {
 	if _, ok := PickWeighted(nil, r.Int64N); ok {
 		t.Fatal("picked from no candidates")
 	}
-	allZero := []Candidate{{"x", 0}, {"y", 0}}
+	allZero := []Candidate{{Name: "x", Weight: 0}, {Name: "y", Weight: 0}}
 	if c, ok := PickWeighted(allZero, func(int64) int64 { return 1 }); !ok || c.Name != "y" {
 		t.Fatalf("all-zero weights: got %v", c)
 	}
@@ -41,7 +41,7 @@ func TestPickWeightedDeterministicAndProportional(t *testing.T) {
 
 func TestPickWeightedNDistinct(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	cands := []Candidate{{"a", 1}, {"b", 5}, {"c", 1}}
+	cands := []Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 5}, {Name: "c", Weight: 1}}
 	for i := 0; i < 100; i++ {
 		got := PickWeightedN(cands, 2, r.Int64N)
 		if len(got) != 2 || got[0].Name == got[1].Name {

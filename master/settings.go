@@ -7,7 +7,9 @@ import (
 	"math"
 	"net/mail"
 	"net/url"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -33,6 +35,9 @@ type Settings struct {
 	SMTPTLS            string // none, starttls or tls
 	WebhookURL         string
 	PublicURL          string
+	// ApproveNewNodes makes a machine that registers a new name wait, with no
+	// task, callback or secret, until an admin approves it.
+	ApproveNewNodes bool
 }
 
 // DefaultSettings are the settings of a new installation, and the defaults of
@@ -117,6 +122,7 @@ func (s *Settings) pairs() map[string]string {
 		store.SettingSMTPPort: strconv.Itoa(s.SMTPPort), store.SettingSMTPFrom: s.SMTPFrom,
 		store.SettingSMTPUsername: s.SMTPUsername, store.SettingSMTPPassword: s.SMTPPassword,
 		store.SettingSMTPTLS: s.SMTPTLS, store.SettingWebhookURL: s.WebhookURL, store.SettingPublicURL: s.PublicURL,
+		store.SettingApproveNodes: strconv.FormatBool(s.ApproveNewNodes),
 	}
 }
 
@@ -182,6 +188,17 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 		}
 		return err
 	}
+	boolean := func(key string, dst *bool) error {
+		v, ok, err := get(key)
+		if err == nil && ok {
+			if b, perr := strconv.ParseBool(v); perr == nil {
+				*dst = b
+			} else {
+				m.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not true or false", "using", *dst)
+			}
+		}
+		return err
+	}
 	for _, err := range []error{
 		dur(store.SettingHealthInterval, &s.HealthInterval, MinHealthInterval, MaxHealthInterval),
 		dur(store.SettingHealthTimeout, &s.HealthTimeout, MinHealthTimeout, MaxHealthTimeout),
@@ -191,6 +208,7 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 		num(store.SettingSMTPPort, &s.SMTPPort, math.MinInt, anyNum), str(store.SettingSMTPFrom, &s.SMTPFrom),
 		str(store.SettingSMTPUsername, &s.SMTPUsername), str(store.SettingSMTPPassword, &s.SMTPPassword),
 		str(store.SettingSMTPTLS, &s.SMTPTLS), str(store.SettingWebhookURL, &s.WebhookURL), str(store.SettingPublicURL, &s.PublicURL),
+		boolean(store.SettingApproveNodes, &s.ApproveNewNodes),
 	} {
 		if err != nil {
 			return s, fmt.Errorf("master: read settings: %w", err)
@@ -261,14 +279,33 @@ func (m *Master) Settings() (Settings, Pinned) {
 // UpdateSettings validates, stores and applies new settings at once. Pinned
 // health values are stored but stay overridden while this process lives.
 func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
+	// URLs are shown with their password masked: the mask sent back keeps it.
+	cur := m.settings.Load()
+	fe := protocol.FieldErrors{}
+	for _, u := range []struct {
+		field string
+		in    *string
+		was   string
+	}{{"webhook_url", &s.WebhookURL, cur.WebhookURL}, {"public_url", &s.PublicURL, cur.PublicURL}} {
+		if err := keepMaskedURLPassword(u.in, u.was); err != nil {
+			fe[u.field] = err.Error()
+		}
+	}
+	if len(fe) > 0 {
+		return fe
+	}
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	m.settingsMu.Lock()
 	defer m.settingsMu.Unlock()
+	before, err := m.readSettings(ctx)
+	if err != nil {
+		return fmt.Errorf("master: read settings: %w", err)
+	}
 	// A new version in the same transaction tells the other masters to reload.
 	ver := protocol.NewNonce()
-	err := m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for k, v := range s.pairs() {
 			if err := store.SetSetting(ctx, tx, k, v); err != nil {
 				return err
@@ -281,8 +318,27 @@ func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
 	}
 	m.apply(s)
 	m.settingsVer = ver
-	m.log.Info("settings changed", "by", ActorFrom(ctx))
+	changed := changedSettings(before.pairs(), s.pairs())
+	m.log.Info("settings changed", "by", ActorFrom(ctx), "keys", changed)
+	detail := "no change"
+	if len(changed) > 0 {
+		detail = "changed: " + strings.Join(changed, ", ")
+	}
+	m.event(ctx, "settings.update", "settings", "settings", nil, detail)
 	return nil
+}
+
+// changedSettings names the keys whose values differ, sorted. Only names: a
+// value may be a secret (SMTP password, webhook URL).
+func changedSettings(before, after map[string]string) []string {
+	var out []string
+	for k, v := range after {
+		if before[k] != v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // apply puts settings into force: the health checker is rescheduled when its

@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +101,43 @@ func TestSettingsReachEveryMaster(t *testing.T) {
 			t.Fatalf("after an idle poll: %+v", got)
 		}
 	})
+}
+
+// A settings change is an event naming the actor and the keys changed, and
+// never a secret value.
+func TestSettingsUpdateIsAnEventWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	s := storetest.OpenSQLite(t)
+	ctx := storetest.Ctx(t)
+	m := newMaster(t, s)
+	next, _ := m.Settings()
+	next.SMTPHost, next.SMTPFrom, next.SMTPUsername, next.SMTPPassword = "smtp.example.com", "sm@example.com", "ops", "smtp-secret-value-1"
+	next.WebhookURL = "https://hooks.example.com/T000/secret-path-xyz"
+	if err := m.UpdateSettings(master.WithActor(ctx, "alice"), next); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := m.ListEvents(ctx, store.EventFilter{Action: "settings.", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("events %+v, want one settings.update", evs)
+	}
+	ev := evs[0]
+	if ev.Actor != "alice" || ev.Action != "settings.update" {
+		t.Fatalf("event %+v", ev)
+	}
+	for _, key := range []string{store.SettingSMTPHost, store.SettingSMTPPassword, store.SettingWebhookURL} {
+		if !strings.Contains(ev.Detail, key) {
+			t.Errorf("detail %q does not name %s", ev.Detail, key)
+		}
+	}
+	for _, secret := range []string{"smtp-secret-value-1", "secret-path-xyz", "smtp.example.com"} {
+		if strings.Contains(ev.Detail, secret) {
+			t.Errorf("detail %q carries the value %q", ev.Detail, secret)
+		}
+	}
+	if strings.Contains(ev.Detail, store.SettingMaxFailures) {
+		t.Errorf("detail %q names a key that did not change", ev.Detail)
+	}
 }

@@ -59,6 +59,8 @@ func (m *Master) CreateTaskCopy(ctx context.Context, srcID string, in TaskInput,
 	if err := json.Unmarshal([]byte(cur.Spec), &stored); err != nil {
 		return nil, fmt.Errorf("master: task %s: stored definition: %w", srcID, err)
 	}
-	KeepMaskedSecrets(&in.TaskDef, &stored)
+	if err := keepSecretsForSameHost(&in.TaskDef, &stored); err != nil {
+		return nil, err
+	}
 	return m.CreateTask(ctx, in, by)
 }

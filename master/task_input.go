@@ -83,10 +83,13 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 		return nil, Errorf(KindState, "task %s is %s; stop it before editing", id, cur.Status)
 	}
 	in.ID = id
-	// Secrets are shown masked; an edit that sends the mask back keeps them.
+	// Secrets are shown masked; an edit that sends the mask back keeps them,
+	// unless the URL now points to another host.
 	var stored protocol.TaskDef
 	if json.Unmarshal([]byte(cur.Spec), &stored) == nil {
-		KeepMaskedSecrets(&in.TaskDef, &stored)
+		if err := keepSecretsForSameHost(&in.TaskDef, &stored); err != nil {
+			return nil, err
+		}
 	}
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {

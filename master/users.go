@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
@@ -296,17 +297,31 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 }
 
 // ChangeOwnPassword changes the password of u, who must give the current one
-// and the new one twice. A wrong current password is ErrUnauthorized (the
-// caller throttles it like a login); other problems are field errors of
+// and the new one twice, from client address ip. The current password is
+// checked under the login throttle (a spent window is KindLimited); a wrong
+// one is ErrUnauthorized; other problems are field errors of
 // current_password, new_password and new_password_confirm. On success u
 // carries the new hash.
-func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, current, next, confirm string) error {
+func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, current, next, confirm string) error {
 	fe := protocol.FieldErrors{}
 	var wrong error
+	var ticket *loginTicket
+	if current != "" && len(current) <= 256 {
+		done, ok := m.track()
+		if !ok {
+			return Errorf(KindState, "the master is stopping")
+		}
+		defer done()
+		t, err := m.reserveLogin(ctx, ip, u.Username, time.Now())
+		if err != nil {
+			return err
+		}
+		ticket = t
+	}
 	switch {
 	case current == "":
 		fe["current_password"] = "is required"
-	case len(current) > 256 || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil:
+	case len(current) > 256 || !m.checkPassword([]byte(u.PasswordHash), current):
 		wrong = &Error{Kind: KindUnauthorized, Msg: "the current password is wrong"}
 		m.event(ctx, "user.password_change", store.TargetUser, u.Username, wrong, "")
 		fe["current_password"] = "is wrong"
@@ -319,7 +334,11 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, current, 
 		fe["new_password_confirm"] = "does not match the new password"
 	}
 	if wrong != nil {
+		m.loginFailed(ctx, time.Now())
 		return &Error{Kind: KindUnauthorized, Msg: "the current password is wrong", Fields: fe}
+	}
+	if ticket != nil {
+		m.loginSucceeded(ctx, ticket, time.Now())
 	}
 	if len(fe) > 0 {
 		return fe

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // What a Call was doing when it failed; see CallError.
@@ -35,6 +37,9 @@ func (e *CallError) Unwrap() error { return e.Err }
 type StatusError struct {
 	Status int
 	Msg    string
+	// RetryAfter is the answer's Retry-After in seconds (a busy master's
+	// 429), or 0.
+	RetryAfter time.Duration
 }
 
 // Error reads "answered 409: message".
@@ -44,6 +49,11 @@ func (e *StatusError) Error() string {
 	}
 	return fmt.Sprintf("answered %d: %s", e.Status, e.Msg)
 }
+
+// NoRedirect is the CheckRedirect of clients that follow no redirect: the
+// answer is the 3xx itself, so a called server cannot make the caller
+// call, and send its credentials to, another address.
+func NoRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Call sends one request with an optional JSON body (nil for none) and the
 // given headers, reads at most limit bytes of the answer and decodes a 2xx
@@ -74,8 +84,15 @@ func Call(ctx context.Context, client *http.Client, method, url string, headers 
 	if err != nil {
 		return &CallError{Op: OpRead, Err: err}
 	}
+	if resp.StatusCode/100 == 3 {
+		// Only a client that follows no redirects (NoRedirect) sees one.
+		return &StatusError{Status: resp.StatusCode, Msg: "a redirect, which is not followed: only the address given is called"}
+	}
 	if resp.StatusCode/100 != 2 {
 		se := &StatusError{Status: resp.StatusCode}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			se.RetryAfter = time.Duration(min(secs, 3600)) * time.Second
+		}
 		var e ErrorResponse
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
 			se.Msg = e.Error

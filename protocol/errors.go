@@ -9,4 +9,7 @@ var (
 	ErrHandshake = errors.New("worker: handshake refused")
 	// ErrInvalid means a request body or configuration is malformed.
 	ErrInvalid = errors.New("worker: invalid input")
+	// ErrBatchTooLarge means a run-report batch is over MaxRunsPerBatch runs
+	// or MaxRunsBatchBytes bytes.
+	ErrBatchTooLarge = errors.New("run report batch too large")
 )

@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,6 +70,51 @@ func FuzzTaskDefValidate(f *testing.F) {
 		d2.Normalize()
 		if err := d2.Validate(now); err != nil {
 			t.Fatalf("valid task invalid after a round trip: %v\n%s", err, again)
+		}
+	})
+}
+
+// FuzzDecodeRunsRequest: the streaming decoder of run batches never panics,
+// and on what it accepts it agrees with DecodeStrict (the whole-body
+// decoder it replaced); it is only stricter on a top level that is not an
+// object, a second "runs", and batches over the bounds.
+func FuzzDecodeRunsRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"runs":[]}`, `{"runs":null}`, `{}`, `null`, ``, ` `, `[]`, `{"runs":[{}]}`, `{"RUNS":[]}`,
+		`{"runs":[{"id":"r1","task_id":"t1","node":"w1","started_at":"2030-01-02T03:04:05Z","ended_at":"2030-01-02T03:04:06Z","result":"success","attempt":1,"output":"a\u0000b\ufffd","exit_code":null}]}`,
+		`{"runs":[{"id":"r1","nope":1}]}`, `{"runs":[],"runs":[]}`, `{"runs":[]}{}`, `{"runs":[]} x`, `{"runs":[1,2]}`,
+		`{"runs":[{"id":"a"},{"id":"b"}]`, `{"runs":{"id":"a"}}`, `{"runs":"x"}`, "{\"runs\":[{\"output\":\"\xff\"}]}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := DecodeRunsRequest(bytes.NewReader(body))
+		var want RunsRequest
+		werr := DecodeStrict(body, &want)
+		switch {
+		case errors.Is(err, ErrBatchTooLarge):
+			if len(body) <= MaxRunsBatchBytes && len(want.Runs) <= MaxRunsPerBatch && werr == nil {
+				t.Fatalf("refused as too large: %d bytes, %d runs", len(body), len(want.Runs))
+			}
+		case err == nil && werr != nil:
+			t.Fatalf("accepted what DecodeStrict refuses (%v): %q", werr, body)
+		case err == nil:
+			if len(got) != len(want.Runs) {
+				t.Fatalf("%d runs, DecodeStrict %d", len(got), len(want.Runs))
+			}
+			for i := range got {
+				a, _ := json.Marshal(got[i])
+				b, _ := json.Marshal(want.Runs[i])
+				if !bytes.Equal(a, b) {
+					t.Fatalf("run %d: %s, DecodeStrict %s", i, a, b)
+				}
+			}
+		case werr == nil:
+			// Stricter only where documented.
+			trimmed := bytes.TrimSpace(body)
+			if !bytes.HasPrefix(trimmed, []byte("null")) && !strings.Contains(err.Error(), "twice") {
+				t.Fatalf("refused (%v) what DecodeStrict accepts: %q", err, body)
+			}
 		}
 	})
 }

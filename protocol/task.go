@@ -572,6 +572,17 @@ type RunProgress struct {
 	Killing bool `json:"killing,omitempty"`
 }
 
+// Bounds of one run-report batch (POST /api/worker/runs), enforced by the
+// master while it reads the body and kept by the worker when it makes one.
+// A run's output is at most MaxOutputBytes; JSON escapes a byte into at most
+// six (\u001f), so one report is at most MaxRunReportBytes (about 390 KiB)
+// and a batch always holds ten reports of maximum size.
+const (
+	MaxRunsPerBatch   = 1000
+	MaxRunsBatchBytes = 4 << 20
+	MaxRunReportBytes = 6*(MaxOutputBytes+1024) + 4<<10
+)
+
 // RunsRequest is the body of POST /api/worker/runs.
 type RunsRequest struct {
 	Runs []RunReport `json:"runs"`

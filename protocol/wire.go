@@ -69,8 +69,11 @@ const MaxClockSkew = 5 * time.Minute
 
 // Limits on node configuration values.
 const (
-	MaxNameLen        = 64
-	MaxPriority       = 1000
+	MaxNameLen  = 64
+	MaxPriority = 1000
+	// DefaultPriority is a worker's priority unless an admin raises it; a
+	// machine registering itself never declares more.
+	DefaultPriority   = 1
 	MaxMaxConcurrency = 10000
 )
 

@@ -92,7 +92,8 @@
       }
       // Keep the last good rows (marked stale) rather than an error text.
       d.shouldSwap = false;
-      markLost("the master answered " + st);
+      var why = st === 503 ? (d.xhr.responseText || "").trim().slice(0, 200) : "";
+      markLost(why || "the master answered " + st);
       return;
     }
     if (st >= 200 && st < 400) { markGood(); }

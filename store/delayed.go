@@ -548,17 +548,18 @@ func InsertDelayedRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, erro
 }
 
 // ListDelayedRuns returns a page of one delayed task's runs, newest first,
-// and their total.
+// and their total, each with an output preview (see OutputPreviewChars).
 func ListDelayedRuns(ctx context.Context, db bun.IDB, id string, limit, offset int) ([]Run, int, error) {
 	if limit <= 0 {
 		limit = 50
 	}
 	var runs []Run
-	total, err := db.NewSelect().Model(&runs).Where("delayed_id = ?", id).
+	total, err := withPreview(db.NewSelect().Model(&runs).ExcludeColumn("output")).Where("delayed_id = ?", id).
 		OrderExpr("started_at DESC, id DESC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed runs: %w", err)
 	}
+	cutPreviews(runs)
 	return runs, int(total), nil
 }
 

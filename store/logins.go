@@ -118,3 +118,70 @@ func PruneLoginFailures(ctx context.Context, db bun.IDB, cutoff, now time.Time) 
 	n, _ := res.RowsAffected()
 	return int(n), nil
 }
+
+// loginReserveRetries bounds the optimistic retries of ReserveLoginAttempt
+// when other requests change the same key at the same moment.
+const loginReserveRetries = 32
+
+// ReserveLoginAttempt counts one attempt of key in its current window, before
+// its password is checked, unless the window already holds limit attempts:
+// then it returns ok false and when the window ends. The count is one
+// conditional UPDATE (failures < limit), so concurrent requests on any number
+// of masters never pass more than limit. windowStart names the window the
+// attempt was counted in, for ReleaseLoginAttempt.
+func ReserveLoginAttempt(ctx context.Context, db bun.IDB, key string, limit int, window time.Duration, now time.Time) (ok bool, until, windowStart time.Time, err error) {
+	now = now.UTC().Truncate(time.Microsecond)
+	for range loginReserveRetries {
+		cur := new(LoginFailure)
+		err := db.NewSelect().Model(cur).Where("k = ?", key).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			_, err := db.NewInsert().Model(&LoginFailure{Key: key, Failures: 1, WindowStart: now}).Exec(ctx)
+			if err == nil {
+				return true, time.Time{}, now, nil
+			}
+			if !isDuplicate(err) && !IsRetryable(err) {
+				return false, time.Time{}, time.Time{}, fmt.Errorf("store: reserve login attempt: %w", err)
+			}
+			continue // another request inserted it first: count on its row
+		}
+		if err != nil {
+			return false, time.Time{}, time.Time{}, fmt.Errorf("store: read login attempts: %w", err)
+		}
+		start := cur.WindowStart.UTC()
+		var res sql.Result
+		if end := start.Add(window); !end.After(now) {
+			// The window is over: start a new one, unless someone else just did.
+			res, err = db.NewUpdate().Model((*LoginFailure)(nil)).Set("failures = 1").Set("window_start = ?", now).
+				Set("blocked_until = NULL").Where("k = ?", key).Where("window_start = ?", start).Exec(ctx)
+			start = now
+		} else {
+			if cur.Failures >= limit {
+				return false, end, start, nil
+			}
+			res, err = db.NewUpdate().Model((*LoginFailure)(nil)).Set("failures = failures + 1").
+				Where("k = ?", key).Where("window_start = ?", start).Where("failures < ?", limit).Exec(ctx)
+		}
+		if err != nil {
+			if IsRetryable(err) {
+				continue
+			}
+			return false, time.Time{}, time.Time{}, fmt.Errorf("store: reserve login attempt: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return true, time.Time{}, start, nil
+		}
+	}
+	return false, time.Time{}, time.Time{}, fmt.Errorf("store: reserve login attempt: %w", ErrConflict)
+}
+
+// ReleaseLoginAttempt gives back one attempt of key counted in the window
+// that started at windowStart (a login that succeeded). A window that has
+// moved on meanwhile is left alone.
+func ReleaseLoginAttempt(ctx context.Context, db bun.IDB, key string, windowStart time.Time) error {
+	_, err := db.NewUpdate().Model((*LoginFailure)(nil)).Set("failures = failures - 1").
+		Where("k = ?", key).Where("window_start = ?", windowStart.UTC()).Where("failures > 0").Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: release login attempt: %w", err)
+	}
+	return nil
+}

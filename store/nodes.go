@@ -44,6 +44,9 @@ const (
 	TypeWorker = "worker"
 	ModeAuto   = "auto"
 	ModeManual = "manual"
+	// ModePending is a self-registered name waiting for an admin's approval
+	// (setting approve_new_nodes): offline, with no secret, never an executor.
+	ModePending = "pending"
 )
 
 // Node is a master or worker known to the cluster.
@@ -374,4 +377,53 @@ func RunningNodesNamed(ctx context.Context, db bun.IDB, names []string) ([]Node,
 		return nil, fmt.Errorf("store: running nodes: %w", err)
 	}
 	return nodes, nil
+}
+
+// CountPendingNodes counts the nodes waiting for an admin's approval.
+func CountPendingNodes(ctx context.Context, db bun.IDB) (int, error) {
+	n, err := db.NewSelect().Model((*Node)(nil)).Where("mode = ?", ModePending).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: count pending nodes: %w", err)
+	}
+	return int(n), nil
+}
+
+// ApproveNode makes a pending node an auto worker (still offline: it gets its
+// secret when it next registers). A node that is not pending gives
+// ErrConflict, an unknown one ErrNotFound.
+func ApproveNode(ctx context.Context, db bun.IDB, name string) error {
+	res, err := db.NewUpdate().Model((*Node)(nil)).Set("mode = ?", ModeAuto).
+		Set("reason = ?", "approved; waiting for it to register again").Set("updated_at = ?", time.Now().UTC()).
+		Where("name = ?", name).Where("mode = ?", ModePending).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: approve node: %w", err)
+		}
+		if _, gerr := GetNode(ctx, db, name); gerr != nil {
+			return gerr
+		}
+		return fmt.Errorf("store: approve node %q: %w", name, ErrConflict)
+	}
+	return nil
+}
+
+// PrunePendingNodes deletes the nodes that have waited for approval since
+// before cutoff and returns their names.
+func PrunePendingNodes(ctx context.Context, db bun.IDB, cutoff time.Time) ([]string, error) {
+	var names []string
+	if err := db.NewSelect().Model((*Node)(nil)).Column("name").Where("mode = ?", ModePending).
+		Where("created_at < ?", cutoff.UTC()).Limit(1000).Scan(ctx, &names); err != nil {
+		return nil, fmt.Errorf("store: pending nodes: %w", err)
+	}
+	var out []string
+	for _, name := range names {
+		res, err := db.NewDelete().Model((*Node)(nil)).Where("name = ?", name).Where("mode = ?", ModePending).Exec(ctx)
+		if err != nil {
+			return out, fmt.Errorf("store: prune pending node: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }

@@ -37,6 +37,9 @@ type Run struct {
 	// DelayedID names the delayed task of a run of one (TaskID holds the
 	// same id); empty for the runs of tasks.
 	DelayedID string `bun:"delayed_id,nullzero"`
+	// OutputTruncated says Output holds only the first OutputPreviewChars
+	// characters of the output (a list's preview); never stored.
+	OutputTruncated bool `bun:"-"`
 }
 
 // MaxFutureSkew is how far in the future a stored last run time may be before
@@ -415,17 +418,19 @@ func ReportTargets(ctx context.Context, db bun.IDB, node string, taskIDs []strin
 	return out, nil
 }
 
-// ListRuns returns a page of a task's runs, newest first, and their total.
+// ListRuns returns a page of a task's runs, newest first, and their total,
+// each with an output preview (see OutputPreviewChars), never its whole output.
 func ListRuns(ctx context.Context, db bun.IDB, taskID string, limit, offset int) ([]Run, int, error) {
 	var runs []Run
 	if limit <= 0 {
 		limit = 50
 	}
-	total, err := db.NewSelect().Model(&runs).Where("task_id = ?", taskID).
+	total, err := withPreview(db.NewSelect().Model(&runs).ExcludeColumn("output")).Where("task_id = ?", taskID).
 		OrderExpr("started_at DESC, id DESC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list runs: %w", err)
 	}
+	cutPreviews(runs)
 	return runs, int(total), nil
 }
 
@@ -544,5 +549,14 @@ func DeleteRunsBefore(ctx context.Context, db bun.IDB, cutoff time.Time, limit i
 		return 0, fmt.Errorf("store: delete old runs: %w", err)
 	}
 	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// CountOpenClaims counts node's claims of fires after now.
+func CountOpenClaims(ctx context.Context, db bun.IDB, node string, now time.Time) (int, error) {
+	n, err := db.NewSelect().Model((*Claim)(nil)).Where("node = ?", node).Where("fire_at > ?", now.UTC()).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: count open claims: %w", err)
+	}
 	return int(n), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 )
@@ -17,9 +18,10 @@ type RunFilter struct {
 	Since, Until time.Time
 	Limit        int // default 50
 	Offset       int
-	// WithOutput loads each run's output too: the API shows it, the
-	// console's tables do not need it.
-	WithOutput bool
+	// Preview loads the start of each run's output (see OutputPreviewChars)
+	// for the API's lists; the console's tables need none. A list never
+	// loads whole outputs: GetRun reads one run's.
+	Preview bool
 	// CountLimit stops counting the matching runs past this many (0: count
 	// them all), so a live page over millions of runs stays cheap; the total
 	// returned is then at most CountLimit.
@@ -57,6 +59,9 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 	if err := runPageQuery(db, f, &runs).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: query runs: %w", err)
 	}
+	if f.Preview {
+		cutPreviews(runs)
+	}
 	var total int
 	if err := runCountQuery(db, f).Scan(ctx, &total); err != nil {
 		return nil, 0, fmt.Errorf("store: count runs: %w", err)
@@ -66,9 +71,9 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 
 // runPageQuery selects the page of runs f asks for into dest.
 func runPageQuery(db bun.IDB, f RunFilter, dest *[]Run) *bun.SelectQuery {
-	q := f.where(db.NewSelect().Model(dest))
-	if !f.WithOutput {
-		q = q.ExcludeColumn("output")
+	q := f.where(db.NewSelect().Model(dest).ExcludeColumn("output"))
+	if f.Preview {
+		q = withPreview(q)
 	}
 	return q.OrderExpr("started_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset))
 }
@@ -80,4 +85,37 @@ func runCountQuery(db bun.IDB, f RunFilter) *bun.SelectQuery {
 	}
 	sub := f.where(db.NewSelect().Model((*Run)(nil)).ColumnExpr("1 AS one")).Limit(int64(f.CountLimit))
 	return db.NewSelect().TableExpr("(?) AS capped", sub).ColumnExpr("COUNT(*)")
+}
+
+// OutputPreviewChars is how much of a run's output a list of runs carries:
+// its first 256 characters (at most 1 KiB of UTF-8), so that a page of 500
+// runs with 64 KiB outputs holds some hundred KiB, not 32 MiB.
+const OutputPreviewChars = 256
+
+// withPreview selects the first OutputPreviewChars+1 characters of the
+// output into the output column: the one more tells a cut output from one of
+// exactly the preview's length. SUBSTR counts characters on both dialects
+// (SQLite TEXT, MySQL utf8mb4), so a preview never splits one.
+func withPreview(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.ColumnExpr("SUBSTR(?TableAlias.output, 1, ?) AS output", OutputPreviewChars+1)
+}
+
+// cutPreviews bounds each run's output preview to OutputPreviewChars
+// characters and marks the ones cut.
+func cutPreviews(runs []Run) {
+	for i := range runs {
+		r := &runs[i]
+		if utf8.RuneCountInString(r.Output) <= OutputPreviewChars {
+			continue
+		}
+		n := 0
+		for j := range r.Output {
+			if n == OutputPreviewChars {
+				r.Output = r.Output[:j]
+				break
+			}
+			n++
+		}
+		r.OutputTruncated = true
+	}
 }

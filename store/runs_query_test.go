@@ -92,7 +92,7 @@ func TestQueryRunsFilters(t *testing.T) {
 			for _, r := range runs {
 				got = append(got, r.ID)
 				if r.Output != "" {
-					t.Errorf("%s: run %s has its output without WithOutput", c.name, r.ID)
+					t.Errorf("%s: run %s has its output without Preview", c.name, r.ID)
 				}
 			}
 			if !slices.Equal(got, want) || total != len(want) {
@@ -102,7 +102,7 @@ func TestQueryRunsFilters(t *testing.T) {
 		}
 
 		// A page in the middle, with output.
-		runs, total, err := store.QueryRuns(ctx, db, store.RunFilter{Node: "w2", Limit: 5, Offset: 10, WithOutput: true})
+		runs, total, err := store.QueryRuns(ctx, db, store.RunFilter{Node: "w2", Limit: 5, Offset: 10, Preview: true})
 		if err != nil {
 			t.Fatal(err)
 		}

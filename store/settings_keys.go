@@ -15,6 +15,8 @@ const (
 	SettingSMTPTLS            = "smtp_tls" // none, starttls or tls
 	SettingWebhookURL         = "webhook_url"
 	SettingPublicURL          = "public_url" // the console's URL, for links in notifications
+	// SettingApproveNodes: "true" makes new node names wait for an admin's approval.
+	SettingApproveNodes = "approve_new_nodes"
 )
 
 // SettingsVersion changes (to a fresh random value) at every save of the

@@ -23,6 +23,8 @@ type APIToken struct {
 	CreatedAt  time.Time `bun:"created_at"`
 	LastUsedAt time.Time `bun:"last_used_at,nullzero"`
 	RevokedAt  time.Time `bun:"revoked_at,nullzero"`
+	// ExpiresAt is when the token stops working; zero: never.
+	ExpiresAt time.Time `bun:"expires_at,nullzero"`
 }
 
 // CreateToken inserts t.
@@ -40,6 +42,15 @@ func TokenByHash(ctx context.Context, db bun.IDB, hash string) (*APIToken, error
 	err := db.NewSelect().Model(t).Where("token_hash = ?", hash).Where("revoked_at IS NULL").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: token: %w", notFound(err))
+	}
+	return t, nil
+}
+
+// GetToken returns a token by id, revoked or not, or ErrNotFound.
+func GetToken(ctx context.Context, db bun.IDB, id int64) (*APIToken, error) {
+	t := new(APIToken)
+	if err := db.NewSelect().Model(t).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: token %d: %w", id, notFound(err))
 	}
 	return t, nil
 }

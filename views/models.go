@@ -44,6 +44,8 @@ type NodeRow struct {
 	CanEdit    bool
 	// CanResetIdentity: an auto worker bound to a node key.
 	CanResetIdentity bool
+	// CanApprove: a self-registered name waiting for an admin's approval.
+	CanApprove bool
 }
 
 // NodesVM is the nodes page.
@@ -56,6 +58,8 @@ type NodesVM struct {
 	AutoCommand  string // worker command line for auto-registration
 	PollInterval string // htmx trigger, e.g. "every 2s"
 	ShowActions  bool
+	// Offset, Total and PageSize page the rows; the counters count all nodes.
+	Offset, Total, PageSize int
 }
 
 // NodeFormVM is the add/edit node form.
@@ -86,6 +90,8 @@ type TokenRow struct {
 	CreatedBy string
 	CreatedAt string
 	LastUsed  string
+	Expires   string // "never" or a UTC time
+	Expired   bool
 	Revoked   bool
 }
 
@@ -97,6 +103,9 @@ type TokensVM struct {
 	Flash    *Flash
 	Error    string
 	Name     string
+	// ExpiresAt and ExpiresError are the form's expiry field and its error.
+	ExpiresAt    string
+	ExpiresError string
 }
 
 // ErrorVM is a full-page error.

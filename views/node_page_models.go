@@ -61,7 +61,9 @@ type NodePageVM struct {
 	Name        string
 	ShowActions bool
 	CanEdit     bool
-	Live        NodeLiveVM
+	// CanApprove: the node waits for an admin's approval.
+	CanApprove bool
+	Live       NodeLiveVM
 }
 
 // NodeLiveVM is the live part of the node page: its state, tasks, recent

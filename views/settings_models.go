@@ -14,6 +14,7 @@ type SettingsForm struct {
 	SMTPTLS            string // none, starttls or tls
 	WebhookURL         string
 	PublicURL          string
+	ApproveNewNodes    bool
 }
 
 // PinnedValue is a health setting fixed by the process configuration: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -29,19 +30,50 @@ type outcome struct {
 	binary     bool // output had NUL or invalid UTF-8 bytes, replaced
 }
 
-// httpTemplate is an HTTP task's request built once, when it is the same at
-// every fire (no {{placeholder}} in its URL, body or header values): a fire
-// then costs a shallow copy instead of parsing the URL and building the
-// headers again. The header map is shared by every request made from it;
-// neither http.Client nor http.Transport modifies a request's headers (a
-// client that must, for a redirect or a cookie, works on a copy).
-type httpTemplate struct {
-	proto *http.Request // never sent: its context is Background
+// taskPrep is what a task's runs share, worked out once per task: its HTTP
+// request when it is the same at every fire (no {{placeholder}} in its URL,
+// body or header values), so that a fire costs a shallow copy instead of
+// parsing the URL and building the headers again, and its scrubber, which
+// masks its secret values in everything a run shows. The header map is
+// shared by every request made from it; neither http.Client nor
+// http.Transport modifies a request's headers (a client that must, for a
+// redirect or a cookie, works on a copy).
+type taskPrep struct {
+	proto *http.Request // never sent: its context is Background; nil: built per run
+	scrub *protocol.Scrubber
+	// redirect is what must not follow a redirect to another host, beyond
+	// the always-secret headers; nil when nothing.
+	redirect *redirectGuard
 }
 
-// newHTTPTemplate prepares the request of def, or returns nil when it must be
-// built at each run (it expands params, or it is invalid: the run says why).
-func newHTTPTemplate(def *protocol.TaskDef) *httpTemplate {
+// redirectGuard names a task's secrets that a redirect to another scheme,
+// host or port must not carry (see checkRedirect).
+type redirectGuard struct {
+	headers    []string // secret headers, or headers using a secret param
+	bodySecret bool     // the body uses a secret param
+}
+
+// prepareTask prepares the runs of def, or returns nil when there is nothing
+// to share (the request is built at each run and nothing is secret).
+func prepareTask(def *protocol.TaskDef) *taskPrep {
+	p := &taskPrep{scrub: protocol.NewScrubber(def)}
+	if def.Type == protocol.TaskHTTP && def.HTTP != nil {
+		g := &redirectGuard{headers: protocol.SecretHeaderNames(def), bodySecret: protocol.UsesSecretParam(def.HTTP.Body, def)}
+		if len(g.headers) > 0 || g.bodySecret {
+			p.redirect = g
+		}
+		p.proto = newHTTPTemplate(def)
+	}
+	if p.proto == nil && p.scrub == nil && p.redirect == nil {
+		return nil
+	}
+	return p
+}
+
+// newHTTPTemplate builds the request of def once, or returns nil when it
+// must be built at each run (it expands params, or it is invalid: the run
+// says why).
+func newHTTPTemplate(def *protocol.TaskDef) *http.Request {
 	h := def.HTTP
 	if def.Type != protocol.TaskHTTP || h == nil || strings.Contains(h.URL, "{{") || strings.Contains(h.Body, "{{") {
 		return nil
@@ -57,11 +89,11 @@ func newHTTPTemplate(def *protocol.TaskDef) *httpTemplate {
 	if err != nil {
 		return nil
 	}
-	return &httpTemplate{proto: req}
+	return req
 }
 
 // request is a new request of the template, bound to ctx.
-func (t *httpTemplate) request(ctx context.Context) (*http.Request, error) {
+func (t *taskPrep) request(ctx context.Context) (*http.Request, error) {
 	req := t.proto.WithContext(ctx)
 	if t.proto.GetBody != nil {
 		body, err := t.proto.GetBody()
@@ -71,6 +103,63 @@ func (t *httpTemplate) request(ctx context.Context) (*http.Request, error) {
 		req.Body = body
 	}
 	return req, nil
+}
+
+// redirectKey carries a run's *redirectGuard in its request's context.
+type redirectKey struct{}
+
+// maxRedirects is how many redirects a task's request follows, as Go's
+// default client.
+const maxRedirects = 10
+
+// checkRedirect is the CheckRedirect of the tasks' client. A redirect to
+// another scheme, host or port than the task's URL drops Authorization,
+// Cookie, Proxy-Authorization, X-Api-Key, every header the task marks
+// secret or fills with a secret param, and the Referer (it quotes the
+// previous URL, query and secret params included); such a redirect that
+// would send again a body holding a secret param (307, 308) is refused.
+// Go itself drops only some of these headers, and only for other domains.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if sameOrigin(req.URL, via[0].URL) {
+		return nil
+	}
+	for k := range req.Header {
+		if protocol.IsSecretHeader(k, nil) {
+			req.Header.Del(k)
+		}
+	}
+	req.Header.Del("Referer")
+	if g, _ := req.Context().Value(redirectKey{}).(*redirectGuard); g != nil {
+		for _, h := range g.headers {
+			req.Header.Del(h)
+		}
+		if g.bodySecret && req.Body != nil && req.Body != http.NoBody {
+			return fmt.Errorf("not following the redirect to %s: it would send the body, which holds a secret param, to another host", shownURL(req.URL.String()))
+		}
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }
 
 // newHTTPRequest builds the request of an HTTP task, params expanded.
@@ -96,10 +185,13 @@ func newHTTPRequest(ctx context.Context, def *protocol.TaskDef) (*http.Request, 
 
 // runHTTP performs an HTTP task; success is a 2xx status. tmpl, when not nil,
 // is the task's prepared request.
-func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef, tmpl *httpTemplate) outcome {
+func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef, tmpl *taskPrep) outcome {
 	var req *http.Request
 	var err error
-	if tmpl != nil {
+	if tmpl != nil && tmpl.redirect != nil {
+		ctx = context.WithValue(ctx, redirectKey{}, tmpl.redirect)
+	}
+	if tmpl != nil && tmpl.proto != nil {
 		req, err = tmpl.request(ctx)
 	} else {
 		req, err = newHTTPRequest(ctx, def)
@@ -115,7 +207,11 @@ func runHTTP(ctx context.Context, client *http.Client, def *protocol.TaskDef, tm
 		return outcome{result: protocol.ResultFailed, output: "request failed: " + err.Error()}
 	}
 	defer resp.Body.Close()
-	text, binary, copyErr := readAnswer(resp.Body)
+	var scrub *protocol.Scrubber
+	if tmpl != nil {
+		scrub = tmpl.scrub
+	}
+	text, binary, copyErr := readAnswer(resp.Body, scrub)
 	o := outcome{httpStatus: resp.StatusCode, output: text, binary: binary}
 	switch {
 	case copyErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -136,7 +232,7 @@ const maxAnswerRead = 16 << 20
 // readAnswer reads an answer body into the run's output. An answer that fits
 // in one pooled buffer (most do) is copied once; a longer one goes through a
 // tailBuffer that keeps its end.
-func readAnswer(body io.Reader) (text string, binary bool, err error) {
+func readAnswer(body io.Reader, scrub *protocol.Scrubber) (text string, binary bool, err error) {
 	buf := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(buf)
 	n, err := io.ReadFull(body, *buf)
@@ -145,7 +241,7 @@ func readAnswer(body io.Reader) (text string, binary bool, err error) {
 		text, binary = protocol.SanitizeOutput(string((*buf)[:n]))
 		return text, binary, nil
 	}
-	out := &tailBuffer{max: protocol.MaxOutputBytes}
+	out := &tailBuffer{max: protocol.MaxOutputBytes, scrub: scrub}
 	_, _ = out.Write((*buf)[:n])
 	if err == nil {
 		_, err = io.CopyBuffer(out, io.LimitReader(body, maxAnswerRead-int64(n)), *buf)

@@ -37,6 +37,7 @@ type liveRun struct {
 	// fire is reused only after it ended).
 	def     *protocol.TaskDef
 	out     *tailBuffer // shell: its output so far
+	scrub   *protocol.Scrubber
 	cancel  context.CancelFunc
 	by      string // who killed it, when killed
 	killed  bool
@@ -44,12 +45,12 @@ type liveRun struct {
 }
 
 // add lists an attempt that has started; cancel ends it.
-func (l *liveRuns) add(id runID, rep *protocol.RunReport, def *protocol.TaskDef, out *tailBuffer, cancel context.CancelFunc) *liveRun {
+func (l *liveRuns) add(id runID, rep *protocol.RunReport, def *protocol.TaskDef, out *tailBuffer, cancel context.CancelFunc, scrub *protocol.Scrubber) *liveRun {
 	lr, _ := l.pool.Get().(*liveRun)
 	if lr == nil {
 		lr = &liveRun{}
 	}
-	*lr = liveRun{id: id, def: def, out: out, cancel: cancel}
+	*lr = liveRun{id: id, def: def, out: out, cancel: cancel, scrub: scrub}
 	// The report fields a notice needs, copied without the id's text.
 	lr.rep = protocol.RunReport{TaskID: rep.TaskID, Node: rep.Node, ScheduledAt: rep.ScheduledAt,
 		StartedAt: rep.StartedAt, Attempt: rep.Attempt, Manual: rep.Manual}
@@ -116,7 +117,8 @@ func (l *liveRuns) progress(s string) (protocol.RunProgress, bool) {
 		if method == "" {
 			method = "GET"
 		}
-		p.Waiting = "waiting for the answer to " + method + " " + shownURL(protocol.ExpandParams(d.HTTP.URL, d.Params))
+		// The path may hold a secret param: masked like the output.
+		p.Waiting = "waiting for the answer to " + method + " " + lr.scrub.Scrub(shownURL(protocol.ExpandParams(d.HTTP.URL, d.Params)))
 	}
 	out := lr.out
 	l.mu.Unlock()

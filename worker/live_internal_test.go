@@ -15,9 +15,9 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 )
 
-// newLiveRunner is a real runner and reporter, shell allowed, start notices
-// after 50 ms.
-func newLiveRunner(t *testing.T) (*runner, *reportSink) {
+// newLiveRunner is a real runner and reporter, shell allowed, whose notice
+// loop announces runs that last noticeAfter.
+func newLiveRunner(t *testing.T, noticeAfter time.Duration) (*runner, *reportSink) {
 	t.Helper()
 	sink := &reportSink{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -28,7 +28,7 @@ func newLiveRunner(t *testing.T) (*runner, *reportSink) {
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: 50 * time.Millisecond,
 		claim: func(context.Context, string, time.Time) (bool, error) { return true, nil },
 	}
-	r.live.noticeAfter = 50 * time.Millisecond
+	r.live.noticeAfter = noticeAfter // set before the loop starts: it reads the field
 	done := make(chan struct{})
 	go r.noticeLoop(ctx, done)
 	t.Cleanup(func() {
@@ -73,7 +73,7 @@ func finalReport(t *testing.T, sink *reportSink, id string) protocol.RunReport {
 func TestKillAbandonsAnHTTPRunAndDoesNotRetryIt(t *testing.T) {
 	target := newSlowTarget(t) // holds every request until released
 	defer target.open()
-	r, sink := newLiveRunner(t)
+	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t1", Title: "t", Type: protocol.TaskHTTP, Retries: 2,
 		Timeout:  protocol.Duration(30 * time.Second),
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
@@ -127,7 +127,7 @@ func TestKillAbandonsAnHTTPRunAndDoesNotRetryIt(t *testing.T) {
 }
 
 func TestKillEndsAShellRunsWholeProcessGroupAndShowsItsOutput(t *testing.T) {
-	r, sink := newLiveRunner(t)
+	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t2", Title: "t", Type: protocol.TaskShell,
 		Timeout:  protocol.Duration(60 * time.Second),
@@ -172,8 +172,7 @@ func TestKillEndsAShellRunsWholeProcessGroupAndShowsItsOutput(t *testing.T) {
 func TestShortRunsSendNoStartNotice(t *testing.T) {
 	target := newSlowTarget(t)
 	target.open() // answers at once
-	r, sink := newLiveRunner(t)
-	r.live.noticeAfter = time.Hour
+	r, sink := newLiveRunner(t, time.Hour)
 	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t3", Title: "t", Type: protocol.TaskHTTP,
 		Timeout:  protocol.Duration(10 * time.Second),
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},

@@ -15,6 +15,11 @@ type tailBuffer struct {
 	buf   []byte
 	max   int
 	total int64 // bytes written in all
+	// scrub masks the task's secret values in Output. It sees the whole
+	// kept buffer (up to twice max), so a value split across writes is
+	// masked; where earlier bytes were cut, the first Longest()-1 kept bytes
+	// are dropped too, so a value cut in two leaves no end visible.
+	scrub *protocol.Scrubber
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
@@ -52,11 +57,20 @@ func (t *tailBuffer) Output() (string, bool) {
 	defer t.mu.Unlock()
 	b := t.buf
 	if t.total > int64(len(b)) {
+		if n := min(t.scrub.Longest()-1, len(b)); n > 0 {
+			b = b[n:] // may hold the end of a secret whose start is gone
+		}
 		// The buffer starts where earlier bytes were cut: skip the rest of a
 		// character whose first bytes are gone.
 		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && b[0]&0xC0 == 0x80; i++ {
 			b = b[1:]
 		}
+	}
+	var grew int // bytes the masks added (negative: removed)
+	if t.scrub != nil {
+		n := len(b)
+		b = []byte(t.scrub.Scrub(string(b)))
+		grew = len(b) - n
 	}
 	// Walk back from the end, as far as max bytes of sanitized text reach:
 	// replacement characters are longer than the bytes they replace.
@@ -75,7 +89,7 @@ func (t *tailBuffer) Output() (string, bool) {
 	}
 	kept := b[start:]
 	s, binary := protocol.SanitizeOutput(string(kept))
-	if dropped := t.total - int64(len(kept)); dropped > 0 {
+	if dropped := t.total + int64(grew) - int64(len(kept)); dropped > 0 {
 		s = truncNotice(dropped) + s
 	}
 	return s, binary

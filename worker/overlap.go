@@ -34,14 +34,14 @@ type queuedFire struct {
 	spec   protocol.TaskSpec
 	fire   time.Time
 	manual bool
-	id     runID         // report id of its first attempt
-	tmpl   *httpTemplate // the task's prepared HTTP request, if any
+	id     runID     // report id of its first attempt
+	tmpl   *taskPrep // the task's prepared HTTP request, if any
 }
 
 // newQueuedFire is a fire to run, from the runner's pool of ended fires:
 // the body of a schedule's job starts hundreds of runs at once, and
 // allocating their state then made it wait on the garbage collector.
-func (r *runner) newQueuedFire(spec *protocol.TaskSpec, fire time.Time, manual bool, id runID, tmpl *httpTemplate) *queuedFire {
+func (r *runner) newQueuedFire(spec *protocol.TaskSpec, fire time.Time, manual bool, id runID, tmpl *taskPrep) *queuedFire {
 	q, _ := r.queued.Get().(*queuedFire)
 	if q == nil {
 		q = new(queuedFire)
@@ -63,7 +63,7 @@ func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
 }
 
 // runWith is run with the task's prepared HTTP request.
-func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *httpTemplate) {
+func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *taskPrep) {
 	q := r.newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl)
 	if !r.admit(q) {
 		return

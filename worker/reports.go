@@ -21,7 +21,13 @@ const (
 	reportQueueSize  = 10_000
 	reportQueueBytes = 16 << 20 // in-memory copies; past it reports wait in the journal only
 	reportBatchSize  = 500
-	reportLinger     = 100 * time.Millisecond
+	// reportBatchBytes bounds the JSON of one batch: the master refuses
+	// batches over protocol.MaxRunsBatchBytes; the rest is room for the
+	// envelope and the commas.
+	reportBatchBytes = protocol.MaxRunsBatchBytes - 4<<10
+	// maxRetryAfter bounds how long a master's Retry-After holds delivery.
+	maxRetryAfter = time.Minute
+	reportLinger  = 100 * time.Millisecond
 	// DefaultJournalMaxBytes bounds the run journal (runs.spool) when
 	// Config.JournalMaxBytes is not set: about 256 MiB, some 100,000 runs with
 	// large outputs or millions with small ones. Past it new reports are
@@ -93,6 +99,10 @@ type reporter struct {
 
 	kick chan struct{}
 	done chan struct{}
+
+	// retryAfter is the wait a busy master asked for (Retry-After) in the
+	// last failed delivery; only the delivery goroutine uses it.
+	retryAfter time.Duration
 }
 
 func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(context.Context, []protocol.RunReport) (protocol.RunsResponse, error)) *reporter {
@@ -256,6 +266,7 @@ func (r *reporter) keepUnjournaledLocked(end int64) {
 func (r *reporter) run(ctx context.Context) {
 	defer close(r.done)
 	backoff := time.Second
+	var notBefore time.Time // set while a busy master's Retry-After runs
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for {
@@ -275,6 +286,9 @@ func (r *reporter) run(ctx context.Context) {
 			r.mu.Unlock()
 			return
 		case <-r.kick:
+			if time.Now().Before(notBefore) {
+				continue // a busy master asked for time: the retry timer comes back
+			}
 			// Let a burst gather into one batch.
 			select {
 			case <-time.After(reportLinger):
@@ -282,11 +296,18 @@ func (r *reporter) run(ctx context.Context) {
 			}
 		case <-retry.C:
 		}
+		r.retryAfter = 0
 		if r.drain(ctx) {
-			backoff = time.Second
+			backoff, notBefore = time.Second, time.Time{}
 			retry.Reset(time.Hour)
 		} else {
-			retry.Reset(backoff)
+			// A busy master (429) says when to come back: not sooner, also
+			// when new reports arrive meanwhile.
+			wait := max(backoff, r.retryAfter)
+			if r.retryAfter > 0 {
+				notBefore = time.Now().Add(wait)
+			}
+			retry.Reset(wait)
 			backoff = min(backoff*2, 10*time.Second)
 		}
 	}
@@ -304,7 +325,11 @@ func (r *reporter) drain(ctx context.Context) bool {
 			}
 			continue
 		}
-		n := min(len(r.pending), reportBatchSize)
+		n, size := 0, int64(0)
+		for n < len(r.pending) && n < reportBatchSize && (n == 0 || size+r.pending[n].mem <= reportBatchBytes) {
+			size += r.pending[n].mem
+			n++
+		}
 		batch := make([]protocol.RunReport, n)
 		for i := range n {
 			batch[i] = r.pending[i].rep
@@ -396,6 +421,7 @@ func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int6
 	br := bufio.NewReaderSize(io.NewSectionReader(f, from, end-from), 64<<10)
 	off := from
 	batch := make([]protocol.RunReport, 0, reportBatchSize)
+	var batchBytes int64
 	seen := map[string]bool{}
 	flush := func() bool {
 		if len(batch) > 0 && r.deliver(ctx, batch) != nil {
@@ -407,6 +433,7 @@ func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int6
 		}
 		r.mu.Unlock()
 		batch = batch[:0]
+		batchBytes = 0
 		clear(seen)
 		return true
 	}
@@ -421,8 +448,19 @@ func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int6
 			if jerr := json.Unmarshal(line, &rep); jerr != nil {
 				r.log.Error("skipping a corrupt line in the report journal", "journal", r.path, "err", jerr)
 			} else if !seen[rep.ID] {
+				// A batch stays within the master's byte bound: the
+				// line's JSON is the report's JSON in the batch.
+				if len(batch) > 0 && batchBytes+int64(len(line)) > reportBatchBytes {
+					off -= n // this line is not delivered yet
+					ok := flush()
+					off += n
+					if !ok {
+						return false
+					}
+				}
 				seen[rep.ID] = true
 				batch = append(batch, rep)
+				batchBytes += int64(len(line))
 			}
 		}
 		if len(batch) == reportBatchSize && !flush() {
@@ -486,6 +524,10 @@ func (r *reporter) deliver(ctx context.Context, runs []protocol.RunReport) error
 		}
 		return r.deliver(ctx, runs[half:])
 	default:
+		var se *protocol.StatusError
+		if errors.As(err, &se) && se.RetryAfter > 0 {
+			r.retryAfter = min(se.RetryAfter, maxRetryAfter)
+		}
 		r.log.Warn("run reports not delivered; keeping them", "runs", len(runs), "err", err)
 		return err
 	}

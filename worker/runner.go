@@ -117,7 +117,7 @@ type taskJob struct {
 	// handled (started, or skipped because paused), saved for the misfire
 	// count after a restart (fires.go).
 	lastFire atomic.Int64
-	httpReq  *httpTemplate // the task's request when it is the same at every fire (exec.go); nil: built per run
+	httpReq  *taskPrep // the task's request when it is the same at every fire (exec.go); nil: built per run
 }
 
 // current is the task's spec with its current executor count and paused flag.
@@ -436,7 +436,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 			return false, nil
 		}
 	}
-	tj := &taskJob{spec: spec, cron: sch, since: now, httpReq: newHTTPTemplate(&spec.TaskDef)}
+	tj := &taskJob{spec: spec, cron: sch, since: now, httpReq: prepareTask(&spec.TaskDef)}
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
@@ -767,7 +767,7 @@ func (r *runner) execute(q *queuedFire, first slot) {
 // attempt runs one execution within the node's concurrency bound and timeout.
 // pre, when held, is the slot the caller took for it; tmpl, if any, the
 // task's prepared HTTP request.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, pre slot, tmpl *httpTemplate) protocol.RunReport {
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, pre slot, tmpl *taskPrep) protocol.RunReport {
 	timeout := time.Duration(def.Timeout)
 	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	if !pre.held {
@@ -783,11 +783,18 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
 	rep.StartedAt = pre.at.UTC()
+	if tmpl == nil {
+		tmpl = prepareTask(def) // a run outside the schedule (run once)
+	}
+	var scrub *protocol.Scrubber
+	if tmpl != nil {
+		scrub = tmpl.scrub
+	}
 	var out *tailBuffer // a shell command's output, readable while it runs
 	if def.Type == protocol.TaskShell && r.shell {
-		out = &tailBuffer{max: protocol.MaxOutputBytes}
+		out = &tailBuffer{max: protocol.MaxOutputBytes, scrub: scrub}
 	}
-	lr := r.live.add(id, &rep, def, out, cancel)
+	lr := r.live.add(id, &rep, def, out, cancel, scrub)
 	var o outcome
 	switch def.Type {
 	case protocol.TaskHTTP:
@@ -812,6 +819,9 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	rep.Result, rep.HTTPStatus, rep.ExitCode = o.result, o.httpStatus, o.exitCode
 	// Notes added to the output (errors, timeouts) may quote odd bytes too.
 	text, binary := protocol.SanitizeOutput(o.output)
+	// Secret values are masked in all of it: the answer, the shell's output
+	// and the errors of the HTTP client or the shell, which quote URLs.
+	text = scrub.Scrub(text)
 	rep.Output, rep.BinaryOutput = text, binary || o.binary
 	return rep
 }

@@ -123,7 +123,7 @@ func TestShellCommandsLeftByADeadWorkerAreKilledAtTheNextStart(t *testing.T) {
 // A shell run is listed while it runs and taken off once it ended; without a
 // data dir nothing is listed.
 func TestShellRunsAreListedWhileTheyRun(t *testing.T) {
-	r, sink := newLiveRunner(t)
+	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	dataDir := t.TempDir()
 	g, err := newShellGroups(dataDir, testutil.Discard())
 	if err != nil {

@@ -179,7 +179,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	tr.ReadBufferSize, tr.WriteBufferSize = 1<<10, 1<<10
 	w.runner = &runner{
 		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
-		http: &http.Client{Transport: tr}, reports: w.reports, claim: w.claimFire,
+		http: &http.Client{Transport: tr, CheckRedirect: checkRedirect}, reports: w.reports, claim: w.claimFire,
 		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx, pgroups: groups,
 	}
 	w.runner.fires.load(cfg.DataDir, log)

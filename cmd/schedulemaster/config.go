@@ -18,9 +18,8 @@ import (
 
 // Limits of the values an operator may set.
 const (
-	minClusterKeyLen    = 16
-	minAdminPasswordLen = 8
-	maxTokenNameLen     = 64
+	minClusterKeyLen = 16
+	maxTokenNameLen  = master.TokenNameMax
 )
 
 // lookupEnvFunc is os.LookupEnv, or a map in tests.
@@ -121,8 +120,11 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 	if msg := protocol.ValidateName(c.Cluster); msg != "" {
 		bad("cluster", "%s", msg)
 	}
-	if c.AdminPassword != "" && utf8.RuneCountInString(c.AdminPassword) < minAdminPasswordLen {
-		bad("admin-password", "must be at least %d characters", minAdminPasswordLen)
+	if c.AdminPassword != "" {
+		// The same rule as every user's password, written once in the engine.
+		if msg := master.CheckPassword(c.AdminPassword); msg != "" {
+			bad("admin-password", "%s", msg)
+		}
 	}
 	if c.ClusterKey != "" {
 		if msg := validClusterKey(c.ClusterKey); msg != "" {
@@ -260,17 +262,22 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 
 // tokenConfig is the configuration of `schedulemaster token create`.
 type tokenConfig struct {
-	Name    string // what the token is for
-	DB      string
-	DataDir string
-	DSN     store.DSN // DB parsed, SQLite placed in DataDir
+	Name      string // what the token is for
+	User      string // whose token it is: it acts with this user's role
+	Expires   string // optional expiry, as master.ParseTokenExpiry reads it
+	ExpiresAt time.Time
+	DB        string
+	DataDir   string
+	DSN       store.DSN // DB parsed, SQLite placed in DataDir
 }
 
-const tokenSynopsis = "token create --name NAME [--db DSN] [--data-dir DIR] [--config FILE]"
+const tokenSynopsis = "token create --name NAME [--user USER] [--expires-at TIME] [--db DSN] [--data-dir DIR] [--config FILE]"
 
 func tokenOptions(c *tokenConfig) *options {
 	o := newOptions("token create", "Master")
 	o.add(&option{name: "name", noEnv: true, dst: &c.Name, usage: "what the token is for (1 to 64 characters)"})
+	o.add(&option{name: "user", noEnv: true, def: "admin", dst: &c.User, usage: "the user the token acts as (with that user's role at every request)"})
+	o.add(&option{name: "expires-at", noEnv: true, dst: &c.Expires, usage: "when the token stops working: RFC 3339 or a date (default: never)"})
 	o.add(&option{name: "db", key: "DB", dst: &c.DB, usage: "database, as for the master"})
 	o.add(&option{name: "data-dir", key: "DataDir", def: "./data", dst: &c.DataDir, usage: "directory of the SQLite database, as for the master"})
 	// The master's config file works here too; its other keys are not ours.
@@ -293,6 +300,16 @@ func parseTokenConfig(args []string, lookupEnv lookupEnvFunc) (tokenConfig, *opt
 	}
 	if msg := validTokenName(c.Name); msg != "" {
 		problems = append(problems, "--name: "+msg)
+	}
+	if msg := master.CheckUsername(c.User); msg != "" {
+		problems = append(problems, "--user: "+msg)
+	}
+	if exp, err := master.ParseTokenExpiry(c.Expires); err != nil {
+		problems = append(problems, "--expires-at: "+err.Error())
+	} else if fe := (master.NewToken{Name: "x", ExpiresAt: exp}).Check(time.Now()); fe != nil {
+		problems = append(problems, "--expires-at: "+fe["expires_at"])
+	} else {
+		c.ExpiresAt = exp
 	}
 	dsn, err := store.ParseDSN(c.DB, c.DataDir)
 	if err != nil {

@@ -249,7 +249,10 @@ func TestMasterBadValues(t *testing.T) {
 		{"file no section", nil, nil, `{"NodeSetting":{}}`, []string{`no "Master" section`}},
 		{"file section not object", nil, nil, `{"Master":[1]}`, []string{`section "Master" must be a JSON object`}},
 		{"short cluster key", []string{"--cluster-key", "short"}, nil, "", []string{"flag --cluster-key: must be at least 16 characters"}},
-		{"short admin password", nil, map[string]string{"SM_ADMIN_PASSWORD": "1234567"}, "", []string{"env SM_ADMIN_PASSWORD: must be at least 8 characters"}},
+		{"short admin password", nil, map[string]string{"SM_ADMIN_PASSWORD": "1234567"}, "", []string{"env SM_ADMIN_PASSWORD: must be at least 10 characters"}},
+		// The first admin obeys the users' password rule: 9 characters were enough for it once.
+		{"admin password below the users' rule", []string{"--admin-password", "123456789"}, nil, "", []string{"flag --admin-password: must be at least 10 characters"}},
+		{"admin password over bcrypt's 72 bytes", []string{"--admin-password", strings.Repeat("p", 73)}, nil, "", []string{"flag --admin-password: must be at most 72 bytes"}},
 		{"tls half", []string{"--tls-cert", "c.pem"}, nil, "", []string{"--tls-cert and --tls-key go together"}},
 		{"bad db scheme", []string{"--db", "postgres://x"}, nil, "", []string{`flag --db: unknown scheme`}},
 		{"bad identity", []string{"--identity", "no spaces"}, nil, "", []string{"flag --identity: may hold only"}},

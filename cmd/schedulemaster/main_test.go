@@ -152,7 +152,22 @@ func TestTokenCreate(t *testing.T) {
 	st, dsn := openTestStore(t)
 	var out bytes.Buffer
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", DSN: dsn}, &out, log); err != nil {
+	// A token acts as a user: an unknown or disabled one gets none.
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", User: "admin", DSN: dsn}, &out, log); err == nil ||
+		!strings.Contains(err.Error(), "there is no user admin") {
+		t.Fatalf("err = %v, want no user", err)
+	}
+	if err := store.CreateUser(context.Background(), st.DB, &store.User{Username: "off", PasswordHash: "x", Role: store.RoleAdmin, Disabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", User: "off", DSN: dsn}, &out, log); err == nil ||
+		!strings.Contains(err.Error(), "is disabled") {
+		t.Fatalf("err = %v, want disabled", err)
+	}
+	if err := store.CreateUser(context.Background(), st.DB, &store.User{Username: "admin", PasswordHash: "x", Role: store.RoleAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", User: "admin", DSN: dsn}, &out, log); err != nil {
 		t.Fatal(err)
 	}
 	plain := strings.TrimSuffix(out.String(), "\n")
@@ -163,11 +178,11 @@ func TestTokenCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok.Name != "ci" || tok.CreatedBy != "cli" {
+	if tok.Name != "ci" || tok.CreatedBy != "admin" {
 		t.Errorf("token %+v", tok)
 	}
 	missing := store.DSN{Dialect: store.SQLite, Path: filepath.Join(t.TempDir(), "none.db")}
-	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", DSN: missing}, &out, log); err == nil ||
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", User: "admin", DSN: missing}, &out, log); err == nil ||
 		!strings.Contains(err.Error(), "no database at") {
 		t.Errorf("err = %v, want no database", err)
 	}

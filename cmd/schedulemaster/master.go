@@ -106,7 +106,7 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		m.Stop(sctx)
 	}
 
-	router, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log, SecureCookies: cfg.TLS(),
+	router, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log, SecureCookies: cfg.TLS(),
 		TrustedProxies: cfg.Proxies})
 	if err != nil {
 		ln.Close()

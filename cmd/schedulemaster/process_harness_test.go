@@ -221,6 +221,7 @@ type nodeJSON struct {
 	Host     string `json:"host"`
 	Failures int    `json:"failures"`
 	Mode     string `json:"mode"`
+	Priority int    `json:"priority"`
 	Reason   string `json:"reason"`
 }
 
@@ -279,5 +280,14 @@ func (m *masterProc) waitNode(name string, timeout time.Duration, what string, c
 			m.t.Fatalf("node %s: not %s after %s (last: %+v)", name, what, timeout, n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// setPriority is the admin raising a node's priority (PATCH): a worker's own
+// --priority counts only up to the default.
+func (m *masterProc) setPriority(name string, prio string) {
+	m.t.Helper()
+	if st, body := m.api("PATCH", "/api/v1/nodes/"+name, `{"priority":`+prio+`}`); st != 200 {
+		m.t.Fatalf("set priority of %s to %s: %d %s", name, prio, st, body)
 	}
 }

@@ -265,6 +265,7 @@ func TestProcessRoutingStrategies(t *testing.T) {
 		p, host := startWorker(t, m, w.name, "--priority", w.prio)
 		workers[w.name] = p
 		m.waitNode(w.name, 20*time.Second, "running", running)
+		m.setPriority(w.name, w.prio)
 		waitScheduling(t, host, 10*time.Second)
 	}
 	every := `"schedule":{"kind":"cron","cron":"* * * * * *"},"timeout":"10s"`

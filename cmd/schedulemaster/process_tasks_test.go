@@ -158,8 +158,9 @@ func TestProcessTaskRunsExactlyOncePerFireSpreadByWeight(t *testing.T) {
 	for i, prio := range []string{"1", "1", "2"} {
 		startWorker(t, m, fmt.Sprintf("ex%d", i+1), "--priority", prio)
 	}
-	for i := 1; i <= 3; i++ {
-		m.waitNode(fmt.Sprintf("ex%d", i), 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+	for i, prio := range []string{"1", "1", "2"} {
+		m.waitNode(fmt.Sprintf("ex%d", i+1), 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
+		m.setPriority(fmt.Sprintf("ex%d", i+1), prio)
 	}
 	tk := m.createTask(`{"title":"every second","type":"http","schedule":{"kind":"cron","cron":"* * * * * *"},
 		"http":{"method":"GET","url":"` + tg.URL + `/tick"},"timeout":"5s","executors":["ex1","ex2","ex3"]}`)

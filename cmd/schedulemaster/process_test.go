@@ -12,8 +12,8 @@ func TestProcessAutoWorkerAppearsRunning(t *testing.T) {
 	w, host := startWorker(t, m, "auto1", "--priority", "4", "--maxc", "9")
 	m.waitNode("auto1", 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 	n := m.node("auto1")
-	if n.Mode != "auto" || n.Host != host || n.Type != "worker" {
-		t.Fatalf("auto worker row %+v, want mode auto at %s", n, host)
+	if n.Mode != "auto" || n.Host != host || n.Type != "worker" || n.Priority != 1 {
+		t.Fatalf("auto worker row %+v, want mode auto at %s with its --priority 4 capped at 1", n, host)
 	}
 	// The master registers itself as a node of type master.
 	if self := m.node("master"); self == nil || self.Type != "master" || self.Status != 2 {

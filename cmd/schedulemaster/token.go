@@ -27,14 +27,24 @@ func runTokenCreate(ctx context.Context, cfg tokenConfig, stdout io.Writer, log 
 		return err
 	}
 	defer st.Close()
+	u, err := store.GetUser(ctx, st.DB, cfg.User)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("--user: there is no user %s: a token acts as an existing user", cfg.User)
+	}
+	if err != nil {
+		return err
+	}
+	if u.Disabled {
+		return fmt.Errorf("--user: user %s is disabled: its tokens would be refused", cfg.User)
+	}
 	plain, hash, err := store.NewTokenValue()
 	if err != nil {
 		return err
 	}
-	if err := store.CreateToken(ctx, st.DB, &store.APIToken{Name: cfg.Name, TokenHash: hash, CreatedBy: "cli"}); err != nil {
+	if err := store.CreateToken(ctx, st.DB, &store.APIToken{Name: cfg.Name, TokenHash: hash, CreatedBy: u.Username, ExpiresAt: cfg.ExpiresAt}); err != nil {
 		return err
 	}
-	log.Info("API token created; it is printed once on stdout and cannot be shown again", "name", cfg.Name)
+	log.Info("API token created; it is printed once on stdout and cannot be shown again", "name", cfg.Name, "user", u.Username)
 	if _, err := fmt.Fprintln(stdout, plain); err != nil {
 		return fmt.Errorf("print token: %w", err)
 	}

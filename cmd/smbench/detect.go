@@ -36,7 +36,7 @@ func (b *bench) newDetectEnv(ctx context.Context, dir string, hc master.HealthCo
 		return nil, err
 	}
 	m := master.New(master.Config{Identity: "master", ClusterKey: benchClusterKey, AdvertiseHost: "127.0.0.1:1", Health: hc}, st, log)
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -83,7 +83,7 @@ func (b *bench) newIngestEnv(ctx context.Context, dialect string) (*ingestEnv, e
 	st.DB.AddQueryHook(clock)
 	m := master.New(master.Config{Identity: "master", ClusterKey: benchClusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour}}, st, log)
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		cleanup()
 		return nil, err

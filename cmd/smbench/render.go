@@ -164,7 +164,7 @@ func (b *bench) renderScenario(ctx context.Context) []row {
 	}
 	m := master.New(master.Config{Identity: "master", ClusterKey: benchClusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour}}, st, log)
-	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Store: st, Master: m, Log: log})
+	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		return []row{errRow(pageName, err)}
 	}

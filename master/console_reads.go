@@ -1,0 +1,73 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// ListUsers returns a page of users by name (limit 0: all) and how many
+// there are.
+func (m *Master) ListUsers(ctx context.Context, limit, offset int) ([]store.User, int, error) {
+	total, err := store.CountUsers(ctx, m.st.DB)
+	if err != nil {
+		return nil, 0, err
+	}
+	us, err := store.ListUsers(ctx, m.st.DB, limit, offset)
+	return us, total, err
+}
+
+// CountActiveAdmins counts the enabled admins (the last one cannot go).
+func (m *Master) CountActiveAdmins(ctx context.Context) (int, error) {
+	return store.CountActiveAdmins(ctx, m.st.DB)
+}
+
+// StoredSetting is a setting's value as stored, false when none is (the
+// console shows it beside a value pinned by the process configuration).
+func (m *Master) StoredSetting(ctx context.Context, key string) (string, bool, error) {
+	v, err := store.GetSetting(ctx, m.st.DB, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
+// TaskTitles maps task ids to their titles (unknown ids are left out).
+func (m *Master) TaskTitles(ctx context.Context, ids []string) (map[string]string, error) {
+	return store.TaskTitles(ctx, m.st.DB, ids)
+}
+
+// Dashboard is what the dashboard's counters read at one moment.
+type Dashboard struct {
+	Tasks      map[store.TaskStatus]int
+	NoExecutor int
+	RunsToday  []store.DayCount
+	Failures   []store.FailedRun
+}
+
+// ReadDashboard reads the dashboard's counters: task counts, tasks with no
+// running executor, today's runs (UTC day of now) and the latest failures.
+func (m *Master) ReadDashboard(ctx context.Context, now time.Time, failures int) (Dashboard, error) {
+	var d Dashboard
+	var err error
+	if d.Tasks, err = store.CountTasksByStatus(ctx, m.st.DB); err != nil {
+		return d, err
+	}
+	if d.NoExecutor, err = store.CountStrandedTasks(ctx, m.st.DB); err != nil {
+		return d, err
+	}
+	y, mo, day := now.UTC().Date()
+	today := time.Date(y, mo, day, 0, 0, 0, 0, time.UTC)
+	if d.RunsToday, err = m.RunsPerDay(ctx, today, today.AddDate(0, 0, 1)); err != nil {
+		return d, err
+	}
+	d.Failures, err = store.LatestFailures(ctx, m.st.DB, failures)
+	return d, err
+}
+
+// RunsPerDay counts runs by UTC day and result in [from, to).
+func (m *Master) RunsPerDay(ctx context.Context, from, to time.Time) ([]store.DayCount, error) {
+	return store.RunsPerDay(ctx, m.st.DB, from, to)
+}

@@ -1,0 +1,177 @@
+package master
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// The login throttle: every password check (a login, or the current password
+// when changing one's own) first reserves an attempt in the database, which
+// every master shares. A reservation counts while its check runs, a wrong
+// password keeps it, a right one gives it back. So at most LoginLimitPerUser
+// wrong passwords are ever checked per LoginWindow for one user name from one
+// address, and at most LoginLimitPerAddress for all names from one address,
+// however many requests race and however many masters they reach. There is no
+// limit per user name from everywhere: it would let anyone lock a user out.
+const (
+	LoginWindow          = 15 * time.Minute
+	LoginLimitPerUser    = 5
+	LoginLimitPerAddress = 20
+	// loginPruneEvery is how many refused or failed attempts pass between
+	// prunes of the shared table, which many addresses would grow.
+	loginPruneEvery = 256
+)
+
+// dummyHash keeps the time of a login with an unknown user close to a real one.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not-a-real-password"), bcrypt.DefaultCost)
+
+// throttleAddress is the address a client is throttled by: an IPv4 address,
+// or the /64 of an IPv6 one (one host commonly holds a whole /64).
+func throttleAddress(ip string) string {
+	a := net.ParseIP(ip)
+	if a == nil {
+		return ip
+	}
+	if a.To4() != nil {
+		return a.To4().String()
+	}
+	return a.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// throttleKeys are the table keys of an address and of that address with a
+// user name. They are hashed: a name may be anything a client types.
+func throttleKeys(ip, user string) (addrKey, userKey string) {
+	ip = throttleAddress(ip)
+	h := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	return "ip:" + h(ip), "user:" + h(ip+"\x00"+user)
+}
+
+// loginTicket is an attempt reserved under both keys.
+type loginTicket struct {
+	addrKey, userKey     string
+	addrStart, userStart time.Time
+}
+
+// throttleWrite bounds a throttle write. It outlives its request (a guesser
+// who hangs up must still be counted) but not Stop; callers hold track.
+const throttleWrite = 5 * time.Second
+
+// reserveLogin reserves one password check for user from ip, or refuses with
+// a KindLimited error that says how long to wait.
+func (m *Master) reserveLogin(ctx context.Context, ip, user string, now time.Time) (*loginTicket, error) {
+	ctx, cancel := m.detached(ctx, throttleWrite)
+	defer cancel()
+	addrKey, userKey := throttleKeys(ip, user)
+	t := &loginTicket{addrKey: addrKey, userKey: userKey}
+	refuse := func(until time.Time) error {
+		if m.loginRefusals.Add(1)%loginPruneEvery == 0 {
+			m.pruneLogins(ctx, now)
+		}
+		wait := max(until.Sub(now), time.Second)
+		return &Error{Kind: KindLimited, RetryAfter: wait,
+			Msg: fmt.Sprintf("too many failed logins; try again in %s", wait.Round(time.Second))}
+	}
+	ok, until, start, err := store.ReserveLoginAttempt(ctx, m.st.DB, userKey, LoginLimitPerUser, LoginWindow, now)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, refuse(now.Add(time.Second)) // a crowd on one key: fail closed, briefly
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, refuse(until)
+	}
+	t.userStart = start
+	ok, until, start, err = store.ReserveLoginAttempt(ctx, m.st.DB, addrKey, LoginLimitPerAddress, LoginWindow, now)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, refuse(now.Add(time.Second))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, refuse(until)
+	}
+	t.addrStart = start
+	return t, nil
+}
+
+// loginSucceeded gives the attempt back under both keys: a right password
+// costs nothing. It gives back only its own attempt, never the failures
+// counted beside it, so a success among racing guesses lets none more through.
+func (m *Master) loginSucceeded(ctx context.Context, t *loginTicket, now time.Time) {
+	ctx, cancel := m.detached(ctx, throttleWrite)
+	defer cancel()
+	if err := store.ReleaseLoginAttempt(ctx, m.st.DB, t.addrKey, t.addrStart); err != nil {
+		m.log.Warn("login throttle: release the address's attempt", "err", err)
+	}
+	if err := store.ReleaseLoginAttempt(ctx, m.st.DB, t.userKey, t.userStart); err != nil {
+		m.log.Warn("login throttle: release the user's attempt", "err", err)
+	}
+	m.pruneLogins(ctx, now)
+}
+
+func (m *Master) loginFailed(ctx context.Context, now time.Time) {
+	if m.loginRefusals.Add(1)%loginPruneEvery == 0 {
+		ctx, cancel := m.detached(ctx, throttleWrite)
+		defer cancel()
+		m.pruneLogins(ctx, now)
+	}
+}
+
+func (m *Master) pruneLogins(ctx context.Context, now time.Time) {
+	if _, err := store.PruneLoginFailures(ctx, m.st.DB, now.Add(-LoginWindow), now); err != nil {
+		m.log.Warn("login throttle: prune", "err", err)
+	}
+}
+
+// checkPassword compares a password with a bcrypt hash, counting the check.
+func (m *Master) checkPassword(hash []byte, password string) bool {
+	m.passwordChecks.Add(1)
+	return bcrypt.CompareHashAndPassword(hash, []byte(password)) == nil
+}
+
+// PasswordChecks is how many passwords this master has compared with a hash
+// (logins and current-password checks): what the throttle bounds.
+func (m *Master) PasswordChecks() int64 { return m.passwordChecks.Load() }
+
+// Login checks a user's password from a client address under the shared
+// throttle and returns the user. A wrong name or password, or a disabled
+// user, is KindUnauthorized with one sentence for all (an unknown user takes
+// as long as a known one); a spent window is KindLimited with RetryAfter.
+func (m *Master) Login(ctx context.Context, ip, username, password string) (*store.User, error) {
+	// Counted as background work: Stop waits for the throttle's writes.
+	done, ok := m.track()
+	if !ok {
+		return nil, Errorf(KindState, "the master is stopping")
+	}
+	defer done()
+	now := time.Now()
+	t, err := m.reserveLogin(ctx, ip, username, now)
+	if err != nil {
+		return nil, err
+	}
+	u, err := store.GetUser(ctx, m.st.DB, username)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	hash := dummyHash
+	if u != nil {
+		hash = []byte(u.PasswordHash)
+	}
+	if !m.checkPassword(hash, password) || u == nil || u.Disabled {
+		m.loginFailed(ctx, now)
+		return nil, Errorf(KindUnauthorized, "wrong username or password")
+	}
+	m.loginSucceeded(ctx, t, now)
+	return u, nil
+}

@@ -1,0 +1,88 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// newNameWindow is the window of MaxNewNamesPerMinute.
+const newNameWindow = time.Minute
+
+// admitNewName bounds self-registration of new names: at most
+// MaxNewNamesPerMinute per master (KindLimited), and at most MaxPendingNodes
+// waiting for approval (KindState), so a leaked cluster key cannot flood the
+// node table.
+func (m *Master) admitNewName(ctx context.Context, now time.Time) error {
+	m.newNamesMu.Lock()
+	kept := m.newNames[:0]
+	for _, t := range m.newNames {
+		if now.Sub(t) < newNameWindow {
+			kept = append(kept, t)
+		}
+	}
+	m.newNames = kept
+	if len(m.newNames) >= MaxNewNamesPerMinute {
+		wait := newNameWindow - now.Sub(m.newNames[0])
+		m.newNamesMu.Unlock()
+		return &Error{Kind: KindLimited, RetryAfter: wait,
+			Msg: fmt.Sprintf("too many new node names: at most %d register per minute; try again in %s", MaxNewNamesPerMinute, wait.Round(time.Second))}
+	}
+	m.newNames = append(m.newNames, now)
+	m.newNamesMu.Unlock()
+	if !m.settings.Load().ApproveNewNodes {
+		return nil
+	}
+	n, err := store.CountPendingNodes(ctx, m.st.DB)
+	if err != nil {
+		return err
+	}
+	if n >= MaxPendingNodes {
+		return Errorf(KindState, "%d nodes already wait for approval (the maximum); an admin must approve or delete some first", n)
+	}
+	return nil
+}
+
+// pendingRefusal is the answer to a machine whose name waits for approval:
+// it keeps registering (with backoff) and is let in once approved.
+func pendingRefusal(name string) error {
+	return &Error{Kind: KindForbidden, Msg: fmt.Sprintf("node %s waits for an admin's approval; it gets no task until then", name)}
+}
+
+// ApproveNode lets a pending node in: it becomes an auto worker and gets its
+// secret and tasks when it next registers (its retries come within 30 s).
+// Approving a node that is not pending changes nothing and is no error.
+func (m *Master) ApproveNode(ctx context.Context, name string) (*store.Node, error) {
+	defer m.locks.lock(name)()
+	err := store.ApproveNode(ctx, m.st.DB, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, Errorf(KindNotFound, "there is no node %s", name)
+	case errors.Is(err, store.ErrConflict):
+		return m.GetNode(ctx, name) // already approved, or never needed it
+	case err != nil:
+		return nil, err
+	}
+	m.log.Info("node approved", "node", name, "by", ActorFrom(ctx))
+	m.event(ctx, "node.approve", store.TargetNode, name, nil, "")
+	m.nodeChanged()
+	return m.GetNode(ctx, name)
+}
+
+// prunePendingNodes deletes, as leader, the nodes that waited for approval
+// longer than PendingNodeTTL.
+func (m *Master) prunePendingNodes(ctx context.Context) {
+	names, err := store.PrunePendingNodes(ctx, m.st.DB, time.Now().Add(-PendingNodeTTL))
+	if err != nil {
+		m.log.Error("prune pending nodes", "err", err)
+	}
+	for _, name := range names {
+		m.event(ctx, "node.delete", store.TargetNode, name, nil, fmt.Sprintf("waited for approval longer than %s", PendingNodeTTL))
+	}
+	if len(names) > 0 {
+		m.nodeChanged()
+	}
+}

@@ -1,0 +1,28 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+)
+
+// TaskSpecs returns the stored spec (JSON definition) of each task of ids
+// that exists, by id.
+func TaskSpecs(ctx context.Context, db bun.IDB, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID   string `bun:"id"`
+		Spec string `bun:"spec"`
+	}
+	if err := db.NewSelect().TableExpr("tasks").Column("id", "spec").Where("id IN (?)", bun.In(ids)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("store: load task specs: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Spec
+	}
+	return out, nil
+}
