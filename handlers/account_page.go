@@ -11,7 +11,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -29,7 +28,7 @@ func (s *server) showAccount(c *gin.Context) {
 
 // accountVM loads the logged-in user; false means it already answered (an
 // API token has no account).
-func (s *server) accountVM(c *gin.Context) (*store.User, views.AccountVM, bool) {
+func (s *server) accountVM(c *gin.Context) (*master.User, views.AccountVM, bool) {
 	p := currentUser(c)
 	u, err := s.m.GetUser(c.Request.Context(), p.Name)
 	if master.KindOf(err) == master.KindNotFound {

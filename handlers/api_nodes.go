@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
 // apiNode is a node in the open API (SPEC section 7); fields may be added, never renamed.
@@ -28,7 +29,7 @@ type apiNode struct {
 	Reason         string     `json:"reason"`
 }
 
-func toAPINode(n *store.Node) apiNode {
+func toAPINode(n *master.Node) apiNode {
 	a := apiNode{
 		Name: n.Name, Type: n.Type, Status: int(n.Status), Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
@@ -126,7 +127,7 @@ func (s *server) apiCreateNode(c *gin.Context) {
 	c.JSON(http.StatusCreated, toAPINode(n))
 }
 
-func (s *server) apiNodeAction(c *gin.Context, verb string, do func(context.Context, string) (*store.Node, error)) {
+func (s *server) apiNodeAction(c *gin.Context, verb string, do func(context.Context, string) (*master.Node, error)) {
 	name := c.Param("name")
 	n, err := do(c.Request.Context(), name)
 	if err != nil {

@@ -10,12 +10,11 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
 // apiRun is a run in the open API (SPEC section 7). A run in progress has
 // no end yet: ended_at and duration_ms are null. In a list, output holds at
-// most store.OutputPreviewChars characters of the output's start, and
+// most master.OutputPreviewChars characters of the output's start, and
 // output_truncated says there is more (GET /api/v1/runs/{id} has it all).
 type apiRun struct {
 	ID          string     `json:"id"`
@@ -41,11 +40,11 @@ type apiRun struct {
 
 // toAPIRun shows a run as the API does: its output (or a list's preview of
 // it), and no end while it is in progress.
-func toAPIRun(r *store.Run) apiRun {
+func toAPIRun(r *master.Run) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
 		Result: r.Result, Attempt: r.Attempt, HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Output: r.Output,
 		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID}
-	if r.Result != store.ResultRunning {
+	if r.Result != master.ResultRunning {
 		// A run in progress is stored with its start as its end until its
 		// final report comes: that is no end.
 		ended, ms := r.EndedAt.UTC(), r.DurationMS
@@ -71,12 +70,12 @@ func pageParams(c *gin.Context) (limit, offset int, err error) {
 }
 
 // taskFilter reads the task list filters shared by the API and the console.
-func taskFilter(c *gin.Context) (store.TaskFilter, error) {
+func taskFilter(c *gin.Context) (master.TaskFilter, error) {
 	limit, offset, err := pageParams(c)
 	if err != nil {
-		return store.TaskFilter{}, err
+		return master.TaskFilter{}, err
 	}
-	f := store.TaskFilter{Title: c.Query("title"), Node: c.Query("node"), Limit: limit, Offset: offset}
+	f := master.TaskFilter{Title: c.Query("title"), Node: c.Query("node"), Limit: limit, Offset: offset}
 	if len(f.Title) > 200 || len(f.Node) > 64 {
 		return f, master.Errorf(master.KindInvalid, "title or node filter too long")
 	}
@@ -85,7 +84,7 @@ func taskFilter(c *gin.Context) (store.TaskFilter, error) {
 		if err != nil || st < 0 || st > 2 {
 			return f, master.Errorf(master.KindInvalid, "status must be 0 (stopped), 1 (running) or 2 (paused)")
 		}
-		ts := store.TaskStatus(st)
+		ts := master.TaskStatus(st)
 		f.Status = &ts
 	}
 	return f, nil
@@ -219,7 +218,7 @@ func (s *server) apiListRuns(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	runs, total, err := s.m.SearchRuns(c.Request.Context(), store.RunFilter{TaskID: c.Param("id"), Result: result,
+	runs, total, err := s.m.SearchRuns(c.Request.Context(), master.RunFilter{TaskID: c.Param("id"), Result: result,
 		Limit: limit, Offset: offset, Preview: true})
 	if err != nil {
 		s.apiError(c, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -130,7 +129,7 @@ func currentUser(c *gin.Context) *principal {
 
 // requireAdmin refuses every change to viewers, on pages and API alike.
 func (s *server) requireAdmin(c *gin.Context) {
-	if p := currentUser(c); p != nil && p.Role == store.RoleAdmin {
+	if p := currentUser(c); p != nil && p.Role == master.RoleAdmin {
 		c.Next()
 		return
 	}
@@ -144,7 +143,7 @@ func (s *server) requireAdmin(c *gin.Context) {
 func (s *server) layout(c *gin.Context, title, active string) views.LayoutVM {
 	l := views.LayoutVM{Title: title, Active: active}
 	if p := currentUser(c); p != nil {
-		l.User, l.Role, l.ReadOnly = p.Name, p.Role, p.Role != store.RoleAdmin
+		l.User, l.Role, l.ReadOnly = p.Name, p.Role, p.Role != master.RoleAdmin
 	}
 	return l
 }
@@ -183,7 +182,7 @@ func (s *server) takeFlash(c *gin.Context) *views.Flash {
 // startSession makes the request's session belong to u: a new token in the
 // cookie, its session in the engine. A session the request already had is
 // ended, so a planted cookie never becomes a logged-in one.
-func (s *server) startSession(c *gin.Context, u *store.User) error {
+func (s *server) startSession(c *gin.Context, u *master.User) error {
 	sess, _ := s.sessions.Get(c.Request, sessionName)
 	old, _ := sess.Values["sid"].(string)
 	tok, err := s.m.StartSession(c.Request.Context(), u.Username, old)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -23,7 +23,7 @@ const (
 
 // runsChart lays out days bars from the first UTC day: success at the bottom,
 // failed and timed out stacked on top, with a value axis of round numbers.
-func runsChart(first time.Time, days int, counts []store.DayCount) views.ChartVM {
+func runsChart(first time.Time, days int, counts []master.DayCount) views.ChartVM {
 	byDay := map[string]*views.RunCounts{}
 	for _, dc := range counts {
 		c := byDay[dc.Day]

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
+
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -71,7 +72,7 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.Dash
 		return vm, err
 	}
 	for _, n := range nodes {
-		if n.Type != store.TypeWorker {
+		if n.Type != master.TypeWorker {
 			continue
 		}
 		if n.Status >= 0 && n.Status < 3 {
@@ -113,13 +114,13 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.Dash
 // addCount adds n runs with result r to c.
 func addCount(c *views.RunCounts, r string, n int) {
 	switch r {
-	case store.ResultSuccess:
+	case master.ResultSuccess:
 		c.Success += n
-	case store.ResultFailed:
+	case master.ResultFailed:
 		c.Failed += n
-	case store.ResultTimeout:
+	case master.ResultTimeout:
 		c.Timeout += n
-	case store.ResultSkipped:
+	case master.ResultSkipped:
 		c.Skipped += n
 	}
 	c.Total += n

@@ -13,7 +13,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -112,7 +111,7 @@ func (s *server) renderDelayedForm(c *gin.Context, status int, vm views.DelayedF
 		checked[e] = true
 	}
 	for _, n := range nodes {
-		if n.Type == store.TypeWorker {
+		if n.Type == master.TypeWorker {
 			vm.Executors = append(vm.Executors, views.NodeOption{Name: n.Name, StatusName: n.Status.String(), Checked: checked[n.Name]})
 		}
 	}

@@ -10,18 +10,17 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
 // delayedFilter reads the delayed list's filters, shared by the API and the console.
-func delayedFilter(c *gin.Context) (store.DelayedFilter, error) {
+func delayedFilter(c *gin.Context) (master.DelayedFilter, error) {
 	limit, offset, err := pageParams(c)
 	if err != nil {
-		return store.DelayedFilter{}, err
+		return master.DelayedFilter{}, err
 	}
-	f := store.DelayedFilter{Status: c.Query("status"), Topic: c.Query("topic"), SourceApp: c.Query("source_app"), Limit: limit, Offset: offset}
-	if len(f.Topic) > store.MaxDelayedTopic || len(f.SourceApp) > store.MaxDelayedSourceApp {
+	f := master.DelayedFilter{Status: c.Query("status"), Topic: c.Query("topic"), SourceApp: c.Query("source_app"), Limit: limit, Offset: offset}
+	if len(f.Topic) > master.MaxDelayedTopic || len(f.SourceApp) > master.MaxDelayedSourceApp {
 		return f, master.Errorf(master.KindInvalid, "topic or source_app filter too long")
 	}
 	return f, nil
@@ -104,10 +103,10 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	l := s.layout(c, "Delayed tasks", "delayed")
 	fvm := views.DelayedFilterVM{Status: f.Status, Topic: f.Topic, SourceApp: f.SourceApp}
 	vm := views.DelayedListVM{
-		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.DelayedFilterVM{}), Statuses: store.DelayedStatuses,
+		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.DelayedFilterVM{}), Statuses: master.DelayedStatuses(),
 		Total: total, PollInterval: s.poll, ShowActions: !l.ReadOnly,
 	}
-	for _, st := range store.DelayedStatuses {
+	for _, st := range master.DelayedStatuses() {
 		if counts[st] > 0 {
 			vm.Counts = append(vm.Counts, views.DelayedCount{Status: st, N: counts[st]})
 		}
@@ -134,7 +133,7 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 func delayedRow(d *master.Delayed, now time.Time) views.DelayedRow {
 	r := views.DelayedRow{
 		ID: d.ID, SourceApp: d.SourceApp, Topic: d.Topic, ContentKey: d.ContentKey, Due: utcText(d.DueAt),
-		Status: d.Status, Late: d.Late, LateBy: d.LateBy, Node: d.Node, CanCancel: d.Status == store.DelayedPending,
+		Status: d.Status, Late: d.Late, LateBy: d.LateBy, Node: d.Node, CanCancel: d.Status == master.DelayedPending,
 		Attempts: fmt.Sprintf("%d of %d", d.Attempts, d.Retries+1),
 	}
 	if d.DueAt.After(now) {

@@ -9,7 +9,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -89,7 +88,7 @@ func (s *server) delayedVM(c *gin.Context, id string, flash *views.Flash) (views
 		NotifyBody: d.NotifyBody, Retries: d.Retries, Attempts: d.Attempts, Executors: strings.Join(d.Executors, ", "),
 		Keepers: strings.Join(d.Keepers, ", "), Node: d.Node, LastError: d.LastError, CreatedBy: d.CreatedBy,
 		Created: utcText(d.CreatedAt), Fired: optUTC(d.FiredAt), Finished: optUTC(d.FinishedAt),
-		CanCancel: !l.ReadOnly && d.Status == store.DelayedPending, Live: live,
+		CanCancel: !l.ReadOnly && d.Status == master.DelayedPending, Live: live,
 	}
 	if d.NextAt != nil {
 		vm.NextAt = utcText(*d.NextAt)

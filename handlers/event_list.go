@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -18,7 +19,7 @@ import (
 const eventsPerPage = 50
 
 // eventTargetTypes are the kinds of things the event log names.
-var eventTargetTypes = []string{store.TargetNode, store.TargetTask, store.TargetUser, store.TargetToken, store.TargetSettings, store.TargetDelayed}
+var eventTargetTypes = []string{master.TargetNode, master.TargetTask, master.TargetUser, master.TargetToken, master.TargetSettings, master.TargetDelayed}
 
 // eventActions are suggestions for the action filter (a prefix matches too).
 var eventActions = []string{
@@ -31,7 +32,7 @@ var eventActions = []string{
 
 // eventFilterInput reads the event filters of a query string; bad fields are
 // reported by name (the form shows them inline, the API returns them).
-func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, protocol.FieldErrors) {
+func eventFilterInput(c *gin.Context) (master.EventFilter, views.EventFilterVM, protocol.FieldErrors) {
 	fvm := views.EventFilterVM{
 		Actor: strings.TrimSpace(c.Query("actor")), Action: strings.TrimSpace(c.Query("action")),
 		TargetType: strings.TrimSpace(c.Query("target_type")), Target: strings.TrimSpace(c.Query("target")),
@@ -39,7 +40,7 @@ func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, p
 	}
 	// A target is typed as a person knows it: a node name, a task's id or a
 	// part of its title.
-	f := store.EventFilter{Actor: fvm.Actor, Action: fvm.Action, TargetType: fvm.TargetType, TargetMatch: fvm.Target, Outcome: fvm.Outcome}
+	f := master.EventFilter{Actor: fvm.Actor, Action: fvm.Action, TargetType: fvm.TargetType, TargetMatch: fvm.Target, Outcome: fvm.Outcome}
 	fe := protocol.FieldErrors{}
 	if len(fvm.Actor) > 128 {
 		fe["actor"] = "at most 128 characters"
@@ -53,7 +54,7 @@ func eventFilterInput(c *gin.Context) (store.EventFilter, views.EventFilterVM, p
 	if fvm.TargetType != "" && !contains(eventTargetTypes, fvm.TargetType) {
 		fe["target_type"] = "must be one of " + strings.Join(eventTargetTypes, ", ")
 	}
-	if fvm.Outcome != "" && fvm.Outcome != store.OutcomeOK && fvm.Outcome != store.OutcomeError {
+	if fvm.Outcome != "" && fvm.Outcome != master.OutcomeOK && fvm.Outcome != master.OutcomeError {
 		fe["outcome"] = "must be ok or error"
 	}
 	for _, p := range []struct {
@@ -130,7 +131,7 @@ func (s *server) listEvents(c *gin.Context) {
 	}
 	known := map[string]bool{}
 	for _, n := range nodes {
-		known[n.Name] = n.Type == store.TypeWorker
+		known[n.Name] = n.Type == master.TypeWorker
 	}
 	now := time.Now()
 	for i := range evs {
@@ -149,11 +150,11 @@ func (s *server) listEvents(c *gin.Context) {
 	s.render(c, http.StatusOK, views.EventsPage(vm))
 }
 
-func eventTaskIDs(evs []store.Event) []string {
+func eventTaskIDs(evs []master.Event) []string {
 	var ids []string
 	seen := map[string]bool{}
 	for _, e := range evs {
-		if e.TargetType == store.TargetTask && e.Target != "" && !seen[e.Target] {
+		if e.TargetType == master.TargetTask && e.Target != "" && !seen[e.Target] {
 			seen[e.Target] = true
 			ids = append(ids, e.Target)
 		}
@@ -162,7 +163,7 @@ func eventTaskIDs(evs []store.Event) []string {
 }
 
 // eventRow renders one event; nodes maps node names to "has an edit page".
-func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map[string]bool) views.EventRow {
+func eventRow(e *master.Event, now time.Time, titles map[string]string, nodes map[string]bool) views.EventRow {
 	r := views.EventRow{
 		ID: e.ID, At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339), Ago: ago(e.At, now),
 		Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Target: e.Target, TargetName: e.Target,
@@ -172,16 +173,16 @@ func eventRow(e *store.Event, now time.Time, titles map[string]string, nodes map
 	}
 	r.Meaning, r.OutcomeText = eventMeaning(e.Action, e.Outcome)
 	switch e.TargetType {
-	case store.TargetTask:
+	case master.TargetTask:
 		if title, ok := titles[e.Target]; ok {
 			r.TargetTitle, r.TargetName = title, title
 			r.ObjectURL = "/tasks/" + url.PathEscape(e.Target)
 		}
-	case store.TargetDelayed:
+	case master.TargetDelayed:
 		if e.Target != "" {
 			r.ObjectURL = "/delayed/" + url.PathEscape(e.Target)
 		}
-	case store.TargetNode:
+	case master.TargetNode:
 		if nodes[e.Target] {
 			r.ObjectURL = "/nodes/" + url.PathEscape(e.Target) + "/edit"
 		}
@@ -203,7 +204,7 @@ const (
 // badge shows: "error" for a failed action, what happened for the health
 // checker's transitions (a node going offline is no "ok"), else "ok".
 func eventMeaning(action, outcome string) (meaning, label string) {
-	if outcome == store.OutcomeError {
+	if outcome == master.OutcomeError {
 		return meaningBad, "error"
 	}
 	switch action {
@@ -267,5 +268,5 @@ func (s *server) apiListEvents(c *gin.Context) {
 // data (e-mail addresses) in the event log.
 func isAdmin(c *gin.Context) bool {
 	p := currentUser(c)
-	return p != nil && p.Role == store.RoleAdmin
+	return p != nil && p.Role == master.RoleAdmin
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -33,7 +33,7 @@ const (
 // one to now: the latency of successful probes as a line, failed probes as
 // red dots in a band above it with a faint red rule down the plot (their
 // latency is mostly the timeout, which would flatten the line).
-func healthChart(samples []store.HealthSample, now time.Time) (views.HealthChartVM, views.NodeHealthSummary) {
+func healthChart(samples []master.HealthSample, now time.Time) (views.HealthChartVM, views.NodeHealthSummary) {
 	sum := views.NodeHealthSummary{Samples: len(samples), P50: "-", Max: "-", Since: "-"}
 	var okMS []int64
 	for _, s := range samples {

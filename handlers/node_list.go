@@ -11,7 +11,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -61,11 +60,11 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 		names[n.Name] = true
 		if i >= vm.Offset && i < vm.Offset+nodesPageSize {
 			r := nodeRow(n, now)
-			r.Leader = n.Type == store.TypeMaster && n.Name == leader
+			r.Leader = n.Type == master.TypeMaster && n.Name == leader
 			vm.Rows = append(vm.Rows, r)
 		}
 		switch {
-		case n.Type != store.TypeWorker:
+		case n.Type != master.TypeWorker:
 			vm.Masters++
 		case n.Status >= 0 && n.Status < 3:
 			vm.Counts[n.Status]++
@@ -93,10 +92,10 @@ func freeWorkerName(taken map[string]bool) string {
 // checker gives a node it takes offline.
 var offlineAfter = regexp.MustCompile(`^offline after (\d+) failed health checks`)
 
-func nodeRow(n store.Node, now time.Time) views.NodeRow {
+func nodeRow(n master.Node, now time.Time) views.NodeRow {
 	// A pending node has no secret: only Approve or Delete make sense.
-	pending := n.Mode == store.ModePending
-	isWorker := n.Type == store.TypeWorker && !pending
+	pending := n.Mode == master.ModePending
+	isWorker := n.Type == master.TypeWorker && !pending
 	r := views.NodeRow{
 		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: int(n.Status),
 		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
@@ -111,7 +110,7 @@ func nodeRow(n store.Node, now time.Time) views.NodeRow {
 		CanEdit:    isWorker && master.NodeAllows(n.Status, master.NodeEdit),
 
 		CanResetIdentity: isWorker && master.NodeAllows(n.Status, master.NodeResetIdentity) &&
-			n.Mode == store.ModeAuto && n.NodeKey != "",
+			n.Mode == master.ModeAuto && n.NodeKey != "",
 	}
 	if !n.LastSeen.IsZero() {
 		r.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)
@@ -119,7 +118,7 @@ func nodeRow(n store.Node, now time.Time) views.NodeRow {
 	// The stored counter restarts when a node goes offline (it counts towards
 	// the next transition); show the count the reason names instead of a 0
 	// that contradicts it, and no count for a node nobody probes.
-	if n.Status == store.StatusOffline {
+	if n.Status == master.StatusOffline {
 		if m := offlineAfter.FindStringSubmatch(n.Reason); m != nil {
 			r.Failures, r.FailuresTitle = m[1], "failed health checks that took it offline"
 		} else if n.Failures == 0 {

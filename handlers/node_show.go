@@ -9,7 +9,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -38,8 +37,8 @@ func (s *server) showNode(c *gin.Context) {
 	}
 	l := s.layout(c, "Node "+n.Name, "nodes")
 	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: !l.ReadOnly,
-		CanEdit:    n.Type == store.TypeWorker && n.Mode != store.ModePending && master.NodeAllows(n.Status, master.NodeEdit),
-		CanApprove: n.Mode == store.ModePending, Live: live}
+		CanEdit:    n.Type == master.TypeWorker && n.Mode != master.ModePending && master.NodeAllows(n.Status, master.NodeEdit),
+		CanApprove: n.Mode == master.ModePending, Live: live}
 	s.render(c, http.StatusOK, views.NodePage(vm))
 }
 
@@ -54,7 +53,7 @@ func (s *server) nodeLive(c *gin.Context) {
 }
 
 // nodeLiveVM reads everything the node page shows, at one moment.
-func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *store.Node, error) {
+func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *master.Node, error) {
 	ctx := c.Request.Context()
 	n, err := s.m.GetNode(ctx, name)
 	if err != nil {
@@ -67,7 +66,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *sto
 	}
 	vm := views.NodeLiveVM{
 		Name: n.Name, Type: n.Type, Mode: n.Mode, Host: n.Protocol + "://" + n.Host, StatusName: n.Status.String(),
-		Leader: n.Type == store.TypeMaster && n.Name == leader, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
+		Leader: n.Type == master.TypeMaster && n.Name == leader, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Reason: n.Reason, MachineName: n.MachineName,
 		RunsURL:      withQuery("/runs", runListQuery(views.RunFilterVM{Node: n.Name}, 0)),
 		RowsURL:      nodePath(n.Name) + "/live",
@@ -76,7 +75,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *sto
 	if !n.LastSeen.IsZero() {
 		vm.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)
 	}
-	tasks, _, err := s.m.ListTasks(ctx, store.TaskFilter{Node: n.Name, Limit: nodeTaskLimit})
+	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Node: n.Name, Limit: nodeTaskLimit})
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}
@@ -86,7 +85,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *sto
 		vm.Tasks = append(vm.Tasks, views.NodeTaskRow{ID: t.ID, Title: t.Title, Schedule: scheduleText(&t.TaskDef),
 			StatusName: t.Status.String(), LastResult: t.LastResult, LastRun: last})
 	}
-	runs, _, err := s.m.SearchRuns(ctx, store.RunFilter{Node: n.Name, Limit: nodeRecentRuns, CountLimit: 1})
+	runs, _, err := s.m.SearchRuns(ctx, master.RunFilter{Node: n.Name, Limit: nodeRecentRuns, CountLimit: 1})
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}
@@ -126,7 +125,7 @@ const apiNodeHealthWindow = time.Hour
 
 // apiNodeWithHealth answers a node with its health checks since
 // ?health_since= (RFC 3339, default an hour ago; a day is kept).
-func (s *server) apiNodeWithHealth(c *gin.Context, n *store.Node) {
+func (s *server) apiNodeWithHealth(c *gin.Context, n *master.Node) {
 	since := time.Now().Add(-apiNodeHealthWindow)
 	if v := c.Query("health_since"); v != "" {
 		t, err := parseRunTime(v, true)

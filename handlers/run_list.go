@@ -11,7 +11,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -49,7 +48,7 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	if err != nil {
 		return views.RunsVM{}, err
 	}
-	runs, total, err := s.m.SearchRuns(c.Request.Context(), store.RunFilter{TaskID: taskID, Result: result, Limit: runsPageSize, Offset: offset})
+	runs, total, err := s.m.SearchRuns(c.Request.Context(), master.RunFilter{TaskID: taskID, Result: result, Limit: runsPageSize, Offset: offset})
 	if err != nil {
 		return views.RunsVM{}, err
 	}
@@ -90,20 +89,20 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	return vm, nil
 }
 
-func runRow(r *store.Run, now time.Time) views.RunRow {
+func runRow(r *master.Run, now time.Time) views.RunRow {
 	row := views.RunRow{
 		ID: r.ID, StartedAt: utcText(r.StartedAt), Started: ago(r.StartedAt, now), Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(r.DurationMS), Result: r.Result,
 		Attempt: r.Attempt, Code: runCode(r), Manual: r.Manual,
 	}
-	if r.Result == store.ResultRunning {
+	if r.Result == master.ResultRunning {
 		row.Duration = "for " + durationMS(max(0, now.Sub(r.StartedAt).Milliseconds()))
 	}
 	return row
 }
 
 // runCode is "HTTP 200" for an HTTP run, "exit 1" for a shell run, or "".
-func runCode(r *store.Run) string {
+func runCode(r *master.Run) string {
 	switch {
 	case r.HTTPStatus != 0:
 		return "HTTP " + strconv.Itoa(r.HTTPStatus)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -56,13 +55,13 @@ func resultQuery(c *gin.Context) (result, msg string) {
 // runFilterInput reads the filters of the runs page and API. The API takes
 // times in RFC 3339 only; the console's datetime-local fields are UTC. Bad
 // fields are reported by name, and nothing is searched.
-func runFilterInput(c *gin.Context, api bool) (store.RunFilter, views.RunFilterVM, protocol.FieldErrors) {
+func runFilterInput(c *gin.Context, api bool) (master.RunFilter, views.RunFilterVM, protocol.FieldErrors) {
 	result, msg := resultQuery(c)
 	fvm := views.RunFilterVM{
 		Result: result, Node: strings.TrimSpace(c.Query("node")),
 		Task: strings.TrimSpace(c.Query("task")), Since: strings.TrimSpace(c.Query("since")), Until: strings.TrimSpace(c.Query("until")),
 	}
-	f := store.RunFilter{Result: fvm.Result, Node: fvm.Node, TaskID: fvm.Task}
+	f := master.RunFilter{Result: fvm.Result, Node: fvm.Node, TaskID: fvm.Task}
 	fe := protocol.FieldErrors{}
 	if msg != "" {
 		fe["result"] = msg
@@ -165,7 +164,7 @@ func (s *server) listRuns(c *gin.Context) {
 	if fvm.Node != "" && !slices.Contains(vm.Nodes, fvm.Node) {
 		vm.Nodes = append(vm.Nodes, fvm.Node)
 	}
-	tasks, _, err := s.m.ListTasks(ctx, store.TaskFilter{Limit: runListTaskChoices})
+	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: runListTaskChoices})
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -217,7 +216,7 @@ func (s *server) runListLive(c *gin.Context) {
 }
 
 // runListLiveVM loads one page of runs with their tasks' titles.
-func (s *server) runListLiveVM(c *gin.Context, f store.RunFilter, fvm views.RunFilterVM) (views.RunListLiveVM, error) {
+func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.RunFilterVM) (views.RunListLiveVM, error) {
 	ctx := c.Request.Context()
 	f.Limit, f.CountLimit = runListPageSize, runListCountCap
 	runs, total, err := s.m.SearchRuns(ctx, f)
@@ -250,7 +249,7 @@ func (s *server) runListLiveVM(c *gin.Context, f store.RunFilter, fvm views.RunF
 }
 
 // runListRows renders runs with the titles of their tasks (one query).
-func (s *server) runListRows(c *gin.Context, runs []store.Run) ([]views.RunListRow, error) {
+func (s *server) runListRows(c *gin.Context, runs []master.Run) ([]views.RunListRow, error) {
 	ids := make([]string, 0, len(runs))
 	for i := range runs {
 		if !slices.Contains(ids, runs[i].TaskID) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -60,7 +60,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 		vm.EndedAt = "-"
 		vm.Duration = "running for " + time.Since(r.StartedAt).Round(time.Second).String()
 		p := currentUser(c)
-		vm.CanKill = p != nil && p.Role == store.RoleAdmin && !live.Ended
+		vm.CanKill = p != nil && p.Role == master.RoleAdmin && !live.Ended
 		switch p := live.Progress; {
 		case p != nil:
 			vm.Output, vm.BinaryOutput = p.Output, p.BinaryOutput

@@ -12,7 +12,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -138,9 +137,9 @@ func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
 		dst           *string
 		duration      bool
 	}{
-		{pinned.HealthInterval, "health_interval", store.SettingHealthInterval, cur.HealthInterval.String(), def.HealthInterval.String(), &vm.Form.HealthInterval, true},
-		{pinned.HealthTimeout, "health_timeout", store.SettingHealthTimeout, cur.HealthTimeout.String(), def.HealthTimeout.String(), &vm.Form.HealthTimeout, true},
-		{pinned.MaxFailures, "max_failures", store.SettingMaxFailures, strconv.Itoa(cur.MaxFailures), strconv.Itoa(def.MaxFailures), &vm.Form.MaxFailures, false},
+		{pinned.HealthInterval, "health_interval", master.SettingHealthInterval, cur.HealthInterval.String(), def.HealthInterval.String(), &vm.Form.HealthInterval, true},
+		{pinned.HealthTimeout, "health_timeout", master.SettingHealthTimeout, cur.HealthTimeout.String(), def.HealthTimeout.String(), &vm.Form.HealthTimeout, true},
+		{pinned.MaxFailures, "max_failures", master.SettingMaxFailures, strconv.Itoa(cur.MaxFailures), strconv.Itoa(def.MaxFailures), &vm.Form.MaxFailures, false},
 	} {
 		if !p.on {
 			continue

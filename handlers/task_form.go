@@ -14,7 +14,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -178,7 +177,7 @@ func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, exec
 	}
 	vm.Executors = vm.Executors[:0]
 	for _, n := range nodes {
-		if n.Type != store.TypeWorker {
+		if n.Type != master.TypeWorker {
 			continue
 		}
 		vm.Executors = append(vm.Executors, views.NodeOption{Name: n.Name, StatusName: n.Status.String(), Checked: checked[n.Name]})
@@ -190,7 +189,7 @@ func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, exec
 			delete(checked, e)
 		}
 	}
-	tasks, _, err := s.m.ListTasks(ctx, store.TaskFilter{Limit: 500})
+	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: 500})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -139,9 +138,9 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 		default:
 			hgt = max(float64(r.DurationMS)*scale, 2)
 			b.Fill = fillSuccess
-			if r.Result != store.ResultSuccess {
+			if r.Result != master.ResultSuccess {
 				b.Fill, b.Failed = fillFailed, true
-				if r.Result == store.ResultTimeout {
+				if r.Result == master.ResultTimeout {
 					b.Fill = fillTimeout
 				}
 				b.MarkX, b.MarkY = num(bx+barW/2), num(max(baseY-hgt-6, durTop-4))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -102,7 +101,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 		Total: total, PollInterval: s.poll, ShowActions: !l.ReadOnly,
 	}
 	for _, n := range nodes {
-		if n.Type == store.TypeWorker {
+		if n.Type == master.TypeWorker {
 			vm.Nodes = append(vm.Nodes, n.Name)
 		}
 	}
@@ -154,7 +153,7 @@ func contains(list []string, s string) bool {
 }
 
 // taskActions turns the engine's state table into the buttons a task shows.
-func taskActions(s store.TaskStatus) views.TaskActions {
+func taskActions(s master.TaskStatus) views.TaskActions {
 	var a views.TaskActions
 	for _, act := range master.TaskActions(s) {
 		switch act {
@@ -210,7 +209,7 @@ func lastRunText(t *master.Task, now time.Time) (rel, at string) {
 
 func nextRunText(t *master.Task, now time.Time) (rel, at string) {
 	switch {
-	case t.Status == store.TaskPaused:
+	case t.Status == master.TaskPaused:
 		return "paused", ""
 	case t.NextRunAt == nil:
 		return "-", ""

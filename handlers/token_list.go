@@ -4,9 +4,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
+
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -56,7 +57,7 @@ type apiToken struct {
 	Token      string     `json:"token,omitempty"`
 }
 
-func toAPIToken(t *store.APIToken, now time.Time) apiToken {
+func toAPIToken(t *master.APIToken, now time.Time) apiToken {
 	opt := func(v time.Time) *time.Time {
 		if v.IsZero() {
 			return nil

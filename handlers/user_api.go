@@ -9,7 +9,6 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
-	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
 // apiUser is a user in the open API; the password hash is never shown.
@@ -24,9 +23,9 @@ type apiUser struct {
 
 // toAPIUser shows a user to the caller: e-mails only to admins and to the
 // user themself.
-func toAPIUser(c *gin.Context, u *store.User) apiUser {
+func toAPIUser(c *gin.Context, u *master.User) apiUser {
 	a := apiUser{Username: u.Username, Role: u.Role, Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC()}
-	if p := currentUser(c); p != nil && (p.Role == store.RoleAdmin || p.Name == u.Username) {
+	if p := currentUser(c); p != nil && (p.Role == master.RoleAdmin || p.Name == u.Username) {
 		email := u.Email
 		a.Email = &email
 	}
@@ -74,7 +73,7 @@ func (s *server) apiCreateUser(c *gin.Context) {
 	}
 	b.Username, b.Email = strings.TrimSpace(b.Username), strings.TrimSpace(b.Email)
 	if b.Role == "" {
-		b.Role = store.RoleViewer
+		b.Role = master.RoleViewer
 	}
 	if msg := emailDomainProblem(b.Email); msg != "" {
 		s.apiError(c, protocol.FieldErrors{"email": msg})

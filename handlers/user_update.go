@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
-	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -43,7 +42,7 @@ func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 	return views.UserEditVM{
 		Layout: s.layout(c, "User "+u.Username, "users"), Username: u.Username, Role: u.Role, Email: u.Email,
 		Disabled: u.Disabled, Self: u.Username == currentUser(c).Name,
-		OnlyAdmin: admins == 1 && u.Role == store.RoleAdmin && !u.Disabled,
+		OnlyAdmin: admins == 1 && u.Role == master.RoleAdmin && !u.Disabled,
 	}, true
 }
 

@@ -41,8 +41,14 @@ type Config struct {
 	// Cluster names the cluster of masters (default DefaultCluster): it signs
 	// the Connect handshake and answers registrations, so that any master of
 	// the cluster may connect any of its workers.
-	Cluster    string
+	Cluster string
+	// ClusterKey signs registrations and Connect; empty means the stored
+	// one, made on the cluster's first start.
 	ClusterKey string
+	// AdminPassword is the password of user admin, made on the cluster's
+	// first start (when there is no user); empty means a random one,
+	// logged once.
+	AdminPassword string
 	// AdvertiseHost is the host:port recorded for the master's own node.
 	AdvertiseHost string
 	Health        HealthConfig
@@ -233,6 +239,16 @@ func (m *Master) HealthConfig() HealthConfig { return *m.health.Load() }
 // starts the heartbeat and the health checker. An identity whose node a live
 // master heartbeats gives ErrIdentityInUse.
 func (m *Master) Start(ctx context.Context) error {
+	key, err := ensureClusterKey(ctx, m.st.DB, m.cfg.ClusterKey, m.log)
+	if err != nil {
+		return err
+	}
+	m.cfg.ClusterKey = key
+	if created, err := ensureFirstAdmin(ctx, m.st.DB, m.cfg.AdminPassword, m.log); err != nil {
+		return fmt.Errorf("master: first admin: %w", err)
+	} else if created {
+		m.event(ctx, "user.create", store.TargetUser, FirstAdmin, nil, "role admin, first start")
+	}
 	if err := m.loadSettings(ctx); err != nil {
 		return err
 	}

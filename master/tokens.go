@@ -95,17 +95,29 @@ func (p *Principal) Actor() string {
 }
 
 // CreateToken stores a new API token owned by owner and returns its plain
-// value, which is shown once and never stored.
+// value, which is shown once and never stored. The owner must exist and be
+// enabled: a token acts as its owner, and a disabled owner's tokens are
+// refused.
 func (m *Master) CreateToken(ctx context.Context, owner string, in NewToken) (string, *store.APIToken, error) {
 	in.Name = strings.TrimSpace(in.Name)
 	if fe := in.Check(time.Now()); fe != nil {
 		return "", nil, fe
 	}
+	u, err := store.GetUser(ctx, m.st.DB, owner)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil, Errorf(KindNotFound, "there is no user %s: a token acts as an existing user", owner)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if u.Disabled {
+		return "", nil, Errorf(KindState, "user %s is disabled: its tokens would be refused", owner)
+	}
 	plain, hash, err := store.NewTokenValue()
 	if err != nil {
 		return "", nil, err
 	}
-	t := &store.APIToken{Name: in.Name, TokenHash: hash, CreatedBy: owner}
+	t := &store.APIToken{Name: in.Name, TokenHash: hash, CreatedBy: u.Username}
 	if !in.ExpiresAt.IsZero() {
 		t.ExpiresAt = in.ExpiresAt.UTC()
 	}

@@ -7,11 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -72,20 +69,6 @@ func TestAdvertiseFor(t *testing.T) {
 	}
 }
 
-func TestRandomPassword(t *testing.T) {
-	seen := map[string]bool{}
-	for range 50 {
-		p, err := randomPassword(16)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p) != 16 || strings.Trim(p, randomPasswordLetters) != "" || seen[p] {
-			t.Fatalf("bad or repeated password %q", p)
-		}
-		seen[p] = true
-	}
-}
-
 // openTestStore opens a migrated SQLite store in a temp dir.
 func openTestStore(t *testing.T) (*store.Store, store.DSN) {
 	t.Helper()
@@ -99,53 +82,6 @@ func openTestStore(t *testing.T) (*store.Store, store.DSN) {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st, dsn
-}
-
-func TestEnsureAdminRandomPasswordLoggedOnce(t *testing.T) {
-	st, _ := openTestStore(t)
-	ctx := context.Background()
-	var logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	if err := ensureAdmin(ctx, st.DB, "", log); err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`password=(\S+)`).FindStringSubmatch(logs.String())
-	if m == nil {
-		t.Fatalf("no password in the log:\n%s", logs.String())
-	}
-	u, err := store.GetUser(ctx, st.DB, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.Role != store.RoleAdmin || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(m[1])) != nil {
-		t.Errorf("admin %+v does not match the logged password", u)
-	}
-	logs.Reset()
-	if err := ensureAdmin(ctx, st.DB, "", log); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(logs.String(), "password=") {
-		t.Errorf("second start logged a password:\n%s", logs.String())
-	}
-}
-
-func TestEnsureAdminConfiguredPassword(t *testing.T) {
-	st, _ := openTestStore(t)
-	ctx := context.Background()
-	var logs bytes.Buffer
-	if err := ensureAdmin(ctx, st.DB, "correct horse", slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(logs.String(), "correct horse") {
-		t.Error("the configured password was logged")
-	}
-	u, err := store.GetUser(ctx, st.DB, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte("correct horse")) != nil {
-		t.Error("stored hash does not match the configured password")
-	}
 }
 
 func TestTokenCreate(t *testing.T) {
@@ -180,6 +116,15 @@ func TestTokenCreate(t *testing.T) {
 	}
 	if tok.Name != "ci" || tok.CreatedBy != "admin" {
 		t.Errorf("token %+v", tok)
+	}
+	// The engine made it: the event log says who.
+	evs, _, err := store.ListEvents(context.Background(), st.DB, store.EventFilter{Action: "token.create"})
+	if err != nil || len(evs) != 1 || evs[0].Actor != "cli" {
+		t.Errorf("token.create events = %+v, %v; want one by cli", evs, err)
+	}
+	if err := runTokenCreate(context.Background(), tokenConfig{Name: "bad\x00name", User: "admin", DSN: dsn}, &out, log); err == nil ||
+		!strings.Contains(err.Error(), "NUL") {
+		t.Errorf("err = %v, want the name rule", err)
 	}
 	missing := store.DSN{Dialect: store.SQLite, Path: filepath.Join(t.TempDir(), "none.db")}
 	if err := runTokenCreate(context.Background(), tokenConfig{Name: "ci", User: "admin", DSN: missing}, &out, log); err == nil ||

@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/uptrace/bun"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
 	"github.com/schedulemaster-go/schedulemaster/master"
@@ -22,11 +16,9 @@ import (
 
 // Time limits of the master's shutdown.
 const (
-	httpShutdownTimeout   = 15 * time.Second
-	masterStopTimeout     = 10 * time.Second
-	readHeaderTimeout     = 10 * time.Second
-	randomPasswordLen     = 16
-	randomPasswordLetters = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789" // no 0/O, 1/l/I
+	httpShutdownTimeout = 15 * time.Second
+	masterStopTimeout   = 10 * time.Second
+	readHeaderTimeout   = 10 * time.Second
 )
 
 // runMaster opens the store, prepares the first start, runs the master engine
@@ -60,20 +52,6 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		}
 	}()
 
-	clusterKey := cfg.ClusterKey
-	if clusterKey == "" {
-		clusterKey, err = store.EnsureSetting(ctx, st.DB, store.SettingClusterKey, newClusterKey)
-		if err != nil {
-			return fmt.Errorf("cluster key: %w", err)
-		}
-	} else {
-		log.Info("using the cluster key from the configuration, not the stored one")
-	}
-
-	if err := ensureAdmin(ctx, st.DB, cfg.AdminPassword, log); err != nil {
-		return err
-	}
-
 	// Bind before registering the master's node: a taken port fails the start
 	// without leaving the node marked running.
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -88,7 +66,8 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 	m := master.New(master.Config{
 		Identity:      cfg.Identity,
 		Cluster:       cfg.Cluster,
-		ClusterKey:    clusterKey,
+		ClusterKey:    cfg.ClusterKey,    // empty: the stored one
+		AdminPassword: cfg.AdminPassword, // first start only
 		AdvertiseHost: advertise,
 		// The engine puts the stored settings over these unless pinned.
 		Health: master.HealthConfig{Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout, MaxFailures: cfg.MaxFailures},
@@ -177,75 +156,6 @@ func masterHTTPServer(cfg masterConfig, h http.Handler, log *slog.Logger) *http.
 		srv.MaxHeaderBytes = cfg.MaxHeaderBytes
 	}
 	return srv
-}
-
-// newClusterKey is 32 random bytes, hex encoded.
-func newClusterKey() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("cluster key randomness: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// ensureAdmin creates user admin on first start. Without a configured password
-// it makes a random one and logs it once: there is never a fixed default.
-func ensureAdmin(ctx context.Context, db bun.IDB, password string, log *slog.Logger) error {
-	n, err := store.CountUsers(ctx, db)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		if password != "" {
-			log.Info("--admin-password ignored: users already exist (change passwords in the console)")
-		}
-		return nil
-	}
-	random := password == ""
-	if random {
-		if password, err = randomPassword(randomPasswordLen); err != nil {
-			return err
-		}
-	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
-	if err != nil {
-		return fmt.Errorf("hash admin password: %w", err)
-	}
-	err = store.CreateUser(ctx, db, &store.User{Username: "admin", PasswordHash: string(hash), Role: store.RoleAdmin})
-	if errors.Is(err, store.ErrDuplicate) {
-		// Another master created it at the same moment; its password stands.
-		log.Info("user admin was created by another master")
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if random {
-		log.Warn("FIRST START: created user admin with a random password. It is shown only this once: log in and change it.",
-			"username", "admin", "password", password)
-	} else {
-		log.Info("first start: created user admin with the configured password")
-	}
-	return nil
-}
-
-// randomPassword draws n characters uniformly from randomPasswordLetters.
-func randomPassword(n int) (string, error) {
-	const letters = randomPasswordLetters
-	limit := byte(256 - 256%len(letters)) // reject bytes that would bias the draw
-	out := make([]byte, 0, n)
-	buf := make([]byte, 2*n)
-	for len(out) < n {
-		if _, err := rand.Read(buf); err != nil {
-			return "", fmt.Errorf("password randomness: %w", err)
-		}
-		for _, b := range buf {
-			if b < limit && len(out) < n {
-				out = append(out, letters[int(b)%len(letters)])
-			}
-		}
-	}
-	return string(out), nil
 }
 
 // advertiseFor is the host:port workers and the console see for a listener

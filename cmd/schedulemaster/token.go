@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// runTokenCreate creates an API token and prints it, once, on stdout; only its
-// hash is stored.
+// runTokenCreate creates an API token through the engine (the console's and
+// the API's rules: name, expiry, an existing enabled owner, an event) and
+// prints it, once, on stdout; only its hash is stored.
 func runTokenCreate(ctx context.Context, cfg tokenConfig, stdout io.Writer, log *slog.Logger) error {
 	if cfg.DSN.Dialect == store.SQLite {
 		// Opening would create an empty database: a wrong --data-dir would then
@@ -27,24 +29,19 @@ func runTokenCreate(ctx context.Context, cfg tokenConfig, stdout io.Writer, log 
 		return err
 	}
 	defer st.Close()
-	u, err := store.GetUser(ctx, st.DB, cfg.User)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("--user: there is no user %s: a token acts as an existing user", cfg.User)
-	}
+	// The engine is built, not started: it acts on the database only.
+	m := master.New(master.Config{Identity: "cli"}, st, log)
+	plain, _, err := m.CreateToken(master.WithActor(ctx, "cli"), cfg.User, master.NewToken{Name: cfg.Name, ExpiresAt: cfg.ExpiresAt})
 	if err != nil {
+		switch master.KindOf(err) {
+		case master.KindInvalid:
+			return fmt.Errorf("token: %w", err) // names the field: name or expires_at
+		case master.KindNotFound, master.KindState:
+			return fmt.Errorf("--user: %s", master.Message(err))
+		}
 		return err
 	}
-	if u.Disabled {
-		return fmt.Errorf("--user: user %s is disabled: its tokens would be refused", cfg.User)
-	}
-	plain, hash, err := store.NewTokenValue()
-	if err != nil {
-		return err
-	}
-	if err := store.CreateToken(ctx, st.DB, &store.APIToken{Name: cfg.Name, TokenHash: hash, CreatedBy: u.Username, ExpiresAt: cfg.ExpiresAt}); err != nil {
-		return err
-	}
-	log.Info("API token created; it is printed once on stdout and cannot be shown again", "name", cfg.Name, "user", u.Username)
+	log.Info("API token created; it is printed once on stdout and cannot be shown again", "name", cfg.Name, "user", cfg.User)
 	if _, err := fmt.Fprintln(stdout, plain); err != nil {
 		return fmt.Errorf("print token: %w", err)
 	}
