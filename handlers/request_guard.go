@@ -34,18 +34,12 @@ const (
 // badTextMsg is the field error of text that holds NUL or invalid UTF-8.
 const badTextMsg = "holds a NUL byte or invalid UTF-8; nothing was changed"
 
-// guardRequest checks every request of the console and the open API before
-// its handler runs: multipart bodies are refused (no form needs them), bodies
-// get a limit that fits the route, checked on Content-Length first and then
-// while reading, and NUL bytes or invalid UTF-8 in the path, the query, form
-// fields and JSON strings are a 400 naming the field. The API workers call
-// has its own limits and per-run validation, so it is left alone.
-func (s *server) guardRequest(c *gin.Context) {
+// guardText checks the text of a console or open API request before its
+// handler runs: NUL bytes or invalid UTF-8 in the path, the path parameters or
+// the query are a 400 naming the field. The cluster API workers call has its
+// own per-run validation and is not behind it.
+func (s *server) guardText(c *gin.Context) {
 	req := c.Request
-	if strings.HasPrefix(req.URL.Path, "/api/worker/") {
-		c.Next()
-		return
-	}
 	if !validText(req.URL.Path) {
 		s.badText(c, "path")
 		return
@@ -65,68 +59,86 @@ func (s *server) guardRequest(c *gin.Context) {
 		s.badText(c, field)
 		return
 	}
-	if req.Body == nil || req.Body == http.NoBody || (req.ContentLength == 0 && req.Method == http.MethodGet) {
-		c.Next()
-		return
-	}
-	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	if strings.HasPrefix(mt, "multipart/") {
-		// Refused unread: net/http would otherwise buffer the parts to
-		// memory or disk before a handler could say no.
-		s.badInput(c, http.StatusUnsupportedMediaType, "body", "multipart bodies are not accepted; send a URL-encoded form or JSON")
-		return
-	}
-	limit := int64(maxFormBody)
-	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
-	switch {
-	case isTaskPath(req.URL.Path):
-		limit = maxTaskBody
-	case isJSON:
-		limit = maxOtherJSONBody
-	}
-	if req.ContentLength > limit {
-		s.badInput(c, http.StatusRequestEntityTooLarge, "body", "is larger than "+strconv.FormatInt(limit>>10, 10)+" KiB")
-		return
-	}
-	req.Body = http.MaxBytesReader(c.Writer, req.Body, limit)
-	switch {
-	case mt == "application/x-www-form-urlencoded":
-		if err := req.ParseForm(); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				s.badInput(c, http.StatusRequestEntityTooLarge, "body", "is larger than "+strconv.FormatInt(limit>>10, 10)+" KiB")
-				return
-			}
-			s.badInput(c, http.StatusBadRequest, "body", "is not a valid URL-encoded form")
-			return
-		}
-		if field, ok := badValues(req.PostForm); ok {
-			s.badText(c, field)
-			return
-		}
-	case isJSON:
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				s.badInput(c, http.StatusRequestEntityTooLarge, "body", "is larger than "+strconv.FormatInt(limit>>10, 10)+" KiB")
-				return
-			}
-			s.badInput(c, http.StatusBadRequest, "body", "could not be read")
-			return
-		}
-		if field, ok := badJSONString(body); ok {
-			s.badText(c, field)
-			return
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-	}
 	c.Next()
 }
 
-// isTaskPath reports whether a path takes a task definition.
-func isTaskPath(p string) bool {
-	return p == "/tasks" || strings.HasPrefix(p, "/tasks/") || p == "/api/v1/tasks" || strings.HasPrefix(p, "/api/v1/tasks/")
+// guardBody bounds and checks the body of the requests of one route group:
+// multipart bodies are refused (no form needs them); the body gets the
+// group's limit, checked on Content-Length first and then while reading; a
+// URL-encoded form is parsed and a JSON body read, and NUL bytes or invalid
+// UTF-8 in a form field or a JSON string are a 400 naming the field.
+func (s *server) guardBody(limit int64) gin.HandlerFunc {
+	tooLarge := "is larger than " + strconv.FormatInt(limit>>10, 10) + " KiB"
+	return func(c *gin.Context) {
+		req := c.Request
+		if req.Body == nil || req.Body == http.NoBody || (req.ContentLength == 0 && req.Method == http.MethodGet) {
+			c.Next()
+			return
+		}
+		mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		if strings.HasPrefix(mt, "multipart/") {
+			// Refused unread: net/http would otherwise buffer the parts to
+			// memory or disk before a handler could say no.
+			s.badInput(c, http.StatusUnsupportedMediaType, "body", "multipart bodies are not accepted; send a URL-encoded form or JSON")
+			return
+		}
+		if req.ContentLength > limit {
+			s.badInput(c, http.StatusRequestEntityTooLarge, "body", tooLarge)
+			return
+		}
+		req.Body = http.MaxBytesReader(c.Writer, req.Body, limit)
+		switch {
+		case mt == "application/x-www-form-urlencoded":
+			if err := req.ParseForm(); err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					s.badInput(c, http.StatusRequestEntityTooLarge, "body", tooLarge)
+					return
+				}
+				s.badInput(c, http.StatusBadRequest, "body", "is not a valid URL-encoded form")
+				return
+			}
+			if field, ok := badValues(req.PostForm); ok {
+				s.badText(c, field)
+				return
+			}
+		case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					s.badInput(c, http.StatusRequestEntityTooLarge, "body", tooLarge)
+					return
+				}
+				s.badInput(c, http.StatusBadRequest, "body", "could not be read")
+				return
+			}
+			if field, ok := badJSONString(body); ok {
+				s.badText(c, field)
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		c.Next()
+	}
+}
+
+// crossOrigin refuses unsafe cross-origin browser requests (a page of another
+// site posting with the user's session cookie) before anything else runs:
+// the console's and the open API's CSRF protection. Scripts and workers,
+// which send no browser fetch metadata, pass.
+func (s *server) crossOrigin(cop *http.CrossOriginProtection) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := cop.Check(c.Request); err != nil {
+			if wantsJSON(c) {
+				c.AbortWithStatusJSON(http.StatusForbidden, gin.H{"error": "cross-origin request refused"})
+				return
+			}
+			s.errorPage(c, http.StatusForbidden, "This request came from another site and was refused.")
+			return
+		}
+		c.Next()
+	}
 }
 
 // validText reports whether s is valid UTF-8 without NUL.

@@ -68,28 +68,39 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		r.ForwardedByClientIP = false
 	}
 	r.MaxMultipartMemory = 0 // multipart is refused before parsing anyway
-	r.Use(gin.Recovery(), securityHeaders, s.guardRequest)
+	r.Use(gin.Recovery(), securityHeaders)
+	cop := http.NewCrossOriginProtection()
 
+	// Each audience has its own chain, attached to its group: the order is
+	// text checks, then the body limit of the group, then who is asking.
+
+	// Probes and assets: open, bodiless.
 	staticFS, _ := fs.Sub(static.FS, ".")
 	r.StaticFS("/static", http.FS(staticFS))
 	r.GET("/health", s.masterHealth)
 	r.GET("/ready", s.masterReady)
-	// Prometheus metrics: read like the open API (bearer token or session).
-	r.GET("/metrics", s.requireUser(true), s.scrapeMetrics)
 
-	// Worker-to-master API: authenticated by cluster-key MAC or node secret.
-	r.POST(protocol.PathMasterRegister, s.registerWorker)
-	r.POST(protocol.PathMasterOffline, s.offlineWorker)
-	r.POST(protocol.PathMasterClaim, s.claimFire)
-	r.POST(protocol.PathMasterLock, s.claimFire) // the old path of claims, kept as an alias
-	r.POST(protocol.PathMasterRuns, s.reportRuns)
+	// Metrics: read like the open API (bearer token or session).
+	r.GET("/metrics", s.guardText, s.requireUser(true), s.scrapeMetrics)
 
-	// Console.
-	r.GET("/login", s.showLogin)
-	r.POST("/login", s.login)
-	r.POST("/logout", s.logout)
+	// Cluster API, called by workers: authenticated by cluster-key MAC or
+	// node secret in each handler, with its own body limits and per-run
+	// validation; no cookies, so no cross-origin check.
+	cluster := r.Group("/")
+	cluster.POST(protocol.PathMasterRegister, s.registerWorker)
+	cluster.POST(protocol.PathMasterOffline, s.offlineWorker)
+	cluster.POST(protocol.PathMasterClaim, s.claimFire)
+	cluster.POST(protocol.PathMasterLock, s.claimFire) // the old path of claims, kept as an alias
+	cluster.POST(protocol.PathMasterRuns, s.reportRuns)
 
-	ui := r.Group("/", s.requireUser(false))
+	// Console: pages, forms and htmx fragments, for people with a session.
+	console := r.Group("/", s.crossOrigin(cop), s.guardText)
+	open := console.Group("/", s.guardBody(maxFormBody))
+	open.GET("/login", s.showLogin)
+	open.POST("/login", s.login)
+	open.POST("/logout", s.logout)
+
+	ui := console.Group("/", s.guardBody(maxFormBody), s.requireUser(false))
 	ui.GET("/", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/dashboard") })
 	ui.GET("/nodes", s.listNodes)
 	ui.GET("/nodes/rows", s.nodeRows)
@@ -104,39 +115,19 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/nodes/:name/delete", s.requireAdmin, s.deleteNode)
 	ui.POST("/nodes/:name/reset-identity", s.requireAdmin, s.resetNode)
 	ui.POST("/nodes/:name/approve", s.requireAdmin, s.approveNode)
-	ui.GET("/tasks", s.listTasks)
+	ui.GET("/nodes/:name", s.showNode)
+	ui.GET("/nodes/:name/live", s.nodeLive)
 	ui.GET("/schedules/preview", s.schedulePreview)
-	ui.GET("/tasks/rows", s.taskRows)
-	ui.GET("/tasks/new", s.requireAdmin, s.showNewTask)
-	ui.POST("/tasks", s.requireAdmin, s.createTask)
-	ui.GET("/tasks/:id", s.showTask)
-	ui.GET("/tasks/:id/runs", s.taskRuns)
-	ui.GET("/tasks/:id/edit", s.requireAdmin, s.showEditTask)
-	ui.POST("/tasks/:id", s.requireAdmin, s.updateTask)
-	ui.POST("/tasks/:id/start", s.requireAdmin, s.startTask)
-	ui.POST("/tasks/:id/stop", s.requireAdmin, s.stopTask)
-	ui.POST("/tasks/:id/pause", s.requireAdmin, s.pauseTask)
-	ui.POST("/tasks/:id/resume", s.requireAdmin, s.resumeTask)
-	ui.POST("/tasks/:id/run", s.requireAdmin, s.runTask)
-	ui.POST("/tasks/:id/delete", s.requireAdmin, s.deleteTask)
-	// bulk actions and clone
-	ui.POST("/tasks/bulk", s.requireAdmin, s.bulkTasks)
-	ui.GET("/tasks/:id/clone", s.requireAdmin, s.showCloneTask)
+	ui.GET("/runs", s.listRuns)
+	ui.GET("/runs/live", s.runListLive)
 	ui.GET("/runs/:id", s.showRun)
 	ui.GET("/runs/:id/live", s.runLive)
 	ui.POST("/runs/:id/kill", s.requireAdmin, s.killRun)
-	// runs and node pages
-	ui.GET("/runs", s.listRuns)
-	ui.GET("/runs/live", s.runListLive)
-	ui.GET("/nodes/:name", s.showNode)
-	ui.GET("/nodes/:name/live", s.nodeLive)
 	ui.GET("/tokens", s.listTokens)
 	ui.POST("/tokens", s.requireAdmin, s.createToken)
 	ui.POST("/tokens/:id/revoke", s.requireAdmin, s.revokeToken)
-	// dashboard routes
 	ui.GET("/dashboard", s.showDashboard)
 	ui.GET("/dashboard/live", s.dashboardLive)
-	// users routes
 	ui.GET("/users", s.listUsers)
 	ui.POST("/users", s.requireAdmin, s.createUser)
 	ui.GET("/users/:username/edit", s.requireAdmin, s.showEditUser)
@@ -147,13 +138,10 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.GET("/account", s.showAccount) // one's own account: viewers too
 	ui.POST("/account/password", s.changeOwnPassword)
 	ui.POST("/account/email", s.changeOwnEmail)
-	// settings routes
 	ui.GET("/settings", s.showSettings)
 	ui.POST("/settings", s.requireAdmin, s.saveSettings)
 	ui.POST("/settings/test", s.requireAdmin, s.testNotifications)
-	// events routes
 	ui.GET("/events", s.listEvents)
-	// delayed task routes
 	ui.GET("/delayed", s.listDelayed)
 	ui.GET("/delayed/rows", s.delayedRows)
 	ui.GET("/delayed/new", s.requireAdmin, s.showNewDelayed)
@@ -162,8 +150,28 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.GET("/delayed/:id/live", s.delayedLive)
 	ui.POST("/delayed/:id/cancel", s.requireAdmin, s.cancelDelayed)
 
-	// Open API.
-	api := r.Group("/api/v1", s.requireUser(true))
+	// Console task forms carry whole task definitions: a larger body.
+	uiTasks := console.Group("/tasks", s.guardBody(maxTaskBody), s.requireUser(false))
+	uiTasks.GET("", s.listTasks)
+	uiTasks.GET("/rows", s.taskRows)
+	uiTasks.GET("/new", s.requireAdmin, s.showNewTask)
+	uiTasks.POST("", s.requireAdmin, s.createTask)
+	uiTasks.POST("/bulk", s.requireAdmin, s.bulkTasks)
+	uiTasks.GET("/:id", s.showTask)
+	uiTasks.GET("/:id/runs", s.taskRuns)
+	uiTasks.GET("/:id/edit", s.requireAdmin, s.showEditTask)
+	uiTasks.GET("/:id/clone", s.requireAdmin, s.showCloneTask)
+	uiTasks.POST("/:id", s.requireAdmin, s.updateTask)
+	uiTasks.POST("/:id/start", s.requireAdmin, s.startTask)
+	uiTasks.POST("/:id/stop", s.requireAdmin, s.stopTask)
+	uiTasks.POST("/:id/pause", s.requireAdmin, s.pauseTask)
+	uiTasks.POST("/:id/resume", s.requireAdmin, s.resumeTask)
+	uiTasks.POST("/:id/run", s.requireAdmin, s.runTask)
+	uiTasks.POST("/:id/delete", s.requireAdmin, s.deleteTask)
+
+	// Open JSON API, for scripts: a bearer token (or a session).
+	apiBase := r.Group("/api/v1", s.crossOrigin(cop), s.guardText)
+	api := apiBase.Group("", s.guardBody(maxOtherJSONBody), s.requireUser(true))
 	api.GET("/nodes", s.apiListNodes)
 	api.POST("/nodes", s.requireAdmin, s.apiCreateNode)
 	api.GET("/nodes/:name", s.apiGetNode)
@@ -174,47 +182,44 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.DELETE("/nodes/:name", s.requireAdmin, s.apiDeleteNode)
 	api.POST("/nodes/:name/reset-identity", s.requireAdmin, s.apiResetNode)
 	api.POST("/nodes/:name/approve", s.requireAdmin, s.apiApproveNode)
-	api.GET("/tasks", s.apiListTasks)
 	api.GET("/schedules/preview", s.apiSchedulePreview)
-	api.POST("/tasks", s.requireAdmin, s.apiCreateTask)
-	api.GET("/tasks/:id", s.apiGetTask)
-	api.PUT("/tasks/:id", s.requireAdmin, s.apiUpdateTask)
-	api.DELETE("/tasks/:id", s.requireAdmin, s.apiDeleteTask)
-	api.POST("/tasks/:id/start", s.requireAdmin, s.apiStartTask)
-	api.POST("/tasks/:id/stop", s.requireAdmin, s.apiStopTask)
-	api.POST("/tasks/:id/pause", s.requireAdmin, s.apiPauseTask)
-	api.POST("/tasks/:id/resume", s.requireAdmin, s.apiResumeTask)
-	api.POST("/tasks/:id/run", s.requireAdmin, s.apiRunTask)
-	api.GET("/tasks/:id/runs", s.apiListRuns)
-	// bulk actions and clone
-	api.POST("/tasks/bulk", s.requireAdmin, s.apiBulkTasks)
-	api.POST("/tasks/:id/clone", s.requireAdmin, s.apiCloneTask)
+	api.GET("/runs", s.apiSearchRuns)
 	api.GET("/runs/:id", s.apiGetRun)
 	api.GET("/runs/:id/output", s.apiRunOutput)
 	api.POST("/runs/:id/kill", s.requireAdmin, s.apiKillRun)
-	api.GET("/runs", s.apiSearchRuns)
-	// users API routes
 	api.GET("/users", s.apiListUsers)
 	api.GET("/users/:username", s.apiGetUser)
 	api.POST("/users", s.requireAdmin, s.apiCreateUser)
 	api.PATCH("/users/:username", s.requireAdmin, s.apiPatchUser)
-	// API token routes
 	api.GET("/tokens", s.apiListTokens)
 	api.POST("/tokens", s.requireAdmin, s.apiCreateToken)
 	api.DELETE("/tokens/:id", s.requireAdmin, s.apiRevokeToken)
-	// events API routes
 	api.GET("/events", s.apiListEvents)
-	// delayed task API routes
 	api.POST("/delayed", s.requireAdmin, s.apiCreateDelayed)
 	api.GET("/delayed", s.apiListDelayed)
 	api.GET("/delayed/:id", s.apiGetDelayed)
 	api.DELETE("/delayed/:id", s.requireAdmin, s.apiCancelDelayed)
 	api.POST("/delayed/:id/cancel", s.requireAdmin, s.apiCancelDelayed)
 
-	r.NoRoute(s.notFound)
+	apiTasks := apiBase.Group("/tasks", s.guardBody(maxTaskBody), s.requireUser(true))
+	apiTasks.GET("", s.apiListTasks)
+	apiTasks.POST("", s.requireAdmin, s.apiCreateTask)
+	apiTasks.POST("/bulk", s.requireAdmin, s.apiBulkTasks)
+	apiTasks.GET("/:id", s.apiGetTask)
+	apiTasks.PUT("/:id", s.requireAdmin, s.apiUpdateTask)
+	apiTasks.DELETE("/:id", s.requireAdmin, s.apiDeleteTask)
+	apiTasks.POST("/:id/start", s.requireAdmin, s.apiStartTask)
+	apiTasks.POST("/:id/stop", s.requireAdmin, s.apiStopTask)
+	apiTasks.POST("/:id/pause", s.requireAdmin, s.apiPauseTask)
+	apiTasks.POST("/:id/resume", s.requireAdmin, s.apiResumeTask)
+	apiTasks.POST("/:id/run", s.requireAdmin, s.apiRunTask)
+	apiTasks.POST("/:id/clone", s.requireAdmin, s.apiCloneTask)
+	apiTasks.GET("/:id/runs", s.apiListRuns)
 
-	cop := http.NewCrossOriginProtection()
-	return cop.Handler(r), nil
+	// Anything else: a 404 in the caller's language (page or JSON), after
+	// the same text checks as the console.
+	r.NoRoute(s.guardText, s.notFound)
+	return r, nil
 }
 
 // securityHeaders sets a strict CSP (no inline script or style) and friends.

@@ -122,8 +122,13 @@ func TestScheduleRefusals(t *testing.T) {
 			d.Schedule = protocol.Schedule{Kind: "interval", Every: protocol.Duration(-time.Second)}
 		}, "schedule.every"},
 		{"interval past the window", func(d *protocol.TaskDef) {
+			// A 30-minute window starting just after an hour: an hourly
+			// interval (counted from the epoch) has no fire in it, whatever
+			// the time the test runs at.
+			start := now.Truncate(time.Hour).Add(3*time.Hour + time.Second)
+			end := start.Add(30 * time.Minute)
 			d.Schedule = protocol.Schedule{Kind: "interval", Every: protocol.Duration(time.Hour)}
-			d.EndAt = &soon
+			d.StartAt, d.EndAt = &start, &end
 		}, "schedule.every"},
 		{"cron past the window", func(d *protocol.TaskDef) {
 			d.Schedule.Cron = "0 0 1 1 *"
