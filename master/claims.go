@@ -58,7 +58,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	}
 	// Counted as background work, so Stop waits for the claim's database
 	// writes before the store closes.
-	done, ok := m.track()
+	done, ok := m.life.track()
 	if !ok {
 		return protocol.ClaimResponse{}, Errorf(KindState, "the master is stopping")
 	}
@@ -109,7 +109,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 		}
 	}
 	// The write must not be torn by a request that goes away: it is short.
-	wctx, cancel := m.detached(ctx, 10*time.Second)
+	wctx, cancel := m.life.detached(ctx, 10*time.Second)
 	defer cancel()
 	winner, err = store.ClaimFire(wctx, m.st.DB, t.ID, fire, node.Name)
 	return claimAnswer(node.Name, winner, err)
@@ -150,7 +150,7 @@ func (m *Master) awaitClaim(ctx context.Context, taskID string, fire, deadline t
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-m.ctx.Done():
+		case <-m.life.ctx.Done():
 			return "", Errorf(KindState, "the master is stopping")
 		case <-tick.C:
 		case <-time.After(left):

@@ -307,7 +307,7 @@ func (m *Master) CreateDelayed(ctx context.Context, in DelayedInput, by string) 
 	now := time.Now()
 	row, err := m.checkDelayedInput(ctx, &in, now)
 	if err != nil {
-		m.event(ctx, "delayed.create", store.TargetDelayed, "", err, in.SourceApp+"/"+in.Topic+"/"+in.ContentKey)
+		m.events.record(ctx, "delayed.create", store.TargetDelayed, "", err, in.SourceApp+"/"+in.Topic+"/"+in.ContentKey)
 		return nil, false, err
 	}
 	row.CreatedBy = by
@@ -321,7 +321,7 @@ func (m *Master) CreateDelayed(ctx context.Context, in DelayedInput, by string) 
 		return &d, false, nil
 	}
 	m.log.Info("delayed task created", "delayed", d.ID, "source_app", d.SourceApp, "topic", d.Topic, "due", d.DueAt, "by", by)
-	m.event(ctx, "delayed.create", store.TargetDelayed, d.ID, nil,
+	m.events.record(ctx, "delayed.create", store.TargetDelayed, d.ID, nil,
 		fmt.Sprintf("%s/%s/%s due %s", d.SourceApp, d.Topic, d.ContentKey, d.DueAt.Format(time.RFC3339)))
 	m.pokeDelayed(d.DueAt)
 	return &d, true, nil
@@ -378,7 +378,7 @@ func (m *Master) DelayedRuns(ctx context.Context, id string, limit, offset int) 
 // CancelDelayed cancels a pending delayed task. A running one (being sent
 // now) or a finished one cannot be cancelled: KindState with a sentence.
 func (m *Master) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err error) {
-	defer func() { m.event(ctx, "delayed.cancel", store.TargetDelayed, id, err, "") }()
+	defer func() { m.events.record(ctx, "delayed.cancel", store.TargetDelayed, id, err, "") }()
 	err = store.CancelDelayed(ctx, m.st.DB, id, time.Now())
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return nil, err

@@ -58,7 +58,7 @@ func (m *Master) delayedLoop(ctx context.Context) {
 		case <-m.delayedWake():
 		}
 		m.delayed.armed.Store(0)
-		fence := m.fence()
+		fence := m.lease.fence()
 		if fence == nil {
 			epoch = 0
 			continue
@@ -306,7 +306,7 @@ func (m *Master) unclaim(ctx context.Context, s sending) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	w := &s.row
-	if fence := m.fence(); fence != nil {
+	if fence := m.lease.fence(); fence != nil {
 		err := store.UnclaimDelayed(ctx, m.st.DB, w.ID, w.Dispatches, s.at, s.first, fence)
 		if err == nil {
 			err = store.SetDispatchOutcome(ctx, m.st.DB, w.ID, w.Dispatches, "unsent")
@@ -354,7 +354,7 @@ func (m *Master) send(ctx context.Context, cfg DelayedConfig, s sending) {
 	}
 	why := "sending to node " + w.Node + " failed: " + Message(err)
 	m.log.Warn("delayed task not taken by its worker; another pick follows", "delayed", w.ID, "node", w.Node, "err", err)
-	m.giveBack(ctx, cfg, w, "refused", why, m.fence())
+	m.giveBack(ctx, cfg, w, "refused", why, m.lease.fence())
 }
 
 // notSent reports whether a failed sending certainly did not reach the
@@ -472,7 +472,7 @@ func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *
 			if m.giveBack(ctx, cfg, o, "lost", why, fence) {
 				progress = true
 				m.log.Warn("delayed task reassigned", "delayed", o.ID, "node", o.Node, "why", why)
-				m.event(ctx, "delayed.reassign", store.TargetDelayed, o.ID, nil, why)
+				m.events.record(ctx, "delayed.reassign", store.TargetDelayed, o.ID, nil, why)
 			}
 		}
 		if len(over) < cfg.Batch || !progress {

@@ -237,12 +237,12 @@ func (m *Master) delayedFailed(ctx context.Context, id string, run *store.Run) {
 	if run != nil {
 		detail = fmt.Sprintf("failed for good after attempt %d: %s", run.Attempt, runFailure(*run))
 	}
-	m.event(WithActor(ctx, ActorDelayed), "delayed.fail", store.TargetDelayed, id, nil, detail)
+	m.events.record(WithActor(ctx, ActorDelayed), "delayed.fail", store.TargetDelayed, id, nil, detail)
 	m.log.Warn("delayed task failed", "delayed", id, "detail", detail)
 	m.delayed.notifyOnce.Do(func() {
 		m.delayed.notifyQ = make(chan delayedFailure, notifyQueueSize)
 		for range 2 {
-			m.goBackground(m.serveDelayedNotifications)
+			m.life.goBackground(m.serveDelayedNotifications)
 		}
 	})
 	select {

@@ -2,9 +2,12 @@ package master
 
 import (
 	"context"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -53,11 +56,20 @@ func HideEmails(s string) string {
 	return emailLike.ReplaceAllString(s, HiddenEmail)
 }
 
-// event records an action in the event log without ever failing the action.
-func (m *Master) event(ctx context.Context, action, targetType, target string, err error, detail string) {
+// eventLog records what people, workers and the engine's duties did: every
+// part of the engine writes through it, so every action leaves an event the
+// same way.
+type eventLog struct {
+	db     bun.IDB
+	master string // the identity of the master that recorded it
+	log    *slog.Logger
+}
+
+// record writes an action to the event log without ever failing the action.
+func (l *eventLog) record(ctx context.Context, action, targetType, target string, err error, detail string) {
 	e := &store.Event{
 		At: time.Now(), Actor: ActorFrom(ctx), Action: action, TargetType: targetType, Target: target,
-		Outcome: store.OutcomeOK, Detail: detail, Master: m.cfg.Identity,
+		Outcome: store.OutcomeOK, Detail: detail, Master: l.master,
 	}
 	if err != nil {
 		e.Outcome = store.OutcomeError
@@ -70,7 +82,7 @@ func (m *Master) event(ctx context.Context, action, targetType, target string, e
 	// The action happened even if its request is gone: write with a fresh deadline.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if werr := store.AddEvent(wctx, m.st.DB, e); werr != nil {
-		m.log.Error("event log: record failed", "action", action, "target", target, "actor", e.Actor, "err", werr)
+	if werr := store.AddEvent(wctx, l.db, e); werr != nil {
+		l.log.Error("event log: record failed", "action", action, "target", target, "actor", e.Actor, "err", werr)
 	}
 }

@@ -41,10 +41,10 @@ func probeTargets(nodes []store.Node, includeOffline bool) []store.Node {
 func (m *Master) Sweep(ctx context.Context) SweepResult {
 	start := time.Now()
 	hc := m.HealthConfig()
-	fence := m.fence()
+	fence := m.lease.fence()
 	if fence == nil {
-		m.maintainLease(ctx)
-		if fence = m.fence(); fence == nil {
+		m.lease.maintain(ctx)
+		if fence = m.lease.fence(); fence == nil {
 			return SweepResult{}
 		}
 	}
@@ -54,8 +54,8 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		return SweepResult{}
 	}
 	// The master is alive if it sweeps.
-	m.heartbeat(ctx)
-	m.markStaleMasters(ctx, nodes, fence)
+	m.lease.heartbeat(ctx)
+	m.lease.markStaleMasters(ctx, nodes, fence)
 	n := m.sweeps.Add(1)
 	if n%100 == 1 {
 		// Fire claims matter for minutes; keep a day for inspection.
@@ -108,7 +108,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 					m.log.Error("health sweep: record failure", "node", node.Name, "err", ferr)
 				} else if off {
 					m.log.Warn("node offline: health checks failed", "node", node.Name, "failures", hc.MaxFailures, "err", err)
-					m.event(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, node.Name, nil,
+					m.events.record(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, node.Name, nil,
 						fmt.Sprintf("offline after %d failed health checks: %s", hc.MaxFailures, shortReason(err)))
 				}
 			case node.Status != store.StatusOffline && h.BootID == node.BootID:
@@ -172,7 +172,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 					m.log.Error("recover: mark restarted worker", "node", name, "err", err)
 				}
 				if err == nil {
-					m.event(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, name, nil,
+					m.events.record(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, name, nil,
 						"worker restarted; waiting for it to register again")
 				}
 			}
@@ -209,7 +209,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 		}
 	}
 	m.log.Info("node recovered", "node", name, "status", want.String(), "restarted", restarted)
-	m.event(WithActor(ctx, ActorHealthChecker), "node.recover", store.TargetNode, name, nil,
+	m.events.record(WithActor(ctx, ActorHealthChecker), "node.recover", store.TargetNode, name, nil,
 		fmt.Sprintf("answers again; back to %s (restarted: %t)", want, restarted))
 	return true
 }

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -16,17 +21,64 @@ type leaseState struct {
 	until time.Time
 }
 
-// leaseTTL is how long a renewal holds the lease: three health intervals,
-// so one or two missed ticks do not cost the leadership.
-func (m *Master) leaseTTL() time.Duration { return 3 * m.HealthConfig().Interval }
+// leaseKeeper is the duty that keeps this master's node row alive and the
+// cluster lease held or contested: every health interval it heartbeats and
+// renews or takes the lease, apart from the sweeps so that a long sweep never
+// lets the lease lapse. Only the leader sweeps health, runs retention and
+// re-pushes tasks after its election.
+type leaseKeeper struct {
+	db       bun.IDB
+	identity string
+	host     string // advertised host:port of the master's node row
+	bootID   string
+	log      *slog.Logger
+	events   *eventLog
+	// interval is the health interval in force: the lease lasts three of them.
+	interval func() time.Duration
+	// elected runs when this master has just taken the lease (re-push tasks).
+	elected func()
 
-// IsLeader reports whether this master holds the cluster lease now: only the
-// leader sweeps health, runs retention and re-pushes tasks after its election.
-func (m *Master) IsLeader() bool { return m.LeaderEpoch() > 0 }
+	state atomic.Pointer[leaseState]
+	// mu serialises the attempts to renew or take the lease; tried says
+	// whether this process has made one.
+	mu    sync.Mutex
+	tried bool
+	// fenced is set while the heartbeat finds the node row held by another
+	// master process: this one must not be sent traffic (see ready).
+	fenced atomic.Bool
+	// clash says why this master has no node row: a worker registered its
+	// name first (nil when there is none).
+	clash atomic.Pointer[string]
 
-// LeaderEpoch is the epoch under which this master leads, 0 when it does not.
-func (m *Master) LeaderEpoch() int64 {
-	s := m.lease.Load()
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// leaseConfig is what a leaseKeeper needs.
+type leaseConfig struct {
+	DB       bun.IDB
+	Identity string
+	Host     string
+	BootID   string
+	Log      *slog.Logger
+	Events   *eventLog
+	Interval func() time.Duration
+	Elected  func()
+}
+
+// newLeaseKeeper builds the lease duty; Start runs it.
+func newLeaseKeeper(c leaseConfig) *leaseKeeper {
+	return &leaseKeeper{db: c.DB, identity: c.Identity, host: c.Host, bootID: c.BootID, log: c.Log, events: c.Events,
+		interval: c.Interval, elected: c.Elected}
+}
+
+// ttl is how long a renewal holds the lease: three health intervals, so one
+// or two missed ticks do not cost the leadership.
+func (l *leaseKeeper) ttl() time.Duration { return 3 * l.interval() }
+
+// epoch is the epoch under which this master leads, 0 when it does not.
+func (l *leaseKeeper) epoch() int64 {
+	s := l.state.Load()
 	if s == nil || !time.Now().Before(s.until) {
 		return 0
 	}
@@ -35,184 +87,213 @@ func (m *Master) LeaderEpoch() int64 {
 
 // fence is the condition of this master's writes as leader, nil when it does
 // not lead.
-func (m *Master) fence() *store.Fence {
-	epoch := m.LeaderEpoch()
+func (l *leaseKeeper) fence() *store.Fence {
+	epoch := l.epoch()
 	if epoch == 0 {
 		return nil
 	}
-	return &store.Fence{Lease: store.ClusterLease, Holder: m.cfg.Identity, Epoch: epoch}
+	return &store.Fence{Lease: store.ClusterLease, Holder: l.identity, Epoch: epoch}
 }
 
-// Leader names the master holding the cluster lease, "" when it has expired
+// holder names the master holding the cluster lease, "" when it has expired
 // (a failover is under way). Every master answers the same, from the database.
-func (m *Master) Leader(ctx context.Context) (string, error) {
-	l, err := store.GetLease(ctx, m.st.DB, store.ClusterLease)
+func (l *leaseKeeper) holder(ctx context.Context) (string, error) {
+	ls, err := store.GetLease(ctx, l.db, store.ClusterLease)
 	if err != nil {
 		return "", err
 	}
-	if !l.ExpiresAt.After(time.Now()) {
+	if !ls.ExpiresAt.After(time.Now()) {
 		return "", nil
 	}
-	return l.Holder, nil
+	return ls.Holder, nil
 }
 
-// maintainLease renews the cluster lease when this master holds it, or takes
-// it over when it has expired. It reports whether this master has just been
-// elected, so the caller does what a new leader does first (re-push tasks).
-func (m *Master) maintainLease(ctx context.Context) (elected bool) {
-	m.leaseMu.Lock()
-	defer m.leaseMu.Unlock()
-	now, ttl := time.Now(), m.leaseTTL()
-	if cur := m.lease.Load(); cur != nil {
-		err := store.RenewLease(ctx, m.st.DB, store.ClusterLease, m.cfg.Identity, cur.epoch, now, ttl)
-		if err == nil {
-			m.lease.Store(&leaseState{epoch: cur.epoch, until: now.Add(ttl)})
-			return false
+// Start begins the duty: the node row is checked and written, the lease
+// contested once at once (elected reports whether this master won it, so
+// the first sweep runs as leader, as a lone master's did), then the loop
+// runs until Stop. checkFree refuses an identity a live master heartbeats.
+func (l *leaseKeeper) Start(ctx context.Context, checkFree bool) (elected bool, err error) {
+	if checkFree {
+		if err := l.checkIdentityFree(ctx); err != nil {
+			return false, err
 		}
-		if !errors.Is(err, store.ErrConflict) {
-			// Keep the state: it lapses by itself at until if the database stays away.
-			m.log.Error("renew the cluster lease", "err", err)
-			return false
-		}
-		m.lease.Store(nil)
-		m.log.Warn("lost the cluster lease: another master took it over", "epoch", cur.epoch)
 	}
-	l, err := store.GetLease(ctx, m.st.DB, store.ClusterLease)
-	if err != nil {
-		m.log.Error("read the cluster lease", "err", err)
-		return false
+	if err := l.registerSelf(ctx); err != nil {
+		return false, err
 	}
-	// The first attempt of a process may take the lease from its own name: the
-	// holder is a previous process of this master (killed, so it did not
-	// release it), and waiting for the expiry would only delay health sweeps.
-	ownStale := !m.leaseTried
-	m.leaseTried = true
-	if l.ExpiresAt.After(now) && !(ownStale && l.Holder == m.cfg.Identity) {
-		return false
-	}
-	epoch, err := store.TakeLease(ctx, m.st.DB, store.ClusterLease, m.cfg.Identity, l.Epoch, ownStale, now, ttl)
-	if err != nil {
-		if !errors.Is(err, store.ErrConflict) {
-			m.log.Error("take the cluster lease", "err", err)
-		}
-		return false // another master won it
-	}
-	m.lease.Store(&leaseState{epoch: epoch, until: now.Add(ttl)})
-	m.log.Info("leader: took the cluster lease", "epoch", epoch, "previous", l.Holder)
-	return true
+	elected = l.maintain(ctx)
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.cancel, l.done = cancel, make(chan struct{})
+	go l.loop(lctx)
+	return elected, nil
 }
 
-// heartbeat records that this master is alive on its own node row.
-func (m *Master) heartbeat(ctx context.Context) {
-	if m.clash.Load() != nil {
-		if err := m.registerSelf(ctx); err != nil {
-			m.log.Error("master heartbeat: register self", "err", err)
-		}
-		if m.clash.Load() != nil {
-			return // still taken: said once, checked every interval
-		}
+// Stop ends the loop, then gives the lease up so that another master takes
+// over at its next tick instead of after the expiry.
+func (l *leaseKeeper) Stop(ctx context.Context) {
+	if l.cancel != nil {
+		l.cancel()
+		<-l.done
 	}
-	err := store.HeartbeatMaster(ctx, m.st.DB, m.cfg.Identity, m.bootID, time.Now())
-	m.fenced.Store(errors.Is(err, store.ErrConflict))
-	if errors.Is(err, store.ErrConflict) {
-		m.log.Error("master heartbeat: the node row of this identity belongs to another master process", "identity", m.cfg.Identity)
-	} else if err != nil {
-		m.log.Error("master heartbeat", "err", err)
-	}
+	l.release(ctx)
 }
 
-// leaseLoop heartbeats and keeps the lease every health interval, apart from
-// the sweeps so that a long sweep never lets the lease lapse. A master elected
-// here re-pushes the running workers' tasks, as the old leader may have died
-// between a change and its push.
-func (m *Master) leaseLoop(ctx context.Context) {
+// loop heartbeats and keeps the lease every health interval. A master
+// elected here calls elected, as the old leader may have died between a
+// change and its push.
+func (l *leaseKeeper) loop(ctx context.Context) {
+	defer close(l.done)
 	for {
-		t := time.NewTimer(m.HealthConfig().Interval)
+		t := time.NewTimer(l.interval())
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		m.heartbeat(ctx)
-		if m.maintainLease(ctx) {
-			m.goBackground(m.repushTasks)
+		l.heartbeat(ctx)
+		if l.maintain(ctx) && l.elected != nil {
+			l.elected()
 		}
 	}
 }
 
-// releaseLease gives the lease up on Stop so another master takes over at its
-// next tick instead of after the expiry.
-func (m *Master) releaseLease(ctx context.Context) {
-	m.leaseMu.Lock()
-	defer m.leaseMu.Unlock()
-	cur := m.lease.Swap(nil)
+// maintain renews the cluster lease when this master holds it, or takes it
+// over when it has expired. It reports whether this master has just been
+// elected.
+func (l *leaseKeeper) maintain(ctx context.Context) (elected bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now, ttl := time.Now(), l.ttl()
+	if cur := l.state.Load(); cur != nil {
+		err := store.RenewLease(ctx, l.db, store.ClusterLease, l.identity, cur.epoch, now, ttl)
+		if err == nil {
+			l.state.Store(&leaseState{epoch: cur.epoch, until: now.Add(ttl)})
+			return false
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			// Keep the state: it lapses by itself at until if the database stays away.
+			l.log.Error("renew the cluster lease", "err", err)
+			return false
+		}
+		l.state.Store(nil)
+		l.log.Warn("lost the cluster lease: another master took it over", "epoch", cur.epoch)
+	}
+	ls, err := store.GetLease(ctx, l.db, store.ClusterLease)
+	if err != nil {
+		l.log.Error("read the cluster lease", "err", err)
+		return false
+	}
+	// The first attempt of a process may take the lease from its own name: the
+	// holder is a previous process of this master (killed, so it did not
+	// release it), and waiting for the expiry would only delay health sweeps.
+	ownStale := !l.tried
+	l.tried = true
+	if ls.ExpiresAt.After(now) && !(ownStale && ls.Holder == l.identity) {
+		return false
+	}
+	epoch, err := store.TakeLease(ctx, l.db, store.ClusterLease, l.identity, ls.Epoch, ownStale, now, ttl)
+	if err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			l.log.Error("take the cluster lease", "err", err)
+		}
+		return false // another master won it
+	}
+	l.state.Store(&leaseState{epoch: epoch, until: now.Add(ttl)})
+	l.log.Info("leader: took the cluster lease", "epoch", epoch, "previous", ls.Holder)
+	return true
+}
+
+// heartbeat records that this master is alive on its own node row.
+func (l *leaseKeeper) heartbeat(ctx context.Context) {
+	if l.clash.Load() != nil {
+		if err := l.registerSelf(ctx); err != nil {
+			l.log.Error("master heartbeat: register self", "err", err)
+		}
+		if l.clash.Load() != nil {
+			return // still taken: said once, checked every interval
+		}
+	}
+	err := store.HeartbeatMaster(ctx, l.db, l.identity, l.bootID, time.Now())
+	l.fenced.Store(errors.Is(err, store.ErrConflict))
+	if errors.Is(err, store.ErrConflict) {
+		l.log.Error("master heartbeat: the node row of this identity belongs to another master process", "identity", l.identity)
+	} else if err != nil {
+		l.log.Error("master heartbeat", "err", err)
+	}
+}
+
+// release gives the lease up, if this master holds it.
+func (l *leaseKeeper) release(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.state.Swap(nil)
 	if cur == nil {
 		return
 	}
-	if err := store.ReleaseLease(ctx, m.st.DB, store.ClusterLease, m.cfg.Identity, cur.epoch); err != nil {
-		m.log.Error("release the cluster lease", "err", err)
+	if err := store.ReleaseLease(ctx, l.db, store.ClusterLease, l.identity, cur.epoch); err != nil {
+		l.log.Error("release the cluster lease", "err", err)
 	}
 }
 
 // checkIdentityFree refuses to start under an identity whose node row a live
 // master process heartbeats: two masters sharing one row would hide each
 // other's death.
-func (m *Master) checkIdentityFree(ctx context.Context) error {
-	n, err := store.GetNode(ctx, m.st.DB, m.cfg.Identity)
+func (l *leaseKeeper) checkIdentityFree(ctx context.Context) error {
+	n, err := store.GetNode(ctx, l.db, l.identity)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("master: check identity: %w", err)
 	}
-	stale := m.leaseTTL()
-	if n.Type != store.TypeMaster || n.Status == store.StatusOffline || n.BootID == m.bootID ||
+	stale := l.ttl()
+	if n.Type != store.TypeMaster || n.Status == store.StatusOffline || n.BootID == l.bootID ||
 		n.LastSeen.IsZero() || time.Since(n.LastSeen) >= stale {
 		return nil
 	}
 	return fmt.Errorf("%w: master %q heartbeat %s ago from %s (boot id %s); give this master another --identity, or wait %s after that one stops",
-		ErrIdentityInUse, m.cfg.Identity, time.Since(n.LastSeen).Round(time.Millisecond), n.Host, n.BootID, stale)
+		ErrIdentityInUse, l.identity, time.Since(n.LastSeen).Round(time.Millisecond), n.Host, n.BootID, stale)
 }
 
 // markStaleMasters takes offline, as leader, every other master whose
 // heartbeat is older than the lease: it died without marking itself offline.
-func (m *Master) markStaleMasters(ctx context.Context, nodes []store.Node, fence *store.Fence) {
-	cutoff := time.Now().Add(-m.leaseTTL())
+func (l *leaseKeeper) markStaleMasters(ctx context.Context, nodes []store.Node, fence *store.Fence) {
+	cutoff := time.Now().Add(-l.ttl())
 	for _, n := range nodes {
-		if n.Type != store.TypeMaster || n.Name == m.cfg.Identity || n.Status == store.StatusOffline || !n.LastSeen.Before(cutoff) {
+		if n.Type != store.TypeMaster || n.Name == l.identity || n.Status == store.StatusOffline || !n.LastSeen.Before(cutoff) {
 			continue
 		}
 		reason := "master heartbeat stale since " + n.LastSeen.UTC().Format(time.RFC3339)
-		err := store.MarkMasterStale(ctx, m.st.DB, n.Name, cutoff, reason, fence)
+		err := store.MarkMasterStale(ctx, l.db, n.Name, cutoff, reason, fence)
 		if errors.Is(err, store.ErrConflict) {
 			continue // it heartbeat meanwhile, or this master lost the lease
 		}
 		if err != nil {
-			m.log.Error("health sweep: mark stale master offline", "node", n.Name, "err", err)
+			l.log.Error("health sweep: mark stale master offline", "node", n.Name, "err", err)
 			continue
 		}
-		m.log.Warn("master offline: heartbeat stale", "node", n.Name, "last_seen", n.LastSeen)
-		m.event(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, n.Name, nil, reason)
+		l.log.Warn("master offline: heartbeat stale", "node", n.Name, "last_seen", n.LastSeen)
+		l.events.record(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, n.Name, nil, reason)
 	}
 }
 
 // readyTimeout bounds the database ping of a readiness probe.
 const readyTimeout = 2 * time.Second
 
-// Ready says whether this master should be sent traffic: nil when its
+// ready says whether this master should be sent traffic: nil when its
 // database answers within readyTimeout and no other master process holds its
 // identity; else an error whose sentence says which.
-func (m *Master) Ready(ctx context.Context) error {
-	if msg := m.clash.Load(); msg != nil {
+func (l *leaseKeeper) ready(ctx context.Context, ping func(context.Context) error) error {
+	if msg := l.clash.Load(); msg != nil {
 		return Errorf(KindState, "%s", *msg)
 	}
-	if m.fenced.Load() {
-		return Errorf(KindState, "master %s is fenced: another master process heartbeats its identity", m.cfg.Identity)
+	if l.fenced.Load() {
+		return Errorf(KindState, "master %s is fenced: another master process heartbeats its identity", l.identity)
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	if err := m.st.DB.PingContext(ctx); err != nil {
+	if err := ping(ctx); err != nil {
 		return wrapf(KindState, err, "the database is unreachable; retrying")
 	}
 	return nil
@@ -222,30 +303,30 @@ func (m *Master) Ready(ctx context.Context) error {
 // name first (case-insensitively), the master still starts: it says why the
 // name clashes, in its log, the event log and /ready, and takes its row as
 // soon as an admin deletes that worker node (heartbeat retries).
-func (m *Master) registerSelf(ctx context.Context) error {
+func (l *leaseKeeper) registerSelf(ctx context.Context) error {
 	self := &store.Node{
-		Name: m.cfg.Identity, Type: store.TypeMaster, Protocol: "http", Host: m.cfg.AdvertiseHost,
-		BootID: m.bootID, Priority: 0, MaxConcurrency: 1, MachineName: hostname(),
+		Name: l.identity, Type: store.TypeMaster, Protocol: "http", Host: l.host,
+		BootID: l.bootID, Priority: 0, MaxConcurrency: 1, MachineName: hostname(),
 	}
-	err := store.UpsertRegisteredNode(ctx, m.st.DB, self)
+	err := store.UpsertRegisteredNode(ctx, l.db, self)
 	if err == nil {
-		if m.clash.Swap(nil) != nil {
-			m.log.Info("master identity free again: node row taken", "identity", m.cfg.Identity)
+		if l.clash.Swap(nil) != nil {
+			l.log.Info("master identity free again: node row taken", "identity", l.identity)
 		}
 		return nil
 	}
 	if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrDuplicate) {
 		return fmt.Errorf("master: register self: %w", err)
 	}
-	other, gerr := store.GetNodeFold(ctx, m.st.DB, m.cfg.Identity)
+	other, gerr := store.GetNodeFold(ctx, l.db, l.identity)
 	if gerr != nil || other.Type == store.TypeMaster {
 		return fmt.Errorf("master: register self: %w", err)
 	}
 	msg := fmt.Sprintf("the name %s is taken by worker node %s (at %s://%s): workers and masters never share a name; delete that node or start this master with another --identity",
-		m.cfg.Identity, other.Name, other.Protocol, other.Host)
-	if old := m.clash.Swap(&msg); old == nil {
-		m.log.Error("master identity clash: this master serves, but has no node row", "identity", m.cfg.Identity, "problem", msg)
-		m.event(ctx, "master.identity_clash", store.TargetNode, other.Name, Errorf(KindDuplicate, "%s", msg), "")
+		l.identity, other.Name, other.Protocol, other.Host)
+	if old := l.clash.Swap(&msg); old == nil {
+		l.log.Error("master identity clash: this master serves, but has no node row", "identity", l.identity, "problem", msg)
+		l.events.record(ctx, "master.identity_clash", store.TargetNode, other.Name, Errorf(KindDuplicate, "%s", msg), "")
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ const throttleWrite = 5 * time.Second
 // reserveLogin reserves one password check for user from ip, or refuses with
 // a KindLimited error that says how long to wait.
 func (m *Master) reserveLogin(ctx context.Context, ip, user string, now time.Time) (*loginTicket, error) {
-	ctx, cancel := m.detached(ctx, throttleWrite)
+	ctx, cancel := m.life.detached(ctx, throttleWrite)
 	defer cancel()
 	addrKey, userKey := throttleKeys(ip, user)
 	t := &loginTicket{addrKey: addrKey, userKey: userKey}
@@ -109,7 +109,7 @@ func (m *Master) reserveLogin(ctx context.Context, ip, user string, now time.Tim
 // costs nothing. It gives back only its own attempt, never the failures
 // counted beside it, so a success among racing guesses lets none more through.
 func (m *Master) loginSucceeded(ctx context.Context, t *loginTicket, now time.Time) {
-	ctx, cancel := m.detached(ctx, throttleWrite)
+	ctx, cancel := m.life.detached(ctx, throttleWrite)
 	defer cancel()
 	if err := store.ReleaseLoginAttempt(ctx, m.st.DB, t.addrKey, t.addrStart); err != nil {
 		m.log.Warn("login throttle: release the address's attempt", "err", err)
@@ -122,7 +122,7 @@ func (m *Master) loginSucceeded(ctx context.Context, t *loginTicket, now time.Ti
 
 func (m *Master) loginFailed(ctx context.Context, now time.Time) {
 	if m.loginRefusals.Add(1)%loginPruneEvery == 0 {
-		ctx, cancel := m.detached(ctx, throttleWrite)
+		ctx, cancel := m.life.detached(ctx, throttleWrite)
 		defer cancel()
 		m.pruneLogins(ctx, now)
 	}
@@ -150,7 +150,7 @@ func (m *Master) PasswordChecks() int64 { return m.passwordChecks.Load() }
 // as long as a known one); a spent window is KindLimited with RetryAfter.
 func (m *Master) Login(ctx context.Context, ip, username, password string) (*store.User, error) {
 	// Counted as background work: Stop waits for the throttle's writes.
-	done, ok := m.track()
+	done, ok := m.life.track()
 	if !ok {
 		return nil, Errorf(KindState, "the master is stopping")
 	}

@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-co-op/gocron/v2"
-
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -132,18 +130,8 @@ type Master struct {
 	locks  keyedMutex
 	sweeps atomic.Int64
 
-	// lease is the cluster lease while this master holds it; leaseMu
-	// serialises the attempts to renew or take it, leaseTried says whether
-	// this process has made one.
-	lease      atomic.Pointer[leaseState]
-	leaseMu    sync.Mutex
-	leaseTried bool
-	// fenced is set while this master's heartbeat finds its node row held
-	// by another master process: it must not be sent traffic (see Ready).
-	fenced atomic.Bool
-	// clash says why this master has no node row: a worker registered its
-	// name first (nil when there is none).
-	clash atomic.Pointer[string]
+	// lease keeps this master's node row alive and the cluster lease.
+	lease *leaseKeeper
 	// passwordChecks counts bcrypt comparisons; loginRefusals paces the
 	// prunes of the shared login throttle table.
 	passwordChecks atomic.Int64
@@ -178,18 +166,16 @@ type Master struct {
 	// runLists bounds the run lists read at once (runs_query.go).
 	runLists slots
 
-	mu        sync.Mutex
-	sched     gocron.Scheduler
-	healthJob gocron.Job
+	// sweeper runs sweepPass every health interval; retainer runs the
+	// retention duty every hour.
+	sweeper   *periodic
+	retention *retention
+	retainer  *periodic
 
-	// Background work (jobs, re-push, child runs, notifications, claim
-	// decisions) runs under ctx and is counted in bg; Stop cancels ctx and
-	// waits for bg before the caller closes the database.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	bgMu    sync.Mutex
-	bg      sync.WaitGroup
-	stopped bool
+	events *eventLog
+	// life is the background work: Stop cancels and waits for it before
+	// the caller closes the database.
+	life *lifecycle
 }
 
 // New builds a master engine over an open store.
@@ -203,7 +189,14 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		nonces: protocol.NewNonceCache(100_000),
 		bootID: protocol.NewNonce(),
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.life = newLifecycle()
+	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
+	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,
+		Log: log, Events: m.events, Interval: func() time.Duration { return m.HealthConfig().Interval },
+		Elected: func() { m.life.goBackground(m.repushTasks) }})
+	m.sweeper = newPeriodic("health-check", cfg.Health.Interval, 0, m.sweepPass, log)
+	m.retention = &retention{db: st.DB, log: log, leads: m.IsLeader, days: func() int { return m.settings.Load().RunRetentionDays }}
+	m.retainer = newPeriodic("run-retention", time.Hour, time.Minute, m.retentionPass, log)
 	h := cfg.Health
 	m.health.Store(&h)
 	def := DefaultSettings()
@@ -247,111 +240,66 @@ func (m *Master) Start(ctx context.Context) error {
 	if created, err := ensureFirstAdmin(ctx, m.st.DB, m.cfg.AdminPassword, m.log); err != nil {
 		return fmt.Errorf("master: first admin: %w", err)
 	} else if created {
-		m.event(ctx, "user.create", store.TargetUser, FirstAdmin, nil, "role admin, first start")
+		m.events.record(ctx, "user.create", store.TargetUser, FirstAdmin, nil, "role admin, first start")
 	}
 	if err := m.loadSettings(ctx); err != nil {
 		return err
 	}
 	// SQLite has one master per file (the binary locks it), so a fresh row
 	// there is a killed predecessor: it must not delay a restart.
-	if m.st.Dialect != store.SQLite {
-		if err := m.checkIdentityFree(ctx); err != nil {
-			return err
-		}
-	}
-	if err := m.registerSelf(ctx); err != nil {
+	elected, err := m.lease.Start(ctx, m.st.Dialect != store.SQLite)
+	if err != nil {
 		return err
 	}
 	// Elected now, the first sweep runs as leader at once, as a lone master did.
-	elected := m.maintainLease(ctx)
-	sched, err := gocron.NewScheduler()
-	if err != nil {
-		return fmt.Errorf("master: scheduler: %w", err)
-	}
 	hc := m.HealthConfig()
-	job, err := sched.NewJob(gocron.DurationJob(hc.Interval), gocron.NewTask(m.sweepJob), m.healthJobOptions()...)
-	if err != nil {
-		return fmt.Errorf("master: health job: %w", err)
+	if err := m.sweeper.Start(); err != nil {
+		m.lease.Stop(ctx)
+		return err
 	}
-	_, err = sched.NewJob(gocron.DurationJob(time.Hour), gocron.NewTask(m.retentionJob),
-		gocron.WithName("run-retention"), gocron.WithSingletonMode(gocron.LimitModeReschedule),
-		gocron.WithStartAt(gocron.WithStartDateTime(time.Now().Add(time.Minute))))
-	if err != nil {
-		return fmt.Errorf("master: retention job: %w", err)
+	if err := m.retainer.Start(); err != nil {
+		m.sweeper.Stop()
+		m.lease.Stop(ctx)
+		return err
 	}
-	sched.Start()
-	m.mu.Lock()
-	m.sched, m.healthJob = sched, job
-	m.mu.Unlock()
-	m.goBackground(m.leaseLoop)
-	m.goBackground(m.delayedLoop) // acts while this master leads
+	m.life.goBackground(m.delayedLoop) // acts while this master leads
 	if elected {
-		m.goBackground(m.repushTasks)
+		m.life.goBackground(m.repushTasks)
 	}
 	m.log.Info("health checker started", "interval", hc.Interval, "timeout", hc.Timeout, "max_failures", hc.MaxFailures,
 		"leader", m.IsLeader())
 	return nil
 }
 
-func (m *Master) sweepJob() {
-	done, ok := m.track()
+// sweepPass is one pass of the periodic duties: settings on every master,
+// then, on the leader only, the health sweep and the duties that follow the
+// fleet's state.
+func (m *Master) sweepPass() {
+	done, ok := m.life.track()
 	if !ok {
 		return
 	}
 	defer done()
-	m.PollSettings(m.ctx) // every master, leader or not
+	m.PollSettings(m.life.ctx) // every master, leader or not
 	if !m.IsLeader() {
 		return // the leader sweeps for the cluster
 	}
-	m.Sweep(m.ctx)
-	m.prunePendingNodes(WithActor(m.ctx, ActorHealthChecker))
+	m.Sweep(m.life.ctx)
+	m.prunePendingNodes(WithActor(m.life.ctx, ActorHealthChecker))
 	// Then the duties that follow the fleet's state: broadcast shards and
 	// the fires of tasks with no running executor.
-	m.reshard(m.ctx)
-	m.AccountMisfires(m.ctx)
+	m.reshard(m.life.ctx)
+	m.AccountMisfires(m.life.ctx)
 }
 
-// track counts one piece of background work unless Stop has begun; the
-// caller runs it under m.ctx and calls done when it ends.
-func (m *Master) track() (done func(), ok bool) {
-	m.bgMu.Lock()
-	defer m.bgMu.Unlock()
-	if m.stopped {
-		return nil, false
-	}
-	m.bg.Add(1)
-	return m.bg.Done, true
-}
-
-// detached keeps ctx's values but not its cancellation, for short writes a
-// caller hanging up must not tear (a claim, a rollback on workers); Stop
-// still ends them, and the HTTP server's shutdown waits for their requests.
-func (m *Master) detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	d, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	stop := context.AfterFunc(m.ctx, cancel)
-	return d, func() { stop(); cancel() }
-}
-
-// goBackground runs fn in a goroutine under the master's context, counted so
-// that Stop waits for it. After Stop it does nothing and reports false.
-func (m *Master) goBackground(fn func(ctx context.Context)) bool {
-	done, ok := m.track()
+// retentionPass is one pass of the retention duty, counted as background work.
+func (m *Master) retentionPass() {
+	done, ok := m.life.track()
 	if !ok {
-		return false
+		return
 	}
-	go func() {
-		defer done()
-		fn(m.ctx)
-	}()
-	return true
-}
-
-func (m *Master) healthJobOptions() []gocron.JobOption {
-	return []gocron.JobOption{
-		gocron.WithName("health-check"),
-		gocron.WithSingletonMode(gocron.LimitModeReschedule),
-		gocron.WithStartAt(gocron.WithStartImmediately()),
-	}
+	defer done()
+	m.retention.pass(m.life.ctx)
 }
 
 // repushTasks gives every running worker its running tasks again: after a
@@ -379,28 +327,17 @@ func (m *Master) repushTasks(ctx context.Context) {
 // offline. After Stop returns the master touches
 // the database no more, so the caller may close it.
 func (m *Master) Stop(ctx context.Context) {
-	m.bgMu.Lock()
-	again := m.stopped
-	m.stopped = true
-	m.bgMu.Unlock()
+	again := m.life.stop(func() {
+		m.sweeper.Stop()
+		m.retainer.Stop()
+	})
 	if again {
-		m.bg.Wait()
 		return
 	}
-	m.cancel()
-	m.mu.Lock()
-	sched := m.sched
-	m.mu.Unlock()
-	if sched != nil {
-		if err := sched.Shutdown(); err != nil {
-			m.log.Error("stop health checker", "err", err)
-		}
-	}
-	m.bg.Wait()
 	if dropped := m.notify.dropped.Load(); dropped > 0 {
 		m.log.Warn("failure notifications dropped because the queue was full", "dropped", dropped)
 	}
-	m.releaseLease(ctx)
+	m.lease.Stop(ctx)
 	reason := "master stopped"
 	if err := store.TransitionNode(ctx, m.st.DB, m.cfg.Identity, store.Transition{
 		From: []store.NodeStatus{store.StatusIdle, store.StatusRunning}, To: store.StatusOffline, Reason: &reason,
@@ -445,3 +382,19 @@ func (k *keyedMutex) lock(key string) func() {
 		k.mu.Unlock()
 	}
 }
+
+// IsLeader reports whether this master holds the cluster lease now: only the
+// leader sweeps health, runs retention and re-pushes tasks after its election.
+func (m *Master) IsLeader() bool { return m.lease.epoch() > 0 }
+
+// LeaderEpoch is the epoch under which this master leads, 0 when it does not.
+func (m *Master) LeaderEpoch() int64 { return m.lease.epoch() }
+
+// Leader names the master holding the cluster lease, "" when it has expired
+// (a failover is under way). Every master answers the same, from the database.
+func (m *Master) Leader(ctx context.Context) (string, error) { return m.lease.holder(ctx) }
+
+// Ready says whether this master should be sent traffic: nil when its
+// database answers within a short time and no other master process holds its
+// identity; else an error whose sentence says which.
+func (m *Master) Ready(ctx context.Context) error { return m.lease.ready(ctx, m.st.DB.PingContext) }

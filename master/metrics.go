@@ -201,7 +201,7 @@ type nodeStatusCollector struct {
 func (c *nodeStatusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *nodeStatusCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(c.m.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(c.m.life.ctx, 5*time.Second)
 	defer cancel()
 	counts, err := store.CountNodesByTypeStatus(ctx, c.m.st.DB)
 	if err != nil {

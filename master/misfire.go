@@ -191,7 +191,7 @@ func (m *Master) recordMisfires(ctx context.Context, taskID string, from, to tim
 		return err
 	}
 	m.log.Warn("misfires recorded as a skipped run", "task", taskID, "fires", n, "first", first, "last", last)
-	m.event(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil, out)
+	m.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil, out)
 	return nil
 }
 
@@ -222,7 +222,7 @@ func (m *Master) catchUp(ctx context.Context, taskID string, from time.Time, n i
 		return fmt.Errorf("catch-up run not sent, tried again at the next pass: %w", err)
 	}
 	m.log.Info("misfire: catch-up run sent", "task", taskID, "fires", n, "node", sent)
-	m.event(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil,
+	m.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil,
 		fmt.Sprintf("%s; one catch-up run sent to %s", detail, strings.Join(sent, ", ")))
 	return nil
 }

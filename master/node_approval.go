@@ -67,7 +67,7 @@ func (m *Master) ApproveNode(ctx context.Context, name string) (*store.Node, err
 		return nil, err
 	}
 	m.log.Info("node approved", "node", name, "by", ActorFrom(ctx))
-	m.event(ctx, "node.approve", store.TargetNode, name, nil, "")
+	m.events.record(ctx, "node.approve", store.TargetNode, name, nil, "")
 	m.nodeChanged()
 	return m.GetNode(ctx, name)
 }
@@ -80,7 +80,7 @@ func (m *Master) prunePendingNodes(ctx context.Context) {
 		m.log.Error("prune pending nodes", "err", err)
 	}
 	for _, name := range names {
-		m.event(ctx, "node.delete", store.TargetNode, name, nil, fmt.Sprintf("waited for approval longer than %s", PendingNodeTTL))
+		m.events.record(ctx, "node.delete", store.TargetNode, name, nil, fmt.Sprintf("waited for approval longer than %s", PendingNodeTTL))
 	}
 	if len(names) > 0 {
 		m.nodeChanged()

@@ -98,7 +98,7 @@ func (n *notifier) runFailed(r store.Run) {
 	// runs no notification goroutines.
 	n.start.Do(func() {
 		for range notifyWorkers {
-			n.m.goBackground(n.serve)
+			n.m.life.goBackground(n.serve)
 		}
 	})
 	select {

@@ -104,7 +104,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	from := "from " + printable(h.RemoteAddr)
 	refuse := func(err error) (protocol.RegisterResponse, error) {
-		m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, err, from)
+		m.events.record(workerActor(ctx, name), "node.register", store.TargetNode, name, err, from)
 		return protocol.RegisterResponse{}, err
 	}
 	old, err := store.GetNodeFold(ctx, m.st.DB, name)
@@ -128,7 +128,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		}
 		if n.Mode == store.ModePending {
 			m.log.Warn("new node waits for approval", "node", name, "host", n.Host, "from", h.RemoteAddr)
-			m.event(workerActor(ctx, name), "node.register", store.TargetNode, name, nil,
+			m.events.record(workerActor(ctx, name), "node.register", store.TargetNode, name, nil,
 				"new name "+from+", at "+n.Protocol+"://"+n.Host+"; waits for an admin's approval")
 			m.nodeChanged()
 			return protocol.RegisterResponse{}, pendingRefusal(name)
@@ -169,7 +169,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		detail += "; node key bound"
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
-	m.event(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
+	m.events.record(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
 	m.nodeChanged()
 	// A node the master had seen down (offline or idle) has its tasks' missed
 	// fires in the master's misfire windows; otherwise (a restart faster than
@@ -182,7 +182,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 // its name (a replaced machine) binds a new one. It is an admin action,
 // recorded as event node.reset_identity.
 func (m *Master) ResetIdentity(ctx context.Context, name string) (_ *store.Node, err error) {
-	defer func() { m.event(ctx, "node.reset_identity", store.TargetNode, name, err, "") }()
+	defer func() { m.events.record(ctx, "node.reset_identity", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := store.GetNode(ctx, m.st.DB, name)
 	if err != nil {
@@ -232,12 +232,12 @@ func (m *Master) Offline(ctx context.Context, name, secret string) error {
 		DesiredStatus: ptr(store.StatusOffline), Reason: ptr("worker stopped (graceful shutdown)"),
 	})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		m.event(workerActor(ctx, name), "node.offline", store.TargetNode, name, err, "worker stopped (graceful shutdown)")
+		m.events.record(workerActor(ctx, name), "node.offline", store.TargetNode, name, err, "worker stopped (graceful shutdown)")
 		return mapStoreErr(err, name)
 	}
 	m.log.Info("worker went offline", "node", name)
 	if err == nil {
-		m.event(workerActor(ctx, name), "node.offline", store.TargetNode, name, nil, "worker stopped (graceful shutdown)")
+		m.events.record(workerActor(ctx, name), "node.offline", store.TargetNode, name, nil, "worker stopped (graceful shutdown)")
 		m.nodeChanged()
 	}
 	return nil

@@ -86,7 +86,7 @@ func (m *Master) KillRun(ctx context.Context, id string) error {
 		return err
 	}
 	refuse := func(err error) error {
-		m.event(ctx, "run.kill", store.TargetTask, r.TaskID, err, "run "+id)
+		m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, err, "run "+id)
 		return err
 	}
 	if r.Result != store.ResultRunning {
@@ -109,7 +109,7 @@ func (m *Master) KillRun(ctx context.Context, id string) error {
 		return refuse(err)
 	}
 	m.log.Info("run killed", "run", id, "task", r.TaskID, "node", r.Node, "by", by)
-	m.event(ctx, "run.kill", store.TargetTask, r.TaskID, nil, fmt.Sprintf("run %s on %s killed", id, r.Node))
+	m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, nil, fmt.Sprintf("run %s on %s killed", id, r.Node))
 	return nil
 }
 

@@ -313,7 +313,7 @@ func (m *Master) storeRound(ctx context.Context, round []*ingestJob) {
 	for _, j := range round {
 		rows = append(rows, j.rows...)
 	}
-	ctx, cancel := m.detached(ctx, ingestRoundWait)
+	ctx, cancel := m.life.detached(ctx, ingestRoundWait)
 	defer cancel()
 	fresh, err := store.StoreRuns(ctx, m.st.DB, rows)
 	if err != nil {
@@ -433,7 +433,7 @@ func printable(s string) string {
 // runChildren runs once each child of a task, in the background: a few at a
 // time, under the master's context, so Stop cancels and waits for them.
 func (m *Master) runChildren(taskID string, children []string) {
-	m.goBackground(func(ctx context.Context) {
+	m.life.goBackground(func(ctx context.Context) {
 		ctx = WithActor(ctx, "task "+taskID)
 		sem := make(chan struct{}, 4)
 		var wg sync.WaitGroup

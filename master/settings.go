@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-co-op/gocron/v2"
 	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -324,7 +323,7 @@ func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
 	if len(changed) > 0 {
 		detail = "changed: " + strings.Join(changed, ", ")
 	}
-	m.event(ctx, "settings.update", "settings", "settings", nil, detail)
+	m.events.record(ctx, "settings.update", "settings", "settings", nil, detail)
 	return nil
 }
 
@@ -362,66 +361,16 @@ func (m *Master) apply(s Settings) {
 	}
 	m.health.Store(&next)
 	m.settings.Store(&s)
-	if next.Interval == cur.Interval {
-		return
+	if next.Interval != cur.Interval && m.sweeper != nil {
+		m.sweeper.Reschedule(next.Interval)
 	}
-	m.mu.Lock()
-	sched, job := m.sched, m.healthJob
-	m.mu.Unlock()
-	if sched == nil || job == nil {
-		return
-	}
-	nj, err := sched.Update(job.ID(), gocron.DurationJob(next.Interval), gocron.NewTask(m.sweepJob), m.healthJobOptions()...)
-	if err != nil {
-		m.log.Error("reschedule the health checker", "err", err)
-		return
-	}
-	m.mu.Lock()
-	m.healthJob = nj
-	m.mu.Unlock()
-	m.log.Info("health checker rescheduled", "interval", next.Interval)
 }
 
 // defaultTimeout is the timeout of a task created without one.
 func (m *Master) defaultTimeout() time.Duration { return m.settings.Load().DefaultHTTPTimeout }
 
-// retentionJob deletes runs older than the retention setting, in bounded batches.
-func (m *Master) retentionJob() {
-	done, ok := m.track()
-	if !ok {
-		return
-	}
-	defer done()
-	if !m.IsLeader() {
-		return // the leader prunes for the cluster
-	}
-	// Run grants matter only while a run sent to a node may still be reported.
-	if n, err := store.DeleteRunGrantsBefore(m.ctx, m.st.DB, time.Now().Add(-runGrantTTL)); err != nil {
-		m.log.Error("run grants: prune", "err", err)
-	} else if n > 0 {
-		m.log.Info("run grants: old grants pruned", "grants", n)
-	}
-	days := m.settings.Load().RunRetentionDays
-	if days <= 0 {
-		return
-	}
-	n, err := m.PurgeRuns(m.ctx, time.Now().AddDate(0, 0, -days))
-	if err != nil {
-		m.log.Error("run retention", "err", err)
-	} else if n > 0 {
-		m.log.Info("run retention: old runs deleted", "runs", n, "older_than_days", days)
-	}
-}
-
-// PurgeRuns deletes runs that started before cutoff, 1,000 at a time so the
-// database is never locked for long.
+// PurgeRuns deletes runs that started before cutoff, a bounded batch at a
+// time so the database is never locked for long.
 func (m *Master) PurgeRuns(ctx context.Context, cutoff time.Time) (int, error) {
-	total := 0
-	for {
-		n, err := store.DeleteRunsBefore(ctx, m.st.DB, cutoff, 1000)
-		total += n
-		if err != nil || n < 1000 {
-			return total, err
-		}
-	}
+	return m.retention.purge(ctx, cutoff)
 }

@@ -157,7 +157,7 @@ func bulkRefusal(a TaskAction, s store.TaskStatus) string {
 // deleteStoppedTask marks a stopped task deleted; a task that was started
 // meanwhile is refused (the update is conditional on the stopped status).
 func (m *Master) deleteStoppedTask(ctx context.Context, id string) (err error) {
-	defer func() { m.event(ctx, "task.delete", store.TargetTask, id, err, "") }()
+	defer func() { m.events.record(ctx, "task.delete", store.TargetTask, id, err, "") }()
 	defer m.locks.lock("task:" + id)()
 	if err := store.SetTaskStatus(ctx, m.st.DB, id, taskFrom(TaskDelete), store.TaskDeleted); err != nil {
 		return mapTaskErr(err, id)

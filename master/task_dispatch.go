@@ -73,7 +73,7 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 		return nil
 	}
 	if undo != nil {
-		uctx, cancel := m.detached(ctx, m.cfg.CallTimeout+time.Second)
+		uctx, cancel := m.life.detached(ctx, m.cfg.CallTimeout+time.Second)
 		defer cancel()
 		for i, e := range errs {
 			if e == nil {
@@ -147,7 +147,7 @@ func (m *Master) ResumeTask(ctx context.Context, id string) (*Task, error) {
 func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to store.TaskStatus,
 	ops func(t *Task) (op, undo func(context.Context, *store.Node) error)) (_ *Task, err error) {
 	verb, from := string(a), taskFrom(a)
-	defer func() { m.event(ctx, "task."+verb, store.TargetTask, id, err, "") }()
+	defer func() { m.events.record(ctx, "task."+verb, store.TargetTask, id, err, "") }()
 	defer m.locks.lock("task:" + id)()
 	t, err := m.GetTask(ctx, id)
 	if err != nil {
@@ -162,7 +162,7 @@ func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to
 	}
 	if err := store.SetTaskStatus(ctx, m.st.DB, id, from, to); err != nil {
 		// The workers already changed: undo there so they match the database.
-		uctx, cancel := m.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
+		uctx, cancel := m.life.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
 		uerr := m.dispatch(uctx, t, "undo "+verb, false, undo, nil)
 		cancel()
 		if uerr != nil {
@@ -193,7 +193,7 @@ func (m *Master) shardSet(ctx context.Context, t *Task) []string {
 func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err error) {
 	defer func() {
 		if err != nil {
-			m.event(ctx, "task.run", store.TargetTask, id, err, "")
+			m.events.record(ctx, "task.run", store.TargetTask, id, err, "")
 		}
 	}()
 	t, err := m.GetTask(ctx, id)
@@ -209,7 +209,7 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	}
 	names := strings.Join(sent, ", ")
 	m.log.Info("task run once", "task", id, "node", names, "routing", t.Routing)
-	m.event(ctx, "task.run", store.TargetTask, id, nil, "on node "+names)
+	m.events.record(ctx, "task.run", store.TargetTask, id, nil, "on node "+names)
 	return t, names, nil
 }
 

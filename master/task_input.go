@@ -53,7 +53,7 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 		if err != nil {
 			target = "" // no task was made
 		}
-		m.event(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
+		m.events.record(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
 	}()
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
@@ -73,7 +73,7 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 
 // UpdateTask replaces a stopped task's definition.
 func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Task, err error) {
-	defer func() { m.event(ctx, "task.edit", store.TargetTask, id, err, "“"+in.Title+"”") }()
+	defer func() { m.events.record(ctx, "task.edit", store.TargetTask, id, err, "“"+in.Title+"”") }()
 	defer m.locks.lock("task:" + id)()
 	cur, err := store.GetTask(ctx, m.st.DB, id)
 	if err != nil {

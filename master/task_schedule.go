@@ -199,7 +199,7 @@ func (m *Master) nodeChanged() {
 	}
 	d.running = true
 	d.mu.Unlock()
-	started := m.goBackground(func(ctx context.Context) {
+	started := m.life.goBackground(func(ctx context.Context) {
 		for {
 			m.reshard(ctx)
 			m.AccountMisfires(ctx)

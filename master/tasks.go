@@ -155,7 +155,7 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 
 // DeleteTask stops a task everywhere and marks it deleted; its runs stay.
 func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
-	defer func() { m.event(ctx, "task.delete", store.TargetTask, id, err, "") }()
+	defer func() { m.events.record(ctx, "task.delete", store.TargetTask, id, err, "") }()
 	t, err := m.GetTask(ctx, id)
 	if err != nil {
 		return err

@@ -128,7 +128,7 @@ func (m *Master) CreateToken(ctx context.Context, owner string, in NewToken) (st
 	if !t.ExpiresAt.IsZero() {
 		detail = "owner " + owner + ", expires " + t.ExpiresAt.Format(time.RFC3339)
 	}
-	m.event(ctx, "token.create", "token", tokenTarget(t), nil, detail)
+	m.events.record(ctx, "token.create", "token", tokenTarget(t), nil, detail)
 	return plain, t, nil
 }
 
@@ -155,7 +155,7 @@ func (m *Master) RevokeToken(ctx context.Context, id int64) (*store.APIToken, er
 		return nil, err
 	}
 	t.RevokedAt = time.Now().UTC()
-	m.event(ctx, "token.revoke", "token", tokenTarget(t), nil, "owner "+t.CreatedBy)
+	m.events.record(ctx, "token.revoke", "token", tokenTarget(t), nil, "owner "+t.CreatedBy)
 	return t, nil
 }
 

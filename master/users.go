@@ -156,7 +156,7 @@ func (m *Master) CreateUser(ctx context.Context, u NewUser) error {
 		return userRefusal(err, u.Username)
 	}
 	m.log.Info("user created", "username", u.Username, "role", u.Role, "by", ActorFrom(ctx))
-	m.event(ctx, "user.create", store.TargetUser, u.Username, nil, "role "+u.Role)
+	m.events.record(ctx, "user.create", store.TargetUser, u.Username, nil, "role "+u.Role)
 	return nil
 }
 
@@ -245,7 +245,7 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 	}
 	if p.Disabled != nil && *p.Disabled && name == ActorFrom(ctx) {
 		err := Errorf(KindState, "you cannot disable yourself; ask another admin")
-		m.event(ctx, action, store.TargetUser, name, err, detail)
+		m.events.record(ctx, action, store.TargetUser, name, err, detail)
 		return err
 	}
 	var hash string
@@ -287,12 +287,12 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 		}
 		m.log.Warn("user change refused", "action", action, "username", name, "by", ActorFrom(ctx), "err", err)
 		if !errors.Is(err, store.ErrNotFound) {
-			m.event(ctx, action, store.TargetUser, name, refusal, detail)
+			m.events.record(ctx, action, store.TargetUser, name, refusal, detail)
 		}
 		return refusal
 	}
 	m.log.Info("user changed", "action", action, "username", name, "by", ActorFrom(ctx), "changes", detail)
-	m.event(ctx, action, store.TargetUser, name, nil, detail)
+	m.events.record(ctx, action, store.TargetUser, name, nil, detail)
 	return nil
 }
 
@@ -307,7 +307,7 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 	var wrong error
 	var ticket *loginTicket
 	if current != "" && len(current) <= 256 {
-		done, ok := m.track()
+		done, ok := m.life.track()
 		if !ok {
 			return Errorf(KindState, "the master is stopping")
 		}
@@ -323,7 +323,7 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 		fe["current_password"] = "is required"
 	case len(current) > 256 || !m.checkPassword([]byte(u.PasswordHash), current):
 		wrong = &Error{Kind: KindUnauthorized, Msg: "the current password is wrong"}
-		m.event(ctx, "user.password_change", store.TargetUser, u.Username, wrong, "")
+		m.events.record(ctx, "user.password_change", store.TargetUser, u.Username, wrong, "")
 		fe["current_password"] = "is wrong"
 	}
 	if msg := CheckPassword(next); msg != "" {
@@ -352,7 +352,7 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 	}
 	u.PasswordHash = hash
 	m.log.Info("own password changed", "username", u.Username)
-	m.event(ctx, "user.password_change", store.TargetUser, u.Username, nil, "")
+	m.events.record(ctx, "user.password_change", store.TargetUser, u.Username, nil, "")
 	return nil
 }
 
@@ -366,6 +366,6 @@ func (m *Master) ChangeOwnEmail(ctx context.Context, name, email string) error {
 		return fmt.Errorf("master: user %s: %w", name, err)
 	}
 	m.log.Info("own email changed", "username", name)
-	m.event(ctx, "user.email_change", store.TargetUser, name, nil, "")
+	m.events.record(ctx, "user.email_change", store.TargetUser, name, nil, "")
 	return nil
 }
