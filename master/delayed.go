@@ -89,7 +89,7 @@ func (c DelayedConfig) withDefaults() DelayedConfig {
 func (m *Master) delayedCfg() DelayedConfig {
 	c := m.cfg.Delayed.withDefaults()
 	if c.Timeout <= 0 {
-		c.Timeout = m.defaultTimeout()
+		c.Timeout = m.settings.defaultTimeout()
 	}
 	return c
 }

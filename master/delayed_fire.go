@@ -484,7 +484,7 @@ func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *
 
 // pruneDelayed deletes finished delayed tasks older than the run retention.
 func (m *Master) pruneDelayed(ctx context.Context) {
-	days := m.settings.Load().RunRetentionDays
+	days := m.settings.inForce().RunRetentionDays
 	if days <= 0 {
 		return
 	}

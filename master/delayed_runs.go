@@ -293,7 +293,7 @@ func (m *Master) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
 	if err != nil {
 		return
 	}
-	s := *m.settings.Load()
+	s := *m.settings.inForce()
 	link := ""
 	if s.PublicURL != "" {
 		link = strings.TrimRight(s.PublicURL, "/") + "/delayed/" + d.ID

@@ -141,12 +141,8 @@ type Master struct {
 	newNamesMu sync.Mutex
 	newNames   []time.Time
 
-	health   atomic.Pointer[HealthConfig]
-	settings atomic.Pointer[Settings]
-	// settingsMu serialises loading and saving settings; settingsVer is the
-	// stored version of the settings in force (see PollSettings).
-	settingsMu  sync.Mutex
-	settingsVer string
+	// settings holds the settings in force and the health configuration.
+	settings *settingsKeeper
 
 	notify *notifier
 	// delayed holds the wake-ups and notifications of delayed tasks.
@@ -191,17 +187,13 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	}
 	m.life = newLifecycle()
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
+	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,
 		Log: log, Events: m.events, Interval: func() time.Duration { return m.HealthConfig().Interval },
 		Elected: func() { m.life.goBackground(m.repushTasks) }})
 	m.sweeper = newPeriodic("health-check", cfg.Health.Interval, 0, m.sweepPass, log)
-	m.retention = &retention{db: st.DB, log: log, leads: m.IsLeader, days: func() int { return m.settings.Load().RunRetentionDays }}
+	m.retention = &retention{db: st.DB, log: log, leads: m.IsLeader, days: func() int { return m.settings.inForce().RunRetentionDays }}
 	m.retainer = newPeriodic("run-retention", time.Hour, time.Minute, m.retentionPass, log)
-	h := cfg.Health
-	m.health.Store(&h)
-	def := DefaultSettings()
-	def.HealthInterval, def.HealthTimeout, def.MaxFailures = h.Interval, h.Timeout, h.MaxFailures
-	m.settings.Store(&def)
 	m.notify = newNotifier(m)
 	m.metrics = cfg.Metrics
 	m.metrics.attach(m)
@@ -226,7 +218,7 @@ func (m *Master) BootID() string { return m.bootID }
 func (m *Master) ClusterKey() string { return m.cfg.ClusterKey }
 
 // HealthConfig returns the health checker settings in force.
-func (m *Master) HealthConfig() HealthConfig { return *m.health.Load() }
+func (m *Master) HealthConfig() HealthConfig { return *m.settings.health.Load() }
 
 // Start registers the master as a node, tries to become the leader, and
 // starts the heartbeat and the health checker. An identity whose node a live
@@ -242,7 +234,7 @@ func (m *Master) Start(ctx context.Context) error {
 	} else if created {
 		m.events.record(ctx, "user.create", store.TargetUser, FirstAdmin, nil, "role admin, first start")
 	}
-	if err := m.loadSettings(ctx); err != nil {
+	if err := m.settings.load(ctx); err != nil {
 		return err
 	}
 	// SQLite has one master per file (the binary locks it), so a fresh row

@@ -33,7 +33,7 @@ func (m *Master) admitNewName(ctx context.Context, now time.Time) error {
 	}
 	m.newNames = append(m.newNames, now)
 	m.newNamesMu.Unlock()
-	if !m.settings.Load().ApproveNewNodes {
+	if !m.settings.inForce().ApproveNewNodes {
 		return nil
 	}
 	n, err := store.CountPendingNodes(ctx, m.st.DB)

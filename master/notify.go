@@ -137,7 +137,7 @@ func (n *notifier) deliver(ctx context.Context, r store.Run) {
 }
 
 func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResult {
-	s := *n.m.settings.Load()
+	s := *n.m.settings.inForce()
 	link := runLink(s, r.ID)
 	var out []NotifyResult
 	var to []string
@@ -191,7 +191,7 @@ func runLink(s Settings, runID string) string {
 // TestNotifications sends a test e-mail to email (when SMTP is set up and email
 // is not empty) and a test webhook (when set up), reporting each outcome.
 func (m *Master) TestNotifications(ctx context.Context, email string) []NotifyResult {
-	s := *m.settings.Load()
+	s := *m.settings.inForce()
 	var out []NotifyResult
 	switch {
 	case s.SMTPHost == "":

@@ -114,7 +114,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			return refuse(err)
 		}
 		n.Status, n.DesiredStatus, n.Mode, n.LastSeen = store.StatusRunning, store.StatusRunning, store.ModeAuto, time.Now().UTC()
-		if m.settings.Load().ApproveNewNodes {
+		if m.settings.inForce().ApproveNewNodes {
 			// Kept with its key (trust on first use) but no secret: it is
 			// offline, never probed or picked, until an admin approves it.
 			n.Status, n.DesiredStatus, n.Mode, n.Secret = store.StatusOffline, store.StatusOffline, store.ModePending, ""

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/mail"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -125,15 +128,48 @@ func (s *Settings) pairs() map[string]string {
 	}
 }
 
-// readSettings loads the stored settings over the ones in force. A stored value that
+// settingsKeeper holds the settings in force on this master: it loads them
+// at start, reloads them when another master saved new ones (poll, at every
+// health tick) and stores changes, with one event each, for every master.
+type settingsKeeper struct {
+	db     bun.IDB
+	log    *slog.Logger
+	events *eventLog
+	pinned Pinned
+	// onInterval is told when the health interval in force changes.
+	onInterval func(time.Duration)
+
+	cur    atomic.Pointer[Settings]
+	health atomic.Pointer[HealthConfig]
+	// mu serialises loading and saving; ver is the stored version of the
+	// settings in force.
+	mu  sync.Mutex
+	ver string
+}
+
+// newSettingsKeeper starts from the configured health values over the
+// defaults; load puts the stored settings over them.
+func newSettingsKeeper(db bun.IDB, log *slog.Logger, events *eventLog, h HealthConfig, pinned Pinned, onInterval func(time.Duration)) *settingsKeeper {
+	k := &settingsKeeper{db: db, log: log, events: events, pinned: pinned, onInterval: onInterval}
+	k.health.Store(&h)
+	def := DefaultSettings()
+	def.HealthInterval, def.HealthTimeout, def.MaxFailures = h.Interval, h.Timeout, h.MaxFailures
+	k.cur.Store(&def)
+	return k
+}
+
+// inForce returns the settings in force.
+func (k *settingsKeeper) inForce() *Settings { return k.cur.Load() }
+
+// read loads the stored settings over the ones in force. A stored value that
 // does not parse, or a health value out of its range, keeps the value in force
 // and is logged, so the console, where it is fixed, still comes up. With
 // apply's pinned values this is the whole precedence: flag > env > file (the
 // pinned values) > stored > default (DefaultSettings).
-func (m *Master) readSettings(ctx context.Context) (Settings, error) {
-	s := *m.settings.Load() // the configured values stand where nothing is stored
+func (k *settingsKeeper) read(ctx context.Context) (Settings, error) {
+	s := *k.cur.Load() // the configured values stand where nothing is stored
 	get := func(key string) (string, bool, error) {
-		v, err := store.GetSetting(ctx, m.st.DB, key)
+		v, err := store.GetSetting(ctx, k.db, key)
 		if errors.Is(err, store.ErrNotFound) {
 			return "", false, nil
 		}
@@ -153,9 +189,9 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 		}
 		switch {
 		case perr != nil:
-			m.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not a duration", "using", *dst)
+			k.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not a duration", "using", *dst)
 		case d < lo || d > hi:
-			m.log.Warn("stored setting ignored", "setting", key, "value", v,
+			k.log.Warn("stored setting ignored", "setting", key, "value", v,
 				"problem", fmt.Sprintf("out of range (%s to %s)", lo, hi), "using", *dst)
 		default:
 			*dst = d
@@ -170,9 +206,9 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 		n, perr := strconv.Atoi(v)
 		switch {
 		case perr != nil:
-			m.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not a whole number", "using", *dst)
+			k.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not a whole number", "using", *dst)
 		case n < lo || n > hi:
-			m.log.Warn("stored setting ignored", "setting", key, "value", v,
+			k.log.Warn("stored setting ignored", "setting", key, "value", v,
 				"problem", fmt.Sprintf("out of range (%d to %d)", lo, hi), "using", *dst)
 		default:
 			*dst = n
@@ -193,7 +229,7 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 			if b, perr := strconv.ParseBool(v); perr == nil {
 				*dst = b
 			} else {
-				m.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not true or false", "using", *dst)
+				k.log.Warn("stored setting ignored", "setting", key, "value", v, "problem", "not true or false", "using", *dst)
 			}
 		}
 		return err
@@ -216,15 +252,15 @@ func (m *Master) readSettings(ctx context.Context) (Settings, error) {
 	return s, nil
 }
 
-// loadSettings reads the stored settings at start and applies them.
-func (m *Master) loadSettings(ctx context.Context) error {
-	_, err := m.reloadSettings(ctx, true)
+// load reads the stored settings at start and applies them.
+func (k *settingsKeeper) load(ctx context.Context) error {
+	_, err := k.reload(ctx, true)
 	return err
 }
 
-// settingsVersion reads the stored settings version ("" before the first save).
-func (m *Master) settingsVersion(ctx context.Context) (string, error) {
-	v, err := store.GetSetting(ctx, m.st.DB, store.SettingsVersion)
+// version reads the stored settings version ("" before the first save).
+func (k *settingsKeeper) version(ctx context.Context) (string, error) {
+	v, err := store.GetSetting(ctx, k.db, store.SettingsVersion)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}
@@ -234,52 +270,45 @@ func (m *Master) settingsVersion(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-// reloadSettings reads and applies the stored settings when their version
+// reload reads and applies the stored settings when their version
 // differs from the one in force (always with force) and reports whether it
 // did. The version is read first: a save that lands during the read changes
 // it again, so the next poll reloads once more and nothing is missed.
-func (m *Master) reloadSettings(ctx context.Context, force bool) (bool, error) {
-	m.settingsMu.Lock()
-	defer m.settingsMu.Unlock()
-	v, err := m.settingsVersion(ctx)
+func (k *settingsKeeper) reload(ctx context.Context, force bool) (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, err := k.version(ctx)
 	if err != nil {
 		return false, err
 	}
-	if !force && v == m.settingsVer {
+	if !force && v == k.ver {
 		return false, nil
 	}
-	s, err := m.readSettings(ctx)
+	s, err := k.read(ctx)
 	if err != nil {
 		return false, err
 	}
-	m.apply(s)
-	m.settingsVer = v
+	k.apply(s)
+	k.ver = v
 	return true, nil
 }
 
-// PollSettings puts into force the settings another master saved since this
+// poll puts into force the settings another master saved since this
 // one last loaded them. Every master calls it at each health tick, so a
 // change reaches every master within one health interval.
-func (m *Master) PollSettings(ctx context.Context) {
-	changed, err := m.reloadSettings(ctx, false)
+func (k *settingsKeeper) poll(ctx context.Context) {
+	changed, err := k.reload(ctx, false)
 	if err != nil {
-		m.log.Error("poll settings", "err", err)
+		k.log.Error("poll settings", "err", err)
 	} else if changed {
-		m.log.Info("settings reloaded: they were changed on another master")
+		k.log.Info("settings reloaded: they were changed on another master")
 	}
 }
 
-// Settings returns the settings in force (pinned health values included) and
-// which health values are pinned by the process configuration.
-func (m *Master) Settings() (Settings, Pinned) {
-	return *m.settings.Load(), m.cfg.Pinned
-}
-
-// UpdateSettings validates, stores and applies new settings at once. Pinned
-// health values are stored but stay overridden while this process lives.
-func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
+// update validates, stores and applies new settings at once.
+func (k *settingsKeeper) update(ctx context.Context, s Settings) error {
 	// URLs are shown with their password masked: the mask sent back keeps it.
-	cur := m.settings.Load()
+	cur := k.cur.Load()
 	fe := protocol.FieldErrors{}
 	for _, u := range []struct {
 		field string
@@ -296,15 +325,15 @@ func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	m.settingsMu.Lock()
-	defer m.settingsMu.Unlock()
-	before, err := m.readSettings(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	before, err := k.read(ctx)
 	if err != nil {
 		return fmt.Errorf("master: read settings: %w", err)
 	}
 	// A new version in the same transaction tells the other masters to reload.
 	ver := protocol.NewNonce()
-	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = k.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for k, v := range s.pairs() {
 			if err := store.SetSetting(ctx, tx, k, v); err != nil {
 				return err
@@ -315,15 +344,15 @@ func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
 	if err != nil {
 		return fmt.Errorf("master: store settings: %w", err)
 	}
-	m.apply(s)
-	m.settingsVer = ver
+	k.apply(s)
+	k.ver = ver
 	changed := changedSettings(before.pairs(), s.pairs())
-	m.log.Info("settings changed", "by", ActorFrom(ctx), "keys", changed)
+	k.log.Info("settings changed", "by", ActorFrom(ctx), "keys", changed)
 	detail := "no change"
 	if len(changed) > 0 {
 		detail = "changed: " + strings.Join(changed, ", ")
 	}
-	m.events.record(ctx, "settings.update", "settings", "settings", nil, detail)
+	k.events.record(ctx, "settings.update", "settings", "settings", nil, detail)
 	return nil
 }
 
@@ -342,32 +371,47 @@ func changedSettings(before, after map[string]string) []string {
 
 // apply puts settings into force: the health checker is rescheduled when its
 // interval changes.
-func (m *Master) apply(s Settings) {
-	cur := m.HealthConfig()
+func (k *settingsKeeper) apply(s Settings) {
+	cur := *k.health.Load()
 	next := cur
-	if !m.cfg.Pinned.HealthInterval {
+	if !k.pinned.HealthInterval {
 		next.Interval = s.HealthInterval
 	}
-	if !m.cfg.Pinned.HealthTimeout {
+	if !k.pinned.HealthTimeout {
 		next.Timeout = s.HealthTimeout
 	}
-	if !m.cfg.Pinned.MaxFailures {
+	if !k.pinned.MaxFailures {
 		next.MaxFailures = s.MaxFailures
 	}
 	s.HealthInterval, s.HealthTimeout, s.MaxFailures = next.Interval, next.Timeout, next.MaxFailures
 	if next.Timeout >= next.Interval {
 		// Possible when one of the two is pinned: sweeps then run back to back.
-		m.log.Warn("health probe timeout is not shorter than the interval", "timeout", next.Timeout, "interval", next.Interval)
+		k.log.Warn("health probe timeout is not shorter than the interval", "timeout", next.Timeout, "interval", next.Interval)
 	}
-	m.health.Store(&next)
-	m.settings.Store(&s)
-	if next.Interval != cur.Interval && m.sweeper != nil {
-		m.sweeper.Reschedule(next.Interval)
+	k.health.Store(&next)
+	k.cur.Store(&s)
+	if next.Interval != cur.Interval && k.onInterval != nil {
+		k.onInterval(next.Interval)
 	}
 }
 
 // defaultTimeout is the timeout of a task created without one.
-func (m *Master) defaultTimeout() time.Duration { return m.settings.Load().DefaultHTTPTimeout }
+func (k *settingsKeeper) defaultTimeout() time.Duration { return k.cur.Load().DefaultHTTPTimeout }
+
+// poll puts into force the settings another master saved since this
+// one last loaded them. Every master calls it at each health tick, so a
+// change reaches every master within one health interval.
+func (m *Master) PollSettings(ctx context.Context) { m.settings.poll(ctx) }
+
+// Settings returns the settings in force (pinned health values included) and
+// which health values are pinned by the process configuration.
+func (m *Master) Settings() (Settings, Pinned) { return *m.settings.inForce(), m.cfg.Pinned }
+
+// UpdateSettings validates, stores and applies new settings at once. Pinned
+// health values are stored but stay overridden while this process lives.
+func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
+	return m.settings.update(ctx, s)
+}
 
 // PurgeRuns deletes runs that started before cutoff, a bounded batch at a
 // time so the database is never locked for long.

@@ -119,7 +119,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 // checkTaskInput validates everything about a task input and builds its row.
 func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
 	if in.Timeout == 0 {
-		in.Timeout = protocol.Duration(m.defaultTimeout())
+		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
 	}
 	in.Normalize()
 	fe := protocol.FieldErrors{}
