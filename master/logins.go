@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/uptrace/bun"
 )
 
 // The login throttle: every password check (a login, or the current password
@@ -65,22 +68,35 @@ type loginTicket struct {
 // who hangs up must still be counted) but not Stop; callers hold track.
 const throttleWrite = 5 * time.Second
 
-// reserveLogin reserves one password check for user from ip, or refuses with
+// loginThrottle is the shared login throttle of one master: it reserves,
+// gives back and prunes attempts in the table every master shares, and
+// counts the password checks it allowed.
+type loginThrottle struct {
+	db   bun.IDB
+	log  *slog.Logger
+	life *lifecycle
+	// checks counts bcrypt comparisons; refusals paces the prunes of the
+	// shared table.
+	checks   atomic.Int64
+	refusals atomic.Int64
+}
+
+// reserve reserves one password check for user from ip, or refuses with
 // a KindLimited error that says how long to wait.
-func (m *Master) reserveLogin(ctx context.Context, ip, user string, now time.Time) (*loginTicket, error) {
-	ctx, cancel := m.life.detached(ctx, throttleWrite)
+func (l *loginThrottle) reserve(ctx context.Context, ip, user string, now time.Time) (*loginTicket, error) {
+	ctx, cancel := l.life.detached(ctx, throttleWrite)
 	defer cancel()
 	addrKey, userKey := throttleKeys(ip, user)
 	t := &loginTicket{addrKey: addrKey, userKey: userKey}
 	refuse := func(until time.Time) error {
-		if m.loginRefusals.Add(1)%loginPruneEvery == 0 {
-			m.pruneLogins(ctx, now)
+		if l.refusals.Add(1)%loginPruneEvery == 0 {
+			l.prune(ctx, now)
 		}
 		wait := max(until.Sub(now), time.Second)
 		return &Error{Kind: KindLimited, RetryAfter: wait,
 			Msg: fmt.Sprintf("too many failed logins; try again in %s", wait.Round(time.Second))}
 	}
-	ok, until, start, err := store.ReserveLoginAttempt(ctx, m.st.DB, userKey, LoginLimitPerUser, LoginWindow, now)
+	ok, until, start, err := store.ReserveLoginAttempt(ctx, l.db, userKey, LoginLimitPerUser, LoginWindow, now)
 	if errors.Is(err, store.ErrConflict) {
 		return nil, refuse(now.Add(time.Second)) // a crowd on one key: fail closed, briefly
 	}
@@ -91,7 +107,7 @@ func (m *Master) reserveLogin(ctx context.Context, ip, user string, now time.Tim
 		return nil, refuse(until)
 	}
 	t.userStart = start
-	ok, until, start, err = store.ReserveLoginAttempt(ctx, m.st.DB, addrKey, LoginLimitPerAddress, LoginWindow, now)
+	ok, until, start, err = store.ReserveLoginAttempt(ctx, l.db, addrKey, LoginLimitPerAddress, LoginWindow, now)
 	if errors.Is(err, store.ErrConflict) {
 		return nil, refuse(now.Add(time.Second))
 	}
@@ -105,44 +121,46 @@ func (m *Master) reserveLogin(ctx context.Context, ip, user string, now time.Tim
 	return t, nil
 }
 
-// loginSucceeded gives the attempt back under both keys: a right password
+// succeeded gives the attempt back under both keys: a right password
 // costs nothing. It gives back only its own attempt, never the failures
 // counted beside it, so a success among racing guesses lets none more through.
-func (m *Master) loginSucceeded(ctx context.Context, t *loginTicket, now time.Time) {
-	ctx, cancel := m.life.detached(ctx, throttleWrite)
+func (l *loginThrottle) succeeded(ctx context.Context, t *loginTicket, now time.Time) {
+	ctx, cancel := l.life.detached(ctx, throttleWrite)
 	defer cancel()
-	if err := store.ReleaseLoginAttempt(ctx, m.st.DB, t.addrKey, t.addrStart); err != nil {
-		m.log.Warn("login throttle: release the address's attempt", "err", err)
+	if err := store.ReleaseLoginAttempt(ctx, l.db, t.addrKey, t.addrStart); err != nil {
+		l.log.Warn("login throttle: release the address's attempt", "err", err)
 	}
-	if err := store.ReleaseLoginAttempt(ctx, m.st.DB, t.userKey, t.userStart); err != nil {
-		m.log.Warn("login throttle: release the user's attempt", "err", err)
+	if err := store.ReleaseLoginAttempt(ctx, l.db, t.userKey, t.userStart); err != nil {
+		l.log.Warn("login throttle: release the user's attempt", "err", err)
 	}
-	m.pruneLogins(ctx, now)
+	l.prune(ctx, now)
 }
 
-func (m *Master) loginFailed(ctx context.Context, now time.Time) {
-	if m.loginRefusals.Add(1)%loginPruneEvery == 0 {
-		ctx, cancel := m.life.detached(ctx, throttleWrite)
+// failed counts a wrong password toward the next prune.
+func (l *loginThrottle) failed(ctx context.Context, now time.Time) {
+	if l.refusals.Add(1)%loginPruneEvery == 0 {
+		ctx, cancel := l.life.detached(ctx, throttleWrite)
 		defer cancel()
-		m.pruneLogins(ctx, now)
+		l.prune(ctx, now)
 	}
 }
 
-func (m *Master) pruneLogins(ctx context.Context, now time.Time) {
-	if _, err := store.PruneLoginFailures(ctx, m.st.DB, now.Add(-LoginWindow), now); err != nil {
-		m.log.Warn("login throttle: prune", "err", err)
+// prune deletes the attempts older than the window.
+func (l *loginThrottle) prune(ctx context.Context, now time.Time) {
+	if _, err := store.PruneLoginFailures(ctx, l.db, now.Add(-LoginWindow), now); err != nil {
+		l.log.Warn("login throttle: prune", "err", err)
 	}
 }
 
 // checkPassword compares a password with a bcrypt hash, counting the check.
-func (m *Master) checkPassword(hash []byte, password string) bool {
-	m.passwordChecks.Add(1)
+func (l *loginThrottle) checkPassword(hash []byte, password string) bool {
+	l.checks.Add(1)
 	return bcrypt.CompareHashAndPassword(hash, []byte(password)) == nil
 }
 
 // PasswordChecks is how many passwords this master has compared with a hash
 // (logins and current-password checks): what the throttle bounds.
-func (m *Master) PasswordChecks() int64 { return m.passwordChecks.Load() }
+func (m *Master) PasswordChecks() int64 { return m.logins.checks.Load() }
 
 // Login checks a user's password from a client address under the shared
 // throttle and returns the user. A wrong name or password, or a disabled
@@ -156,7 +174,7 @@ func (m *Master) Login(ctx context.Context, ip, username, password string) (*sto
 	}
 	defer done()
 	now := time.Now()
-	t, err := m.reserveLogin(ctx, ip, username, now)
+	t, err := m.logins.reserve(ctx, ip, username, now)
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +186,10 @@ func (m *Master) Login(ctx context.Context, ip, username, password string) (*sto
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
-	if !m.checkPassword(hash, password) || u == nil || u.Disabled {
-		m.loginFailed(ctx, now)
+	if !m.logins.checkPassword(hash, password) || u == nil || u.Disabled {
+		m.logins.failed(ctx, now)
 		return nil, Errorf(KindUnauthorized, "wrong username or password")
 	}
-	m.loginSucceeded(ctx, t, now)
+	m.logins.succeeded(ctx, t, now)
 	return u, nil
 }

@@ -132,14 +132,11 @@ type Master struct {
 
 	// lease keeps this master's node row alive and the cluster lease.
 	lease *leaseKeeper
-	// passwordChecks counts bcrypt comparisons; loginRefusals paces the
-	// prunes of the shared login throttle table.
-	passwordChecks atomic.Int64
-	loginRefusals  atomic.Int64
+	// logins is the shared login throttle.
+	logins *loginThrottle
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
-	newNamesMu sync.Mutex
-	newNames   []time.Time
+	newNames nameRate
 
 	// settings holds the settings in force and the health configuration.
 	settings *settingsKeeper
@@ -187,6 +184,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	}
 	m.life = newLifecycle()
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
+	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,
 		Log: log, Events: m.events, Interval: func() time.Duration { return m.HealthConfig().Interval },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -12,27 +13,42 @@ import (
 // newNameWindow is the window of MaxNewNamesPerMinute.
 const newNameWindow = time.Minute
 
+// nameRate counts this master's recent registrations of new node names, so
+// that a leaked cluster key cannot flood the node table.
+type nameRate struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+// admit counts one new name at now, or refuses with KindLimited when
+// MaxNewNamesPerMinute were admitted in the last minute.
+func (r *nameRate) admit(now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.times[:0]
+	for _, t := range r.times {
+		if now.Sub(t) < newNameWindow {
+			kept = append(kept, t)
+		}
+	}
+	r.times = kept
+	if len(r.times) >= MaxNewNamesPerMinute {
+		wait := newNameWindow - now.Sub(r.times[0])
+		return &Error{Kind: KindLimited, RetryAfter: wait,
+			Msg: fmt.Sprintf("too many new node names: at most %d register per minute; try again in %s", MaxNewNamesPerMinute, wait.Round(time.Second))}
+	}
+	r.times = append(r.times, now)
+	return nil
+}
+
 // admitNewName bounds self-registration of new names: at most
 // MaxNewNamesPerMinute per master (KindLimited), and at most MaxPendingNodes
 // waiting for approval (KindState), so a leaked cluster key cannot flood the
 // node table.
 func (m *Master) admitNewName(ctx context.Context, now time.Time) error {
-	m.newNamesMu.Lock()
-	kept := m.newNames[:0]
-	for _, t := range m.newNames {
-		if now.Sub(t) < newNameWindow {
-			kept = append(kept, t)
-		}
+	if err := m.newNames.admit(now); err != nil {
+		return err
 	}
-	m.newNames = kept
-	if len(m.newNames) >= MaxNewNamesPerMinute {
-		wait := newNameWindow - now.Sub(m.newNames[0])
-		m.newNamesMu.Unlock()
-		return &Error{Kind: KindLimited, RetryAfter: wait,
-			Msg: fmt.Sprintf("too many new node names: at most %d register per minute; try again in %s", MaxNewNamesPerMinute, wait.Round(time.Second))}
-	}
-	m.newNames = append(m.newNames, now)
-	m.newNamesMu.Unlock()
 	if !m.settings.inForce().ApproveNewNodes {
 		return nil
 	}

@@ -312,7 +312,7 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 			return Errorf(KindState, "the master is stopping")
 		}
 		defer done()
-		t, err := m.reserveLogin(ctx, ip, u.Username, time.Now())
+		t, err := m.logins.reserve(ctx, ip, u.Username, time.Now())
 		if err != nil {
 			return err
 		}
@@ -321,7 +321,7 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 	switch {
 	case current == "":
 		fe["current_password"] = "is required"
-	case len(current) > 256 || !m.checkPassword([]byte(u.PasswordHash), current):
+	case len(current) > 256 || !m.logins.checkPassword([]byte(u.PasswordHash), current):
 		wrong = &Error{Kind: KindUnauthorized, Msg: "the current password is wrong"}
 		m.events.record(ctx, "user.password_change", store.TargetUser, u.Username, wrong, "")
 		fe["current_password"] = "is wrong"
@@ -334,11 +334,11 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 		fe["new_password_confirm"] = "does not match the new password"
 	}
 	if wrong != nil {
-		m.loginFailed(ctx, time.Now())
+		m.logins.failed(ctx, time.Now())
 		return &Error{Kind: KindUnauthorized, Msg: "the current password is wrong", Fields: fe}
 	}
 	if ticket != nil {
-		m.loginSucceeded(ctx, ticket, time.Now())
+		m.logins.succeeded(ctx, ticket, time.Now())
 	}
 	if len(fe) > 0 {
 		return fe
