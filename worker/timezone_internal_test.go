@@ -15,7 +15,7 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 )
 
-// The worker's gocron job runs the schedule protocol.NextFire shows, in the
+// The worker's gocron job runs the schedule its protocol.Plan shows, in the
 // task's time zone and with its DST rules, and names each fire by its real
 // instant in UTC.
 func TestRunnerCronTimezoneDST(t *testing.T) {
