@@ -272,6 +272,8 @@ func (tj *taskJob) scheduledFire(now time.Time) time.Time { return tj.plan.FireO
 func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.Time) (gocron.JobDefinition, []gocron.JobOption, error) {
 	var opts []gocron.JobOption
 	var def gocron.JobDefinition
+	// gocron fires first at a start time itself, then by the schedule: start
+	// it at the plan's first fire, never at start_at (no fire of the plan).
 	first, ok := plan.Next(now)
 	if !ok && d.Schedule.Kind != protocol.ScheduleOnce {
 		return nil, nil, fmt.Errorf("%w: never fires between start_at and end_at", protocol.ErrInvalid)
@@ -283,7 +285,7 @@ func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.T
 		// zone and DST rules included, rather than parsing the text again.
 		opts = append(opts, gocron.WithCronImplementation(cronImpl{plan.Cron()}))
 		if d.StartAt != nil && d.StartAt.After(now) {
-			opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(*d.StartAt)))
+			opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(first)))
 		}
 	case protocol.ScheduleInterval:
 		def = gocron.DurationJob(time.Duration(d.Schedule.Every))
@@ -299,7 +301,9 @@ func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.T
 		return nil, nil, fmt.Errorf("%w: schedule kind %q", protocol.ErrInvalid, d.Schedule.Kind)
 	}
 	if d.EndAt != nil {
-		opts = append(opts, gocron.WithStopAt(gocron.WithStopDateTime(*d.EndAt)))
+		// end_at itself may fire; gocron runs nothing at or after its stop
+		// time, so it stops just after.
+		opts = append(opts, gocron.WithStopAt(gocron.WithStopDateTime(d.EndAt.Add(time.Nanosecond))))
 	}
 	return def, opts, nil
 }
