@@ -26,7 +26,7 @@ type SchedulePreview struct {
 }
 
 // previewFires computes the next n fires of a schedule after now, by the
-// rules the worker runs (protocol.NextFire), or the field errors saying what
+// rules the worker runs (its protocol.Plan), or the field errors saying what
 // is wrong: the same words as saving the task would give.
 func previewFires(d protocol.TaskDef, n int, now time.Time) ([]time.Time, protocol.FieldErrors) {
 	d.Normalize()
@@ -43,16 +43,12 @@ func previewFires(d protocol.TaskDef, n int, now time.Time) ([]time.Time, protoc
 	if len(fe) > 0 {
 		return nil, fe
 	}
-	var out []time.Time
-	for len(out) < n {
-		next, ok := protocol.NextFire(&d, now)
-		if !ok {
-			break
-		}
-		out = append(out, next)
-		now = next
+	plan, err := protocol.NewPlan(&d)
+	if err != nil {
+		// Validate accepted the schedule, so it reads; say so if not.
+		return nil, protocol.FieldErrors{"schedule.kind": err.Error()}
 	}
-	return out, nil
+	return plan.Preview(now, n), nil
 }
 
 // previewDef is a definition holding only a schedule, so Validate speaks

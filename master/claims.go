@@ -259,7 +259,7 @@ func (m *Master) checkClaimFire(ctx context.Context, node string, t *store.Task,
 	if err := json.Unmarshal([]byte(t.Spec), &def); err != nil {
 		return fmt.Errorf("master: claim: task %s: %w", t.ID, err)
 	}
-	if next, ok := protocol.NextFire(&def, fire.Add(-time.Nanosecond)); !ok || !next.Equal(fire) {
+	if plan, err := protocol.NewPlan(&def); err != nil || !plan.IsFire(fire) {
 		return Errorf(KindInvalid, "fire_at %s is not a fire of task %s's schedule", fire.Format(time.RFC3339Nano), t.ID)
 	}
 	if fire.After(now) {

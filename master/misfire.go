@@ -120,7 +120,10 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 	if end.Before(from) {
 		end = from
 	}
-	n, first, last := protocol.CountFires(&def, from, end, maxMisfireCount)
+	// A stored schedule that does not read is the zero Plan: no fires.
+	plan, _ := protocol.NewPlan(&def)
+	fc := plan.Fires(from, end, maxMisfireCount)
+	n, first, last := fc.N, fc.First, fc.Last
 	if stranded {
 		if def.Misfire == protocol.MisfireRunOnce || n == 0 || now.Sub(from) < m.cfg.MisfireWindow {
 			return nil

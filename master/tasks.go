@@ -65,8 +65,10 @@ func decodeTask(t *store.Task) (*Task, error) {
 		out.LastRunAt = &lr
 	}
 	if t.Status == store.TaskRunning {
-		if next, ok := protocol.NextFire(&out.TaskDef, time.Now()); ok {
-			out.NextRunAt = &next
+		if plan, err := protocol.NewPlan(&out.TaskDef); err == nil {
+			if next, ok := plan.Next(time.Now()); ok {
+				out.NextRunAt = &next
+			}
 		}
 	}
 	return out, nil

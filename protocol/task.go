@@ -218,14 +218,6 @@ func (d *TaskDef) Normalize() {
 	}
 }
 
-// windowFrom is when the task may first fire: now, or a later start_at.
-func (d *TaskDef) windowFrom(now time.Time) time.Time {
-	if d.StartAt != nil && d.StartAt.After(now) {
-		return *d.StartAt
-	}
-	return now
-}
-
 // Validate checks every field of a definition and returns FieldErrors, or nil.
 // now is used to refuse a one-time schedule in the past.
 func (d *TaskDef) Validate(now time.Time) error {
@@ -250,8 +242,8 @@ func (d *TaskDef) Validate(now time.Time) error {
 			fe["schedule.cron"] = "is required for a cron schedule"
 		} else if sch, err := ParseCronIn(d.Schedule.Cron, loc); err != nil {
 			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
-		} else if d.EndAt != nil {
-			if next := sch.Next(d.windowFrom(now).Add(-time.Nanosecond)); next.IsZero() || next.After(*d.EndAt) {
+		} else if plan := planOf(d, loc, sch); d.EndAt != nil {
+			if _, ok := plan.Next(now); !ok {
 				fe["schedule.cron"] = "never fires between start_at and end_at"
 			}
 		}
@@ -259,11 +251,12 @@ func (d *TaskDef) Validate(now time.Time) error {
 		ev := time.Duration(d.Schedule.Every)
 		if msg := CheckEvery(ev); msg != "" {
 			fe["schedule.every"] = msg
-		} else if d.EndAt != nil {
-			// The first fire is the next multiple of the interval (see the runner).
-			if first := d.windowFrom(now).Truncate(ev).Add(ev); first.After(*d.EndAt) {
+		} else if plan := planOf(d, loc, nil); d.EndAt != nil {
+			if _, ok := plan.Next(now); !ok {
+				plan.end = time.Time{}
+				first, _ := plan.Next(now)
 				fe["schedule.every"] = fmt.Sprintf("never fires between start_at and end_at: the first fire would be %s",
-					first.UTC().Format(time.RFC3339))
+					first.Format(time.RFC3339))
 			}
 		}
 	case ScheduleOnce:

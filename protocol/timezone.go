@@ -37,7 +37,7 @@ func ParseCronIn(expr string, loc *time.Location) (cron.Schedule, error) {
 	}
 	spec, ok := s.(*cron.SpecSchedule)
 	if !ok {
-		return s, nil // @every: elapsed time, no zone
+		return s, nil // @every: multiples of an interval, no zone
 	}
 	if spec.Hour&allHours == allHours {
 		// Hourly or more often: follow elapsed time, as Vixie cron does, so

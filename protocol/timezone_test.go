@@ -9,19 +9,31 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
-// fires lists the fires of d from `from` (exclusive) up to `to`, by NextFire.
+// mustPlan is d's plan.
+func mustPlan(t *testing.T, d *protocol.TaskDef) *protocol.Plan {
+	t.Helper()
+	p, err := protocol.NewPlan(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+// fires lists the fires of d from `from` (exclusive) up to `to`, by its
+// plan's Next.
 func fires(t *testing.T, d *protocol.TaskDef, from, to string) []string {
 	t.Helper()
+	p := mustPlan(t, d)
 	now := mustTime(t, from)
 	end := mustTime(t, to)
 	var out []string
 	for i := 0; i < 100; i++ {
-		next, ok := protocol.NextFire(d, now)
+		next, ok := p.Next(now)
 		if !ok || next.After(end) {
 			return out
 		}
 		if !next.After(now) {
-			t.Fatalf("NextFire(%s) = %s: not after now", now, next)
+			t.Fatalf("Next(%s) = %s: not after now", now, next)
 		}
 		out = append(out, next.Format(time.RFC3339))
 		now = next
@@ -47,7 +59,7 @@ func cronDef(expr, tz string) *protocol.TaskDef {
 	return &d
 }
 
-func TestNextFireTimezoneDST(t *testing.T) {
+func TestPlanTimezoneDST(t *testing.T) {
 	daily := cronDef("30 2 * * *", "Europe/Berlin")
 	// Spring-forward, 2026-03-29: 02:00 CET jumps to 03:00 CEST, so 02:30
 	// never happens; the job fires once, at the jump (01:00 UTC).
@@ -65,7 +77,7 @@ func TestNextFireTimezoneDST(t *testing.T) {
 	}
 	// Asked during the repeated hour (02:15 CET), the 02:30 of the day has
 	// fired already.
-	if next, _ := protocol.NextFire(daily, mustTime(t, "2026-10-25T01:15:00Z")); !next.Equal(mustTime(t, "2026-10-26T01:30:00Z")) {
+	if next, _ := mustPlan(t, daily).Next(mustTime(t, "2026-10-25T01:15:00Z")); !next.Equal(mustTime(t, "2026-10-26T01:30:00Z")) {
 		t.Errorf("next fire from the repeated hour = %s, want 2026-10-26T01:30:00Z", next)
 	}
 

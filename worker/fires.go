@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -318,8 +316,8 @@ type missedCount struct {
 	more        bool
 }
 
-// countMissed is missedFires for tj from after to when it joined its group,
-// reusing the count of a task of the same schedule when no fire lies
+// countMissed counts the fires of tj's plan strictly after after and before
+// it joined its group (at most maxMissedCount), reusing the count of a task of the same schedule when no fire lies
 // between the two joins. Called under r.mu.
 func (r *runner) countMissed(tj *taskJob, after time.Time) (n int, first, last time.Time, more bool) {
 	k := missedKey{group: tj.group, after: after}
@@ -329,7 +327,9 @@ func (r *runner) countMissed(tj *taskJob, after time.Time) (n int, first, last t
 	if c, ok := r.missed[k]; ok && !tj.since.Before(c.before) && (c.next.IsZero() || !tj.since.After(c.next)) {
 		return c.n, c.first, c.last, c.more
 	}
-	n, first, last, more = missedFires(&tj.spec.TaskDef, tj.cron, after, tj.since)
+	// Strictly before it joined: a fire at that instant is its own.
+	c := tj.plan.Fires(after, tj.since.Add(-time.Nanosecond), maxMissedCount)
+	n, first, last, more = c.N, c.First, c.Last, c.More
 	if r.missed == nil {
 		r.missed = map[missedKey]missedCount{}
 	}
@@ -353,58 +353,4 @@ func restartMisfireReport(node string, spec protocol.TaskSpec, n int, first, las
 	}
 	q := &queuedFire{spec: spec, fire: first, id: newRunID()}
 	return skippedReport(node, q, why)
-}
-
-// missedFires counts the fires of d's schedule (c: its cron schedule, in its
-// time zone) strictly after after and strictly before before, within the
-// task's start_at and end_at, as protocol.NextFire names them. more says the
-// count stopped at maxMissedCount.
-func missedFires(d *protocol.TaskDef, c cron.Schedule, after, before time.Time) (n int, first, last time.Time, more bool) {
-	lo := after.UTC()
-	if d.StartAt != nil && d.StartAt.After(lo) {
-		lo = d.StartAt.UTC()
-	}
-	hi := before.UTC()
-	if d.EndAt != nil {
-		if end := d.EndAt.UTC().Add(time.Nanosecond); end.Before(hi) {
-			hi = end // end_at itself may fire
-		}
-	}
-	if !lo.Before(hi) {
-		return 0, first, last, false
-	}
-	switch d.Schedule.Kind {
-	case protocol.ScheduleInterval:
-		every := time.Duration(d.Schedule.Every)
-		if every <= 0 {
-			return 0, first, last, false
-		}
-		first = lo.Truncate(every).Add(every)
-		if !first.Before(hi) {
-			return 0, time.Time{}, time.Time{}, false
-		}
-		last = hi.Add(-time.Nanosecond).Truncate(every)
-		total := int64(last.Sub(first)/every) + 1
-		if total > maxMissedCount {
-			return maxMissedCount, first, first.Add(time.Duration(maxMissedCount-1) * every), true
-		}
-		return int(total), first, last, false
-	case protocol.ScheduleCron:
-		if c == nil {
-			return 0, first, last, false
-		}
-		for t := c.Next(lo); !t.IsZero() && t.Before(hi); t = c.Next(t) {
-			if n == 0 {
-				first = t.UTC()
-			}
-			last = t.UTC()
-			if n++; n >= maxMissedCount {
-				return n, first, last, true
-			}
-		}
-		return n, first, last, false
-	}
-	// A one-time schedule whose time passed cannot be scheduled again
-	// (Validate refuses it); nothing is counted here.
-	return 0, first, last, false
 }

@@ -109,7 +109,7 @@ type taskJob struct {
 	paused    atomic.Bool
 	executors atomic.Int64
 	shard     atomic.Pointer[[2]int] // broadcast shard index and total, updated in place like executors
-	cron      cron.Schedule          // for cron tasks: to name the scheduled fire time
+	plan      protocol.Plan          // its schedule with its own start_at: names and counts its fires
 	group     *fireGroup
 	idx       int       // position in group.tasks, under group.mu
 	since     time.Time // when it joined its group: earlier fires are not its own
@@ -184,10 +184,9 @@ func keyOf(d *protocol.TaskDef, now time.Time) scheduleKey {
 // its own goroutine. gocron then hands out one job per schedule, not one per
 // task, which is what kept the trigger lag far above the timer floor.
 type fireGroup struct {
-	key      scheduleKey
-	schedule protocol.Schedule
-	cron     cron.Schedule
-	jobID    uuid.UUID
+	key   scheduleKey
+	plan  protocol.Plan // of its first task: the same fires as every member's after the group began
+	jobID uuid.UUID
 
 	mu    sync.Mutex
 	tasks []*taskJob // members, in no particular order
@@ -196,26 +195,7 @@ type fireGroup struct {
 
 // next is the group's first fire after t (zero: none).
 func (g *fireGroup) next(t time.Time) time.Time {
-	if g.key.startAt != 0 {
-		if start := time.Unix(0, g.key.startAt); start.After(t) {
-			t = start
-		}
-	}
-	var next time.Time
-	switch g.schedule.Kind {
-	case protocol.ScheduleCron:
-		next = g.cron.Next(t)
-	case protocol.ScheduleInterval:
-		every := time.Duration(g.schedule.Every)
-		next = t.Truncate(every).Add(every)
-	case protocol.ScheduleOnce:
-		if g.schedule.At != nil && g.schedule.At.After(t) {
-			next = *g.schedule.At
-		}
-	}
-	if g.key.endAt != 0 && next.After(time.Unix(0, g.key.endAt)) {
-		return time.Time{}
-	}
+	next, _ := g.plan.Next(t)
 	return next
 }
 
@@ -285,74 +265,32 @@ type runner struct {
 
 // scheduledFire names the fire a run belongs to: the schedule's own time, not
 // the local clock, so that every executor claims the same fire.
-func (tj *taskJob) scheduledFire(now time.Time) time.Time {
-	return scheduledFire(&tj.spec.Schedule, tj.cron, now)
-}
-
-// scheduledFire names the fire of schedule s (c parsed from it for cron)
-// that a timer going off at now belongs to.
-func scheduledFire(s *protocol.Schedule, c cron.Schedule, now time.Time) time.Time {
-	switch s.Kind {
-	case protocol.ScheduleOnce:
-		return s.At.UTC()
-	case protocol.ScheduleInterval:
-		return now.Round(time.Duration(s.Every)).UTC()
-	case protocol.ScheduleCron:
-		// The last schedule point at or before now (plus a little for a timer
-		// firing early). Look back 2 s first: it is where the point is unless
-		// the run started very late.
-		for _, back := range []time.Duration{2 * time.Second, 5 * time.Minute} {
-			t := c.Next(now.Add(-back).Truncate(time.Second).Add(-time.Nanosecond))
-			last := time.Time{}
-			for !t.After(now.Add(200*time.Millisecond)) && !t.IsZero() {
-				last = t
-				t = c.Next(t)
-			}
-			if !last.IsZero() {
-				return last.UTC()
-			}
-		}
-	}
-	return now.Truncate(time.Second).UTC()
-}
-
-// parseSchedule reads a definition's cron schedule in its time zone (nil for
-// other kinds).
-func parseSchedule(d *protocol.TaskDef) (cron.Schedule, error) {
-	if d.Schedule.Kind != protocol.ScheduleCron {
-		return nil, nil
-	}
-	loc, err := protocol.LoadTimezone(d.Timezone)
-	if err != nil {
-		return nil, fmt.Errorf("%w: timezone %v", protocol.ErrInvalid, err)
-	}
-	return protocol.ParseCronIn(d.Schedule.Cron, loc)
-}
+func (tj *taskJob) scheduledFire(now time.Time) time.Time { return tj.plan.FireOf(now) }
 
 // definition builds the gocron job definition and options of a schedule
-// group from the definition of its first task.
-func (r *runner) definition(d *protocol.TaskDef, sch cron.Schedule, now time.Time) (gocron.JobDefinition, []gocron.JobOption, error) {
+// group from the definition of its first task and its plan.
+func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.Time) (gocron.JobDefinition, []gocron.JobOption, error) {
 	var opts []gocron.JobOption
 	var def gocron.JobDefinition
+	// gocron fires first at a start time itself, then by the schedule: start
+	// it at the plan's first fire, never at start_at (no fire of the plan).
+	first, ok := plan.Next(now)
+	if !ok && d.Schedule.Kind != protocol.ScheduleOnce {
+		return nil, nil, fmt.Errorf("%w: never fires between start_at and end_at", protocol.ErrInvalid)
+	}
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
 		def = gocron.CronJob(d.Schedule.Cron, protocol.CronHasSeconds(d.Schedule.Cron))
-		// gocron runs the very schedule the master shows (NextFire), time
+		// gocron runs the very schedule the master shows (the plan's), time
 		// zone and DST rules included, rather than parsing the text again.
-		opts = append(opts, gocron.WithCronImplementation(cronImpl{sch}))
+		opts = append(opts, gocron.WithCronImplementation(cronImpl{plan.Cron()}))
 		if d.StartAt != nil && d.StartAt.After(now) {
-			opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(*d.StartAt)))
+			opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(first)))
 		}
 	case protocol.ScheduleInterval:
-		every := time.Duration(d.Schedule.Every)
-		def = gocron.DurationJob(every)
-		// Align the first fire to a multiple of the interval since the epoch so
-		// that every executor fires (and claims) the same instants.
-		from := now
-		if d.StartAt != nil && d.StartAt.After(from) {
-			from = *d.StartAt
-		}
-		first := from.Truncate(every).Add(every)
+		def = gocron.DurationJob(time.Duration(d.Schedule.Every))
+		// The first fire is a multiple of the interval, so that every
+		// executor fires (and claims) the same instants.
 		opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(first)))
 	case protocol.ScheduleOnce:
 		if d.Schedule.At.Before(now) {
@@ -363,15 +301,17 @@ func (r *runner) definition(d *protocol.TaskDef, sch cron.Schedule, now time.Tim
 		return nil, nil, fmt.Errorf("%w: schedule kind %q", protocol.ErrInvalid, d.Schedule.Kind)
 	}
 	if d.EndAt != nil {
-		opts = append(opts, gocron.WithStopAt(gocron.WithStopDateTime(*d.EndAt)))
+		// end_at itself may fire; gocron runs nothing at or after its stop
+		// time, so it stops just after.
+		opts = append(opts, gocron.WithStopAt(gocron.WithStopDateTime(d.EndAt.Add(time.Nanosecond))))
 	}
 	return def, opts, nil
 }
 
-// cronImpl hands gocron a schedule parsed by protocol.ParseCronIn.
+// cronImpl hands gocron the cron schedule of a protocol.Plan.
 type cronImpl struct{ s cron.Schedule }
 
-// IsValid accepts what ParseCronIn accepted if it fires again after now.
+// IsValid accepts what NewPlan accepted if it fires again after now.
 func (c cronImpl) IsValid(_ string, _ *time.Location, now time.Time) error {
 	if c.s.Next(now).IsZero() {
 		return gocron.ErrCronJobInvalid
@@ -415,7 +355,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	if spec.Type == protocol.TaskShell && !r.shell {
 		return false, ErrShellRefused
 	}
-	sch, err := parseSchedule(&spec.TaskDef)
+	plan, err := protocol.NewPlan(&spec.TaskDef)
 	if err != nil {
 		return false, err
 	}
@@ -436,19 +376,16 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 			return false, nil
 		}
 	}
-	tj := &taskJob{spec: spec, cron: sch, since: now, httpReq: prepareTask(&spec.TaskDef)}
+	tj := &taskJob{spec: spec, plan: plan, since: now, httpReq: prepareTask(&spec.TaskDef)}
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 	key := keyOf(&spec.TaskDef, now)
 	g := r.groups[key]
 	if g == nil {
-		if g, err = r.newGroup(key, &spec.TaskDef, sch, now); err != nil {
+		if g, err = r.newGroup(key, &spec.TaskDef, &plan, now); err != nil {
 			return false, fmt.Errorf("worker: schedule task %s: %w", spec.ID, err)
 		}
-	}
-	if g.cron != nil {
-		tj.cron = g.cron // the same schedule: share it
 	}
 	if replacing {
 		tj.lastFire.Store(old.lastFire.Load())
@@ -466,12 +403,12 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 }
 
 // newGroup schedules the gocron job of a schedule not scheduled yet.
-func (r *runner) newGroup(key scheduleKey, d *protocol.TaskDef, sch cron.Schedule, now time.Time) (*fireGroup, error) {
-	def, opts, err := r.definition(d, sch, now)
+func (r *runner) newGroup(key scheduleKey, d *protocol.TaskDef, plan *protocol.Plan, now time.Time) (*fireGroup, error) {
+	def, opts, err := r.definition(d, plan, now)
 	if err != nil {
 		return nil, err
 	}
-	g := &fireGroup{key: key, schedule: d.Schedule, cron: sch}
+	g := &fireGroup{key: key, plan: *plan}
 	opts = append(opts, gocron.WithName(key.String()))
 	job, err := r.sched.NewJob(def, gocron.NewTask(func() { r.fireGroup(g) }), opts...)
 	if err != nil {
@@ -504,7 +441,7 @@ func (r *runner) leaveLocked(tj *taskJob) error {
 // goroutines exist: a run's start does not wait behind the work (requests,
 // reports) of the runs started before it in the same fire.
 func (r *runner) fireGroup(g *fireGroup) {
-	r.fireGroupAt(g, scheduledFire(&g.schedule, g.cron, time.Now()))
+	r.fireGroupAt(g, g.plan.FireOf(time.Now()))
 }
 
 // fireGroupAt is fireGroup for the fire named fire.

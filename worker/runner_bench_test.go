@@ -19,11 +19,12 @@ import (
 func BenchmarkScheduledFire(b *testing.B) {
 	for _, expr := range []string{"* * * * * *", "*/5 * * * * *", "0 * * * * *", "0 0 * * *"} {
 		b.Run(expr, func(b *testing.B) {
-			sch, err := protocol.ParseCron(expr)
+			def := protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: expr}}
+			plan, err := protocol.NewPlan(&def)
 			if err != nil {
 				b.Fatal(err)
 			}
-			tj := &taskJob{spec: protocol.TaskSpec{TaskDef: protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: expr}}}, cron: sch}
+			tj := &taskJob{spec: protocol.TaskSpec{TaskDef: def}, plan: plan}
 			now := time.Date(2026, 11, 22, 10, 0, 0, 1_500_000, time.UTC)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -31,11 +31,7 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 }
 
 func TestScheduledFireNamesTheScheduleTime(t *testing.T) {
-	sched, err := protocol.ParseCron("*/5 * * * * *")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tj := &taskJob{spec: protocol.TaskSpec{TaskDef: protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "*/5 * * * * *"}}}, cron: sched}
+	tj := planJob(t, protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "*/5 * * * * *"}})
 	base := time.Date(2026, 1, 2, 3, 4, 10, 0, time.UTC)
 	for _, lag := range []time.Duration{0, 3 * time.Millisecond, 900 * time.Millisecond, 4 * time.Second} {
 		if got := tj.scheduledFire(base.Add(lag)); !got.Equal(base) {
@@ -46,10 +42,20 @@ func TestScheduledFireNamesTheScheduleTime(t *testing.T) {
 	if got := tj.scheduledFire(base.Add(-50 * time.Millisecond)); !got.Equal(base) {
 		t.Errorf("early: fire %s, want %s", got, base)
 	}
-	iv := &taskJob{spec: protocol.TaskSpec{TaskDef: protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(2 * time.Second)}}}}
+	iv := planJob(t, protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(2 * time.Second)}})
 	if got := iv.scheduledFire(base.Add(30 * time.Millisecond)); !got.Equal(base) {
 		t.Errorf("interval: fire %s, want %s", got, base)
 	}
+}
+
+// planJob is a task of d with its plan, not scheduled.
+func planJob(t *testing.T, d protocol.TaskDef) *taskJob {
+	t.Helper()
+	plan, err := protocol.NewPlan(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &taskJob{spec: protocol.TaskSpec{TaskDef: d}, plan: plan}
 }
 
 // fakeMaster accepts or refuses run batches and remembers the run ids it got.
