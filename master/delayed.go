@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/uptrace/bun"
 )
 
 // ActorDelayed is the actor of the transitions the leader makes to delayed
@@ -86,17 +88,28 @@ func (c DelayedConfig) withDefaults() DelayedConfig {
 }
 
 // delayedCfg is the delayed task configuration in force.
-func (m *Master) delayedCfg() DelayedConfig {
-	c := m.cfg.Delayed.withDefaults()
+func (svc *delayedService) delayedCfg() DelayedConfig {
+	c := svc.cfg.Delayed.withDefaults()
 	if c.Timeout <= 0 {
-		c.Timeout = m.settings.defaultTimeout()
+		c.Timeout = svc.settings.defaultTimeout()
 	}
 	return c
 }
 
-// delayedState is the master's in-memory side of delayed tasks: only
+// delayedService is the delayed-task duty and its state: only
 // wake-ups and notifications; everything else is in the database.
-type delayedState struct {
+type delayedService struct {
+	db       bun.IDB
+	dialect  store.Dialect
+	log      *slog.Logger
+	cfg      *Config
+	events   *eventLog
+	lease    *leaseKeeper
+	settings *settingsKeeper
+	life     *lifecycle
+	notify   *notifier
+	runLists *slots
+
 	once sync.Once
 	wake chan struct{}
 	// armed is the UnixNano the leader's timer waits for (0: none), so that
@@ -120,44 +133,44 @@ type delayedState struct {
 // delayedWriteLock takes writeMu on SQLite and returns its unlock; on
 // MySQL, where writers of different rows do not wait for each other, it
 // does nothing.
-func (m *Master) delayedWriteLock() func() {
-	if m.st.Dialect != store.SQLite {
+func (svc *delayedService) delayedWriteLock() func() {
+	if svc.dialect != store.SQLite {
 		return func() {}
 	}
-	m.delayed.writeMu.Lock()
-	return m.delayed.writeMu.Unlock
+	svc.writeMu.Lock()
+	return svc.writeMu.Unlock
 }
 
 // delayedClient is the worker API client of sendings: it keeps as many idle
 // connections per worker as sendings may be in flight, so that a burst of
 // due tasks reuses connections instead of opening one per sending (the
 // shared client keeps two per worker, for fleets of thousands).
-func (m *Master) delayedClient() *Client {
-	m.delayed.clientOnce.Do(func() {
-		c := NewClient(m.cfg.CallTimeout)
+func (svc *delayedService) delayedClient() *Client {
+	svc.clientOnce.Do(func() {
+		c := NewClient(svc.cfg.CallTimeout)
 		if tr, ok := c.http.Transport.(*http.Transport); ok {
-			tr.MaxIdleConnsPerHost = m.delayedCfg().Concurrency
+			tr.MaxIdleConnsPerHost = svc.delayedCfg().Concurrency
 			tr.IdleConnTimeout = time.Minute
 		}
-		m.delayed.client = c
+		svc.client = c
 	})
-	return m.delayed.client
+	return svc.client
 }
 
 // delayedWake is the channel that wakes the leader's delayed loop.
-func (m *Master) delayedWake() chan struct{} {
-	m.delayed.once.Do(func() { m.delayed.wake = make(chan struct{}, 1) })
-	return m.delayed.wake
+func (svc *delayedService) delayedWake() chan struct{} {
+	svc.once.Do(func() { svc.wake = make(chan struct{}, 1) })
+	return svc.wake
 }
 
 // pokeDelayed wakes the delayed loop when due (less the lookahead) comes
 // before what it waits for.
-func (m *Master) pokeDelayed(due time.Time) {
-	if a := m.delayed.armed.Load(); a != 0 && due.Add(-m.delayedCfg().Lookahead).UnixNano() >= a {
+func (svc *delayedService) pokeDelayed(due time.Time) {
+	if a := svc.armed.Load(); a != 0 && due.Add(-svc.delayedCfg().Lookahead).UnixNano() >= a {
 		return
 	}
 	select {
-	case m.delayedWake() <- struct{}{}:
+	case svc.delayedWake() <- struct{}{}:
 	default:
 	}
 }
@@ -303,33 +316,33 @@ func delayedSpec(r *store.DelayedTask, seq, attempt int, timeout time.Duration, 
 // CreateDelayed validates and stores a new pending delayed task. Creating
 // the same source_app, topic and content_key again while one is pending or
 // running gives that one and created false (nothing is changed).
-func (m *Master) CreateDelayed(ctx context.Context, in DelayedInput, by string) (_ *Delayed, created bool, err error) {
+func (svc *delayedService) CreateDelayed(ctx context.Context, in DelayedInput, by string) (_ *Delayed, created bool, err error) {
 	now := time.Now()
-	row, err := m.checkDelayedInput(ctx, &in, now)
+	row, err := svc.checkDelayedInput(ctx, &in, now)
 	if err != nil {
-		m.events.record(ctx, "delayed.create", store.TargetDelayed, "", err, in.SourceApp+"/"+in.Topic+"/"+in.ContentKey)
+		svc.events.record(ctx, "delayed.create", store.TargetDelayed, "", err, in.SourceApp+"/"+in.Topic+"/"+in.ContentKey)
 		return nil, false, err
 	}
 	row.CreatedBy = by
-	got, created, err := store.CreateDelayed(ctx, m.st.DB, row)
+	got, created, err := store.CreateDelayed(ctx, svc.db, row)
 	if err != nil {
 		return nil, false, fmt.Errorf("master: create delayed task: %w", err)
 	}
 	d := toDelayed(got)
 	if !created {
-		m.log.Info("delayed task exists: idempotent create", "delayed", d.ID, "source_app", d.SourceApp, "topic", d.Topic, "status", d.Status)
+		svc.log.Info("delayed task exists: idempotent create", "delayed", d.ID, "source_app", d.SourceApp, "topic", d.Topic, "status", d.Status)
 		return &d, false, nil
 	}
-	m.log.Info("delayed task created", "delayed", d.ID, "source_app", d.SourceApp, "topic", d.Topic, "due", d.DueAt, "by", by)
-	m.events.record(ctx, "delayed.create", store.TargetDelayed, d.ID, nil,
+	svc.log.Info("delayed task created", "delayed", d.ID, "source_app", d.SourceApp, "topic", d.Topic, "due", d.DueAt, "by", by)
+	svc.events.record(ctx, "delayed.create", store.TargetDelayed, d.ID, nil,
 		fmt.Sprintf("%s/%s/%s due %s", d.SourceApp, d.Topic, d.ContentKey, d.DueAt.Format(time.RFC3339)))
-	m.pokeDelayed(d.DueAt)
+	svc.pokeDelayed(d.DueAt)
 	return &d, true, nil
 }
 
 // GetDelayed returns one delayed task.
-func (m *Master) GetDelayed(ctx context.Context, id string) (*Delayed, error) {
-	r, err := store.GetDelayed(ctx, m.st.DB, id)
+func (svc *delayedService) GetDelayed(ctx context.Context, id string) (*Delayed, error) {
+	r, err := store.GetDelayed(ctx, svc.db, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(KindNotFound, "delayed task %s does not exist", printable(id))
 	}
@@ -341,11 +354,11 @@ func (m *Master) GetDelayed(ctx context.Context, id string) (*Delayed, error) {
 }
 
 // ListDelayed returns a page of delayed tasks, newest first, and the total.
-func (m *Master) ListDelayed(ctx context.Context, f store.DelayedFilter) ([]Delayed, int, error) {
+func (svc *delayedService) ListDelayed(ctx context.Context, f store.DelayedFilter) ([]Delayed, int, error) {
 	if f.Status != "" && !isDelayedStatus(f.Status) {
 		return nil, 0, Errorf(KindInvalid, "status must be one of %s", strings.Join(store.DelayedStatuses, ", "))
 	}
-	rows, total, err := store.ListDelayed(ctx, m.st.DB, f)
+	rows, total, err := store.ListDelayed(ctx, svc.db, f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -366,24 +379,24 @@ func isDelayedStatus(s string) bool {
 }
 
 // DelayedRuns returns a page of a delayed task's runs, newest first.
-func (m *Master) DelayedRuns(ctx context.Context, id string, limit, offset int) ([]store.Run, int, error) {
-	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
+func (svc *delayedService) DelayedRuns(ctx context.Context, id string, limit, offset int) ([]store.Run, int, error) {
+	release, err := svc.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	return store.ListDelayedRuns(ctx, m.st.DB, id, limit, offset)
+	return store.ListDelayedRuns(ctx, svc.db, id, limit, offset)
 }
 
 // CancelDelayed cancels a pending delayed task. A running one (being sent
 // now) or a finished one cannot be cancelled: KindState with a sentence.
-func (m *Master) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err error) {
-	defer func() { m.events.record(ctx, "delayed.cancel", store.TargetDelayed, id, err, "") }()
-	err = store.CancelDelayed(ctx, m.st.DB, id, time.Now())
+func (svc *delayedService) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err error) {
+	defer func() { svc.events.record(ctx, "delayed.cancel", store.TargetDelayed, id, err, "") }()
+	err = store.CancelDelayed(ctx, svc.db, id, time.Now())
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return nil, err
 	}
-	d, gerr := m.GetDelayed(ctx, id)
+	d, gerr := svc.GetDelayed(ctx, id)
 	if gerr != nil {
 		return nil, gerr
 	}
@@ -396,11 +409,11 @@ func (m *Master) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err 
 		}
 		return nil, Errorf(KindState, "delayed task %s has finished (%s); only a pending task can be cancelled", id, d.Status)
 	}
-	m.log.Info("delayed task cancelled", "delayed", id, "by", ActorFrom(ctx))
+	svc.log.Info("delayed task cancelled", "delayed", id, "by", ActorFrom(ctx))
 	return d, nil
 }
 
 // DelayedCounts counts the delayed tasks by status.
-func (m *Master) DelayedCounts(ctx context.Context) (map[string]int, error) {
-	return store.CountDelayedByStatus(ctx, m.st.DB)
+func (svc *delayedService) DelayedCounts(ctx context.Context) (map[string]int, error) {
+	return store.CountDelayedByStatus(ctx, svc.db)
 }

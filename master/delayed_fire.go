@@ -38,8 +38,8 @@ type sender struct {
 
 // delayedLoop is the leader's duty for delayed tasks; every master runs it,
 // and it acts only while its master leads.
-func (m *Master) delayedLoop(ctx context.Context) {
-	cfg := m.delayedCfg()
+func (svc *delayedService) delayedLoop(ctx context.Context) {
+	cfg := svc.delayedCfg()
 	ctx = WithActor(ctx, ActorDelayed)
 	snd := &sender{slots: make(chan struct{}, cfg.Concurrency), outstanding: make(chan struct{}, 4*cfg.Batch)}
 	defer snd.wg.Wait()
@@ -55,10 +55,10 @@ func (m *Master) delayedLoop(ctx context.Context) {
 			return
 		case <-timer.C:
 		case <-poll.C:
-		case <-m.delayedWake():
+		case <-svc.delayedWake():
 		}
-		m.delayed.armed.Store(0)
-		fence := m.lease.fence()
+		svc.armed.Store(0)
+		fence := svc.lease.fence()
 		if fence == nil {
 			epoch = 0
 			continue
@@ -68,19 +68,19 @@ func (m *Master) delayedLoop(ctx context.Context) {
 			// be on their way (workers keep them while no master answers).
 			epoch, leaderSince = fence.Epoch, time.Now()
 		}
-		progress := m.fireDue(ctx, cfg, fence, snd)
+		progress := svc.fireDue(ctx, cfg, fence, snd)
 		reassignFrom := leaderSince.Add(cfg.ReportGrace)
 		if !time.Now().Before(reassignFrom) {
-			progress = m.reassignOverdue(ctx, cfg, fence) || progress
+			progress = svc.reassignOverdue(ctx, cfg, fence) || progress
 		}
 		if time.Since(lastPrune) >= time.Hour {
 			lastPrune = time.Now()
-			m.pruneDelayed(ctx)
+			svc.pruneDelayed(ctx)
 		}
-		wake, ok, err := m.nextDelayedWake(ctx, cfg, reassignFrom)
+		wake, ok, err := svc.nextDelayedWake(ctx, cfg, reassignFrom)
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.Error("delayed tasks: read the next due time", "err", err)
+				svc.log.Error("delayed tasks: read the next due time", "err", err)
 			}
 			continue
 		}
@@ -91,7 +91,7 @@ func (m *Master) delayedLoop(ctx context.Context) {
 			wait = cfg.Resend
 		}
 		if ok && wait < cfg.Poll {
-			m.delayed.armed.Store(time.Now().Add(wait).UnixNano())
+			svc.armed.Store(time.Now().Add(wait).UnixNano())
 			timer.Reset(max(wait, 0))
 		}
 	}
@@ -100,12 +100,12 @@ func (m *Master) delayedLoop(ctx context.Context) {
 // nextDelayedWake is when the loop has something to do next: claim the next
 // pending task (a lookahead before its time), or look at the earliest
 // report deadline (not before reassignFrom).
-func (m *Master) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassignFrom time.Time) (time.Time, bool, error) {
-	pending, pok, err := store.NextDelayedAt(ctx, m.st.DB, store.DelayedPending)
+func (svc *delayedService) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassignFrom time.Time) (time.Time, bool, error) {
+	pending, pok, err := store.NextDelayedAt(ctx, svc.db, store.DelayedPending)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	running, rok, err := store.NextDelayedAt(ctx, m.st.DB, store.DelayedRunning)
+	running, rok, err := store.NextDelayedAt(ctx, svc.db, store.DelayedRunning)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -124,13 +124,13 @@ func (m *Master) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassig
 
 // fireDue claims and sends every task due within the lookahead, batch after
 // batch while batches are full and move. It reports whether any task moved.
-func (m *Master) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
+func (svc *delayedService) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
 	progress := false
 	for ctx.Err() == nil {
-		due, claimed, deferred, err := m.fireBatch(ctx, cfg, fence, snd)
+		due, claimed, deferred, err := svc.fireBatch(ctx, cfg, fence, snd)
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.Error("delayed tasks: fire", "err", err)
+				svc.log.Error("delayed tasks: fire", "err", err)
 			}
 			return progress
 		}
@@ -158,14 +158,14 @@ type sending struct {
 // worker when it names none), and has each sent at its time. It returns how
 // many tasks were due, how many it claimed and how many it deferred for want
 // of a running worker.
-func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
+func (svc *delayedService) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
 	now := time.Now()
 	until := now.Add(cfg.Lookahead)
-	rows, err := store.DueDelayed(ctx, m.st.DB, until, cfg.Batch)
+	rows, err := store.DueDelayed(ctx, svc.db, until, cfg.Batch)
 	if err != nil || len(rows) == 0 {
 		return 0, 0, 0, err
 	}
-	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+	nodes, err := store.ListNodesByStatus(ctx, svc.db, store.StatusRunning)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -195,7 +195,7 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 				}
 			}
 		}
-		pick, ok := PickWeighted(cands, m.cfg.RandN)
+		pick, ok := PickWeighted(cands, svc.cfg.RandN)
 		if !ok {
 			why := "no running worker to send it to"
 			if len(named) > 0 {
@@ -209,12 +209,12 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 	}
 	for why, ids := range stuck {
 		// Not lost: looked at again shortly, and marked late if it comes to that.
-		n, err := store.DeferDelayed(ctx, m.st.DB, ids, now.Add(cfg.Resend), why, fence)
+		n, err := store.DeferDelayed(ctx, svc.db, ids, now.Add(cfg.Resend), why, fence)
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		deferred += n
-		m.log.Warn("delayed tasks due but not sendable; trying again shortly", "tasks", len(ids), "why", why, "in", cfg.Resend)
+		svc.log.Warn("delayed tasks due but not sendable; trying again shortly", "tasks", len(ids), "why", why, "in", cfg.Resend)
 	}
 	if len(groups) == 0 {
 		return len(rows), 0, deferred, nil
@@ -222,8 +222,8 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 	claim := newClaimToken()
 	deadline := until.Add(cfg.Timeout + cfg.ReportGrace)
 	var won []store.DelayedTask
-	unlock := m.delayedWriteLock()
-	err = m.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	unlock := svc.delayedWriteLock()
+	err = svc.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ids []string
 		names := make([]string, 0, len(groups))
 		for n := range groups {
@@ -258,31 +258,31 @@ func (m *Master) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.
 		case snd.outstanding <- struct{}{}:
 		case <-ctx.Done():
 			for _, rest := range won[i:] {
-				m.unclaim(ctx, sending{row: rest, at: sendAt[rest.ID], first: first[rest.ID]})
+				svc.unclaim(ctx, sending{row: rest, at: sendAt[rest.ID], first: first[rest.ID]})
 			}
 			return len(rows), len(won), deferred, nil
 		}
 		snd.wg.Add(1)
 		go func() {
 			defer func() { <-snd.outstanding; snd.wg.Done() }()
-			m.sendAtItsTime(ctx, cfg, snd, s)
+			svc.sendAtItsTime(ctx, cfg, snd, s)
 		}()
 	}
 	if len(won) > 0 {
-		m.log.Debug("delayed tasks claimed", "tasks", len(won))
+		svc.log.Debug("delayed tasks claimed", "tasks", len(won))
 	}
 	return len(rows), len(won), deferred, nil
 }
 
 // sendAtItsTime waits for a claimed task's time and a free slot, then sends
 // it. Stopped before that, it gives the task back untouched.
-func (m *Master) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
+func (svc *delayedService) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
 	if wait := time.Until(s.at); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			m.unclaim(ctx, s)
+			svc.unclaim(ctx, s)
 			return
 		case <-t.C:
 		}
@@ -290,39 +290,39 @@ func (m *Master) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *send
 	select {
 	case snd.slots <- struct{}{}:
 	case <-ctx.Done():
-		m.unclaim(ctx, s)
+		svc.unclaim(ctx, s)
 		return
 	}
 	defer func() { <-snd.slots }()
-	m.send(ctx, cfg, s)
+	svc.send(ctx, cfg, s)
 }
 
 // unclaim gives a claimed task that was never sent back to pending as it
 // was, when the master stops: the next leader sends it at its time instead
 // of waiting for the report deadline.
-func (m *Master) unclaim(ctx context.Context, s sending) {
+func (svc *delayedService) unclaim(ctx context.Context, s sending) {
 	// It runs because ctx ended (Stop), so it must outlive ctx; it is bounded
 	// to 5 s and runs in delayedLoop's goroutines, which Stop waits for.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	w := &s.row
-	if fence := m.lease.fence(); fence != nil {
-		err := store.UnclaimDelayed(ctx, m.st.DB, w.ID, w.Dispatches, s.at, s.first, fence)
+	if fence := svc.lease.fence(); fence != nil {
+		err := store.UnclaimDelayed(ctx, svc.db, w.ID, w.Dispatches, s.at, s.first, fence)
 		if err == nil {
-			err = store.SetDispatchOutcome(ctx, m.st.DB, w.ID, w.Dispatches, "unsent")
+			err = store.SetDispatchOutcome(ctx, svc.db, w.ID, w.Dispatches, "unsent")
 		}
 		if err != nil && !errors.Is(err, store.ErrConflict) {
-			m.log.Error("delayed task: give an unsent task back", "delayed", w.ID, "err", err)
+			svc.log.Error("delayed task: give an unsent task back", "delayed", w.ID, "err", err)
 		}
 	}
 }
 
 // inTx runs fn in a transaction, again when it failed only because of a
 // concurrent one (a deadlock, SQLite busy).
-func (m *Master) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+func (svc *delayedService) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		err = m.st.DB.RunInTx(ctx, nil, fn)
+		err = svc.db.RunInTx(ctx, nil, fn)
 		if !store.IsRetryable(err) {
 			return err
 		}
@@ -341,20 +341,20 @@ func newClaimToken() string {
 // pending at once, the same attempt, for another pick; when the outcome is
 // unknown (no answer in time) the task waits for its run or its deadline,
 // so that it is never sent twice for one sending that may have run.
-func (m *Master) send(ctx context.Context, cfg DelayedConfig, s sending) {
+func (svc *delayedService) send(ctx context.Context, cfg DelayedConfig, s sending) {
 	w := &s.row
 	spec := delayedSpec(w, w.Dispatches, w.Attempts+1, cfg.Timeout, time.Now())
-	err := m.delayedClient().TaskRunOnce(ctx, &s.node, spec)
+	err := svc.delayedClient().TaskRunOnce(ctx, &s.node, spec)
 	if err == nil {
 		return
 	}
 	if ctx.Err() != nil || !notSent(err) {
-		m.log.Warn("delayed task: sending not confirmed; waiting for its run or its deadline", "delayed", w.ID, "node", w.Node, "err", err)
+		svc.log.Warn("delayed task: sending not confirmed; waiting for its run or its deadline", "delayed", w.ID, "node", w.Node, "err", err)
 		return
 	}
 	why := "sending to node " + w.Node + " failed: " + Message(err)
-	m.log.Warn("delayed task not taken by its worker; another pick follows", "delayed", w.ID, "node", w.Node, "err", err)
-	m.giveBack(ctx, cfg, w, "refused", why, m.lease.fence())
+	svc.log.Warn("delayed task not taken by its worker; another pick follows", "delayed", w.ID, "node", w.Node, "err", err)
+	svc.giveBack(ctx, cfg, w, "refused", why, svc.lease.fence())
 }
 
 // notSent reports whether a failed sending certainly did not reach the
@@ -377,30 +377,30 @@ func notSent(err error) bool {
 // giveBack returns a running task whose current sending did not run to
 // pending (the same attempt), to be sent again shortly; past the sending
 // bound it fails instead. It reports whether it changed the task.
-func (m *Master) giveBack(ctx context.Context, cfg DelayedConfig, w *store.DelayedTask, outcome, why string, fence *store.Fence) bool {
+func (svc *delayedService) giveBack(ctx context.Context, cfg DelayedConfig, w *store.DelayedTask, outcome, why string, fence *store.Fence) bool {
 	if fence == nil {
 		return false // no longer the leader: the new one looks at it at its deadline
 	}
 	var err error
 	if w.Dispatches >= MaxDelayedDispatches {
-		err = store.FinishDelayed(ctx, m.st.DB, w.ID, w.Dispatches, w.Attempts, store.DelayedFailed,
+		err = store.FinishDelayed(ctx, svc.db, w.ID, w.Dispatches, w.Attempts, store.DelayedFailed,
 			fmt.Sprintf("gave up after %d sendings; the last: %s", w.Dispatches, why), time.Now())
 		if err == nil {
-			m.delayedFailed(ctx, w.ID, nil)
+			svc.delayedFailed(ctx, w.ID, nil)
 		}
 	} else {
-		err = store.RetryDelayed(ctx, m.st.DB, w.ID, w.Dispatches, w.Attempts, w.Attempts, time.Now().Add(cfg.Resend), why, fence)
+		err = store.RetryDelayed(ctx, svc.db, w.ID, w.Dispatches, w.Attempts, w.Attempts, time.Now().Add(cfg.Resend), why, fence)
 	}
 	if err != nil {
 		if !errors.Is(err, store.ErrConflict) && ctx.Err() == nil {
-			m.log.Error("delayed task: give a sending back", "delayed", w.ID, "err", err)
+			svc.log.Error("delayed task: give a sending back", "delayed", w.ID, "err", err)
 		}
 		return false // its run came meanwhile, or another leader took over
 	}
-	if err := store.SetDispatchOutcome(ctx, m.st.DB, w.ID, w.Dispatches, outcome); err != nil && ctx.Err() == nil {
-		m.log.Error("delayed task: record a sending's outcome", "delayed", w.ID, "err", err)
+	if err := store.SetDispatchOutcome(ctx, svc.db, w.ID, w.Dispatches, outcome); err != nil && ctx.Err() == nil {
+		svc.log.Error("delayed task: record a sending's outcome", "delayed", w.ID, "err", err)
 	}
-	m.pokeDelayed(time.Now().Add(cfg.Resend))
+	svc.pokeDelayed(time.Now().Add(cfg.Resend))
 	return true
 }
 
@@ -408,22 +408,22 @@ func (m *Master) giveBack(ctx context.Context, cfg DelayedConfig, w *store.Delay
 // one whose worker is gone (offline, disabled, deleted or restarted) or
 // that waited longer than LostAfter goes back to pending for another worker,
 // the same attempt; one whose worker still runs gets more time.
-func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *store.Fence) (progress bool) {
+func (svc *delayedService) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *store.Fence) (progress bool) {
 	for ctx.Err() == nil {
 		now := time.Now()
-		over, err := store.OverdueDelayed(ctx, m.st.DB, now, cfg.Batch)
+		over, err := store.OverdueDelayed(ctx, svc.db, now, cfg.Batch)
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.Error("delayed tasks: find overdue sendings", "err", err)
+				svc.log.Error("delayed tasks: find overdue sendings", "err", err)
 			}
 			return progress
 		}
 		if len(over) == 0 {
 			return progress
 		}
-		nodes, err := store.ListNodes(ctx, m.st.DB)
+		nodes, err := store.ListNodes(ctx, svc.db)
 		if err != nil {
-			m.log.Error("delayed tasks: list nodes", "err", err)
+			svc.log.Error("delayed tasks: list nodes", "err", err)
 			return progress
 		}
 		byName := map[string]store.Node{}
@@ -434,9 +434,9 @@ func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *
 		for i := range over {
 			ids[i] = over[i].ID
 		}
-		sent, err := store.DispatchesOf(ctx, m.st.DB, "", ids)
+		sent, err := store.DispatchesOf(ctx, svc.db, "", ids)
 		if err != nil {
-			m.log.Error("delayed tasks: read sendings", "err", err)
+			svc.log.Error("delayed tasks: read sendings", "err", err)
 			return progress
 		}
 		for i := range over {
@@ -459,20 +459,20 @@ func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *
 				if later := now.Add(cfg.ReportGrace); later.Before(next) {
 					next = later
 				}
-				err := store.ExtendDelayed(ctx, m.st.DB, o.ID, o.Dispatches, next, fence)
+				err := store.ExtendDelayed(ctx, svc.db, o.ID, o.Dispatches, next, fence)
 				if err == nil {
 					progress = true
 				} else if !errors.Is(err, store.ErrConflict) {
-					m.log.Error("delayed tasks: extend a sending's deadline", "delayed", o.ID, "err", err)
+					svc.log.Error("delayed tasks: extend a sending's deadline", "delayed", o.ID, "err", err)
 				}
 				continue
 			}
 			why = fmt.Sprintf("%s and no run came back within %s of the sending; sent to another worker",
 				why, now.Sub(o.DispatchedAt).Round(time.Second))
-			if m.giveBack(ctx, cfg, o, "lost", why, fence) {
+			if svc.giveBack(ctx, cfg, o, "lost", why, fence) {
 				progress = true
-				m.log.Warn("delayed task reassigned", "delayed", o.ID, "node", o.Node, "why", why)
-				m.events.record(ctx, "delayed.reassign", store.TargetDelayed, o.ID, nil, why)
+				svc.log.Warn("delayed task reassigned", "delayed", o.ID, "node", o.Node, "why", why)
+				svc.events.record(ctx, "delayed.reassign", store.TargetDelayed, o.ID, nil, why)
 			}
 		}
 		if len(over) < cfg.Batch || !progress {
@@ -483,18 +483,18 @@ func (m *Master) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *
 }
 
 // pruneDelayed deletes finished delayed tasks older than the run retention.
-func (m *Master) pruneDelayed(ctx context.Context) {
-	days := m.settings.inForce().RunRetentionDays
+func (svc *delayedService) pruneDelayed(ctx context.Context) {
+	days := svc.settings.inForce().RunRetentionDays
 	if days <= 0 {
 		return
 	}
 	cutoff := time.Now().AddDate(0, 0, -days)
 	total := 0
 	for ctx.Err() == nil {
-		n, err := store.DeleteFinishedDelayedBefore(ctx, m.st.DB, cutoff, 1000)
+		n, err := store.DeleteFinishedDelayedBefore(ctx, svc.db, cutoff, 1000)
 		total += n
 		if err != nil {
-			m.log.Error("delayed tasks: retention", "err", err)
+			svc.log.Error("delayed tasks: retention", "err", err)
 			break
 		}
 		if n < 1000 {
@@ -502,6 +502,6 @@ func (m *Master) pruneDelayed(ctx context.Context) {
 		}
 	}
 	if total > 0 {
-		m.log.Info("delayed tasks: old finished tasks deleted", "tasks", total, "older_than_days", days)
+		svc.log.Info("delayed tasks: old finished tasks deleted", "tasks", total, "older_than_days", days)
 	}
 }

@@ -61,7 +61,7 @@ type DelayedInput struct {
 
 // checkDelayedInput validates every field of in against now, the nodes and
 // the users, and builds the row to store. All field errors come together.
-func (m *Master) checkDelayedInput(ctx context.Context, in *DelayedInput, now time.Time) (*store.DelayedTask, error) {
+func (svc *delayedService) checkDelayedInput(ctx context.Context, in *DelayedInput, now time.Time) (*store.DelayedTask, error) {
 	fe := protocol.FieldErrors{}
 	in.SourceApp = strings.TrimSpace(in.SourceApp)
 	in.Topic = strings.TrimSpace(in.Topic)
@@ -105,7 +105,7 @@ func (m *Master) checkDelayedInput(ctx context.Context, in *DelayedInput, now ti
 	if len(in.Executors) > 100 {
 		fe["executors"] = "at most 100 executors"
 	} else if len(in.Executors) > 0 {
-		nodes, err := store.ListNodes(ctx, m.st.DB)
+		nodes, err := store.ListNodes(ctx, svc.db)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (m *Master) checkDelayedInput(ctx context.Context, in *DelayedInput, now ti
 		fe["keepers"] = "at most 100 keepers"
 	} else {
 		for _, k := range in.Keepers {
-			if _, err := store.GetUser(ctx, m.st.DB, k); err != nil {
+			if _, err := store.GetUser(ctx, svc.db, k); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					fe["keepers"] = fmt.Sprintf("unknown user %q", printable(k))
 					continue

@@ -53,7 +53,7 @@ type delayedOutcome struct {
 // ingestDelayedRuns stores the runs of delayed tasks node reported: each
 // must be of a sending to node (else it is rejected), its attempt is the
 // sending's. It returns how many were new and how many known already.
-func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs []delayedRun, reject func(string, error)) (accepted, dups int, err error) {
+func (svc *delayedService) ingestDelayedRuns(ctx context.Context, node *store.Node, runs []delayedRun, reject func(string, error)) (accepted, dups int, err error) {
 	if len(runs) == 0 {
 		return 0, 0, nil
 	}
@@ -61,7 +61,7 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 	for _, r := range runs {
 		ids = append(ids, r.id)
 	}
-	sent, err := store.DispatchesOf(ctx, m.st.DB, node.Name, dedupe(ids))
+	sent, err := store.DispatchesOf(ctx, svc.db, node.Name, dedupe(ids))
 	if err != nil {
 		return 0, 0, fmt.Errorf("master: check reported delayed tasks: %w", err)
 	}
@@ -80,13 +80,13 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 	if len(rows) == 0 {
 		return 0, 0, nil
 	}
-	cfg := m.delayedCfg()
+	cfg := svc.delayedCfg()
 	var fresh []store.Run
 	var outcomes []delayedOutcome
-	unlock := m.delayedWriteLock()
+	unlock := svc.delayedWriteLock()
 	for attempt := 0; attempt < 5; attempt++ {
 		outcomes = outcomes[:0]
-		err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		err = svc.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var ierr error
 			if fresh, ierr = store.InsertDelayedRuns(ctx, tx, rows); ierr != nil {
 				return ierr
@@ -115,7 +115,7 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 			}
 			sort.SliceStable(others, func(i, j int) bool { return others[i].DelayedID < others[j].DelayedID })
 			for _, r := range others {
-				o, terr := m.applyDelayedRun(ctx, tx, cfg, r, seqs[r.ID].seq)
+				o, terr := svc.applyDelayedRun(ctx, tx, cfg, r, seqs[r.ID].seq)
 				if terr != nil {
 					return terr
 				}
@@ -136,12 +136,12 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 	for _, o := range outcomes {
 		switch o.status {
 		case store.DelayedFailed:
-			m.delayedFailed(ctx, o.id, &o.run)
+			svc.delayedFailed(ctx, o.id, &o.run)
 		case store.DelayedPending:
-			m.log.Info("delayed task attempt failed; retrying", "delayed", o.id, "run", o.run.ID, "result", o.run.Result, "next", o.next)
-			m.pokeDelayed(o.next)
+			svc.log.Info("delayed task attempt failed; retrying", "delayed", o.id, "run", o.run.ID, "result", o.run.Result, "next", o.next)
+			svc.pokeDelayed(o.next)
 		case store.DelayedSuccess:
-			m.log.Debug("delayed task done", "delayed", o.id, "run", o.run.ID)
+			svc.log.Debug("delayed task done", "delayed", o.id, "run", o.run.ID)
 		}
 	}
 	return len(fresh), len(rows) - len(fresh), nil
@@ -153,7 +153,7 @@ func (m *Master) ingestDelayedRuns(ctx context.Context, node *store.Node, runs [
 // attempts remain, else failed; skipped (the worker was full), the same
 // attempt again shortly. A late report of an earlier sending is recorded and
 // changes nothing.
-func (m *Master) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg DelayedConfig, r store.Run, seq int) (delayedOutcome, error) {
+func (svc *delayedService) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg DelayedConfig, r store.Run, seq int) (delayedOutcome, error) {
 	out := delayedOutcome{id: r.DelayedID, run: r}
 	d, err := store.GetDelayed(ctx, tx, r.DelayedID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -232,34 +232,34 @@ type delayedFailure struct {
 
 // delayedFailed records the final failure of a delayed task in the event
 // log and queues its notification (keepers by e-mail, the webhook).
-func (m *Master) delayedFailed(ctx context.Context, id string, run *store.Run) {
+func (svc *delayedService) delayedFailed(ctx context.Context, id string, run *store.Run) {
 	detail := "failed for good"
 	if run != nil {
 		detail = fmt.Sprintf("failed for good after attempt %d: %s", run.Attempt, runFailure(*run))
 	}
-	m.events.record(WithActor(ctx, ActorDelayed), "delayed.fail", store.TargetDelayed, id, nil, detail)
-	m.log.Warn("delayed task failed", "delayed", id, "detail", detail)
-	m.delayed.notifyOnce.Do(func() {
-		m.delayed.notifyQ = make(chan delayedFailure, notifyQueueSize)
+	svc.events.record(WithActor(ctx, ActorDelayed), "delayed.fail", store.TargetDelayed, id, nil, detail)
+	svc.log.Warn("delayed task failed", "delayed", id, "detail", detail)
+	svc.notifyOnce.Do(func() {
+		svc.notifyQ = make(chan delayedFailure, notifyQueueSize)
 		for range 2 {
-			m.life.goBackground(m.serveDelayedNotifications)
+			svc.life.goBackground(svc.serveDelayedNotifications)
 		}
 	})
 	select {
-	case m.delayed.notifyQ <- delayedFailure{id: id, run: run, at: time.Now()}:
+	case svc.notifyQ <- delayedFailure{id: id, run: run, at: time.Now()}:
 	default:
-		total := m.delayed.dropped.Add(1)
-		m.log.Warn("delayed failure notification dropped: queue full", "delayed", id, "dropped_total", total)
+		total := svc.dropped.Add(1)
+		svc.log.Warn("delayed failure notification dropped: queue full", "delayed", id, "dropped_total", total)
 	}
 }
 
-func (m *Master) serveDelayedNotifications(ctx context.Context) {
+func (svc *delayedService) serveDelayedNotifications(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case f := <-m.delayed.notifyQ:
-			m.notifyDelayedFailure(ctx, f)
+		case f := <-svc.notifyQ:
+			svc.notifyDelayedFailure(ctx, f)
 		}
 	}
 }
@@ -286,14 +286,14 @@ type delayedBrief struct {
 }
 
 // notifyDelayedFailure sends one failure's e-mail and webhook, within a minute.
-func (m *Master) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
+func (svc *delayedService) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	d, err := m.GetDelayed(ctx, f.id)
+	d, err := svc.GetDelayed(ctx, f.id)
 	if err != nil {
 		return
 	}
-	s := *m.settings.inForce()
+	s := *svc.settings.inForce()
 	link := ""
 	if s.PublicURL != "" {
 		link = strings.TrimRight(s.PublicURL, "/") + "/delayed/" + d.ID
@@ -301,7 +301,7 @@ func (m *Master) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
 	var results []NotifyResult
 	var to []string
 	for _, k := range d.Keepers {
-		u, err := store.GetUser(ctx, m.st.DB, k)
+		u, err := store.GetUser(ctx, svc.db, k)
 		if err == nil && !u.Disabled && u.Email != "" {
 			to = append(to, u.Email)
 		}
@@ -327,20 +327,20 @@ func (m *Master) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
 				HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode}
 			p.Output = excerpt(r.Output)
 		}
-		results = append(results, result("webhook", s.WebhookURL, m.postDelayedWebhook(ctx, s.WebhookURL, p)))
+		results = append(results, result("webhook", s.WebhookURL, svc.postDelayedWebhook(ctx, s.WebhookURL, p)))
 	}
 	for _, res := range results {
 		if !res.OK {
-			m.log.Warn("delayed failure notification not delivered", "channel", res.Channel, "to", res.Target, "delayed", d.ID, "err", res.Message)
+			svc.log.Warn("delayed failure notification not delivered", "channel", res.Channel, "to", res.Target, "delayed", d.ID, "err", res.Message)
 		}
 	}
 }
 
 // postDelayedWebhook posts p to the webhook as the task notifications do.
-func (m *Master) postDelayedWebhook(ctx context.Context, url string, p delayedPayload) error {
+func (svc *delayedService) postDelayedWebhook(ctx context.Context, url string, p delayedPayload) error {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	return m.notify.postJSON(ctx, url, body)
+	return svc.notify.postJSON(ctx, url, body)
 }

@@ -142,8 +142,9 @@ type Master struct {
 	settings *settingsKeeper
 
 	notify *notifier
-	// delayed holds the wake-ups and notifications of delayed tasks.
-	delayed delayedState
+	// delayed is the delayed-task service: its input, firing, runs and
+	// notifications.
+	delayed *delayedService
 
 	// shards and duties: broadcast shards re-pushed and misfires accounted
 	// when executors change (task_schedule.go, misfire.go); misfireMu
@@ -193,6 +194,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.retention = &retention{db: st.DB, log: log, leads: m.IsLeader, days: func() int { return m.settings.inForce().RunRetentionDays }}
 	m.retainer = newPeriodic("run-retention", time.Hour, time.Minute, m.retentionPass, log)
 	m.notify = newNotifier(m)
+	m.delayed = &delayedService{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
+		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
 	m.metrics.attach(m)
 	return m
@@ -252,7 +255,7 @@ func (m *Master) Start(ctx context.Context) error {
 		m.lease.Stop(ctx)
 		return err
 	}
-	m.life.goBackground(m.delayedLoop) // acts while this master leads
+	m.life.goBackground(m.delayed.delayedLoop) // acts while this master leads
 	if elected {
 		m.life.goBackground(m.repushTasks)
 	}

@@ -154,7 +154,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	notices := len(delayed)
 	delayed = slices.DeleteFunc(delayed, func(d delayedRun) bool { return d.run.Result == protocol.ResultRunning })
 	notices -= len(delayed)
-	dAccepted, dDups, err := m.ingestDelayedRuns(ctx, node, delayed, reject)
+	dAccepted, dDups, err := m.delayed.ingestDelayedRuns(ctx, node, delayed, reject)
 	dAccepted += notices
 	if err != nil {
 		return protocol.RunsResponse{}, err
