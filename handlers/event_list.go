@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 
 	"github.com/gin-gonic/gin"
@@ -62,7 +63,7 @@ func eventFilterInput(c *gin.Context) (master.EventFilter, views.EventFilterVM, 
 		v     string
 		dst   *time.Time
 	}{{"from", fvm.From, &f.From}, {"to", fvm.To, &f.To}} {
-		t, err := parseFormTime(p.v)
+		t, err := form.Time(p.v)
 		if err != nil {
 			fe[p.field] = err.Error()
 			continue

@@ -3,12 +3,12 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -16,7 +16,7 @@ import (
 
 // showNewNode shows the empty Add node form.
 func (s *server) showNewNode(c *gin.Context) {
-	vm := views.NodeFormVM{Layout: s.layout(c, "Add node", "nodes"), Protocol: "http", Priority: "1", MaxConcurrency: "20"}
+	vm := views.NodeFormVM{Layout: s.layout(c, "Add node", "nodes"), NodeFields: views.NodeFields{Protocol: "http", Priority: "1", MaxConcurrency: "20"}}
 	vm.Command = s.manualCommand(c, "", "", "http")
 	s.render(c, http.StatusOK, views.NodeFormPage(vm))
 }
@@ -47,26 +47,15 @@ func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, prot
 	if edit {
 		title = "Edit node"
 	}
-	vm := views.NodeFormVM{
-		Layout: s.layout(c, title, "nodes"), Edit: edit,
-		Name: strings.TrimSpace(c.PostForm("name")), Protocol: c.PostForm("protocol"),
-		Host: strings.TrimSpace(c.PostForm("host")), Priority: strings.TrimSpace(c.PostForm("priority")),
-		MaxConcurrency: strings.TrimSpace(c.PostForm("max_concurrency")),
-	}
+	v := postForm(c)
 	if edit {
-		vm.Name = c.Param("name")
+		// The name is the page's, whatever the form says.
+		v = maps.Clone(v)
+		v.Set("name", c.Param("name"))
 	}
+	fields, cfg, fe := form.Node(v)
+	vm := views.NodeFormVM{Layout: s.layout(c, title, "nodes"), Edit: edit, NodeFields: fields}
 	vm.Command = s.manualCommand(c, vm.Name, vm.Host, vm.Protocol)
-	cfg := protocol.NodeConfig{Name: vm.Name, Protocol: vm.Protocol, Host: vm.Host}
-	fe := protocol.FieldErrors{}
-	var err error
-	if cfg.Priority, err = strconv.Atoi(vm.Priority); err != nil {
-		fe["priority"] = "must be a whole number"
-	}
-	if cfg.MaxConcurrency, err = strconv.Atoi(vm.MaxConcurrency); err != nil {
-		fe["max_concurrency"] = "must be a whole number"
-	}
-	master.Merge(fe, cfg.Validate())
 	return vm, cfg, fe
 }
 

@@ -141,6 +141,15 @@ func (s *server) crossOrigin(cop *http.CrossOriginProtection) gin.HandlerFunc {
 	}
 }
 
+// postForm is the request's URL-encoded form, parsed by guardBody (an
+// empty one for a request without a form).
+func postForm(c *gin.Context) url.Values {
+	if c.Request.PostForm == nil {
+		_ = c.Request.ParseForm() // a GET or a bodiless POST: nothing to read
+	}
+	return c.Request.PostForm
+}
+
 // validText reports whether s is valid UTF-8 without NUL.
 func validText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)

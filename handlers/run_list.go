@@ -120,5 +120,5 @@ func durationMS(ms int64) string {
 	case ms < 60_000:
 		return fmt.Sprintf("%.1fs", float64(ms)/1000)
 	}
-	return shortDuration((time.Duration(ms) * time.Millisecond).Round(time.Second))
+	return views.ShortDuration((time.Duration(ms) * time.Millisecond).Round(time.Second))
 }

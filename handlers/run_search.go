@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -118,7 +119,7 @@ func parseRunTime(v string, api bool) (time.Time, error) {
 		return t.UTC(), nil
 	}
 	if !api {
-		if t, err := parseFormTime(v); err == nil && t != nil {
+		if t, err := form.Time(v); err == nil && t != nil {
 			return *t, nil
 		}
 		return time.Time{}, fmt.Errorf("%q is not a date and time like 2030-01-02T15:04 (UTC)", v)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -107,36 +108,11 @@ func (s *server) apiSchedulePreview(c *gin.Context) {
 // schedulePreview renders the task form's preview of the next fires, read
 // from the form's own fields (times in the form's time zone) as it is typed in.
 func (s *server) schedulePreview(c *gin.Context) {
-	tz := strings.TrimSpace(c.Query("timezone"))
-	d := previewDef(c.Query("schedule_kind"), tz)
-	loc, err := protocol.LoadTimezone(tz)
-	badZone := err != nil
-	if badZone {
-		loc = time.UTC // Validate names the zone
-	}
-	fe := protocol.FieldErrors{}
-	switch d.Schedule.Kind {
-	case protocol.ScheduleCron:
-		d.Schedule.Cron = c.Query("schedule_cron")
-	case protocol.ScheduleInterval:
-		if v := strings.TrimSpace(c.Query("schedule_every")); v != "" {
-			ev, err := time.ParseDuration(v)
-			if err != nil {
-				fe["schedule.every"] = fmt.Sprintf("%q is not a duration like 2s, 5m or 1h", v)
-			}
-			d.Schedule.Every = protocol.Duration(ev)
-		}
-	case protocol.ScheduleOnce:
-		if d.Schedule.At, err = parseFormTimeIn(c.Query("schedule_at"), loc); err != nil {
-			fe["schedule.at"] = err.Error()
-		}
-	}
-	if d.StartAt, err = parseFormTimeIn(c.Query("start_at"), loc); err != nil {
-		fe["start_at"] = err.Error()
-	}
-	if d.EndAt, err = parseFormTimeIn(c.Query("end_at"), loc); err != nil {
-		fe["end_at"] = err.Error()
-	}
+	q := c.Request.URL.Query()
+	tz := strings.TrimSpace(q.Get("timezone"))
+	d := previewDef("", "")
+	loc, known, fe := form.Schedule(q, &d)
+	badZone := !known
 	vm := views.SchedulePreviewVM{Zone: loc.String(), ZoneLabel: loc.String()}
 	if badZone {
 		vm.ZoneLabel = "UTC (“" + tz + "” is no known time zone)"

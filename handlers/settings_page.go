@@ -5,11 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -38,13 +38,12 @@ func (s *server) saveSettings(c *gin.Context) {
 		return
 	}
 	cur, pinned := s.m.Settings()
-	vm.Form = readSettingsForm(c)
-	next, fe := parseSettingsForm(vm.Form)
+	v := postForm(c)
+	var next master.Settings
+	var fe protocol.FieldErrors
+	vm.Form, next, fe = form.Settings(v)
 	// An empty password field keeps the stored password, unless asked to remove it.
-	next.SMTPPassword = c.PostForm("smtp_password")
-	if next.SMTPPassword == "" && c.PostForm("smtp_password_clear") == "" {
-		next.SMTPPassword = cur.SMTPPassword
-	}
+	next.SMTPPassword = form.SMTPPassword(v, cur.SMTPPassword)
 	if err := next.Validate(); err != nil {
 		master.Merge(fe, err)
 	}
@@ -182,50 +181,4 @@ func settingsForm(st master.Settings) views.SettingsForm {
 		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
 		ApproveNewNodes: st.ApproveNewNodes,
 	}
-}
-
-func readSettingsForm(c *gin.Context) views.SettingsForm {
-	f := func(name string) string { return strings.TrimSpace(c.PostForm(name)) }
-	return views.SettingsForm{
-		HealthInterval: f("health_interval"), HealthTimeout: f("health_timeout"), MaxFailures: f("max_failures"),
-		DefaultHTTPTimeout: f("default_http_timeout"), RunRetentionDays: f("run_retention_days"),
-		SMTPHost: f("smtp_host"), SMTPPort: f("smtp_port"), SMTPFrom: f("smtp_from"), SMTPUsername: f("smtp_username"),
-		SMTPTLS: f("smtp_tls"), WebhookURL: f("webhook_url"), PublicURL: f("public_url"),
-		ApproveNewNodes: f("approve_new_nodes") == "1",
-	}
-}
-
-// parseSettingsForm turns the typed values into settings; values that do not
-// parse are field errors (the engine validates the ranges).
-func parseSettingsForm(f views.SettingsForm) (master.Settings, protocol.FieldErrors) {
-	fe := protocol.FieldErrors{}
-	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
-		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL, ApproveNewNodes: f.ApproveNewNodes}
-	dur := func(field, v string, dst *time.Duration) {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			fe[field] = "must be a Go duration such as 10s, 1m30s or 500ms"
-			return
-		}
-		*dst = d
-	}
-	num := func(field, v string, dst *int) {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			fe[field] = "must be a whole number"
-			return
-		}
-		*dst = n
-	}
-	dur("health_interval", f.HealthInterval, &st.HealthInterval)
-	dur("health_timeout", f.HealthTimeout, &st.HealthTimeout)
-	num("max_failures", f.MaxFailures, &st.MaxFailures)
-	dur("default_http_timeout", f.DefaultHTTPTimeout, &st.DefaultHTTPTimeout)
-	num("run_retention_days", f.RunRetentionDays, &st.RunRetentionDays)
-	if f.SMTPPort == "" {
-		st.SMTPPort = master.DefaultSettings().SMTPPort
-	} else {
-		num("smtp_port", f.SMTPPort, &st.SMTPPort)
-	}
-	return st, fe
 }

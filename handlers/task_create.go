@@ -13,10 +13,9 @@ import (
 
 // showNewTask shows the empty task form with its defaults.
 func (s *server) showNewTask(c *gin.Context) {
-	vm := views.TaskFormVM{
-		Layout: s.layout(c, "New task", "tasks"), Type: "http", ScheduleKind: "cron",
-		Timeout: "30s", Retries: "0", HTTPMethod: "GET",
-	}
+	vm := views.TaskFormVM{Layout: s.layout(c, "New task", "tasks"), TaskFields: views.TaskFields{
+		Type: "http", ScheduleKind: "cron", Timeout: "30s", Retries: "0", HTTPMethod: "GET",
+	}}
 	s.renderTaskForm(c, http.StatusOK, vm)
 }
 

@@ -265,7 +265,7 @@ func scheduleExpr(d *protocol.TaskDef) string {
 	case protocol.ScheduleCron:
 		return "cron " + d.Schedule.Cron
 	case protocol.ScheduleInterval:
-		return "every " + shortDuration(time.Duration(d.Schedule.Every))
+		return "every " + views.ShortDuration(time.Duration(d.Schedule.Every))
 	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
 			return "once at " + utcText(*d.Schedule.At)
@@ -273,16 +273,4 @@ func scheduleExpr(d *protocol.TaskDef) string {
 		return "once"
 	}
 	return d.Schedule.Kind
-}
-
-// shortDuration writes 1m0s as 1m and 2h0m0s as 2h.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -90,7 +90,16 @@ type DelayedLiveVM struct {
 
 // DelayedFormVM is the create form of a delayed task, as typed.
 type DelayedFormVM struct {
-	Layout      LayoutVM
+	Layout LayoutVM
+	DelayedFields
+	Executors   []NodeOption
+	Errors      map[string]string
+	OtherErrors []string
+	FormError   string
+}
+
+// DelayedFields are the delayed task form's values as typed.
+type DelayedFields struct {
 	SourceApp   string
 	Topic       string
 	ContentKey  string
@@ -101,10 +110,6 @@ type DelayedFormVM struct {
 	NotifyBody  string
 	Retries     string
 	Keepers     string
-	Executors   []NodeOption
-	Errors      map[string]string
-	OtherErrors []string
-	FormError   string
 }
 
 // DelayedFormFields lists the fields the delayed form shows errors next to.

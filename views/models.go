@@ -64,16 +64,21 @@ type NodesVM struct {
 
 // NodeFormVM is the add/edit node form.
 type NodeFormVM struct {
-	Layout         LayoutVM
-	Edit           bool
+	Layout LayoutVM
+	Edit   bool
+	NodeFields
+	Errors    map[string]string
+	FormError string
+	Command   string // exact worker command line for this node
+}
+
+// NodeFields are the node form's values as typed.
+type NodeFields struct {
 	Name           string
 	Protocol       string
 	Host           string
 	Priority       string
 	MaxConcurrency string
-	Errors         map[string]string
-	FormError      string
-	Command        string // exact worker command line for this node
 }
 
 // LoginVM is the login page.

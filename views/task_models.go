@@ -90,6 +90,18 @@ type TaskFormVM struct {
 	// that task's values), CloneOfTitle its title; "" for a plain new task.
 	CloneOf, CloneOfTitle string
 
+	TaskFields
+	Executors []NodeOption
+	Children  []TaskOption
+
+	Errors      map[string]string // field ("schedule.cron") -> message
+	OtherErrors []string          // errors of fields the form has no place for
+	FormError   string
+}
+
+// TaskFields are the task form's values as typed (times as datetime-local
+// text in the task's zone), shown back as they were when the form has errors.
+type TaskFields struct {
 	Title        string
 	Description  string
 	Type         string // http, shell
@@ -103,9 +115,7 @@ type TaskFormVM struct {
 	Retries      string
 	Params       string // KEY=value lines
 	SecretParams string // comma-separated names of params shown masked
-	Executors    []NodeOption
 	Keepers      string // comma-separated
-	Children     []TaskOption
 
 	HTTPMethod      string
 	HTTPURL         string
@@ -132,10 +142,6 @@ type TaskFormVM struct {
 
 	// Misfire is the task's misfire policy: skip or run_once ("" is skip).
 	Misfire string
-
-	Errors      map[string]string // field ("schedule.cron") -> message
-	OtherErrors []string          // errors of fields the form has no place for
-	FormError   string
 }
 
 // KV is one key/value line of a definition.
