@@ -21,7 +21,7 @@ func TestTaskFormRoundTrip(t *testing.T) {
 		Title: "nightly", Description: "d", Type: protocol.TaskHTTP, Timezone: "Europe/Berlin",
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 30 2 * * *"},
 		StartAt:  &start, EndAt: &end, Timeout: protocol.Duration(90 * time.Second), Retries: 2,
-		Params:   map[string]string{"b": "2", "a": "1"}, Overlap: "skip", Routing: "hash", RoutingKey: "a", Misfire: "run_once",
+		Params: map[string]string{"b": "2", "a": "1"}, Overlap: "skip", Routing: "hash", RoutingKey: "a", Misfire: "run_once",
 		HTTP: &protocol.HTTPSpec{Method: "POST", URL: "https://example.com/x", Body: "{}", ContentType: "application/json",
 			Headers: map[string]string{"X-A": "1"}},
 	}, Keepers: []string{"ops@example.com"}}
