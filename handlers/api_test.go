@@ -29,6 +29,7 @@ type apiNode struct {
 }
 
 func TestAPIAuthentication(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	anon := e.client()
 	status, body := e.do(anon, "GET", "/api/v1/nodes", "", nil)
@@ -68,6 +69,7 @@ func TestAPIAuthentication(t *testing.T) {
 }
 
 func TestAPINodeLifecycle(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		c := e.login("admin", "admin-password-1")
@@ -156,6 +158,7 @@ func TestAPINodeLifecycle(t *testing.T) {
 }
 
 func TestAPIConnectToDownWorkerFailsCleanly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	_, host := startWorker(t, worker.Config{Identity: "w2", WorkerOf: "master"})
@@ -173,6 +176,7 @@ func TestAPIConnectToDownWorkerFailsCleanly(t *testing.T) {
 }
 
 func TestWorkerRegistrationAndGracefulOffline(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		w, host := startWorker(t, worker.Config{Identity: "auto1", AutoRegister: true, MasterURL: e.srv.URL})
@@ -197,6 +201,7 @@ func TestWorkerRegistrationAndGracefulOffline(t *testing.T) {
 }
 
 func TestRegistrationWithWrongKeyRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	w, _ := startWorker(t, worker.Config{Identity: "auto2", AutoRegister: true, MasterURL: e.srv.URL, ClusterKey: "wrong-key-wrong-key-wrong"})
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)

@@ -13,6 +13,7 @@ import (
 // 503 with Retry-After and a sentence, never "log in again"; /ready says so
 // while /health stays 200; all comes back with the database.
 func TestDatabaseDownIsNotLogInAgain(t *testing.T) {
+	t.Parallel()
 	ns, proxy := storetest.OpenMySQLProxied(t)
 	e := newEnv(t, ns)
 	admin := e.login("admin", "admin-password-1")

@@ -31,6 +31,7 @@ func (e *env) otherMaster() *env {
 // Two masters on one database: guesses spread over both are throttled as
 // one client, and a session ended on one master is refused by the other.
 func TestLoginThrottleAndSessionsHoldAcrossMasters(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		a := newEnv(t, s)
 		b := a.otherMaster()

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoginSessionAndLogout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.client()
 
@@ -63,6 +64,7 @@ func TestLoginSessionAndLogout(t *testing.T) {
 }
 
 func TestLoginThrottling(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.client()
 	for i := 0; i < 5; i++ {
@@ -79,6 +81,7 @@ func TestLoginThrottling(t *testing.T) {
 }
 
 func TestCrossOriginPostRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	before := e.nodeCount()
@@ -94,6 +97,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 }
 
 func TestSecurityHeadersAndNoInlineScript(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	req, _ := http.NewRequest("GET", e.srv.URL+"/nodes", nil)
@@ -113,6 +117,7 @@ func TestSecurityHeadersAndNoInlineScript(t *testing.T) {
 }
 
 func TestNodesFragmentForHTMX(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	status, body := e.do(c, "GET", "/nodes", "", map[string]string{"HX-Request": "true"})
@@ -124,6 +129,7 @@ func TestNodesFragmentForHTMX(t *testing.T) {
 }
 
 func TestNodeFormInlineErrorsChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	before := e.nodeCount()
@@ -168,6 +174,7 @@ func TestNodeFormInlineErrorsChangeNothing(t *testing.T) {
 }
 
 func TestViewerCannotChangeAnything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("viewer", "viewer-password", store.RoleViewer)
 	c := e.login("viewer", "viewer-password")
@@ -190,6 +197,7 @@ func TestViewerCannotChangeAnything(t *testing.T) {
 }
 
 func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("carol", "carol-password-1", store.RoleViewer)
 	other := e.login("carol", "carol-password-1")

@@ -52,6 +52,7 @@ func decodeDelayed(t *testing.T, body string) delayedJSON {
 // Hostile or wrong input to POST /api/v1/delayed is a 400 naming the field,
 // and the database is unchanged.
 func TestDelayedAPIRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		ctx := context.Background()
@@ -158,6 +159,7 @@ func TestDelayedAPIRefusesBadInput(t *testing.T) {
 // filters, cancel (POST and DELETE: 409 the second time), all over the API;
 // the run of a delayed task shows its delayed_id.
 func TestDelayedAPILifecycle(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		c := e.login("admin", "admin-password-1")
@@ -267,6 +269,7 @@ func TestDelayedAPILifecycle(t *testing.T) {
 // bad input inline and keeping what was typed, creation, the detail page,
 // cancel from the page.
 func TestDelayedConsole(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	get := func(path string, hx bool) (int, string) {

@@ -40,6 +40,7 @@ type eventsPage struct {
 }
 
 func TestEventLogPageAndAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		c := e.login("admin", "admin-password-1")
@@ -191,6 +192,7 @@ func idText(body, id string) string {
 }
 
 func TestDashboardNumbersChartAndFailures(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		c := e.login("admin", "admin-password-1")

@@ -75,6 +75,7 @@ func loginWith(e *env, user, password string, hdr map[string]string) int {
 // guesses each with a new X-Forwarded-For / X-Real-IP are throttled on the
 // real peer, and the log names the real peer, never the spoofed address.
 func TestLoginThrottleIgnoresSpoofedForwardedFor(t *testing.T) {
+	t.Parallel()
 	e, logs := newEnvLogged(t, nil)
 	throttled := 0
 	for i := range 300 {
@@ -98,6 +99,7 @@ func TestLoginThrottleIgnoresSpoofedForwardedFor(t *testing.T) {
 // TestLoginThrottleTrustedProxy: behind a configured proxy the forwarded
 // address is the client: it is logged and throttled on its own.
 func TestLoginThrottleTrustedProxy(t *testing.T) {
+	t.Parallel()
 	e, logs := newEnvLogged(t, []string{"127.0.0.1"})
 	a := map[string]string{"X-Forwarded-For": "198.51.100.7"}
 	throttled := false
@@ -151,6 +153,7 @@ func replay(t *testing.T, e *env, ck *http.Cookie, path string) (int, string) {
 // keeps the current session and ends the others. Expired rows are pruned at
 // login.
 func TestSessionsAreRevokedOnTheServer(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		ctx := context.Background()
@@ -242,6 +245,7 @@ func TestSessionsAreRevokedOnTheServer(t *testing.T) {
 
 // TestLoginNextStaysOnSite: a hostile next is replaced by /dashboard at login.
 func TestLoginNextStaysOnSite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	for next, want := range map[string]string{
 		"/tasks?title=a":       "/tasks?title=a",

@@ -48,6 +48,7 @@ func dbFingerprint(t *testing.T, st *store.Store) string {
 // the real router: each is a 400 naming the field, never a 500, and the
 // database is unchanged.
 func TestHostileTextInputIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		admin := e.login("admin", "admin-password-1")
@@ -155,6 +156,7 @@ func TestHostileTextInputIsRefused(t *testing.T) {
 // limit are 413 whether Content-Length says so or not, and a task body up to
 // its own (larger) limit is accepted.
 func TestBodyLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	send := func(c *http.Client, method, path, ct string, body io.Reader, length int64) (int, string) {
@@ -230,6 +232,7 @@ func (m *multipartFlood) Read(p []byte) (int, error) {
 // the unauthenticated login form are refused without the master buffering
 // them: its heap grows by less than 50 MB (a memory bound, not a timing one).
 func TestMultipartFloodKeepsMemoryFlat(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	runtime.GC()
 	var ms runtime.MemStats

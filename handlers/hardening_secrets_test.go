@@ -17,6 +17,7 @@ import (
 // the mask; an edit that sends the mask back, by API or console form, keeps
 // the stored value, and a new value replaces it.
 func TestSecretsAreMasked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	e.addUser("vic", "vic-password-1", store.RoleViewer)
@@ -128,6 +129,7 @@ func TestSecretsAreMasked(t *testing.T) {
 // TestViewersSeeNoEmails: the users API and page show e-mails to admins and
 // to the user themself only.
 func TestViewersSeeNoEmails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	if st, body := e.do(admin, "PATCH", "/api/v1/users/admin", `{"email":"root@example.com"}`, nil); st != http.StatusOK {

@@ -16,6 +16,7 @@ import (
 // master.LoginLimitPerUser passwords are ever checked, and once the window is
 // spent the right password is refused too.
 func TestLoginThrottleCannotBeRaced(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		a := newEnv(t, ns)
 		b := a.otherMaster()

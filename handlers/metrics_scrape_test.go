@@ -106,6 +106,7 @@ func scrapeWorker(t *testing.T, host, secret string) (int, metricValues) {
 // their metric names, and a real task run on two executors (claims, runs
 // reported and ingested) moves them.
 func TestMetricsEndpoints(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnvWith(t, ns, func(c *master.Config) { c.Metrics = master.NewMetrics() })
 		ctx := storetest.Ctx(t)

@@ -57,6 +57,7 @@ func newNodeKey(t *testing.T) ed25519.PrivateKey {
 // another's (409, nothing changed) until an admin resets its identity, from
 // the API or the console.
 func TestResetIdentityRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("viewer", "viewer-password-1", store.RoleViewer)
 	k1 := newNodeKey(t)
@@ -115,6 +116,7 @@ func TestResetIdentityRoutes(t *testing.T) {
 // answered run by run; the binary run is shown flagged on the API and page;
 // a claim of a task the node does not execute is 403.
 func TestWorkerRunsRouteAnswersPerRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	code, body, secret := e.registerAs("w1", "127.0.0.1:30001", newNodeKey(t))
 	if code != http.StatusOK {

@@ -27,6 +27,7 @@ type nodeWithHealth struct {
 // (linked to the runs page filtered by node) and the chart with the failures
 // marked, the API adds the history to the node, and the probe metrics move.
 func TestNodePageShowsTasksRunsAndHealth(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnvWith(t, ns, func(c *master.Config) { c.Metrics = master.NewMetrics() })
 		ctx := storetest.Ctx(t)

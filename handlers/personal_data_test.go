@@ -17,6 +17,7 @@ import (
 // and viewers, in the API and the console; the stored value keeps it, and
 // saving the settings form as shown keeps it too.
 func TestURLPasswordsAreMaskedForEveryRole(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	ctx := context.Background()
 	if err := store.CreateNode(ctx, e.st.DB, &store.Node{Name: "w1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1", Mode: store.ModeManual}); err != nil {
@@ -86,6 +87,7 @@ func TestURLPasswordsAreMaskedForEveryRole(t *testing.T) {
 // TestViewersSeeNoEmailsInEvents: e-mail addresses in the event log (a
 // user's e-mail change) are shown to admins only, in the API and the page.
 func TestViewersSeeNoEmailsInEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	e.addUser("vic", "vic-password-1", store.RoleViewer)

@@ -12,6 +12,7 @@ import (
 // A failed worker call shows people a sentence, never the Go error chain;
 // the chain goes to the log.
 func TestWorkerFailureShowsASentenceAndLogsTheChain(t *testing.T) {
+	t.Parallel()
 	e, logs := newEnvLogged(t, nil)
 	c := e.login("admin", "admin-password-1")
 	if status, body := e.do(c, "POST", "/api/v1/nodes", `{"name":"w2","host":"127.0.0.1:1"}`, nil); status != http.StatusCreated {

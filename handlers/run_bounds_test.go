@@ -89,6 +89,7 @@ func batchJSON(t *testing.T, runs []protocol.RunReport) []byte {
 // runs of the largest output JSON can carry (64 KiB of control characters,
 // six bytes each once escaped) fit in one batch.
 func TestRunBatchOverItsBoundsIsRefusedWhole(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		secret := e.reportNode()
@@ -170,6 +171,7 @@ func (e *env) stallBatch(secret string, wg *sync.WaitGroup) *stalledBatch {
 // worker's reports are kept meanwhile, retried after the wait, and stored
 // once when slots free up.
 func TestRunBatchesBeyondTheSlotsWaitAndAreDeliveredAgain(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		w, _ := startWorker(t, worker.Config{Identity: "w1", AutoRegister: true, MasterURL: e.srv.URL, AllowShell: true})
@@ -260,6 +262,7 @@ type apiRunItem struct {
 // one run at a time; a run in progress has no end and no duration; the
 // result filter takes running, under its name state too.
 func TestRunListsCarryPreviewsAndRunningRunsHaveNoEnd(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		e.reportNode()

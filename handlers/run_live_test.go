@@ -29,6 +29,7 @@ type apiRunsPage struct {
 // live part, a viewer may watch but not kill, and an admin's kill ends it as
 // killed, counted once, with the kill in the event log.
 func TestRunInProgressStreamsItsOutputAndCanBeKilled(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		w, _ := startWorker(t, worker.Config{Identity: "w1", AutoRegister: true, MasterURL: e.srv.URL, AllowShell: true})

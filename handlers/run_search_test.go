@@ -76,6 +76,7 @@ func seedTaskRuns(t *testing.T, e *env, base time.Time, tasks [2]string) []store
 // answers runs in the task runs API's shape, and refuses every bad filter
 // with a 400 naming the field. A task's runs filter by result too.
 func TestRunSearchAPIFiltersAndValidation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		e.addOfflineNode("w1")
@@ -187,6 +188,7 @@ func TestRunSearchAPIFiltersAndValidation(t *testing.T) {
 // runs with its filters, its live fragment keeps them and pages, a bad filter
 // is refused inline, and the task page's runs panel filters by result.
 func TestRunListPageFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		e.addOfflineNode("w1")

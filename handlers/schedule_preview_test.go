@@ -12,6 +12,7 @@ import (
 )
 
 func TestAPISchedulePreview(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	soon := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
@@ -70,6 +71,7 @@ func TestAPISchedulePreview(t *testing.T) {
 }
 
 func TestTaskFormSchedulePreviewFragment(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 
@@ -119,6 +121,7 @@ func TestTaskFormSchedulePreviewFragment(t *testing.T) {
 // The form's zone is stored with the task, its times are read in that zone,
 // and the edit form shows them back in it.
 func TestTaskFormTimezoneRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	e.addOfflineNode("w1")

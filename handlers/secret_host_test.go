@@ -17,6 +17,7 @@ import (
 // while leaving secrets masked is refused with a sentence naming them; with
 // the secrets typed again, or on the same host, it is saved.
 func TestMaskedSecretsAreNotSentToANewHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	if st, body := e.do(admin, "POST", "/api/v1/nodes", `{"name":"w1","host":"127.0.0.1:1","protocol":"http","priority":1,"max_concurrency":2}`, nil); st >= 300 {

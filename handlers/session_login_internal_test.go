@@ -4,6 +4,7 @@ import "testing"
 
 // TestSafeNext accepts only plain same-site paths.
 func TestSafeNext(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"":                     "/dashboard",
 		"/tasks":               "/tasks",

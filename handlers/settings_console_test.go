@@ -108,6 +108,7 @@ func settingsSave(e *env, c *http.Client, v url.Values) {
 }
 
 func TestSettingsBadFieldsAreRefusedInline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	smtp := settingsWith(settingsGood(), "smtp_host", "smtp.example.com", "smtp_from", "scheduler@example.com")
@@ -182,6 +183,7 @@ func settingsEscape(s string) string {
 }
 
 func TestSettingsSaveStoresAndApplies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 
@@ -261,6 +263,7 @@ func TestSettingsSaveStoresAndApplies(t *testing.T) {
 }
 
 func TestSettingsViewerReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	var hits int
@@ -326,6 +329,7 @@ func TestSettingsViewerReadOnly(t *testing.T) {
 // TestSettingsPinnedHealthValues: a health value fixed by a flag is shown in
 // force and explained; saving stores the edited value without applying it.
 func TestSettingsPinnedHealthValues(t *testing.T) {
+	t.Parallel()
 	ns := storetest.OpenSQLite(t)
 	ctx := storetest.Ctx(t)
 	log := storetest.Logger(t)
@@ -422,6 +426,7 @@ func settingsResult(t *testing.T, body, channel string) (ok bool, text string) {
 }
 
 func TestSettingsTestWebhook(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 
@@ -600,6 +605,7 @@ func (s *settingsSMTPSink) messages() []settingsSMTPMessage {
 }
 
 func TestSettingsTestEmail(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	sink := newSettingsSMTPSink(t)

@@ -19,6 +19,7 @@ var dataAction = regexp.MustCompile(`data-action="([^"]+)"`)
 // shows exactly the actions master.NodeActions allows, so no button shown
 // is refused and no allowed action lacks its button.
 func TestNodeButtonsFollowStateTable(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, s := range store.NodeStatuses {
 		// An auto worker bound to a key: the only node that can show every button.
@@ -60,6 +61,7 @@ func TestNodeButtonsFollowStateTable(t *testing.T) {
 // TestTaskButtonsFollowStateTable: for every task status, the rows fragment
 // and the task page show exactly the actions master.TaskActions allows.
 func TestTaskButtonsFollowStateTable(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, s := range store.TaskStatuses {
 		tk := &master.Task{Status: s}

@@ -97,6 +97,7 @@ func bulkForm(action string, ids ...string) url.Values {
 // (unknown action, nothing selected, more than 500 tasks) changes nothing
 // and answers 400; viewers see no checkboxes and are refused with 403.
 func TestBulkTasksConsole(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	startRunningWorker(t, e, "w1")
 	admin := e.login("admin", "admin-password-1")
@@ -220,6 +221,7 @@ func TestBulkTasksConsole(t *testing.T) {
 // the order asked, unknown ids included; a bad request is 400 and changes
 // nothing; viewers get 403.
 func TestBulkTasksAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	startRunningWorker(t, e, "w1")
 	admin := e.login("admin", "admin-password-1")

@@ -67,6 +67,7 @@ func formValues(t *testing.T, page, id string) url.Values {
 // clone copies everything, secrets included, and answers the new task
 // masked. The mask stands for a stored value only in a clone of that task.
 func TestCloneTask(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	startRunningWorker(t, e, "w1")
 	admin := e.login("admin", "admin-password-1")

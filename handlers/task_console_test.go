@@ -109,6 +109,7 @@ func startRunningWorker(t *testing.T, e *env, name string) *worker.Worker {
 var hx = map[string]string{"HX-Request": "true"}
 
 func TestTaskFormRefusesBadInputAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addOfflineNode("w1")
 	c := e.login("admin", "admin-password-1")
@@ -220,6 +221,7 @@ func TestTaskFormRefusesBadInputAndChangesNothing(t *testing.T) {
 }
 
 func TestTaskListFiltersPagesAndFragment(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addOfflineNode("w1")
 	e.addOfflineNode("w2")
@@ -297,6 +299,7 @@ func TestTaskListFiltersPagesAndFragment(t *testing.T) {
 }
 
 func TestTaskActionsOnARunningWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "pong <b>from target</b>")
@@ -435,6 +438,7 @@ func TestTaskActionsOnARunningWorker(t *testing.T) {
 }
 
 func TestTaskActionErrorsNameTheNode(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	startRunningWorker(t, e, "w1")
 	e.addOfflineNode("off1")
@@ -474,6 +478,7 @@ func TestTaskActionErrorsNameTheNode(t *testing.T) {
 }
 
 func TestViewerSeesTasksButNoActions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addOfflineNode("w1")
 	tk := e.createTask("visible task", "w1")
@@ -506,6 +511,7 @@ func TestViewerSeesTasksButNoActions(t *testing.T) {
 }
 
 func TestTaskPagesHaveNoInlineScriptOrStyle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addOfflineNode("w1")
 	tk := e.createTask("csp task", "w1")

@@ -33,6 +33,7 @@ func (e *env) addRuns(task string, results []string, ms []int64) {
 // on its page (rate, p50, p95, the chart with failed runs marked) and as a
 // failing marker in the list when its last three runs failed, not before.
 func TestTaskHealthShown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addOfflineNode("w1")
 	admin := e.login("admin", "admin-password-1")

@@ -13,6 +13,7 @@ import (
 // task JSON, the task page and back into the edit form; other values are
 // refused with a field error.
 func TestTaskOverlapPolicyInFormAndAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		e.addOfflineNode("w1")

@@ -13,6 +13,7 @@ import (
 // task, the task JSON, the task page and back into the edit form; hash
 // without a key naming a param is refused with a field error.
 func TestTaskRoutingInFormAndAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		e.addOfflineNode("w1")

@@ -52,6 +52,7 @@ func startStoppableWorker(t *testing.T, e *env, name string) (down func()) {
 // is disabled or offline is flagged in the API, the list (and its live rows),
 // the task page and the dashboard; once the executor runs again it is not.
 func TestTaskWithoutRunningExecutorIsFlagged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		ctx := storetest.Ctx(t)

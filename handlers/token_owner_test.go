@@ -26,6 +26,7 @@ type apiTokenJSON struct {
 // A token acts as its owner now: the owner's role and state at each request
 // decide, never what they were when the token was made.
 func TestTokenActsAsItsOwnerNow(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		admin := e.login("admin", "admin-password-1")
@@ -96,6 +97,7 @@ func TestTokenActsAsItsOwnerNow(t *testing.T) {
 // Tokens may expire; an expired one is refused with a sentence saying so, and
 // the list shows expiry and last use.
 func TestTokenExpiryAndLastUse(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		admin := e.login("admin", "admin-password-1")
@@ -173,6 +175,7 @@ func TestTokenExpiryAndLastUse(t *testing.T) {
 
 // Creating and revoking a token are events naming the actor, never the value.
 func TestTokenEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	admin := e.login("admin", "admin-password-1")
 	st, body := e.do(admin, "POST", "/api/v1/tokens", `{"name":"deploy"}`, nil)

@@ -49,6 +49,7 @@ func newUserForm(name, role, email, pw, confirm string) url.Values {
 }
 
 func TestUserCreateFormRefusesEveryBadField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	const pw = "a-good-password"
@@ -125,6 +126,7 @@ func TestUserCreateFormRefusesEveryBadField(t *testing.T) {
 }
 
 func TestUserViewerGets403OnEveryChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("vic", "viewer-password", store.RoleViewer)
 	c := e.login("vic", "viewer-password")
@@ -198,6 +200,7 @@ func TestUserViewerGets403OnEveryChange(t *testing.T) {
 }
 
 func TestUserLastAdminIsProtected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("ops", "ops-password-1", store.RoleAdmin)
 	e.addUser("vic", "viewer-password", store.RoleViewer)
@@ -296,6 +299,7 @@ func TestUserLastAdminIsProtected(t *testing.T) {
 }
 
 func TestUserChangesOwnPassword(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("vic", "viewer-password", store.RoleViewer)
 	c := e.login("vic", "viewer-password")
@@ -361,6 +365,7 @@ func TestUserChangesOwnPassword(t *testing.T) {
 }
 
 func TestUserAdminResetsPassword(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("vic", "viewer-password", store.RoleViewer)
 	c := e.login("admin", "admin-password-1")
@@ -403,6 +408,7 @@ func TestUserAdminResetsPassword(t *testing.T) {
 }
 
 func TestUserDisabledSessionIsRejected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addUser("vic", "viewer-password", store.RoleViewer)
 	v := e.login("vic", "viewer-password")
@@ -432,6 +438,7 @@ func TestUserDisabledSessionIsRejected(t *testing.T) {
 }
 
 func TestUserAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		c := e.login("admin", "admin-password-1")
@@ -544,6 +551,7 @@ func TestUserAPI(t *testing.T) {
 }
 
 func TestUserListPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	for i := 0; i < 54; i++ {
 		e.addUser(fmt.Sprintf("u%02d", i), "some-password", store.RoleViewer)
@@ -572,6 +580,7 @@ func TestUserListPages(t *testing.T) {
 }
 
 func TestUserActionsReachTheEventLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	c := e.login("admin", "admin-password-1")
 	if resp := e.postForm(c, "/users", newUserForm("dora", "viewer", "", "dora-password", "dora-password")); resp.StatusCode != http.StatusSeeOther {

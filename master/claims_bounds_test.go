@@ -52,6 +52,7 @@ func claimCount(t *testing.T, e *env, task string) int {
 // minutes ahead, by one of its executors, within the open-claims bound; every
 // refusal stores nothing and says why.
 func TestClaimOnlyRealDueFires(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		id := minuteTask(t, e)
@@ -137,6 +138,7 @@ func TestClaimRefusalOverHTTPIsLogged(t *testing.T) {
 // Executors racing with a mix of real and fake fires: exactly one winner per
 // real fire, no fake fire ever stored.
 func TestClaimRaceRealAndFakeFires(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		m2 := newMaster(t, s, func(c *master.Config) { c.Identity = "master-b" })

@@ -58,6 +58,7 @@ func fireRankedFirst(t *testing.T, task, want string, cands []master.Candidate) 
 }
 
 func TestRankClaimantsIsDeterministicAndFollowsWeights(t *testing.T) {
+	t.Parallel()
 	cands := []master.Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}, {Name: "z", Weight: 0}}
 	const fires = 20000
 	first := map[string]int{}
@@ -88,6 +89,7 @@ func TestRankClaimantsIsDeterministicAndFollowsWeights(t *testing.T) {
 // Executors talking to different masters on one database: one winner per
 // fire, every answer names it, and the spread follows the weights.
 func TestClaimOneWinnerPerFireAcrossMasters(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		m2 := newMaster(t, s, func(c *master.Config) { c.Identity = "master-b" })
@@ -163,6 +165,7 @@ func TestClaimOneWinnerPerFireAcrossMasters(t *testing.T) {
 }
 
 func TestClaimDeadExecutorDoesNotHoldTheFire(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		const grace = 120 * time.Millisecond
 		e := newEnv(t, s, func(c *master.Config) { c.ClaimGrace = grace })
@@ -213,6 +216,7 @@ func TestClaimDeadExecutorDoesNotHoldTheFire(t *testing.T) {
 
 // A paused task's fires are run by nobody.
 func TestClaimOfPausedTaskHasNoWinner(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		id := runningTask(t, e, map[string]int{"x": 1})

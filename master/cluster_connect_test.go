@@ -21,6 +21,7 @@ func identity(name string) func(*master.Config) {
 // cluster (by default "master", as today's commands say), and a master of
 // another cluster is refused.
 func TestConnectNamesTheCluster(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		m1 := newEnv(t, s, identity("m1"))
 		m2 := &env{t: t, ctx: m1.ctx, s: s, m: newMaster(t, s, identity("m2"))}
@@ -62,6 +63,7 @@ func TestConnectNamesTheCluster(t *testing.T) {
 // A worker registered through one master answers the cluster's name, so any
 // other master of the cluster may connect it later (recovery, Connect).
 func TestRegisteredWorkerAcceptsAnyMasterOfItsCluster(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		m2 := newEnv(t, s, identity("m2"))
 		tw := startWorker(t, "auto1", autoCfg(m2.serveMaster()))

@@ -148,6 +148,7 @@ func delayedRunsOf(t *testing.T, m *master.Master, id string) []store.Run {
 // run is recorded with the task's id; creating it again while it is pending
 // answers the same task.
 func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, fastDelayed)
 		url := e.serveMaster()
@@ -211,6 +212,7 @@ func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
 // A failing callback is retried with growing backoff, then the task fails
 // and the webhook is told; every attempt is a run.
 func TestDelayedRetriesWithBackoffThenFailsAndNotifies(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, fastDelayed)
 		url := e.serveMaster()
@@ -278,6 +280,7 @@ func TestDelayedRetriesWithBackoffThenFailsAndNotifies(t *testing.T) {
 
 // Cancel takes only a pending task, and says why otherwise.
 func TestDelayedCancel(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, fastDelayed)
 		d, _, err := e.m.CreateDelayed(e.ctx, delayedIn("http://127.0.0.1:1/cb", "1h"), "admin")
@@ -317,6 +320,7 @@ func acceptOnly(real http.Handler, took *atomic.Int32) http.Handler {
 // callback is made once, by the second one, and the first sending is
 // recorded as lost.
 func TestDelayedReassignedWhenTheWorkerDies(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, fastDelayed, func(c *master.Config) {
 			c.Health = master.HealthConfig{Interval: 200 * time.Millisecond, Timeout: 150 * time.Millisecond, MaxFailures: 2}
@@ -371,6 +375,7 @@ func TestDelayedReassignedWhenTheWorkerDies(t *testing.T) {
 // A task due while no master ran fires as soon as a master is back, once,
 // marked late by how much.
 func TestDelayedLateAfterAMasterOutage(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		var sw switchHandler
@@ -411,6 +416,7 @@ func TestDelayedLateAfterAMasterOutage(t *testing.T) {
 // Two masters on one MariaDB, each creating tasks, with the leader stopped
 // half way: every task fires exactly once.
 func TestDelayedTwoMastersFireEachOnce(t *testing.T) {
+	t.Parallel()
 	s := storetest.OpenMySQL(t)
 	ctx := storetest.Ctx(t)
 	const interval = 200 * time.Millisecond
@@ -478,6 +484,7 @@ func TestDelayedTwoMastersFireEachOnce(t *testing.T) {
 // one runs, marked late; executors that are not running hold it back the
 // same way although another worker runs.
 func TestDelayedWaitsForARunningWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, fastDelayed)
 		url := e.serveMaster()

@@ -37,6 +37,7 @@ func eventLines(evs []store.Event) string {
 }
 
 func TestEventsOfNodeActionsAndHealthChecks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		admin := master.WithActor(e.ctx, "alice")
@@ -118,6 +119,7 @@ func TestEventsOfNodeActionsAndHealthChecks(t *testing.T) {
 }
 
 func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		admin := master.WithActor(e.ctx, "alice")
@@ -207,6 +209,7 @@ func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
 
 // With several masters on one database the event log names the master that acted.
 func TestEventsNameTheMasterThatActed(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		m2 := newMaster(t, s, func(c *master.Config) { c.Identity = "master-b" })

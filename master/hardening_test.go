@@ -76,6 +76,7 @@ func rejectedIDs(resp protocol.RunsResponse) map[string]string {
 // its odd bytes made visible and the flag set; invalid runs are rejected one
 // by one and the good ones stored.
 func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		w1 := e.fakeNode("w1")
@@ -208,6 +209,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 // its own name, at sane times; anything else is rejected, stored nowhere and
 // starts no child and no notification. Claims likewise.
 func TestIngestRunsAuthorization(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		var hooks sync.Map
@@ -315,6 +317,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 
 // An executor removed by an edit may still deliver runs it made before.
 func TestEditedAwayExecutorStillReports(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		w1 := e.fakeNode("w1")
@@ -336,6 +339,7 @@ func TestEditedAwayExecutorStillReports(t *testing.T) {
 
 // Run once records a grant before it sends the task to the node.
 func TestRunTaskRecordsGrant(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1")
@@ -356,6 +360,7 @@ func TestRunTaskRecordsGrant(t *testing.T) {
 // Identity: the cluster key lets a new machine join under a new name, never
 // take over another's.
 func TestRegisterNodeIdentity(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()
@@ -501,6 +506,7 @@ func masterGoroutines() []string {
 // hung worker, health sweeps) and returns only after all of it has ended, so
 // the caller can close the database at once.
 func TestStopWaitsForBackgroundWork(t *testing.T) {
+	t.Parallel()
 	s := storetest.OpenSQLite(t)
 	e := newEnv(t, s, func(c *master.Config) { c.CallTimeout = time.Minute })
 	release := make(chan struct{})

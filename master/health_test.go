@@ -32,6 +32,7 @@ func failing(code int) http.Handler {
 }
 
 func TestSweepTakesDeadWorkerOffline(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()
@@ -96,6 +97,7 @@ func TestSweepTakesDeadWorkerOffline(t *testing.T) {
 }
 
 func TestSweepFlakyWorkerStaysOnline(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		tw := e.running("w1")
@@ -135,6 +137,7 @@ func TestSweepFlakyWorkerStaysOnline(t *testing.T) {
 }
 
 func TestSweepHungWorkerDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		hung := startWorker(t, "hung")
@@ -208,6 +211,7 @@ func TestSweepHungWorkerDoesNotDelayOthers(t *testing.T) {
 }
 
 func TestSweepReconnectsRestartedManualWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		tw := e.running("w1")
@@ -259,6 +263,7 @@ func TestSweepReconnectsRestartedManualWorker(t *testing.T) {
 }
 
 func TestSweepRecoversOfflineManualWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, func(c *master.Config) { c.Health.OfflineEvery = 1 })
 		tw := e.running("w1")
@@ -300,6 +305,7 @@ func TestSweepRecoversOfflineManualWorker(t *testing.T) {
 }
 
 func TestSweepOfflineCadence(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, func(c *master.Config) { c.Health.OfflineEvery = 3 })
 		tw := e.running("w1")
@@ -334,6 +340,7 @@ func TestSweepOfflineCadence(t *testing.T) {
 }
 
 func TestSweepAutoWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, func(c *master.Config) { c.Health.OfflineEvery = 1 })
 		url := e.serveMaster()
@@ -386,6 +393,7 @@ func TestSweepAutoWorker(t *testing.T) {
 // A manual worker started without --identity learns its name at Connect; after a
 // restart it answers /health with no name until the master connects it again.
 func TestSweepReconnectsRestartedAnonymousManualWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		tw := startWorker(t, "", func(c *worker.Config) { c.Identity = "" })

@@ -26,6 +26,7 @@ import (
 // MariaDB/MySQL no statement met a deadlock (tasks and runs are locked in id
 // order; the retry on deadlock is a last resort).
 func TestIngestFromSeveralMastersOnSharedTasks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		dead := &storetest.DeadlockCounter{}
@@ -179,6 +180,7 @@ func (g *gateHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 // each batch is answered with its own accepted and duplicate runs, also when
 // two of them carry the same runs.
 func TestConcurrentBatchesShareTransactions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		hook := &gateHook{gate: make(chan struct{})}
@@ -257,6 +259,7 @@ func TestConcurrentBatchesShareTransactions(t *testing.T) {
 // workers deliver them again, and stores none of their runs; delivered again,
 // they are all stored once.
 func TestIngestFailureFailsTheBatches(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		m := newMaster(t, s)

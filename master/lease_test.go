@@ -59,6 +59,7 @@ func waitOneLeader(t *testing.T, ms []*master.Master, within time.Duration) *mas
 }
 
 func TestLeaderLeaseFailover(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		const interval = 200 * time.Millisecond
@@ -113,6 +114,7 @@ func TestLeaderLeaseFailover(t *testing.T) {
 }
 
 func TestPausedLeaderFencedWritesChangeNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		// A long interval: the old leader's own view of its lease stays valid
@@ -165,6 +167,7 @@ func fmtNode(t *testing.T, s storetest.NamedStore, name string) string {
 }
 
 func TestMasterHeartbeatAndStaleMasterOffline(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		const interval = 200 * time.Millisecond
@@ -210,6 +213,7 @@ func TestMasterHeartbeatAndStaleMasterOffline(t *testing.T) {
 }
 
 func TestMasterIdentityHeldByLiveMasterRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		first := clusterMaster(t, s, "dup", time.Second)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestLifecycleTransitions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		tw := startWorker(t, "w1")
@@ -140,6 +141,7 @@ func TestLifecycleTransitions(t *testing.T) {
 }
 
 func TestUnknownNodeAndMasterNode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		cfg := protocol.NodeConfig{Name: "ghost", Protocol: "http", Host: "127.0.0.1:9", Priority: 1, MaxConcurrency: 1}
@@ -180,6 +182,7 @@ func TestUnknownNodeAndMasterNode(t *testing.T) {
 }
 
 func TestValidationChangesNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		tw := startWorker(t, "w1")
@@ -246,6 +249,7 @@ func TestValidationChangesNothing(t *testing.T) {
 }
 
 func TestWorkerDown(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		down := func(label, name string, act func() error) {
@@ -306,6 +310,7 @@ func TestWorkerDown(t *testing.T) {
 
 // TestConcurrentEnable: two admins press Enable at once.
 func TestConcurrentEnable(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		t.Run("same master", func(t *testing.T) {
 			e := newEnv(t, s)

@@ -14,6 +14,7 @@ import (
 
 // A master without metrics records nothing and does not fail.
 func TestNilMetricsRecordNothing(t *testing.T) {
+	t.Parallel()
 	var x *Metrics
 	x.claim(time.Now(), claimResult{Won: true}, nil)
 	x.runsIngested([]store.Run{{Result: store.ResultSuccess}})
@@ -31,6 +32,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 
 // The recording methods count what they are given, by label.
 func TestMetricsCountByLabel(t *testing.T) {
+	t.Parallel()
 	x := NewMetrics()
 	ended := time.Now()
 	x.runsIngested([]store.Run{{Result: store.ResultSuccess, DurationMS: 1500, EndedAt: ended}, {Result: store.ResultFailed, DurationMS: 20, EndedAt: ended},
@@ -61,6 +63,7 @@ func TestMetricsCountByLabel(t *testing.T) {
 // The health history keeps a node's first probe, every change, every
 // failure of a node not offline, and otherwise one probe per interval.
 func TestHealthSamplerKeeps(t *testing.T) {
+	t.Parallel()
 	var s healthSampler
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	up := &store.Node{Name: "w1", Status: store.StatusRunning}

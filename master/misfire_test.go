@@ -92,6 +92,7 @@ func (e *env) runsOf(id string) []store.Run {
 // skipped run, with their exact count, when the executor runs again; the
 // window is accounted once, by one of two masters.
 func TestMisfireSkipRecordsTheOutageOnceWhenAnExecutorReturns(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		id := strandableTask(t, e, protocol.MisfireSkip)
@@ -158,6 +159,7 @@ func TestMisfireSkipRecordsTheOutageOnceWhenAnExecutorReturns(t *testing.T) {
 // A long outage is recorded window by window while it lasts, and the windows
 // never overlap: together they count every missed fire once.
 func TestMisfireSkipRecordsALongOutagePerWindow(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, func(c *master.Config) { c.MisfireWindow = time.Minute })
 		id := strandableTask(t, e, "") // the default policy is skip
@@ -203,6 +205,7 @@ func TestMisfireSkipRecordsALongOutagePerWindow(t *testing.T) {
 // A task paused during the outage: the fires up to the pause are recorded,
 // those while paused are not misfires.
 func TestMisfireWindowEndsWhenTheTaskIsPaused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		id := strandableTask(t, e, protocol.MisfireRunOnce)
@@ -227,6 +230,7 @@ func TestMisfireWindowEndsWhenTheTaskIsPaused(t *testing.T) {
 // in one catch-up run on it as soon as it is enabled again, and no skipped
 // run: all through the real master and a real worker.
 func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		var hits atomic.Int64
@@ -290,6 +294,7 @@ func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
 // A running task left with no executor at all (its last one deleted) is
 // missed from then on, not since it last changed status.
 func TestMisfireWindowOfATaskWithNoExecutorLeftOpensNow(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		id := strandableTask(t, e, protocol.MisfireSkip)

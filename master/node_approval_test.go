@@ -35,6 +35,7 @@ func eventsOf(t *testing.T, e *env, action string) []store.Event {
 // an admin raises it, and a re-registration keeps the admin's value. Every
 // new name is an event with the address it came from.
 func TestSelfDeclaredPriorityIsCapped(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()
@@ -83,6 +84,7 @@ func TestFailoverTiesGoToTheSenior(t *testing.T) {
 // With approval on, a new name waits with no secret, no task and no state
 // change until an admin approves it; then the worker's retries let it in.
 func TestNewNodesWaitForApproval(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()
@@ -217,6 +219,7 @@ func TestPendingNodesArePruned(t *testing.T) {
 // worker took first still starts and says why, and takes its row once the
 // worker node is deleted.
 func TestWorkerAndMasterNamesNeverClash(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		if err := e.m.Start(e.ctx); err != nil {

@@ -105,6 +105,7 @@ func (s *smtpSink) messages() []string {
 }
 
 func TestFailedRunNotifiesKeepersAndWebhook(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	runningWorkers(e, "w1")
 	sink := newSMTPSink(t)
@@ -160,6 +161,7 @@ func TestFailedRunNotifiesKeepersAndWebhook(t *testing.T) {
 }
 
 func TestNotificationTestReportsReadableErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	s, _ := e.m.Settings()
 	s.SMTPHost, s.SMTPPort, s.SMTPFrom, s.SMTPTLS = "127.0.0.1", 1, "a@example.com", "none"
@@ -191,6 +193,7 @@ func TestNotificationTestReportsReadableErrors(t *testing.T) {
 }
 
 func TestSettingsChangeProbeCadenceLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t), func(c *master.Config) { c.Health.Interval = time.Hour })
 	tw := startWorker(t, "cad")
 	e.create(tw)
@@ -221,6 +224,7 @@ func TestSettingsChangeProbeCadenceLive(t *testing.T) {
 }
 
 func TestPurgeRunsInBatches(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		old, recent := time.Now().AddDate(0, 0, -40).UTC(), time.Now().UTC()

@@ -22,6 +22,7 @@ import (
 )
 
 func TestAutoRegistrationAndOffline(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		url := e.serveMaster()
@@ -88,6 +89,7 @@ func TestAutoRegistrationAndOffline(t *testing.T) {
 }
 
 func TestRegistrationRetriesUntilMasterUp(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		var up atomic.Bool
@@ -125,6 +127,7 @@ func TestRegistrationRetriesUntilMasterUp(t *testing.T) {
 }
 
 func TestManualWorkerAppearsOnlyAfterConnect(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		url := e.serveMaster()
@@ -184,6 +187,7 @@ func signedRegistrationWith(t *testing.T, key string, nodeKey ed25519.PrivateKey
 }
 
 func TestRegisterRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()

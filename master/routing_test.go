@@ -21,6 +21,7 @@ func names(cs []master.Candidate) string {
 }
 
 func TestRankRoundRobinRotatesPastTheLastWinner(t *testing.T) {
+	t.Parallel()
 	cands := []master.Candidate{{Name: "c", Weight: 1}, {Name: "a", Weight: 5}, {Name: "b", Weight: 0}}
 	for last, want := range map[string]string{"": "abc", "a": "bca", "b": "cab", "c": "abc", "bb": "cab", "zz": "abc"} {
 		if got := names(master.RankRoundRobin(last, cands)); got != want {
@@ -39,6 +40,7 @@ func TestRankRoundRobinRotatesPastTheLastWinner(t *testing.T) {
 }
 
 func TestRankFailoverByPriorityThenName(t *testing.T) {
+	t.Parallel()
 	cands := []master.Candidate{{Name: "d", Weight: 1}, {Name: "b", Weight: 9}, {Name: "a", Weight: 1}, {Name: "c", Weight: 9}}
 	for i := range 50 {
 		r := master.RankRoute(master.Route{Strategy: protocol.RoutingFailover, TaskID: "t", Fire: claimBase.Add(time.Duration(i) * time.Second)}, cands)
@@ -52,6 +54,7 @@ func TestRankFailoverByPriorityThenName(t *testing.T) {
 }
 
 func TestRankLeastBusyPrefersFewestRecentClaims(t *testing.T) {
+	t.Parallel()
 	cands := []master.Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 1}}
 	busy := map[string]int{"a": 3, "b": 1, "c": 2}
 	for i := range 50 {
@@ -78,6 +81,7 @@ func TestRankLeastBusyPrefersFewestRecentClaims(t *testing.T) {
 }
 
 func TestRankHashIsStickyPerKey(t *testing.T) {
+	t.Parallel()
 	cands := []master.Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 1}}
 	first := map[string]int{}
 	moved := 0
@@ -158,6 +162,7 @@ func claimAll(t *testing.T, e *env, id string, fire time.Time, execs ...string) 
 }
 
 func TestClaimRoundRobinTakesTurns(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, func(c *master.Config) { c.ClaimGrace = time.Second })
 		id := routedTask(t, e, protocol.RoutingRoundRobin, map[string]int{"a": 1, "b": 5, "c": 1})
@@ -172,6 +177,7 @@ func TestClaimRoundRobinTakesTurns(t *testing.T) {
 }
 
 func TestClaimFailoverSticksToTheTopPriorityUntilItIsDown(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, func(c *master.Config) { c.ClaimGrace = time.Second })
 		id := routedTask(t, e, protocol.RoutingFailover, map[string]int{"a": 1, "b": 9, "c": 5})

@@ -18,6 +18,7 @@ import (
 // server now at the node's address) must not be read as "the run ended":
 // the page says the node cannot show the run, and a kill is a worker error.
 func TestRunLiveTellsAnEndedRunFromAnUnknownRoute(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		cases := []struct {

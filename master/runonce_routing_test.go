@@ -96,6 +96,7 @@ func (e *env) runOnce(id string) string {
 // highest priority (the next when it is disabled), round_robin in turns,
 // hash by the key's value, least_busy to the fewest recent claims.
 func TestRunOnceFollowsTheRouting(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		routedWorkers(e, map[string]int{"a": 1, "b": 9, "c": 5})
@@ -160,6 +161,7 @@ func TestRunOnceFollowsTheRouting(t *testing.T) {
 // Broadcast run once goes to every running executor, each told its shard
 // among the running ones: a disabled executor shrinks the total.
 func TestRunOnceBroadcastsWithShards(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		spy := routedWorkers(e, map[string]int{"a": 1, "b": 1, "c": 1})
@@ -242,6 +244,7 @@ func (st *shardTarget) waitShards(t *testing.T, from int, want ...string) int {
 // one is disabled the others are pushed their new shards at once (0/2, 1/2),
 // and when it runs again everyone is back to thirds.
 func TestBroadcastShardsFollowTheRunningExecutors(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		routedWorkers(e, map[string]int{"a": 1, "b": 1, "c": 1})

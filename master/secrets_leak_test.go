@@ -20,6 +20,7 @@ import (
 // older or hostile one) reports a run quoting its task's secrets, raw and
 // URL-escaped: the master stores the mask, on SQLite and MariaDB.
 func TestIngestScrubsSecretValuesOfTheTask(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		w1 := e.fakeNode("w1")
@@ -56,6 +57,7 @@ func TestIngestScrubsSecretValuesOfTheTask(t *testing.T) {
 // redirect to another address does not make the master call it; the probe
 // fails with a sentence saying why. The webhook is not followed either.
 func TestMasterClientsFollowNoRedirect(t *testing.T) {
+	t.Parallel()
 	var calledOther atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		calledOther.Add(1)

@@ -9,6 +9,7 @@ import (
 // TestMaskTaskDefAndKeep: masking copies (the stored definition keeps its
 // values), and sending the masked copy back restores every secret.
 func TestMaskTaskDefAndKeep(t *testing.T) {
+	t.Parallel()
 	stored := protocol.TaskDef{
 		Params:       map[string]string{"TOKEN": "p-secret", "MODE": "fast"},
 		SecretParams: []string{"TOKEN"},

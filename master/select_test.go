@@ -6,6 +6,7 @@ import (
 )
 
 func TestPickWeightedDeterministicAndProportional(t *testing.T) {
+	t.Parallel()
 	cands := []Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}, {Name: "z", Weight: 0}}
 	// A fixed sequence picks fixed nodes: x in [0,1) a, [1,2) b, [2,4) c.
 	for x, want := range map[int64]string{0: "a", 1: "b", 2: "c", 3: "c"} {
@@ -40,6 +41,7 @@ func TestPickWeightedDeterministicAndProportional(t *testing.T) {
 }
 
 func TestPickWeightedNDistinct(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	cands := []Candidate{{Name: "a", Weight: 1}, {Name: "b", Weight: 5}, {Name: "c", Weight: 1}}
 	for i := 0; i < 100; i++ {

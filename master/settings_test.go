@@ -15,6 +15,7 @@ import (
 // a bad stored value is skipped (moved from cmd/schedulemaster, whose copy of
 // the precedence went).
 func TestHealthSettingsPrecedence(t *testing.T) {
+	t.Parallel()
 	stored := map[string]string{store.SettingHealthInterval: "20s", store.SettingHealthTimeout: "5", store.SettingMaxFailures: "7"}
 	def := master.DefaultSettings()
 	base := master.HealthConfig{Interval: def.HealthInterval, Timeout: def.HealthTimeout, MaxFailures: def.MaxFailures}
@@ -70,6 +71,7 @@ func TestHealthSettingsPrecedence(t *testing.T) {
 // within its next health tick (the version poll), and its event names the
 // master that acted.
 func TestSettingsReachEveryMaster(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		m1 := newMaster(t, s)

@@ -10,6 +10,7 @@ import (
 
 // TestNodeStateTable pins which actions each node status allows (README, "How nodes work").
 func TestNodeStateTable(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    store.NodeStatus
 		name string
@@ -37,6 +38,7 @@ func TestNodeStateTable(t *testing.T) {
 
 // TestTaskStateTable pins which actions each task status allows.
 func TestTaskStateTable(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    store.TaskStatus
 		name string

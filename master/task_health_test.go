@@ -35,6 +35,7 @@ func (e *env) storeHealthRuns(task string, base time.Time, runs []healthRun) {
 // p50/p95 over the runs that ran (skipped ones left out), the streak of the
 // latest failures, and the window of the latest runs only.
 func TestTaskHealthFigures(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		base := time.Date(2030, 3, 1, 10, 0, 0, 0, time.UTC)

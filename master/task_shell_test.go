@@ -28,6 +28,7 @@ func shellInput(executors ...string) master.TaskInput {
 // does not tell): saved. Without executors only workers that run shell are
 // picked. An HTTP task asks nobody.
 func TestShellTaskNeedsAnExecutorThatRunsShell(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()

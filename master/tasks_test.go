@@ -36,6 +36,7 @@ func runningWorkers(e *env, names ...string) map[string]*testWorker {
 }
 
 func TestCreateTaskValidation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		e.addMasterNode()
@@ -93,6 +94,7 @@ func TestCreateTaskValidation(t *testing.T) {
 }
 
 func TestCreateTaskWithoutExecutorsGetsTwoRunningWorkers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1", "w2", "w3")
@@ -122,6 +124,7 @@ func TestCreateTaskWithoutExecutorsGetsTwoRunningWorkers(t *testing.T) {
 }
 
 func TestStartTaskRollsBackAndNamesTheFailingNode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		ws := runningWorkers(e, "up", "down")
@@ -158,6 +161,7 @@ func TestStartTaskRollsBackAndNamesTheFailingNode(t *testing.T) {
 }
 
 func TestTaskLifecycleOnWorkersAndRePushOnEnable(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		ws := runningWorkers(e, "a", "b")
@@ -216,6 +220,7 @@ func TestTaskLifecycleOnWorkersAndRePushOnEnable(t *testing.T) {
 }
 
 func TestIngestRunsIsIdempotent(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1")
@@ -257,6 +262,7 @@ func TestIngestRunsIsIdempotent(t *testing.T) {
 }
 
 func TestStopTaskWhoseExecutorsAreAllOffline(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		ws := runningWorkers(e, "gone")
@@ -297,6 +303,7 @@ func TestStopTaskWhoseExecutorsAreAllOffline(t *testing.T) {
 // Concurrent batches that touch the same tasks all land (no deadlock refusal)
 // and every run is counted once.
 func TestConcurrentIngestOnSharedTasks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1")
@@ -339,6 +346,7 @@ func TestConcurrentIngestOnSharedTasks(t *testing.T) {
 
 // A successful run of a parent runs each child once, on one of its executors.
 func TestSuccessfulRunStartsChildren(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1")

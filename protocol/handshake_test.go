@@ -12,6 +12,7 @@ import (
 const clusterKey = "test-cluster-key-0123456789abcdef"
 
 func TestCheckTimestamp(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	for _, c := range []struct {
 		ts string
@@ -37,6 +38,7 @@ func TestCheckTimestamp(t *testing.T) {
 }
 
 func TestMACHelpers(t *testing.T) {
+	t.Parallel()
 	a := protocol.RegisterMAC(clusterKey, "w1", "1", "n", []byte(`{"a":1}`))
 	if a == protocol.RegisterMAC(clusterKey, "w1", "1", "n", []byte(`{"a":2}`)) {
 		t.Error("RegisterMAC does not cover the body")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMisfireNormalizeAndValidate(t *testing.T) {
+	t.Parallel()
 	base := protocol.TaskDef{Title: "t", Type: protocol.TaskHTTP, Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 * * * *"},
 		HTTP: &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}}
 	for in, want := range map[string]string{"": "skip", "skip": "skip", " Run_Once ": "run_once"} {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestNonceCacheRefusesReuse(t *testing.T) {
+	t.Parallel()
 	c := NewNonceCache(10)
 	now := time.Now()
 	n := NewNonce()
@@ -28,6 +29,7 @@ func TestNonceCacheRefusesReuse(t *testing.T) {
 }
 
 func TestNonceCacheBounded(t *testing.T) {
+	t.Parallel()
 	const limit = 50
 	c := NewNonceCache(limit)
 	now := time.Now()

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRoutingNormalizeAndValidate(t *testing.T) {
+	t.Parallel()
 	base := protocol.TaskDef{Title: "t", Type: protocol.TaskHTTP, Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 * * * *"},
 		HTTP: &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}, Params: map[string]string{"order": "42"}}
 	for in, want := range map[string]string{"": "weighted", " Round_Robin ": "round_robin", "failover": "failover",

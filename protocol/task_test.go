@@ -16,6 +16,7 @@ func validHTTP() protocol.TaskDef {
 }
 
 func TestTaskDefValidate(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	past, future := now.Add(-time.Hour), now.Add(time.Hour)
 	cases := []struct {
@@ -89,6 +90,7 @@ func TestTaskDefValidate(t *testing.T) {
 }
 
 func TestDurationText(t *testing.T) {
+	t.Parallel()
 	var d protocol.Duration
 	if err := d.UnmarshalText([]byte("1m30s")); err != nil || time.Duration(d) != 90*time.Second {
 		t.Fatalf("parse: %v %v", d, err)
@@ -102,6 +104,7 @@ func TestDurationText(t *testing.T) {
 }
 
 func TestScheduleRefusals(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	soon, later := now.Add(time.Minute), now.Add(2*time.Hour)
 	cases := []struct {

@@ -60,6 +60,7 @@ func cronDef(expr, tz string) *protocol.TaskDef {
 }
 
 func TestPlanTimezoneDST(t *testing.T) {
+	t.Parallel()
 	daily := cronDef("30 2 * * *", "Europe/Berlin")
 	// Spring-forward, 2026-03-29: 02:00 CET jumps to 03:00 CEST, so 02:30
 	// never happens; the job fires once, at the jump (01:00 UTC).
@@ -106,6 +107,7 @@ func TestPlanTimezoneDST(t *testing.T) {
 }
 
 func TestTimezoneValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ tz, cron, field, msg string }{
 		{"Mars/Olympus", "0 * * * *", "timezone", "not an IANA time zone"},
 		{"Local", "0 * * * *", "timezone", "not allowed"},

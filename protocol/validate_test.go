@@ -9,6 +9,7 @@ import (
 )
 
 func TestNodeConfigValidate(t *testing.T) {
+	t.Parallel()
 	valid := protocol.NodeConfig{Name: "w1", Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 10}
 	cases := []struct {
 		name  string
@@ -86,6 +87,7 @@ func TestNodeConfigValidate(t *testing.T) {
 }
 
 func TestFieldErrorsAllAndStable(t *testing.T) {
+	t.Parallel()
 	err := protocol.NodeConfig{Name: "", Protocol: "x", Host: "nope", Priority: -1, MaxConcurrency: 0}.Validate()
 	var fe protocol.FieldErrors
 	if !errors.As(err, &fe) || len(fe) != 5 {

@@ -24,6 +24,7 @@ func delayedID(i int) string { return fmt.Sprintf("%032x", i) }
 // is pending or running, also when many creations race; once it finished, the
 // same key makes a new task.
 func TestDelayedCreateIdempotent(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -101,6 +102,7 @@ func TestDelayedCreateIdempotent(t *testing.T) {
 // once, a run of a superseded sending cannot finish it, cancel takes only
 // pending tasks.
 func TestDelayedTransitions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -218,6 +220,7 @@ func TestDelayedTransitions(t *testing.T) {
 
 // A fenced claim by a master that does not hold the lease changes nothing.
 func TestDelayedClaimFenced(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB

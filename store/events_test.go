@@ -12,6 +12,7 @@ import (
 )
 
 func TestEventsAddAndList(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -112,6 +113,7 @@ func TestEventsAddAndList(t *testing.T) {
 }
 
 func TestEventFieldsAreBounded(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		long := strings.Repeat("é", 1500) // 2 bytes each: the bound is in characters
@@ -146,6 +148,7 @@ func newTask(id, title string, status store.TaskStatus) *store.Task {
 }
 
 func TestDashboardCounts(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -186,6 +189,7 @@ func TestDashboardCounts(t *testing.T) {
 }
 
 func TestRunsPerDayAndLatestFailures(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -255,6 +259,7 @@ func TestRunsPerDayAndLatestFailures(t *testing.T) {
 // or id, or part of a task's title in any case (deleted tasks too), with
 // LIKE's wildcards taken literally.
 func TestEventsTargetMatch(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB

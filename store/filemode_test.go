@@ -14,6 +14,7 @@ import (
 // with its -wal and -shm files 0600, on a first start and when they already
 // exist with looser modes.
 func TestOpenMakesSQLiteFilesPrivate(t *testing.T) {
+	t.Parallel()
 	check := func(dir, db string) {
 		t.Helper()
 		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {

@@ -12,6 +12,7 @@ import (
 // Who may report runs of which task: executors (also of deleted tasks) and
 // grant holders; grants are pruned by age; node keys are reset by name.
 func TestReportableTasksGrantsAndNodeKeys(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx, db := storetest.Ctx(t), s.Store.DB
 		for _, id := range []string{"t1", "t2", "t3"} {

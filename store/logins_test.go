@@ -13,6 +13,7 @@ import (
 // until the window ends, a later failure starts a new window, a success
 // clears it, and concurrent failures (several masters) are all counted.
 func TestLoginFailuresSharedThrottle(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB

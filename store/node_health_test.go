@@ -11,6 +11,7 @@ import (
 // TestNodeHealthHistory: samples are stored in one go, read back per node
 // oldest first (the newest limit of them, from since on), and pruned by age.
 func TestNodeHealthHistory(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -61,6 +62,7 @@ func TestNodeHealthHistory(t *testing.T) {
 
 // TestCountNodesByTypeStatus counts per type and status in one query.
 func TestCountNodesByTypeStatus(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		for _, name := range []string{"a", "b", "c"} {

@@ -17,6 +17,7 @@ import (
 // lost; a notice that arrives after the end changes nothing; marking lost
 // touches only the runs in progress of that node.
 func TestRunsInProgressAreReplacedByTheirEnd(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx, db := storetest.Ctx(t), s.Store.DB
 		now := time.Now().UTC().Truncate(time.Millisecond)

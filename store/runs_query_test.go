@@ -48,6 +48,7 @@ func seedRuns(t testing.TB, ctx context.Context, db bun.IDB, n int, base time.Ti
 // matching runs, newest first, with the right total; the capped count stops
 // at its bound; the output is loaded only when asked.
 func TestQueryRunsFilters(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -137,6 +138,7 @@ func explainRuns(t *testing.T) int {
 // the matching rows, no scan of the table), so a page costs about a page of
 // rows however many runs there are.
 func TestRunQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB

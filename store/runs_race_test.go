@@ -19,6 +19,7 @@ import (
 // rolls back at once and looks the runs up first: no statement meets a
 // deadlock, and every run is stored and counted once.
 func TestStoreRunsSameBatchTwiceAtOnceNeverDeadlocks(t *testing.T) {
+	t.Parallel()
 	s := storetest.OpenMySQL(t)
 	ctx, db := storetest.Ctx(t), s.Store.DB
 	now := time.Now().UTC().Truncate(time.Millisecond)

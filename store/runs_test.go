@@ -19,6 +19,7 @@ import (
 // the new runs are stored and returned (in the order given), and every
 // task's counters add exactly those.
 func TestInsertRunsBatchesPartlyStored(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx, db := storetest.Ctx(t), s.Store.DB
 		const tasks = 700 // more than one counter statement
@@ -131,6 +132,7 @@ func TestInsertRunsBatchesPartlyStored(t *testing.T) {
 
 // An exit code is stored as given, a missing one as NULL.
 func TestInsertRunsKeepsExitCodes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx, db := storetest.Ctx(t), s.Store.DB
 		now := time.Now().UTC()
@@ -162,6 +164,7 @@ func TestInsertRunsKeepsExitCodes(t *testing.T) {
 // LookUpThenInsert stores only the new runs and counts them once; both insert
 // a batch of new runs whole.
 func TestInsertRunsModesWithStoredIDs(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx, db := storetest.Ctx(t), s.Store.DB
 		now := time.Now().UTC().Truncate(time.Millisecond)

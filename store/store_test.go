@@ -49,6 +49,7 @@ func countClaims(t *testing.T, ctx context.Context, s storetest.NamedStore, node
 }
 
 func TestParseDSN(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		raw     string
 		dialect store.Dialect
@@ -82,6 +83,7 @@ func TestParseDSN(t *testing.T) {
 }
 
 func TestMigrationsIdempotent(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("w1")); err != nil {
@@ -115,6 +117,7 @@ func TestMigrationsIdempotent(t *testing.T) {
 }
 
 func TestNodeCRUD(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -192,6 +195,7 @@ func names(ns []store.Node) []string {
 }
 
 func TestDuplicateName(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("dup")); err != nil {
@@ -214,6 +218,7 @@ func TestDuplicateName(t *testing.T) {
 }
 
 func TestTransitionNode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -279,6 +284,7 @@ func TestTransitionNode(t *testing.T) {
 }
 
 func TestConcurrentTransitionOneWins(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		if err := store.CreateNode(ctx, s.Store.DB, newWorkerNode("w1")); err != nil {
@@ -311,6 +317,7 @@ func TestConcurrentTransitionOneWins(t *testing.T) {
 }
 
 func TestDeleteNodeRefusesRunning(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -346,6 +353,7 @@ func TestDeleteNodeRefusesRunning(t *testing.T) {
 }
 
 func TestRecordProbeFailure(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -400,6 +408,7 @@ func TestRecordProbeFailure(t *testing.T) {
 }
 
 func TestMarkSeen(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -446,6 +455,7 @@ func TestMarkSeen(t *testing.T) {
 }
 
 func TestUpsertRegisteredNode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -500,6 +510,7 @@ func TestUpsertRegisteredNode(t *testing.T) {
 }
 
 func TestConcurrentUpsertRegisteredNode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		const n = 6
@@ -527,6 +538,7 @@ func TestConcurrentUpsertRegisteredNode(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -601,6 +613,7 @@ func TestSettings(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -659,6 +672,7 @@ func TestTokens(t *testing.T) {
 }
 
 func TestUsers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -691,6 +705,7 @@ func TestUsers(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestListTasksTitleFilterEscapesWildcards(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		for i, title := range []string{"100% done", "100 done", "a_b", "axb"} {

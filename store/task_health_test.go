@@ -15,6 +15,7 @@ import (
 // of started_at by id), a task without runs is absent, and more tasks than
 // one query covers are all answered.
 func TestLastRuns(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -88,6 +89,7 @@ func TestLastRuns(t *testing.T) {
 // whole runs table nor sort a task's runs, so a page costs about tasks x n
 // rows however many runs there are.
 func TestLastRunsUsesIndex(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB

@@ -28,6 +28,7 @@ func mustUser(t *testing.T, ctx context.Context, s storetest.NamedStore, name st
 }
 
 func TestUserListAndUpdates(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -109,6 +110,7 @@ func TestUserListAndUpdates(t *testing.T) {
 }
 
 func TestLastAdminIsKept(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
@@ -167,6 +169,7 @@ func TestLastAdminIsKept(t *testing.T) {
 // TestLastAdminConcurrentDemotions: two admins demote each other at once;
 // exactly one change may win, so one enabled admin is left.
 func TestLastAdminConcurrentDemotions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB

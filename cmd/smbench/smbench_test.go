@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,43 +29,50 @@ func (w tlog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestShortModeRunsEveryScenario runs smbench -short end to end: every
-// scenario must complete and print its rows. Speed is not judged here
-// (benchmarks are never timed assertions); -short turns every verdict into
-// INFO. MySQL rows run when SM_TEST_MYSQL_DSN is set (required with
-// SM_TEST_REQUIRE_ALL=1).
+// TestShortModeRunsEveryScenario runs smbench -short end to end, one
+// subtest per scenario, side by side: every scenario must complete and print
+// its rows. Speed is not judged here (benchmarks are never timed
+// assertions); -short turns every verdict into INFO. MySQL rows run when
+// SM_TEST_MYSQL_DSN is set (required with SM_TEST_REQUIRE_ALL=1).
 func TestShortModeRunsEveryScenario(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	o := options{Short: true, MySQL: os.Getenv(storetest.EnvMySQLDSN), Progress: tlog{t}}
-	rows, err := run(ctx, o, &out)
-	t.Log("\n" + out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, r := range rows {
-		seen[r.Group]++
-		if !strings.Contains(out.String(), r.Scenario) || !strings.Contains(out.String(), r.Figure) {
-			t.Errorf("row %q is not in the printed table", r.Scenario)
-		}
-		switch r.Verdict {
-		case Info:
-		case Skip:
-			if strings.Contains(r.Scenario, "MySQL") && storetest.RequireAll() {
-				t.Errorf("%s: skipped although %s=1: %s", r.Scenario, storetest.EnvRequireAll, r.Figure)
-			}
-		default:
-			t.Errorf("%s: verdict %s in -short mode: %s", r.Scenario, r.Verdict, r.Figure)
-		}
+	// One binary for every scenario (each run would otherwise build its own).
+	bin := filepath.Join(t.TempDir(), "schedulemaster")
+	build := exec.Command("go", "build", "-o", bin, "../schedulemaster")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build schedulemaster: %v\n%s", err, out)
 	}
 	for _, s := range scenarios() {
-		if seen[s.name] == 0 {
-			t.Errorf("scenario %s printed no row", s.name)
-		}
-	}
-	if !strings.Contains(out.String(), "verdict") {
-		t.Error("no table header printed")
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			var out bytes.Buffer
+			o := options{Short: true, Only: s.name, Bin: bin, MySQL: os.Getenv(storetest.EnvMySQLDSN), Progress: tlog{t}}
+			rows, err := run(ctx, o, &out)
+			t.Log("\n" + out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) == 0 {
+				t.Fatalf("scenario %s printed no row", s.name)
+			}
+			for _, r := range rows {
+				if !strings.Contains(out.String(), r.Scenario) || !strings.Contains(out.String(), r.Figure) {
+					t.Errorf("row %q is not in the printed table", r.Scenario)
+				}
+				switch r.Verdict {
+				case Info:
+				case Skip:
+					if strings.Contains(r.Scenario, "MySQL") && storetest.RequireAll() {
+						t.Errorf("%s: skipped although %s=1: %s", r.Scenario, storetest.EnvRequireAll, r.Figure)
+					}
+				default:
+					t.Errorf("%s: verdict %s in -short mode: %s", r.Scenario, r.Verdict, r.Figure)
+				}
+			}
+			if !strings.Contains(out.String(), "verdict") {
+				t.Error("no table header printed")
+			}
+		})
 	}
 }
