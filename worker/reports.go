@@ -277,13 +277,7 @@ func (r *reporter) run(ctx context.Context) {
 				r.log.Info("run reports kept in the journal for delivery after restart", "journal", r.path)
 			}
 			cancel()
-			r.mu.Lock()
-			if r.file != nil {
-				_ = r.file.Sync()
-				_ = r.file.Close()
-				r.file = nil
-			}
-			r.mu.Unlock()
+			r.close()
 			return
 		case <-r.kick:
 			if time.Now().Before(notBefore) {
@@ -310,6 +304,18 @@ func (r *reporter) run(ctx context.Context) {
 			retry.Reset(wait)
 			backoff = min(backoff*2, 10*time.Second)
 		}
+	}
+}
+
+// close syncs and closes the journal; what it holds is delivered by the
+// next process.
+func (r *reporter) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file != nil {
+		_ = r.file.Sync()
+		_ = r.file.Close()
+		r.file = nil
 	}
 }
 
