@@ -164,7 +164,7 @@ func (r *reporter) stats() ReportStats {
 // are kept.
 func (r *reporter) add(rep protocol.RunReport) {
 	if !rep.EndedAt.IsZero() { // a finished run, not news of one in progress
-		r.metrics.ran(rep.Result, time.Duration(rep.DurationMS)*time.Millisecond)
+		r.metrics.ran(string(rep.Result), time.Duration(rep.DurationMS)*time.Millisecond)
 	}
 	line, err := marshalReport(&rep)
 	if err != nil {
