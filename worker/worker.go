@@ -71,7 +71,7 @@ type Worker struct {
 	masters *masters // every worker-to-master call fails over along it
 	bootID  string
 	nonces  *protocol.NonceCache
-	sched   gocron.Scheduler
+	sched   gocron.Scheduler // made by Run, under mu
 
 	nodeKey ed25519.PrivateKey // proves this node's name to the master
 
