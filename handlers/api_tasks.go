@@ -44,7 +44,7 @@ func toAPIRun(r *master.Run) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
 		Result: r.Result, Attempt: r.Attempt, HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Output: r.Output,
 		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID}
-	if r.Result != master.ResultRunning {
+	if protocol.Result(r.Result).Ended() {
 		// A run in progress is stored with its start as its end until its
 		// final report comes: that is no end.
 		ended, ms := r.EndedAt.UTC(), r.DurationMS

@@ -182,7 +182,7 @@ func TestWorkerRegistrationAndGracefulOffline(t *testing.T) {
 		w, host := startWorker(t, worker.Config{Identity: "auto1", AutoRegister: true, MasterURL: e.srv.URL})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		w.Run(ctx)
+		runWorker(t, w)
 		n := e.node("auto1")
 		if n.Status != store.StatusRunning || n.Mode != store.ModeAuto || n.Host != host || n.BootID != w.BootID() {
 			t.Fatalf("registered node %+v", n)

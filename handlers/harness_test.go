@@ -159,13 +159,32 @@ func startWorker(t *testing.T, cfg worker.Config) (*worker.Worker, string) {
 	srv.Config.Handler = worker.NewHandler(w, storetest.Logger(t))
 	srv.Start()
 	t.Cleanup(srv.Close)
-	// Stop ends the report delivery New started: no goroutine outlives the test.
+	// Stop ends what Run started (and releases what New prepared): no
+	// goroutine outlives the test.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = w.Stop(ctx)
 	})
+	if !cfg.AutoRegister {
+		runWorker(t, w) // a manual worker waits for Connect: it runs at once
+	}
 	return w, host
+}
+
+// runWorker runs w until the test ends (Run, then Stop at cleanup) and
+// waits until it has registered.
+func runWorker(t *testing.T, w *worker.Worker) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-w.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("worker not registered within 20s")
+	}
 }
 
 func decode[T any](t *testing.T, body string) T {

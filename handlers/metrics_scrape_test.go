@@ -115,9 +115,7 @@ func TestMetricsEndpoints(t *testing.T) {
 		hosts := map[string]string{}
 		for _, name := range []string{"w1", "w2"} {
 			w, host := startWorker(t, worker.Config{Identity: name, AutoRegister: true, MasterURL: e.srv.URL})
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			w.Run(rctx)
-			cancel()
+			runWorker(t, w)
 			hosts[name] = host
 		}
 		anon := e.client()

@@ -175,9 +175,7 @@ func TestRunBatchesBeyondTheSlotsWaitAndAreDeliveredAgain(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		w, _ := startWorker(t, worker.Config{Identity: "w1", AutoRegister: true, MasterURL: e.srv.URL, AllowShell: true})
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		w.Run(ctx)
+		runWorker(t, w)
 		secret := e.node("w1").Secret
 		admin := e.login("admin", "admin-password-1")
 		st, created := e.do(admin, "POST", "/api/v1/tasks", `{"title":"echo","type":"shell",

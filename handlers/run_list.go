@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -95,7 +96,7 @@ func runRow(r *master.Run, now time.Time) views.RunRow {
 		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(r.DurationMS), Result: r.Result,
 		Attempt: r.Attempt, Code: runCode(r), Manual: r.Manual,
 	}
-	if r.Result == master.ResultRunning {
+	if !protocol.Result(r.Result).Ended() {
 		row.Duration = "for " + durationMS(max(0, now.Sub(r.StartedAt).Milliseconds()))
 	}
 	return row

@@ -33,9 +33,7 @@ func TestRunInProgressStreamsItsOutputAndCanBeKilled(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		e := newEnv(t, ns)
 		w, _ := startWorker(t, worker.Config{Identity: "w1", AutoRegister: true, MasterURL: e.srv.URL, AllowShell: true})
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		w.Run(ctx)
+		runWorker(t, w)
 		admin := e.login("admin", "admin-password-1")
 		e.addUser("vic", "vic-password-1", store.RoleViewer)
 		viewer := e.login("vic", "vic-password-1")

@@ -92,9 +92,7 @@ func (e *env) createTask(title string, executors ...string) *master.Task {
 func startRunningWorker(t *testing.T, e *env, name string) *worker.Worker {
 	t.Helper()
 	w, _ := startWorker(t, worker.Config{Identity: name, AutoRegister: true, MasterURL: e.srv.URL})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w.Run(ctx)
+	runWorker(t, w)
 	if n := e.node(name); n.Status != store.StatusRunning {
 		t.Fatalf("worker %s: status %d after registration, want running", name, n.Status)
 	}

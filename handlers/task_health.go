@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -101,7 +102,7 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 	baseY := durTop + plotH
 	var peak int64
 	for _, r := range runs {
-		if master.CountsInHealth(r.Result) {
+		if protocol.Result(r.Result).CountsInHealth() {
 			peak = max(peak, r.DurationMS)
 		}
 	}
@@ -132,13 +133,13 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 			Tooltip: fmt.Sprintf("%s: %s, %s", utcText(r.StartedAt), r.Result, durationMS(r.DurationMS)),
 			Hit:     views.ChartRect{X: num(x), Y: num(durTop), W: num(slot), H: num(plotH), Draw: true}}
 		hgt := 3.0 // a skipped fire: a grey stub on the axis
-		switch {
-		case !master.CountsInHealth(r.Result):
+		switch res := protocol.Result(r.Result); {
+		case !res.CountsInHealth():
 			b.Fill = fillSkipped
 		default:
 			hgt = max(float64(r.DurationMS)*scale, 2)
 			b.Fill = fillSuccess
-			if r.Result != master.ResultSuccess {
+			if !res.Succeeded() {
 				b.Fill, b.Failed = fillFailed, true
 				if r.Result == master.ResultTimeout {
 					b.Fill = fillTimeout

@@ -36,9 +36,7 @@ func startStoppableWorker(t *testing.T, e *env, name string) (down func()) {
 		defer cancel()
 		_ = w.Stop(ctx)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w.Run(ctx)
+	runWorker(t, w)
 	if n := e.node(name); n.Status != store.StatusRunning {
 		t.Fatalf("worker %s: status %d after registration, want running", name, n.Status)
 	}

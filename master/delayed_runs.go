@@ -97,7 +97,7 @@ func (svc *delayedService) ingestDelayedRuns(ctx context.Context, node *store.No
 			okSeqs := map[int][]string{}
 			var others []store.Run
 			for _, r := range fresh {
-				if r.Result == protocol.ResultSuccess {
+				if protocol.Result(r.Result).Succeeded() {
 					ok = append(ok, r.DelayedID)
 					okSeqs[seqs[r.ID].seq] = append(okSeqs[seqs[r.ID].seq], r.DelayedID)
 					outcomes = append(outcomes, delayedOutcome{id: r.DelayedID, run: r, status: store.DelayedSuccess})
@@ -164,13 +164,14 @@ func (svc *delayedService) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg D
 	}
 	now := time.Now()
 	current := d.Status == store.DelayedRunning && d.Dispatches == seq
+	res := protocol.Result(r.Result)
 	switch {
-	case r.Result == protocol.ResultSuccess && (d.Status == store.DelayedPending || d.Status == store.DelayedRunning):
+	case res.Succeeded() && (d.Status == store.DelayedPending || d.Status == store.DelayedRunning):
 		err = store.SucceedDelayed(ctx, tx, d.ID, now)
 		out.status = store.DelayedSuccess
 	case !current:
 		// A late report of an earlier sending that did not succeed.
-	case r.Result == protocol.ResultSkipped:
+	case !res.UsesAttempt(): // skipped: start notices never come here
 		out.status, out.next = store.DelayedPending, now.Add(cfg.Resend)
 		err = store.RetryDelayed(ctx, tx, d.ID, seq, d.Attempts, d.Attempts, out.next,
 			"skipped on node "+r.Node+": "+firstLine(r.Output), nil)

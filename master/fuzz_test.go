@@ -55,7 +55,7 @@ func FuzzIngestRuns(f *testing.F) {
 		now := time.Now()
 		started := now.Add(time.Duration(startOffset) * time.Second)
 		odd := protocol.RunReport{ID: id, TaskID: taskID, Node: nodeName, ScheduledAt: started, StartedAt: started,
-			EndedAt: started.Add(time.Duration(durMS) * time.Millisecond), DurationMS: durMS, Result: result, Attempt: attempt,
+			EndedAt: started.Add(time.Duration(durMS) * time.Millisecond), DurationMS: durMS, Result: protocol.Result(result), Attempt: attempt,
 			HTTPStatus: status, ExitCode: &exit, Output: string(output), Manual: manual}
 		good := protocol.RunReport{ID: uuid.NewString(), TaskID: "t1", Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
 			Result: protocol.ResultSuccess, Attempt: 1, Output: "fine"}

@@ -169,6 +169,9 @@ func (tw *testWorker) Replace() *worker.Worker {
 	})
 	tw.W = w
 	tw.Serve(worker.NewHandler(w, storetest.Logger(tw.t)))
+	if !tw.cfg.AutoRegister {
+		runWorker(tw.t, w) // a manual worker waits for Connect: it runs at once
+	}
 	return w
 }
 
@@ -237,17 +240,19 @@ func (e *env) serveMaster() string {
 	return srv.URL
 }
 
-// runWorker runs w.Run (registration) with a deadline and waits for it to return.
+// runWorker runs w until the test ends (Run, then Stop at cleanup) and
+// waits until it is ready: registered in auto mode, at once in manual mode.
+// A worker Run already runs is only waited for.
 func runWorker(t *testing.T, w *worker.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
+	go func() { _ = w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 	select {
-	case <-done:
-	case <-ctx.Done():
-		t.Fatal("worker.Run did not return within 20s")
+	case <-w.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("worker not ready (registered) within 20s")
 	}
 }
 

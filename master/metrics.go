@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
@@ -172,7 +173,7 @@ func (x *Metrics) runsIngested(runs []store.Run) {
 		return
 	}
 	for i := range runs {
-		if runs[i].Result == store.ResultRunning {
+		if !protocol.Result(runs[i].Result).Ended() {
 			continue // in progress: counted when it ends
 		}
 		x.runs.WithLabelValues(runs[i].Result).Inc()

@@ -91,7 +91,7 @@ func excerpt(s string) string {
 // runFailed notifies about a failed or timed-out run, once its last attempt
 // has failed. It runs in the background and never fails the ingestion.
 func (n *notifier) runFailed(r store.Run) {
-	if r.Result != protocol.ResultFailed && r.Result != protocol.ResultTimeout {
+	if !protocol.Result(r.Result).Notifies() {
 		return
 	}
 	// The pool starts with the first failure: a master that never sees one

@@ -106,9 +106,9 @@ func TestRegistrationRetriesUntilMasterUp(t *testing.T) {
 		t.Cleanup(srv.Close)
 		tw := startWorker(t, "late", autoCfg(srv.URL))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		done := make(chan struct{})
 		go func() { tw.W.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
 		storetest.Eventually(t, 10*time.Second, func() bool { return refused.Load() >= 1 }, "the worker never tried to register")
 		if _, err := store.GetNode(e.ctx, s.Store.DB, "late"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("node exists while the master refuses: %v", err)
@@ -119,9 +119,9 @@ func TestRegistrationRetriesUntilMasterUp(t *testing.T) {
 			return err == nil && n.Status == store.StatusRunning && n.BootID == tw.W.BootID()
 		}, "the worker did not register once the master was up")
 		select {
-		case <-done:
+		case <-tw.W.Ready():
 		case <-ctx.Done():
-			t.Fatal("Run did not return after registering")
+			t.Fatal("Run was not ready after registering")
 		}
 	})
 }

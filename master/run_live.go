@@ -31,7 +31,7 @@ type RunLive struct {
 }
 
 // InProgress reports whether the stored run is still in progress.
-func (l RunLive) InProgress() bool { return l.Run != nil && l.Run.Result == store.ResultRunning }
+func (l RunLive) InProgress() bool { return l.Run != nil && !protocol.Result(l.Run.Result).Ended() }
 
 // RunLive returns a run and, while it is in progress, asks only the worker
 // that runs it for its output so far.
@@ -41,7 +41,7 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 		return RunLive{}, err
 	}
 	live := RunLive{Run: r}
-	if r.Result != store.ResultRunning {
+	if protocol.Result(r.Result).Ended() {
 		return live, nil
 	}
 	n, err := store.GetNode(ctx, m.st.DB, r.Node)
@@ -65,7 +65,7 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 		if again, gerr := m.GetRun(ctx, id); gerr == nil {
 			live.Run = again
 		}
-		live.Ended = live.Run.Result == store.ResultRunning
+		live.Ended = !protocol.Result(live.Run.Result).Ended() // its final report is on its way
 	case isWorkerStatus(err, http.StatusNotFound):
 		m.log.Warn("run output: the worker does not know the route", "run", id, "node", r.Node, "err", err)
 		live.Unreachable = fmt.Sprintf("node %s cannot show runs in progress (an older version, or something else answers at %s)", r.Node, n.Host)
@@ -89,7 +89,7 @@ func (m *Master) KillRun(ctx context.Context, id string) error {
 		m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, err, "run "+id)
 		return err
 	}
-	if r.Result != store.ResultRunning {
+	if protocol.Result(r.Result).Ended() {
 		return refuse(Errorf(KindState, "run %s is not in progress: it ended as %s", id, r.Result))
 	}
 	n, err := store.GetNode(ctx, m.st.DB, r.Node)

@@ -152,7 +152,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	// A delayed task's sending is shown by its task, not live: its start
 	// notices are taken and dropped.
 	notices := len(delayed)
-	delayed = slices.DeleteFunc(delayed, func(d delayedRun) bool { return d.run.Result == protocol.ResultRunning })
+	delayed = slices.DeleteFunc(delayed, func(d delayedRun) bool { return !protocol.Result(d.run.Result).Ended() })
 	notices -= len(delayed)
 	dAccepted, dDups, err := m.delayed.ingestDelayedRuns(ctx, node, delayed, reject)
 	dAccepted += notices
@@ -196,10 +196,11 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
 	m.metrics.runsIngested(fresh)
 	for _, r := range fresh {
-		if r.Result == protocol.ResultRunning {
+		res := protocol.Result(r.Result)
+		if !res.Ended() {
 			continue // a start notice: the run's end is acted upon
 		}
-		if r.Result != protocol.ResultSuccess {
+		if !res.Succeeded() {
 			m.notify.runFailed(r)
 		} else if children := targets[r.TaskID].Children; len(children) > 0 {
 			m.runChildren(r.TaskID, children)
@@ -364,7 +365,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 	}
 	latest := now.Add(protocol.MaxClockSkew)
 	ended := r.EndedAt
-	if r.Result == protocol.ResultRunning {
+	if !r.Result.Ended() {
 		// In progress: stored with its start as its end until its final
 		// report replaces it.
 		ended = r.StartedAt
@@ -402,7 +403,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 	}
 	return store.Run{
 		ID: r.ID, TaskID: r.TaskID, Node: node, ScheduledAt: scheduled.UTC(), StartedAt: r.StartedAt.UTC(),
-		EndedAt: ended.UTC(), DurationMS: r.DurationMS, Result: r.Result, Attempt: r.Attempt,
+		EndedAt: ended.UTC(), DurationMS: r.DurationMS, Result: string(r.Result), Attempt: r.Attempt,
 		HTTPStatus: r.HTTPStatus, ExitCode: exit, Output: out, Manual: r.Manual, BinaryOutput: binary || r.BinaryOutput,
 	}, nil
 }

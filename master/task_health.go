@@ -7,6 +7,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
@@ -19,7 +20,7 @@ const FailingStreak = 3
 
 // TaskHealth is how a task's last runs went: over the latest Window run
 // records, Runs ran (skipped ones, runs still going and results it does not
-// know are left out of every figure, see CountsInHealth), SuccessRate of them succeeded, and their durations' p50 and p95
+// know are left out of every figure, see protocol.Result.CountsInHealth), SuccessRate of them succeeded, and their durations' p50 and p95
 // (nearest rank). The rate and percentiles are null when no run ran.
 type TaskHealth struct {
 	Runs        int      `json:"runs"`
@@ -40,17 +41,6 @@ type TaskHealth struct {
 // Failing reports whether the latest FailingStreak runs or more all failed.
 func (h *TaskHealth) Failing() bool { return h != nil && h.LastFailedStreak >= FailingStreak }
 
-// failures are the results of a run that ran and did not succeed. Any other
-// result but success (skipped, a run still going, one this master does not
-// know) says nothing of how the task runs and is left out.
-var failures = []string{store.ResultFailed, store.ResultTimeout, store.ResultKilled, store.ResultLost}
-
-// CountsInHealth reports whether a run with this result counts in its task's
-// health: a success or a failure (failed, timeout, killed).
-func CountsInHealth(result string) bool {
-	return result == store.ResultSuccess || slices.Contains(failures, result)
-}
-
 // ComputeHealth reads the figures from a task's latest run records, newest
 // first, of which window were asked for.
 func ComputeHealth(recent []store.RunPoint, window int) TaskHealth {
@@ -58,12 +48,13 @@ func ComputeHealth(recent []store.RunPoint, window int) TaskHealth {
 	var durations []int64
 	ok, streakOver := 0, false
 	for _, r := range recent {
-		if !CountsInHealth(r.Result) {
+		res := protocol.Result(r.Result)
+		if !res.CountsInHealth() {
 			h.Skipped++
 			continue
 		}
 		durations = append(durations, r.DurationMS)
-		if r.Result == store.ResultSuccess {
+		if res.Succeeded() {
 			ok++
 			streakOver = true
 		} else if !streakOver {

@@ -460,25 +460,6 @@ func (d *TaskDef) validateShell(fe FieldErrors) {
 	}
 }
 
-// Run results.
-const (
-	ResultSuccess = "success"
-	ResultFailed  = "failed"
-	ResultTimeout = "timeout"
-	ResultSkipped = "skipped"
-	// ResultKilled: an admin killed the run while it was in progress.
-	ResultKilled = "killed"
-	// ResultRunning marks a start notice: a report of a run still in
-	// progress (no EndedAt), sent when a run lasts longer than
-	// LiveNoticeAfter so that the master can show it, stream its output and
-	// kill it. The run's final report replaces it.
-	ResultRunning = "running"
-	// ResultLost is given by the master, never a worker: the run was in
-	// progress on a worker that went offline or restarted, so its end is
-	// unknown. A final report that arrives later still replaces it.
-	ResultLost = "lost"
-)
-
 // LiveNoticeAfter is how long a run lasts before its worker sends a start
 // notice. Shorter runs, most of them, cost the master nothing extra.
 const LiveNoticeAfter = time.Second
@@ -493,7 +474,7 @@ type RunReport struct {
 	StartedAt   time.Time `json:"started_at"`
 	EndedAt     time.Time `json:"ended_at"`
 	DurationMS  int64     `json:"duration_ms"`
-	Result      string    `json:"result"`
+	Result      Result    `json:"result"`
 	Attempt     int       `json:"attempt"`
 	HTTPStatus  int       `json:"http_status"`
 	ExitCode    *int      `json:"exit_code"`
@@ -511,16 +492,15 @@ func (r *RunReport) Validate() error {
 		return fmt.Errorf("%w: run id must be 1-64 characters", ErrInvalid)
 	case r.TaskID == "" || len(r.TaskID) > 64:
 		return fmt.Errorf("%w: run %s: task id must be 1-64 characters", ErrInvalid, r.ID)
-	case r.Result != ResultSuccess && r.Result != ResultFailed && r.Result != ResultTimeout && r.Result != ResultSkipped &&
-		r.Result != ResultKilled && r.Result != ResultRunning:
+	case !r.Result.Reported():
 		return fmt.Errorf("%w: run %s: result %q is not success, failed, timeout, skipped, killed or running", ErrInvalid, r.ID, r.Result)
 	case r.Attempt < 1 || r.Attempt > MaxRetries+1:
 		return fmt.Errorf("%w: run %s: attempt %d out of range", ErrInvalid, r.ID, r.Attempt)
 	case len(r.Output) > MaxOutputBytes+1024:
 		return fmt.Errorf("%w: run %s: output larger than %d bytes", ErrInvalid, r.ID, MaxOutputBytes)
-	case r.StartedAt.IsZero() || (r.Result != ResultRunning && r.EndedAt.Before(r.StartedAt)):
+	case r.StartedAt.IsZero() || (r.Result.Ended() && r.EndedAt.Before(r.StartedAt)):
 		return fmt.Errorf("%w: run %s: started_at/ended_at missing or reversed", ErrInvalid, r.ID)
-	case r.Result == ResultRunning && !r.EndedAt.IsZero():
+	case !r.Result.Ended() && !r.EndedAt.IsZero():
 		return fmt.Errorf("%w: run %s: a run in progress has no ended_at", ErrInvalid, r.ID)
 	}
 	return nil

@@ -147,8 +147,12 @@ func (a *api) startup(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.w.Startup(r.Context(), req); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, ErrNotRunning) {
+			status = http.StatusServiceUnavailable // starting or stopping: the master tries again
+		}
 		a.log.Error("startup", "err", err)
-		writeJSON(rw, http.StatusInternalServerError, protocol.ErrorResponse{Error: err.Error()})
+		writeJSON(rw, status, protocol.ErrorResponse{Error: err.Error()})
 		return
 	}
 	writeJSON(rw, http.StatusOK, a.w.Health())

@@ -8,6 +8,13 @@ var (
 	ErrNotScheduling = errors.New("worker: not scheduling (enable the node first)")
 	// ErrShellRefused means a shell task reached a worker started without --allow-shell.
 	ErrShellRefused = errors.New("worker: shell tasks are refused: this worker was started without --allow-shell")
+	// ErrNotRunning means work reached a worker that Run has not started or
+	// that Stop has stopped.
+	ErrNotRunning = errors.New("worker: not running")
+	// ErrRunning means Run was called on a worker it already runs.
+	ErrRunning = errors.New("worker: Run was called already")
+	// ErrStopped means Run was called on a worker that Stop has stopped.
+	ErrStopped = errors.New("worker: stopped; build a new worker with New")
 	// ErrUnknownTask means the task is not scheduled on this worker.
 	ErrUnknownTask = errors.New("worker: task is not scheduled here")
 )

@@ -23,7 +23,7 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }
 
 // outcome is what one execution produced.
 type outcome struct {
-	result     string
+	result     protocol.Result
 	httpStatus int
 	exitCode   *int
 	output     string

@@ -117,9 +117,7 @@ func TestWorkerFailsOverAlongItsMasters(t *testing.T) {
 		defer cancel()
 		_ = w.Stop(ctx)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	w.Run(ctx)
+	run(t, w)
 	if a.regs.Load() != 1 || b.regs.Load() != 0 {
 		t.Fatalf("registrations: A %d, B %d; want A 1, B 0", a.regs.Load(), b.regs.Load())
 	}
@@ -158,9 +156,7 @@ func TestWorkerSingleMasterURL(t *testing.T) {
 	cfg := manualConfig("one1")
 	cfg.AutoRegister, cfg.WorkerOf, cfg.MasterURL, cfg.Port = true, "", msrv.URL+"/", freePort(t)
 	w := newWorker(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	w.Run(ctx)
+	run(t, w)
 	fm.mu.Lock()
 	n := len(fm.regs)
 	fm.mu.Unlock()

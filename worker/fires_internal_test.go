@@ -265,6 +265,7 @@ func TestRestartedWorkerAppliesTheMisfirePolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		go w.Run(context.Background()) // until Stop
 		if err := w.Startup(context.Background(), protocol.StartupRequest{Tasks: tasks}); err != nil {
 			t.Fatal(err)
 		}
@@ -372,6 +373,7 @@ func TestRestartNoticedByTheMasterRecordsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		go w.Run(context.Background()) // until Stop
 		if err := w.Startup(context.Background(), protocol.StartupRequest{Tasks: tasks, DownNoticed: noticed}); err != nil {
 			t.Fatal(err)
 		}

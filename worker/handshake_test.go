@@ -33,14 +33,39 @@ func newWorker(t *testing.T, cfg worker.Config) *worker.Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stop ends the report delivery New started: no goroutine outlives the
-	// test. A second Stop (after the test's own) is harmless.
+	// Stop releases what New prepared and ends what a Run started: no
+	// goroutine outlives the test. A second Stop (after the test's own) is
+	// harmless.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = w.Stop(ctx)
 	})
 	return w
+}
+
+// run runs w until the test ends and waits until it is ready: started and,
+// in auto mode, registered.
+func run(t *testing.T, w *worker.Worker) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Run ends with Stop, whose call to a master may fail: only a Run
+		// that never ran is the test's fault.
+		if err := w.Run(ctx); errors.Is(err, worker.ErrRunning) || errors.Is(err, worker.ErrStopped) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-w.Ready():
+	case <-done:
+		t.Fatal("Run returned before the worker was ready")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker was not ready within 20s")
+	}
 }
 
 // sign builds handshake headers as the master does, with explicit inputs so that

@@ -142,9 +142,9 @@ func TestRegistrationIsSignedWithTheNodeKey(t *testing.T) {
 		cfg := manualConfig("auto1")
 		cfg.AutoRegister, cfg.WorkerOf, cfg.MasterURL, cfg.Port, cfg.DataDir = true, "", msrv.URL, freePort(t), dir
 		w := newWorker(t, cfg)
+		run(t, w)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		w.Run(ctx)
 		if err := w.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -118,6 +118,7 @@ func TestHTTPConnect(t *testing.T) {
 
 func TestHTTPSecretGuard(t *testing.T) {
 	w := newWorker(t, manualConfig("w1"))
+	run(t, w)
 	srv := serveWorker(t, w)
 	startup := srv.URL + protocol.PathStartup
 	shutdown := srv.URL + protocol.PathShutdown
@@ -254,7 +255,7 @@ func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
 	select {
-	case <-done:
+	case <-w.Ready():
 	case <-ctx.Done():
 		t.Fatal("Run did not register within 20s")
 	}
@@ -278,6 +279,11 @@ func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
 	}
 	if err := w.Stop(ctx); err != nil {
 		t.Fatalf("Stop: %v", err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Run did not return after Stop")
 	}
 	fm.mu.Lock()
 	offline := append([]string(nil), fm.offline...)
@@ -313,7 +319,7 @@ func TestRunStopsRetryingWhenCancelled(t *testing.T) {
 	}
 }
 
-func TestRunManualReturnsAtOnce(t *testing.T) {
+func TestRunManualIsReadyAtOnce(t *testing.T) {
 	var hits atomic.Int32
 	msrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(msrv.Close)
@@ -323,15 +329,20 @@ func TestRunManualReturnsAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() { w.Run(context.Background()); close(done) }()
 	select {
-	case <-done:
+	case <-w.Ready():
 	case <-time.After(10 * time.Second):
-		t.Fatal("manual Run did not return")
+		t.Fatal("manual Run was not ready")
 	}
 	if hits.Load() != 0 {
 		t.Error("a manual worker called the master")
 	}
 	if err := w.Stop(context.Background()); err != nil {
 		t.Errorf("Stop of an unconnected worker: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Stop")
 	}
 	if hits.Load() != 0 {
 		t.Error("an unconnected manual worker told the master it goes offline")

@@ -32,7 +32,7 @@ func TestWorkerMetrics(t *testing.T) {
 	r := newReporter(t.TempDir(), 0, testutil.Discard(), down) // not running: nothing is delivered
 	t.Cleanup(func() { r.file.Close() })
 	now := time.Now().UTC()
-	for i, res := range []string{protocol.ResultFailed, protocol.ResultFailed, protocol.ResultSuccess} {
+	for i, res := range []protocol.Result{protocol.ResultFailed, protocol.ResultFailed, protocol.ResultSuccess} {
 		r.add(protocol.RunReport{ID: "r" + string(rune('a'+i)), TaskID: "t1", Node: "w1", StartedAt: now, EndedAt: now,
 			DurationMS: 1500, Result: res, Attempt: 1})
 	}

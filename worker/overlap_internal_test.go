@@ -141,7 +141,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func byResult(runs []protocol.RunReport, result string) []protocol.RunReport {
+func byResult(runs []protocol.RunReport, result protocol.Result) []protocol.RunReport {
 	var out []protocol.RunReport
 	for _, r := range runs {
 		if r.Result == result {

@@ -16,7 +16,7 @@ import (
 // a year outside 0-9999) go through encoding/json.
 func marshalReport(rep *protocol.RunReport) ([]byte, error) {
 	if !utf8.ValidString(rep.ID) || !utf8.ValidString(rep.TaskID) || !utf8.ValidString(rep.Node) ||
-		!utf8.ValidString(rep.Result) || !utf8.ValidString(rep.Output) ||
+		!utf8.ValidString(string(rep.Result)) || !utf8.ValidString(rep.Output) ||
 		!jsonTime(rep.ScheduledAt) || !jsonTime(rep.StartedAt) || !jsonTime(rep.EndedAt) {
 		c := *rep // only this copy escapes, not the caller's report
 		return json.Marshal(&c)
@@ -37,7 +37,7 @@ func marshalReport(rep *protocol.RunReport) ([]byte, error) {
 	b = append(b, `,"duration_ms":`...)
 	b = strconv.AppendInt(b, rep.DurationMS, 10)
 	b = append(b, `,"result":`...)
-	b = appendJSONString(b, rep.Result)
+	b = appendJSONString(b, string(rep.Result))
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendInt(b, int64(rep.Attempt), 10)
 	b = append(b, `,"http_status":`...)

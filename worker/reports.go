@@ -164,7 +164,7 @@ func (r *reporter) stats() ReportStats {
 // are kept.
 func (r *reporter) add(rep protocol.RunReport) {
 	if !rep.EndedAt.IsZero() { // a finished run, not news of one in progress
-		r.metrics.ran(rep.Result, time.Duration(rep.DurationMS)*time.Millisecond)
+		r.metrics.ran(string(rep.Result), time.Duration(rep.DurationMS)*time.Millisecond)
 	}
 	line, err := marshalReport(&rep)
 	if err != nil {
@@ -277,13 +277,7 @@ func (r *reporter) run(ctx context.Context) {
 				r.log.Info("run reports kept in the journal for delivery after restart", "journal", r.path)
 			}
 			cancel()
-			r.mu.Lock()
-			if r.file != nil {
-				_ = r.file.Sync()
-				_ = r.file.Close()
-				r.file = nil
-			}
-			r.mu.Unlock()
+			r.close()
 			return
 		case <-r.kick:
 			if time.Now().Before(notBefore) {
@@ -310,6 +304,18 @@ func (r *reporter) run(ctx context.Context) {
 			retry.Reset(wait)
 			backoff = min(backoff*2, 10*time.Second)
 		}
+	}
+}
+
+// close syncs and closes the journal; what it holds is delivered by the
+// next process.
+func (r *reporter) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file != nil {
+		_ = r.file.Sync()
+		_ = r.file.Close()
+		r.file = nil
 	}
 }
 

@@ -689,7 +689,7 @@ func (r *runner) execute(q *queuedFire, first slot) {
 		}
 		rep := r.attempt(&spec.TaskDef, q.fire, attempt, q.manual, id, first, q.tmpl)
 		r.reports.add(rep)
-		if rep.Result == protocol.ResultSuccess || rep.Result == protocol.ResultKilled || attempt > spec.Retries {
+		if !rep.Result.Retryable() || attempt > spec.Retries {
 			return // a killed run is not retried
 		}
 		delay := r.backoff << (attempt - 1)

@@ -71,22 +71,35 @@ type Worker struct {
 	masters *masters // every worker-to-master call fails over along it
 	bootID  string
 	nonces  *protocol.NonceCache
-	sched   gocron.Scheduler
+	sched   gocron.Scheduler // made by Run, under mu
 
 	nodeKey ed25519.PrivateKey // proves this node's name to the master
 
 	runner  *runner
 	reports *reporter
+	groups  *shellGroups // process groups of shell commands in progress
 	stop    context.CancelFunc
+	life    context.Context // ends when Stop has stopped scheduling: the loops end
+	// regCtx ends when Stop begins: registrations in flight end first, so
+	// that none can start scheduling again behind Stop's back.
+	regCtx  context.Context
+	regStop context.CancelFunc
 	regMu   sync.Mutex // one re-registration at a time
 	lastReg time.Time
-	stopped bool            // set by Stop under regMu: no new re-registration
-	regs    sync.WaitGroup  // re-registrations in flight, waited for by Stop
-	life    context.Context // ends when Stop begins
+	stopped bool           // set by Stop under regMu: no new (re-)registration
+	regs    sync.WaitGroup // registrations in flight, waited for by Stop
 	// noticesDone is closed when the start notice loop has ended.
 	noticesDone chan struct{}
+	// started is closed once Run has started the worker; ready once it has
+	// also registered (auto mode). stopDone is closed when Stop has ended,
+	// with its error in stopErr.
+	started  chan struct{}
+	ready    chan struct{}
+	stopDone chan struct{}
+	stopErr  error
 
 	mu         sync.Mutex
+	state      lifeState
 	secret     string
 	node       protocol.NodeConfig
 	master     string // cluster name accepted for Connect; from --workerof or registration
@@ -97,7 +110,20 @@ type Worker struct {
 // maxConnsPerHost bounds the connections tasks keep to one host.
 const maxConnsPerHost = 512
 
-// New builds a worker with a fresh boot id and secret. It does not start anything.
+// lifeState is where a worker is in its life: built, running, stopped.
+type lifeState int
+
+const (
+	stateBuilt   lifeState = iota // New returned; Run not called yet
+	stateRunning                  // Run has started the loops
+	stateStopped                  // Stop has begun; Run no longer starts
+)
+
+// New builds a worker with a fresh boot id and secret: it validates the
+// configuration and prepares the data dir (node key, report journal, the
+// last fires of the previous process) but acts on nothing else. It starts
+// no goroutine, kills nothing and calls no master: Run does, and Stop undoes
+// it (also when Run was never called).
 func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 30 * time.Second
@@ -136,31 +162,27 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(cfg.StopTimeout), gocron.WithLocation(time.UTC))
-	if err != nil {
-		return nil, fmt.Errorf("worker: create scheduler: %w", err)
-	}
 	w := &Worker{
-		cfg:     cfg,
-		log:     log,
-		client:  &http.Client{Timeout: 10 * time.Second},
-		masters: newMasters(cfg.MasterURL, log),
-		bootID:  protocol.NewNonce(),
-		nonces:  protocol.NewNonceCache(100_000),
-		sched:   sched,
-		secret:  protocol.NewSecret(),
-		nodeKey: nodeKey,
-		node:    cfg.NodeConfig(),
-		master:  cfg.WorkerOf,
+		cfg:         cfg,
+		log:         log,
+		client:      &http.Client{Timeout: 10 * time.Second},
+		masters:     newMasters(cfg.MasterURL, log),
+		bootID:      protocol.NewNonce(),
+		nonces:      protocol.NewNonceCache(100_000),
+		secret:      protocol.NewSecret(),
+		nodeKey:     nodeKey,
+		node:        cfg.NodeConfig(),
+		master:      cfg.WorkerOf,
+		groups:      groups,
+		noticesDone: make(chan struct{}),
+		started:     make(chan struct{}),
+		ready:       make(chan struct{}),
+		stopDone:    make(chan struct{}),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.stop, w.life = cancel, ctx
+	// Contexts start nothing: they only give Stop something to cancel.
+	w.life, w.stop = context.WithCancel(context.Background())
+	w.regCtx, w.regStop = context.WithCancel(w.life)
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
-	// Commands a crashed predecessor left running are killed before this
-	// process runs any, and their runs reported as killed.
-	for _, rep := range groups.reap(time.Now()) {
-		w.reports.add(rep)
-	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Many tasks often call one host, and the tasks of a schedule start
 	// together: keep a connection for every run the node may have in flight
@@ -177,16 +199,14 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	// written past the buffer: 1 KiB holds a request's or an answer's
 	// headers.
 	tr.ReadBufferSize, tr.WriteBufferSize = 1<<10, 1<<10
+	// The runner's scheduler is made by Run (gocron starts a goroutine when
+	// it makes one).
 	w.runner = &runner{
-		log: log, node: w.Name, sched: sched, limit: newLimiter(cfg.MaxConcurrency),
+		log: log, node: w.Name, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr, CheckRedirect: checkRedirect}, reports: w.reports, claim: w.claimFire,
-		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: ctx, pgroups: groups,
+		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: w.life, pgroups: groups,
 	}
 	w.runner.fires.load(cfg.DataDir, log)
-	go w.reports.run(ctx)
-	go w.runner.saveFires(ctx)
-	w.noticesDone = make(chan struct{})
-	go w.runner.noticeLoop(ctx, w.noticesDone)
 	return w, nil
 }
 
@@ -279,9 +299,21 @@ func (w *Worker) Connect(h ConnectHeaders, req protocol.ConnectRequest, now time
 
 // Startup starts scheduling the given tasks; it replaces the task set of a
 // worker that already schedules. A task that cannot be scheduled is logged and
-// reported; the others run.
-func (w *Worker) Startup(_ context.Context, req protocol.StartupRequest) error {
+// reported; the others run. Before Run has started the worker it waits for
+// it (until ctx ends); after Stop it fails with ErrNotRunning.
+func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error {
+	select {
+	case <-w.started:
+	case <-w.stopDone:
+		return ErrNotRunning
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotRunning, ctx.Err())
+	}
 	w.mu.Lock()
+	if w.state != stateRunning {
+		w.mu.Unlock()
+		return ErrNotRunning
+	}
 	if !w.scheduling {
 		w.sched.Start()
 		w.scheduling = true
@@ -453,7 +485,7 @@ func (w *Worker) maybeReregister(err error) {
 	w.regMu.Unlock()
 	go func() {
 		defer w.regs.Done()
-		ctx, cancel := context.WithTimeout(w.life, 30*time.Second)
+		ctx, cancel := context.WithTimeout(w.regCtx, 30*time.Second)
 		defer cancel()
 		if err := w.register(ctx); err != nil {
 			w.log.Warn("re-registration failed", "err", err)
@@ -461,27 +493,107 @@ func (w *Worker) maybeReregister(err error) {
 	}()
 }
 
-// Run registers with the master when auto-registration is on, retrying with
-// backoff until it succeeds or ctx ends. Manual workers wait for Connect.
-func (w *Worker) Run(ctx context.Context) {
+// Run starts the worker and keeps it running until ctx ends or Stop is
+// called. It kills the shell commands a crashed predecessor left running
+// (reporting their runs as killed), starts the scheduler, the delivery of
+// run reports, the saving of last fires and the start notices, and, when
+// auto-registration is on, registers with a master, retrying with backoff
+// (a manual worker waits for Connect). Ready tells when that is done.
+//
+// Shutdown is one path: when ctx ends, Run calls Stop itself (bounded by
+// StopTimeout plus a little for the last reports and the offline call);
+// when Stop is called, Run returns once it has ended. Run returns ErrStopped
+// after Stop and ErrRunning when Run was called already.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.start(); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout+stopSlack)
+		defer cancel()
+		return w.Stop(sctx)
+	case <-w.stopDone: // Stop was called
+		return nil
+	}
+}
+
+// stopSlack is what Run's own Stop allows beyond StopTimeout: delivering
+// the last reports and telling the master this node goes offline.
+const stopSlack = 15 * time.Second
+
+// start is the starting half of Run.
+func (w *Worker) start() error {
+	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(w.cfg.StopTimeout), gocron.WithLocation(time.UTC))
+	if err != nil {
+		return fmt.Errorf("worker: create scheduler: %w", err)
+	}
+	w.mu.Lock()
+	switch w.state {
+	case stateRunning:
+		w.mu.Unlock()
+		_ = sched.Shutdown()
+		return ErrRunning
+	case stateStopped:
+		w.mu.Unlock()
+		_ = sched.Shutdown()
+		return ErrStopped
+	}
+	// From here Stop waits for the loops below: they start whatever it does.
+	w.state = stateRunning
+	w.sched, w.runner.sched = sched, sched
+	w.mu.Unlock()
+	// Commands a crashed predecessor left running are killed before this
+	// process runs any, and their runs reported as killed.
+	for _, rep := range w.groups.reap(time.Now()) {
+		w.reports.add(rep)
+	}
+	go w.reports.run(w.life)
+	go w.runner.saveFires(w.life)
+	go w.runner.noticeLoop(w.life, w.noticesDone)
+	close(w.started)
 	if !w.cfg.AutoRegister {
 		w.log.Info("manual mode: waiting for the master to connect", "workerof", w.cfg.WorkerOf)
-		return
+		close(w.ready)
+		return nil
 	}
+	w.regMu.Lock()
+	if w.stopped {
+		w.regMu.Unlock()
+		return nil
+	}
+	w.regs.Add(1)
+	w.regMu.Unlock()
+	go func() {
+		defer w.regs.Done()
+		if w.registerLoop(w.regCtx) {
+			close(w.ready)
+		}
+	}()
+	return nil
+}
+
+// Ready is closed once Run has started the worker and, when
+// auto-registration is on, registered it with a master.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// registerLoop registers with the master, retrying with backoff until it
+// succeeds (true) or ctx ends.
+func (w *Worker) registerLoop(ctx context.Context) bool {
 	delay := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := w.register(ctx)
 		if err == nil {
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		w.log.Warn("registration with the master failed; retrying", "attempt", attempt, "in", delay.Round(time.Millisecond), "err", err)
 		jitter := time.Duration(rand.Int64N(int64(delay)/4 + 1))
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(delay + jitter):
 		}
 		delay = min(delay*2, 30*time.Second)
@@ -530,29 +642,60 @@ func (w *Worker) register(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops scheduling and, when connected, tells the master this node goes
-// offline. It is the graceful part of SIGTERM handling.
+// Stop stops the worker: registrations in flight end, scheduling stops
+// (running jobs get StopTimeout), the last reports are delivered or kept in
+// the journal, the last fires are saved and, when connected, the master is
+// told this node goes offline. It is the graceful part of SIGTERM handling
+// and the one way down: Run calls it when its ctx ends.
+//
+// Stop is safe at any time: before Run (it releases what New prepared; a
+// later Run returns ErrStopped), twice or concurrently (the later calls wait
+// for the first, until their ctx ends, and return its error).
 func (w *Worker) Stop(ctx context.Context) error {
-	if err := w.shutdown(ctx, true); err != nil {
-		w.log.Error("stop scheduling", "err", err)
+	w.mu.Lock()
+	prev := w.state
+	w.state = stateStopped
+	w.mu.Unlock()
+	if prev == stateStopped {
+		select {
+		case <-w.stopDone:
+			return w.stopErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	// End retries and re-registrations still waiting, then deliver or spool
-	// the last reports.
+	w.stopErr = w.stopAll(ctx, prev == stateRunning)
+	close(w.stopDone)
+	return w.stopErr
+}
+
+// stopAll is Stop's work; started tells whether Run started the loops.
+func (w *Worker) stopAll(ctx context.Context, started bool) error {
+	// End registrations first, so that none starts scheduling again.
 	w.regMu.Lock()
 	w.stopped = true
 	w.regMu.Unlock()
-	w.stop()
+	w.regStop()
 	w.regs.Wait()
-	<-w.reports.done
-	<-w.noticesDone
-	if w.runner.fires.done != nil {
-		<-w.runner.fires.done
+	if err := w.shutdown(ctx, true); err != nil {
+		w.log.Error("stop scheduling", "err", err)
+	}
+	// Then deliver or spool the last reports and save the last fires.
+	w.stop()
+	if started {
+		<-w.reports.done
+		<-w.noticesDone
+		if w.runner.fires.done != nil {
+			<-w.runner.fires.done
+		}
+		defer w.sched.Shutdown()
+	} else {
+		w.reports.close() // what is journaled stays for the next process
 	}
 	w.mu.Lock()
 	connected, name, secret := w.connected, w.node.Name, w.secret
 	w.connected = false
 	w.mu.Unlock()
-	defer w.sched.Shutdown()
 	if !connected {
 		return nil
 	}

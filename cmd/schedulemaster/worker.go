@@ -80,11 +80,13 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	log.Info("worker serving", "listen", ln.Addr().String(), "host", cfg.Host(), "identity", cfg.Identity,
 		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell)
 
-	runCtx, cancelRun := context.WithCancel(ctx)
-	registered := make(chan struct{})
+	// Run starts the worker (and registers it); it ends with Stop below,
+	// which first ends a registration still retrying, so that going offline
+	// and registering cannot cross.
+	ran := make(chan struct{})
 	go func() {
-		defer close(registered)
-		w.Run(runCtx)
+		defer close(ran)
+		_ = w.Run(context.WithoutCancel(ctx)) // Stop's answer is logged below
 	}()
 
 	var runErr error
@@ -94,16 +96,13 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
-	// End a registration still retrying before going offline, so the two cannot cross.
-	cancelRun()
-	<-registered
-
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workerStopTimeout)
 	defer cancel()
 	if err := w.Stop(sctx); err != nil {
 		// The master will notice through failed health probes instead.
 		log.Error("graceful stop incomplete", "err", err)
 	}
+	<-ran
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), workerHTTPStopTimeout)
 	defer hcancel()
 	if err := srv.Shutdown(hctx); err != nil {

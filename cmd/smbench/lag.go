@@ -247,6 +247,7 @@ func (b *bench) lagWorker(ctx context.Context, tasks, maxc int, d time.Duration,
 	if err != nil {
 		return start, arrival, err
 	}
+	go w.Run(ctx) // until the Stop below; Startup waits for it
 	specs := make([]protocol.TaskSpec, tasks)
 	for i := range specs {
 		specs[i] = protocol.TaskSpec{TaskDef: httpTask(fmt.Sprintf("lag%05d", i), "* * * * * *", peer.URL), Executors: 1}
