@@ -53,6 +53,7 @@ func countJS(sel string) string {
 // With SM_SCREENSHOT_DASHBOARD=/path/to/file.png it also writes a full-page
 // screenshot of the dashboard (the README image).
 func TestBrowserDashboard(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -122,12 +123,13 @@ func TestBrowserDashboard(t *testing.T) {
 
 // TestBrowserEventLogAfterConnectEnable adds a manual worker through the open
 // API, connects and enables it by clicking on the nodes page, and reads the
-// event log: node.create, node.connect and node.enable by admin, all ok; the
-// filter form narrows the log to one action.
+// event log: node.create, node.connect and node.enable by admin, all ok, after
+// the first admin's user.create; the filter form narrows the log to one action.
 //
 // With SM_SCREENSHOT_EVENTS=/path/to/file.png it also writes a full-page
 // screenshot of the event log.
 func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -160,13 +162,14 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 	rows := `Array.from(document.querySelectorAll("#event-rows tr[data-action]")).map(r =>
 		[r.querySelector("[data-testid=actor]").textContent.trim(), r.dataset.action,
 		 r.querySelector("[data-testid=target]").textContent.trim(), r.dataset.outcome].join(" ")).join("\n")`
-	got := b.wait("the three events, newest first", 10*time.Second, rows, equals(strings.Join([]string{
+	got := b.wait("the four events, newest first", 10*time.Second, rows, equals(strings.Join([]string{
 		"admin node.enable ew1 ok",
 		"admin node.connect ew1 ok",
 		"admin node.create ew1 ok",
+		"system user.create admin ok", // the first admin, made by the master on its first start
 	}, "\n")))
 	t.Logf("event log:\n%s", got)
-	b.wait("the range", 5*time.Second, textJS("#events-range"), equals("1–3 of 3"))
+	b.wait("the range", 5*time.Second, textJS("#events-range"), equals("1–4 of 4"))
 
 	// Narrow it with the filter form: one action, by typing as a user does.
 	b.do("filter on node.connect", 20*time.Second,
