@@ -28,6 +28,7 @@ func checkedJS(ids ...string) string {
 // page; with nothing selected the buttons are disabled. At phone width the
 // checkboxes and the bulk buttons stay on the screen.
 func TestBrowserBulkActions(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "bk1")
@@ -125,6 +126,7 @@ func TestBrowserBulkActions(t *testing.T) {
 // masked; saved as it is, it makes a new stopped task, and running that copy
 // sends the original's secret (it was copied, never shown).
 func TestBrowserCloneTask(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "cl1")

@@ -14,6 +14,7 @@ import (
 // delayed task in the form (first with a bad delay, refused inline), see it
 // in the list, open it, cancel it through the confirm dialog.
 func TestBrowserDelayedLifecycle(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")

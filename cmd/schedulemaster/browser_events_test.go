@@ -19,6 +19,7 @@ const eventsJS = `Array.from(document.querySelectorAll("#event-rows tr[data-acti
 // a node taken offline by the health checker is red and says "offline", not
 // a green "ok".
 func TestBrowserEventsByTitleAndMeaning(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	ew, _ := startWorker(t, m, "ev-w1")

@@ -34,6 +34,7 @@ const bannerJS = `(() => { const e = document.getElementById("conn-status");
 // master. When a master is back on the same address, the banner clears by
 // itself and the rows refresh again, without a page reload.
 func TestBrowserLiveConnectionLost(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "lw1")
@@ -130,6 +131,7 @@ const taskAgreesJS = `
 // the same swap, and the summary card (run count, last run) follows the runs
 // streaming in.
 func TestBrowserLivePartsAgree(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "cw1")
@@ -193,6 +195,7 @@ func rectJS(sel string) string {
 // box stays where it was and the point of its Start button still hits it; on
 // the Nodes page and on a task page too.
 func TestBrowserToastKeepsTheTableStill(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "sw1")

@@ -18,6 +18,7 @@ import (
 // With SM_SCREENSHOT_NODE=/path/to/file.png it also writes a full-page
 // screenshot of the node page.
 func TestBrowserNodePage(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	nw1, _ := startWorker(t, m, "nw1")

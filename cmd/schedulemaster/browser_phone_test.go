@@ -44,6 +44,7 @@ func jsQuote(s string) string {
 // With SM_SCREENSHOT_PHONE_DIR=/some/dir it also writes a screenshot of each
 // page there (the README images).
 func TestBrowserPhoneWidth(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "phone-worker-1")

@@ -21,6 +21,7 @@ import (
 // With SM_SCREENSHOT_RUN_LIVE=/path/to/file.png it also writes a screenshot
 // of the run page while the run is in progress.
 func TestBrowserRunLiveOutputAndKill(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "lw1", "--allow-shell")

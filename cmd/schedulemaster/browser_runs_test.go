@@ -28,6 +28,7 @@ func everyRowJS(sel, attr, want string) string {
 // With SM_SCREENSHOT_RUNS=/path/to/file.png it also writes a full-page
 // screenshot of the filtered runs page.
 func TestBrowserRunsFilteredByResult(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "rw1")

@@ -19,6 +19,7 @@ import (
 // settings page of a master started without health flags, and checks that
 // the master probes a worker faster at once, without a restart.
 func TestBrowserSettingsHealthInterval(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMasterUnpinned(t)

@@ -22,6 +22,7 @@ import (
 // With SM_SCREENSHOT_HEALTH=/path/to/file.png it also writes a screenshot of
 // the task page.
 func TestBrowserTaskHealth(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "hw1")

@@ -37,6 +37,7 @@ func clearJS(id string) chromedp.Action[chromedp.Void] {
 // executor was started without --allow-shell is refused, naming it, with
 // nothing stored.
 func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "fw1")

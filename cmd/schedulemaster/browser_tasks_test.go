@@ -26,6 +26,7 @@ import (
 // With SM_SCREENSHOT_TASKS=/path/to/file.png it also writes a full-page
 // screenshot of the task page with its runs (the README image).
 func TestBrowserTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")

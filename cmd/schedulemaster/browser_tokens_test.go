@@ -23,6 +23,7 @@ func bearerStatus(t *testing.T, m *masterProc, token string) int {
 }
 
 func TestBrowserAPITokenCreateUseRevoke(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	b := newBrowser(t, chromium)

@@ -43,6 +43,7 @@ func usersFetchJS(method, path, contentType, body string) string {
 // change nothing. Last, the admin disables the viewer from the list (confirm
 // dialog) and the viewer's session stops working.
 func TestBrowserViewerCannotPress(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,7 +23,24 @@ import (
 // binPath is the schedulemaster binary built once for the process tests.
 var binPath string
 
+// defaultParallel is how many tests of this package run side by side when
+// go test is given no -parallel. Its own default, GOMAXPROCS, is 2 on the CI
+// machine, but these tests spend nearly all their time waiting for real
+// processes and clocks (a fire per second, health probes every second, pages
+// polling), not on the CPU: a run of the package used about a sixth of one
+// core. Run with -parallel N to choose otherwise.
+const defaultParallel = "8"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", defaultParallel); err != nil {
+			fmt.Fprintln(os.Stderr, "set -test.parallel:", err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "smbin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -37,6 +55,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	sharedBrowser.stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
