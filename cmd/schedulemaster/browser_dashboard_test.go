@@ -23,22 +23,6 @@ func closedPortURL(t *testing.T) string {
 	return "http://" + addr + "/nothing-here"
 }
 
-// dashLogin logs the browser in from the login page and waits for the dashboard.
-func dashLogin(b *browser, m *masterProc) {
-	b.t.Helper()
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("dash-live")),
-	)
-	b.wait("location after login", 10*time.Second, `location.pathname`, equals("/dashboard"))
-}
-
 // countJS gives the number of elements matching sel, as a string.
 func countJS(sel string) string {
 	return fmt.Sprintf(`String(document.querySelectorAll(%q).length)`, sel)
@@ -61,7 +45,7 @@ func TestBrowserDashboard(t *testing.T) {
 	m.waitNode("dw1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 
 	// dw1 runs (the master is no worker: not counted); nothing is idle or
 	// offline; no failure yet.
@@ -139,7 +123,7 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 	}
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.wait("ew1 counted offline", 10*time.Second, textJS("#dash-nodes-offline"), equals("1"))
 
 	b.do("open Nodes from the menu", 20*time.Second,

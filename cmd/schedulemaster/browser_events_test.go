@@ -34,7 +34,7 @@ func TestBrowserEventsByTitleAndMeaning(t *testing.T) {
 	m.waitNode("ev-w1", 30*time.Second, "offline", func(n *nodeJSON) bool { return n.Status == 0 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open the event log", 20*time.Second, chromedp.Navigate(m.URL+"/events"), chromedp.WaitVisible(chromedp.ID("events-table")))
 	rows := b.wait("the node.offline event", 10*time.Second, eventsJS, contains("node.offline|ev-w1|offline|bad"))
 	t.Logf("event log:\n%s", rows)

@@ -41,7 +41,7 @@ func TestBrowserLiveConnectionLost(t *testing.T) {
 	m.waitNode("lw1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Nodes", 20*time.Second, chromedp.Navigate(m.URL+"/nodes"), chromedp.WaitVisible(chromedp.ID("nodes-table")))
 	b.wait("lw1 running", 10*time.Second, textJS("#node-lw1 [data-testid=status]"), equals("running"))
 	b.wait("no banner while the master answers", 5*time.Second, bannerJS, equals(""))
@@ -142,7 +142,7 @@ func TestBrowserLivePartsAgree(t *testing.T) {
 	tg := newTarget(t)
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Nodes", 20*time.Second, chromedp.Navigate(m.URL+"/nodes"), chromedp.WaitVisible(chromedp.ID("nodes-table")))
 	b.wait("two workers running", 10*time.Second, textJS("#count-running"), equals("2"))
 	b.wait("the master is not counted as a worker", 5*time.Second, textJS("#count-masters"), equals("1 master"))
@@ -207,7 +207,7 @@ func TestBrowserToastKeepsTheTableStill(t *testing.T) {
 		"http":{"method":"GET","url":"` + tg.URL + `/b"},"executors":["sw1"]}`)
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Tasks", 20*time.Second, chromedp.Navigate(m.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("tasks-table")))
 	b.wait("both rows", 10*time.Second, countJS("#task-rows tr[data-status]"), equals("2"))
 

@@ -30,7 +30,7 @@ func TestBrowserNodePage(t *testing.T) {
 	runs := m.waitRuns(tk.ID, 20*time.Second, "one run", func(r []runJSON) bool { return len(r) == 1 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Nodes", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`header.topbar nav a[href="/nodes"]`)),
 		chromedp.WaitVisible(chromedp.ID("nodes-table")),

@@ -63,7 +63,7 @@ func TestBrowserPhoneWidth(t *testing.T) {
 	runs := m.waitRuns(cron.ID, 30*time.Second, "two runs", func(r []runJSON) bool { return len(r) >= 2 })
 
 	b := newBrowserWithin(t, chromium, 150*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.run("phone viewport", 10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch))
 	b.wait("the window is a phone's", 10*time.Second, `String(innerWidth)`, equals("390"))
 

@@ -36,7 +36,7 @@ func TestBrowserRunLiveOutputAndKill(t *testing.T) {
 	runID := runs[0].ID
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open the task page", 20*time.Second,
 		chromedp.Navigate(m.URL+"/tasks/"+task.ID),
 		chromedp.WaitVisible(chromedp.ID("runs-table")),

@@ -57,7 +57,7 @@ func TestBrowserRunsFilteredByResult(t *testing.T) {
 	m.waitRuns(steadyTask.ID, 20*time.Second, "the run", func(r []runJSON) bool { return len(r) == 1 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Runs from the menu", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`header.topbar nav a[href="/runs"]`)),
 		chromedp.WaitVisible(chromedp.ID("run-list-table")),

@@ -49,7 +49,7 @@ func TestBrowserSmallFixes(t *testing.T) {
 	runs := m.waitRuns(tk.ID, 20*time.Second, "one run", func(r []runJSON) bool { return len(r) == 1 })
 
 	b := newBrowserWithin(t, chromium, 150*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	grantClipboard(b, m.URL)
 
 	// The dashboard: one worker running (the master runs no task); the chart

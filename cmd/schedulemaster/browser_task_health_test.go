@@ -54,7 +54,7 @@ func TestBrowserTaskHealth(t *testing.T) {
 	runOnce(steady.ID, 1)
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Tasks", 20*time.Second, chromedp.Navigate(m.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("tasks-table")))
 	b.wait("both rows", 10*time.Second, countJS("#task-rows tr[data-status]"), equals("2"))
 	b.wait("no failing marker after two failures", 5*time.Second, countJS("[data-testid=failing]"), equals("0"))

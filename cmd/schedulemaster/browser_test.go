@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,18 +41,7 @@ func TestBrowserNodeLifecycle(t *testing.T) {
 
 	b := newBrowser(t, chromium)
 
-	// Log in.
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login?next=%2Fnodes"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("nodes-table")),
-	)
-	b.wait("location after login", 10*time.Second, `location.pathname`, equals("/nodes"))
+	b.logIn(m, "/nodes", "nodes-table")
 	b.wait("master row", 10*time.Second, attrJS("#node-master", "data-status"), equals("2"))
 	b.wait("auto1 row, auto-registered", 10*time.Second, textJS("#node-auto1 [data-testid=status]"), equals("running"))
 
@@ -205,6 +195,43 @@ func contains(want string) func(string) bool {
 }
 
 func nonEmpty(s string) bool { return s != "" && s != absent }
+
+// logIn logs the browser in as admin from the login page, asking to go to
+// next ("" for where login lands, the dashboard), and waits there for the
+// element with id ready.
+func (b *browser) logIn(m *masterProc, next, ready string) {
+	b.t.Helper()
+	page, want := "/login", "/dashboard"
+	if next != "" {
+		page, want = "/login?next="+url.QueryEscape(next), next
+	}
+	b.do("open the login page", 20*time.Second,
+		chromedp.Navigate(m.URL+page),
+		chromedp.WaitVisible(chromedp.ID("username")),
+	)
+	b.submitLogin("admin", adminPassword, ready)
+	b.wait("location after login", 10*time.Second, `location.pathname`, equals(want))
+}
+
+// submitLogin fills in the login form on the page and waits for the element
+// with id ready on the page the login leads to. That wait evaluates script,
+// which is retried while the next page loads, instead of a chromedp query,
+// which can hold a node of the page being replaced.
+func (b *browser) submitLogin(user, password, ready string) {
+	b.t.Helper()
+	b.do("log in as "+user, 20*time.Second,
+		chromedp.SendKeys(chromedp.ID("username"), user),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.ID("login-submit")),
+	)
+	b.wait("logged in as "+user+": #"+ready+" shown", 20*time.Second, visibleJS("#"+ready), equals("true"))
+}
+
+// visibleJS gives "true" when an element matches sel and has a box on the page.
+func visibleJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); return String(e !== null && e.getClientRects().length > 0); })()`,
+		strconv.Quote(sel))
+}
 
 // browser is one headless Chromium tab with its dialog handler and console log.
 type browser struct {

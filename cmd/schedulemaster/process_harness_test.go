@@ -198,19 +198,31 @@ type masterProc struct {
 	client  *http.Client
 }
 
+// adminPassword is the password of user admin on every master the tests start.
+const adminPassword = "process-test-pw"
+
 // startMaster runs a master on an ephemeral port with a fresh SQLite database
 // (or dataDir when reused) and fast health checks unless args override them.
 func startMaster(t *testing.T, dataDir string, args ...string) *masterProc {
 	t.Helper()
+	fast := []string{"--health-interval", "1s", "--health-timeout", "500ms", "--max-failures", "3"}
+	return startMasterAs(t, dataDir, append(fast, args...)...)
+}
+
+// startMasterAs is startMaster with no health flags of its own: args alone
+// say how the master runs (without any health flag the stored settings
+// govern the health checker). Its API client is logged in as admin.
+func startMasterAs(t *testing.T, dataDir string, args ...string) *masterProc {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
-	base := []string{"master", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-password", "process-test-pw",
-		"--cluster-key", testClusterKey, "--health-interval", "1s", "--health-timeout", "500ms", "--max-failures", "3"}
+	base := []string{"master", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-password", adminPassword,
+		"--cluster-key", testClusterKey}
 	p, m := startProc(t, "master", masterReady, append(base, args...)...)
 	jar, _ := cookiejar.New(nil)
 	mp := &masterProc{proc: p, URL: m[1], DataDir: dataDir, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	resp, err := mp.client.PostForm(mp.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}})
+	resp, err := mp.client.PostForm(mp.URL+"/login", url.Values{"username": {"admin"}, "password": {adminPassword}})
 	if err != nil {
 		t.Fatal(err)
 	}

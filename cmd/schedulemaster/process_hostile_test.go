@@ -703,7 +703,7 @@ func (f *hostileFleet) nodeIdentity(t *testing.T) {
 func (f *hostileFleet) logoutReplay(t *testing.T) {
 	m := f.m
 	c := noRedirectClient()
-	status, _, _ := do(t, c, formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}}))
+	status, _, _ := do(t, c, formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {adminPassword}}))
 	if status != http.StatusSeeOther {
 		t.Fatalf("login: %d", status)
 	}
@@ -749,7 +749,7 @@ func (f *hostileFleet) loginNext(t *testing.T) {
 		// A bare round trip: http.Client refuses to parse a Location holding
 		// control characters, which is exactly what must be looked at.
 		resp, err := http.DefaultTransport.RoundTrip(formReq(m.URL+"/login",
-			url.Values{"username": {"admin"}, "password": {"process-test-pw"}, "next": {next}}))
+			url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {next}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -762,7 +762,7 @@ func (f *hostileFleet) loginNext(t *testing.T) {
 		}
 	}
 	// A plain path is kept.
-	_, _, h := do(t, noRedirectClient(), formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}, "next": {"/tasks"}}))
+	_, _, h := do(t, noRedirectClient(), formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {"/tasks"}}))
 	if loc := h.Get("Location"); loc != "/tasks" {
 		t.Errorf("login with next=/tasks went to %q", loc)
 	}
