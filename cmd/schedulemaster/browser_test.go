@@ -297,12 +297,20 @@ func (c *sharedChromium) get(execPath string) (context.Context, error) {
 			os.RemoveAll(dir)
 		}
 		// The first run starts the browser; its context must live as long
-		// as the browser, so it is ctx itself, not one with a timeout. A
-		// start that hangs is cut by the deadline of the test binary.
-		if err := chromedp.Do(ctx); err != nil {
-			c.err = err
-		} else {
+		// as the browser, so it is ctx itself, not one with a timeout: the
+		// start is bounded here instead, so a hang fails the test.
+		started := make(chan error, 1)
+		go func() { started <- chromedp.Do(ctx) }()
+		select {
+		case err := <-started:
+			if err != nil {
+				c.err = err
+				return
+			}
 			c.ctx = ctx
+		case <-time.After(60 * time.Second):
+			c.err = errors.New("Chromium did not start within 60s")
+			cancelCtx()
 		}
 	})
 	return c.ctx, c.err

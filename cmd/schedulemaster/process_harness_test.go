@@ -27,8 +27,8 @@ var binPath string
 // go test is given no -parallel. Its own default, GOMAXPROCS, is 2 on the CI
 // machine, but these tests spend nearly all their time waiting for real
 // processes and clocks (a fire per second, health probes every second, pages
-// polling), not on the CPU: a run of the package used about a sixth of one
-// core. Run with -parallel N to choose otherwise.
+// polling), not on the CPU: one test at a time, the package used less than a
+// fifth of one core. Run with -parallel N to choose otherwise.
 const defaultParallel = "8"
 
 func TestMain(m *testing.M) {
