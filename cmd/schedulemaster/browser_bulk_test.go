@@ -28,6 +28,7 @@ func checkedJS(ids ...string) string {
 // page; with nothing selected the buttons are disabled. At phone width the
 // checkboxes and the bulk buttons stay on the screen.
 func TestBrowserBulkActions(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "bk1")
@@ -43,7 +44,7 @@ func TestBrowserBulkActions(t *testing.T) {
 	sel := func(tk taskJSON) string { return "select-" + tk.ID }
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Tasks", 20*time.Second, chromedp.Navigate(m.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("tasks-table")))
 	b.wait("three running rows", 10*time.Second, countJS(`#task-rows tr[data-status="1"]`), equals("3"))
 	b.wait("a checkbox per row", 5*time.Second, countJS("#task-rows input.row-select"), equals("3"))
@@ -125,6 +126,7 @@ func TestBrowserBulkActions(t *testing.T) {
 // masked; saved as it is, it makes a new stopped task, and running that copy
 // sends the original's secret (it was copied, never shown).
 func TestBrowserCloneTask(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "cl1")
@@ -142,7 +144,7 @@ func TestBrowserCloneTask(t *testing.T) {
 		"http":{"method":"GET","url":"` + tg.URL + `/hook","headers":{"Authorization":"Bearer clone-s3cret"}},"executors":["cl1"],"timeout":"9s"}`)
 
 	b := newBrowserWithin(t, chromium, 90*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open the task", 20*time.Second, chromedp.Navigate(m.URL+"/tasks/"+orig.ID), chromedp.WaitVisible(chromedp.ID("task-live")))
 	b.do("press Clone", 20*time.Second, chromedp.Click(chromedp.ID("clone-task")), chromedp.WaitVisible(chromedp.ID("task-form")))
 	b.wait("the title of a copy", 5*time.Second, `document.getElementById("title").value`, equals("billing hook (copy)"))

@@ -23,22 +23,6 @@ func closedPortURL(t *testing.T) string {
 	return "http://" + addr + "/nothing-here"
 }
 
-// dashLogin logs the browser in from the login page and waits for the dashboard.
-func dashLogin(b *browser, m *masterProc) {
-	b.t.Helper()
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("dash-live")),
-	)
-	b.wait("location after login", 10*time.Second, `location.pathname`, equals("/dashboard"))
-}
-
 // countJS gives the number of elements matching sel, as a string.
 func countJS(sel string) string {
 	return fmt.Sprintf(`String(document.querySelectorAll(%q).length)`, sel)
@@ -53,6 +37,7 @@ func countJS(sel string) string {
 // With SM_SCREENSHOT_DASHBOARD=/path/to/file.png it also writes a full-page
 // screenshot of the dashboard (the README image).
 func TestBrowserDashboard(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -60,7 +45,7 @@ func TestBrowserDashboard(t *testing.T) {
 	m.waitNode("dw1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 
 	// dw1 runs (the master is no worker: not counted); nothing is idle or
 	// offline; no failure yet.
@@ -122,12 +107,13 @@ func TestBrowserDashboard(t *testing.T) {
 
 // TestBrowserEventLogAfterConnectEnable adds a manual worker through the open
 // API, connects and enables it by clicking on the nodes page, and reads the
-// event log: node.create, node.connect and node.enable by admin, all ok; the
-// filter form narrows the log to one action.
+// event log: node.create, node.connect and node.enable by admin, all ok, after
+// the first admin's user.create; the filter form narrows the log to one action.
 //
 // With SM_SCREENSHOT_EVENTS=/path/to/file.png it also writes a full-page
 // screenshot of the event log.
 func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -137,7 +123,7 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 	}
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.wait("ew1 counted offline", 10*time.Second, textJS("#dash-nodes-offline"), equals("1"))
 
 	b.do("open Nodes from the menu", 20*time.Second,
@@ -160,12 +146,11 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 	rows := `Array.from(document.querySelectorAll("#event-rows tr[data-action]")).map(r =>
 		[r.querySelector("[data-testid=actor]").textContent.trim(), r.dataset.action,
 		 r.querySelector("[data-testid=target]").textContent.trim(), r.dataset.outcome].join(" ")).join("\n")`
-	// The engine made the first admin at the first start: that is an event too.
 	got := b.wait("the four events, newest first", 10*time.Second, rows, equals(strings.Join([]string{
 		"admin node.enable ew1 ok",
 		"admin node.connect ew1 ok",
 		"admin node.create ew1 ok",
-		"system user.create admin ok",
+		"system user.create admin ok", // the first admin, made by the master on its first start
 	}, "\n")))
 	t.Logf("event log:\n%s", got)
 	b.wait("the range", 5*time.Second, textJS("#events-range"), equals("1–4 of 4"))

@@ -14,6 +14,7 @@ import (
 // delayed task in the form (first with a bad delay, refused inline), see it
 // in the list, open it, cancel it through the confirm dialog.
 func TestBrowserDelayedLifecycle(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -22,16 +23,7 @@ func TestBrowserDelayedLifecycle(t *testing.T) {
 	tg := newTarget(t)
 
 	b := newBrowser(t, chromium)
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login?next=%2Fnodes"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("nodes-table")),
-	)
+	b.logIn(m, "/nodes", "nodes-table")
 	b.do("open Delayed from the menu", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`header.topbar nav a[href="/delayed"]`)),
 		chromedp.WaitVisible(chromedp.ID("delayed-table")),

@@ -19,6 +19,7 @@ const eventsJS = `Array.from(document.querySelectorAll("#event-rows tr[data-acti
 // a node taken offline by the health checker is red and says "offline", not
 // a green "ok".
 func TestBrowserEventsByTitleAndMeaning(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	ew, _ := startWorker(t, m, "ev-w1")
@@ -33,7 +34,7 @@ func TestBrowserEventsByTitleAndMeaning(t *testing.T) {
 	m.waitNode("ev-w1", 30*time.Second, "offline", func(n *nodeJSON) bool { return n.Status == 0 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open the event log", 20*time.Second, chromedp.Navigate(m.URL+"/events"), chromedp.WaitVisible(chromedp.ID("events-table")))
 	rows := b.wait("the node.offline event", 10*time.Second, eventsJS, contains("node.offline|ev-w1|offline|bad"))
 	t.Logf("event log:\n%s", rows)

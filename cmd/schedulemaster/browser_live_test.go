@@ -34,13 +34,14 @@ const bannerJS = `(() => { const e = document.getElementById("conn-status");
 // master. When a master is back on the same address, the banner clears by
 // itself and the rows refresh again, without a page reload.
 func TestBrowserLiveConnectionLost(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "lw1")
 	m.waitNode("lw1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Nodes", 20*time.Second, chromedp.Navigate(m.URL+"/nodes"), chromedp.WaitVisible(chromedp.ID("nodes-table")))
 	b.wait("lw1 running", 10*time.Second, textJS("#node-lw1 [data-testid=status]"), equals("running"))
 	b.wait("no banner while the master answers", 5*time.Second, bannerJS, equals(""))
@@ -130,6 +131,7 @@ const taskAgreesJS = `
 // the same swap, and the summary card (run count, last run) follows the runs
 // streaming in.
 func TestBrowserLivePartsAgree(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "cw1")
@@ -140,7 +142,7 @@ func TestBrowserLivePartsAgree(t *testing.T) {
 	tg := newTarget(t)
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Nodes", 20*time.Second, chromedp.Navigate(m.URL+"/nodes"), chromedp.WaitVisible(chromedp.ID("nodes-table")))
 	b.wait("two workers running", 10*time.Second, textJS("#count-running"), equals("2"))
 	b.wait("the master is not counted as a worker", 5*time.Second, textJS("#count-masters"), equals("1 master"))
@@ -193,6 +195,7 @@ func rectJS(sel string) string {
 // box stays where it was and the point of its Start button still hits it; on
 // the Nodes page and on a task page too.
 func TestBrowserToastKeepsTheTableStill(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "sw1")
@@ -204,7 +207,7 @@ func TestBrowserToastKeepsTheTableStill(t *testing.T) {
 		"http":{"method":"GET","url":"` + tg.URL + `/b"},"executors":["sw1"]}`)
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Tasks", 20*time.Second, chromedp.Navigate(m.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("tasks-table")))
 	b.wait("both rows", 10*time.Second, countJS("#task-rows tr[data-status]"), equals("2"))
 

@@ -18,6 +18,7 @@ import (
 // With SM_SCREENSHOT_NODE=/path/to/file.png it also writes a full-page
 // screenshot of the node page.
 func TestBrowserNodePage(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	nw1, _ := startWorker(t, m, "nw1")
@@ -29,7 +30,7 @@ func TestBrowserNodePage(t *testing.T) {
 	runs := m.waitRuns(tk.ID, 20*time.Second, "one run", func(r []runJSON) bool { return len(r) == 1 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Nodes", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`header.topbar nav a[href="/nodes"]`)),
 		chromedp.WaitVisible(chromedp.ID("nodes-table")),

@@ -44,6 +44,7 @@ func jsQuote(s string) string {
 // With SM_SCREENSHOT_PHONE_DIR=/some/dir it also writes a screenshot of each
 // page there (the README images).
 func TestBrowserPhoneWidth(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "phone-worker-1")
@@ -62,7 +63,7 @@ func TestBrowserPhoneWidth(t *testing.T) {
 	runs := m.waitRuns(cron.ID, 30*time.Second, "two runs", func(r []runJSON) bool { return len(r) >= 2 })
 
 	b := newBrowserWithin(t, chromium, 150*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.run("phone viewport", 10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch))
 	b.wait("the window is a phone's", 10*time.Second, `String(innerWidth)`, equals("390"))
 

@@ -21,6 +21,7 @@ import (
 // With SM_SCREENSHOT_RUN_LIVE=/path/to/file.png it also writes a screenshot
 // of the run page while the run is in progress.
 func TestBrowserRunLiveOutputAndKill(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "lw1", "--allow-shell")
@@ -35,7 +36,7 @@ func TestBrowserRunLiveOutputAndKill(t *testing.T) {
 	runID := runs[0].ID
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open the task page", 20*time.Second,
 		chromedp.Navigate(m.URL+"/tasks/"+task.ID),
 		chromedp.WaitVisible(chromedp.ID("runs-table")),

@@ -28,6 +28,7 @@ func everyRowJS(sel, attr, want string) string {
 // With SM_SCREENSHOT_RUNS=/path/to/file.png it also writes a full-page
 // screenshot of the filtered runs page.
 func TestBrowserRunsFilteredByResult(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "rw1")
@@ -56,7 +57,7 @@ func TestBrowserRunsFilteredByResult(t *testing.T) {
 	m.waitRuns(steadyTask.ID, 20*time.Second, "the run", func(r []runJSON) bool { return len(r) == 1 })
 
 	b := newBrowser(t, chromium)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Runs from the menu", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`header.topbar nav a[href="/runs"]`)),
 		chromedp.WaitVisible(chromedp.ID("run-list-table")),

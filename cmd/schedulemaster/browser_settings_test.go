@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -19,9 +18,10 @@ import (
 // settings page of a master started without health flags, and checks that
 // the master probes a worker faster at once, without a restart.
 func TestBrowserSettingsHealthInterval(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
-	m := startMasterUnpinned(t)
+	m := startMasterAs(t, "") // no health flag: the settings page governs the health checker
 	// A real manual worker behind a proxy that counts the master's probes.
 	_, workerHost := startWorker(t, m, "pw1", "--autor=false", "--workerof", "master")
 	probes := newProbeCounter(t, workerHost)
@@ -49,16 +49,7 @@ func TestBrowserSettingsHealthInterval(t *testing.T) {
 	t.Logf("probes in %s before the change (%s): %d", window, before.Format("15:04:05.000"), nBefore)
 
 	b := newBrowser(t, chromium)
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.CSS(`nav a[href="/settings"]`)),
-	)
+	b.logIn(m, "", "dash-live")
 	b.do("open the settings page from the nav", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`nav a[href="/settings"]`)),
 		chromedp.WaitVisible(chromedp.ID("settings-form")),
@@ -119,26 +110,6 @@ func TestBrowserSettingsHealthInterval(t *testing.T) {
 		b.screenshot(path)
 	}
 	b.checkConsole()
-}
-
-// startMasterUnpinned runs a master without any health flag, so the stored
-// settings (and the settings page) govern the health checker, and logs in.
-func startMasterUnpinned(t *testing.T) *masterProc {
-	t.Helper()
-	dir := t.TempDir()
-	p, sub := startProc(t, "master", masterReady, "master", "--listen", "127.0.0.1:0", "--data-dir", dir,
-		"--admin-password", "process-test-pw", "--cluster-key", testClusterKey)
-	jar, _ := cookiejar.New(nil)
-	mp := &masterProc{proc: p, URL: sub[1], DataDir: dir, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	resp, err := mp.client.PostForm(mp.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK { // followed the redirect to /nodes
-		t.Fatalf("login to the master: %d", resp.StatusCode)
-	}
-	return mp
 }
 
 // probeCounter is a reverse proxy in front of a worker that records the

@@ -16,7 +16,10 @@ func grantClipboard(b *browser, origin string) {
 	b.t.Helper()
 	for _, name := range []string{"clipboard-read", "clipboard-write"} {
 		if _, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-			Permission: &cdpbrowser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true}, Setting: "granted", Origin: origin}); err != nil {
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true}, Setting: "granted", Origin: origin,
+			// The test's own browser context: without it the grant goes
+			// to the default one, which the tests do not use.
+			BrowserContextID: chromedp.FromContext(b.ctx).BrowserContextID}); err != nil {
 			b.fatalf("grant %s: %v", name, err)
 		}
 	}
@@ -34,6 +37,7 @@ const clipboardJS = `navigator.clipboard.readText()`
 // form refuses an address with no dot in its domain; a viewer's 403 page
 // leads back where they came from.
 func TestBrowserSmallFixes(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "w1")
@@ -45,7 +49,7 @@ func TestBrowserSmallFixes(t *testing.T) {
 	runs := m.waitRuns(tk.ID, 20*time.Second, "one run", func(r []runJSON) bool { return len(r) == 1 })
 
 	b := newBrowserWithin(t, chromium, 150*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	grantClipboard(b, m.URL)
 
 	// The dashboard: one worker running (the master runs no task); the chart

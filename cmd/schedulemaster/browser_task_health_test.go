@@ -22,6 +22,7 @@ import (
 // With SM_SCREENSHOT_HEALTH=/path/to/file.png it also writes a screenshot of
 // the task page.
 func TestBrowserTaskHealth(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "hw1")
@@ -53,7 +54,7 @@ func TestBrowserTaskHealth(t *testing.T) {
 	runOnce(steady.ID, 1)
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open Tasks", 20*time.Second, chromedp.Navigate(m.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("tasks-table")))
 	b.wait("both rows", 10*time.Second, countJS("#task-rows tr[data-status]"), equals("2"))
 	b.wait("no failing marker after two failures", 5*time.Second, countJS("[data-testid=failing]"), equals("0"))

@@ -37,13 +37,14 @@ func clearJS(id string) chromedp.Action[chromedp.Void] {
 // executor was started without --allow-shell is refused, naming it, with
 // nothing stored.
 func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	startWorker(t, m, "fw1")
 	m.waitNode("fw1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 
 	b := newBrowserWithin(t, chromium, 120*time.Second)
-	dashLogin(b, m)
+	b.logIn(m, "", "dash-live")
 	b.do("open the New task form", 20*time.Second, chromedp.Navigate(m.URL+"/tasks/new"), chromedp.WaitVisible(chromedp.ID("task-form")))
 
 	// The defaults: an HTTP task on a cron schedule with weighted routing.

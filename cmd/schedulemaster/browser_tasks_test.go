@@ -26,6 +26,7 @@ import (
 // With SM_SCREENSHOT_TASKS=/path/to/file.png it also writes a full-page
 // screenshot of the task page with its runs (the README image).
 func TestBrowserTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -36,16 +37,7 @@ func TestBrowserTaskLifecycle(t *testing.T) {
 	b := newBrowser(t, chromium)
 
 	// Log in, then go to Tasks through the menu.
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login?next=%2Fnodes"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("nodes-table")),
-	)
+	b.logIn(m, "/nodes", "nodes-table")
 	b.do("open Tasks from the menu", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`header.topbar nav a[href="/tasks"]`)),
 		chromedp.WaitVisible(chromedp.ID("tasks-table")),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -27,6 +29,7 @@ import (
 // With SM_SCREENSHOT=/path/to/file.png it also writes a full-page screenshot
 // of the nodes page while both workers run (the README image).
 func TestBrowserNodeLifecycle(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 
 	m := startMaster(t, "")
@@ -38,18 +41,7 @@ func TestBrowserNodeLifecycle(t *testing.T) {
 
 	b := newBrowser(t, chromium)
 
-	// Log in.
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login?next=%2Fnodes"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("nodes-table")),
-	)
-	b.wait("location after login", 10*time.Second, `location.pathname`, equals("/nodes"))
+	b.logIn(m, "/nodes", "nodes-table")
 	b.wait("master row", 10*time.Second, attrJS("#node-master", "data-status"), equals("2"))
 	b.wait("auto1 row, auto-registered", 10*time.Second, textJS("#node-auto1 [data-testid=status]"), equals("running"))
 
@@ -204,6 +196,43 @@ func contains(want string) func(string) bool {
 
 func nonEmpty(s string) bool { return s != "" && s != absent }
 
+// logIn logs the browser in as admin from the login page, asking to go to
+// next ("" for where login lands, the dashboard), and waits there for the
+// element with id ready.
+func (b *browser) logIn(m *masterProc, next, ready string) {
+	b.t.Helper()
+	page, want := "/login", "/dashboard"
+	if next != "" {
+		page, want = "/login?next="+url.QueryEscape(next), next
+	}
+	b.do("open the login page", 20*time.Second,
+		chromedp.Navigate(m.URL+page),
+		chromedp.WaitVisible(chromedp.ID("username")),
+	)
+	b.submitLogin("admin", adminPassword, ready)
+	b.wait("location after login", 10*time.Second, `location.pathname`, equals(want))
+}
+
+// submitLogin fills in the login form on the page and waits for the element
+// with id ready on the page the login leads to. That wait evaluates script,
+// which is retried while the next page loads, instead of a chromedp query,
+// which can hold a node of the page being replaced.
+func (b *browser) submitLogin(user, password, ready string) {
+	b.t.Helper()
+	b.do("log in as "+user, 20*time.Second,
+		chromedp.SendKeys(chromedp.ID("username"), user),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.ID("login-submit")),
+	)
+	b.wait("logged in as "+user+": #"+ready+" shown", 20*time.Second, visibleJS("#"+ready), equals("true"))
+}
+
+// visibleJS gives "true" when an element matches sel and has a box on the page.
+func visibleJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); return String(e !== null && e.getClientRects().length > 0); })()`,
+		strconv.Quote(sel))
+}
+
 // browser is one headless Chromium tab with its dialog handler and console log.
 type browser struct {
 	t   *testing.T
@@ -214,7 +243,87 @@ type browser struct {
 	console []chromedp.ConsoleMessage
 }
 
-// newBrowser starts Chromium with the flags this machine needs. The whole
+// sharedBrowser is the one headless Chromium that the browser tests share; the
+// first test that needs it starts it and TestMain stops it.
+var sharedBrowser sharedChromium
+
+// sharedChromium starts Chromium once, with the flags this machine needs.
+type sharedChromium struct {
+	once  sync.Once
+	ctx   context.Context // the browser's first tab: the browser lives as long as it
+	err   error
+	close func()
+}
+
+// get starts Chromium on the first call and returns the context of its first
+// tab, from which each test makes a browser context of its own.
+func (c *sharedChromium) get(execPath string) (context.Context, error) {
+	c.once.Do(func() {
+		dir, err := os.MkdirTemp("", "smchromium")
+		if err != nil {
+			c.err = err
+			return
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			chromedp.ExecPath(execPath),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("disable-extensions", true),
+			// Tests run side by side, each in its own window: none may be
+			// slowed down as a window in the background.
+			chromedp.Flag("disable-background-timer-throttling", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(1280, 800),
+		)
+		ctx, cancelCtx := chromedp.NewContext(actx)
+		c.close = func() {
+			// Close the browser gracefully (bounded), then make sure the
+			// process is gone before its profile dir is removed.
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = chromedp.Cancel(cctx)
+			cancel()
+			cancelCtx()
+			cancelAlloc()
+			os.RemoveAll(dir)
+		}
+		// The first run starts the browser; its context must live as long
+		// as the browser, so it is ctx itself, not one with a timeout: the
+		// start is bounded here instead, so a hang fails the test.
+		started := make(chan error, 1)
+		go func() { started <- chromedp.Do(ctx) }()
+		select {
+		case err := <-started:
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.ctx = ctx
+		case <-time.After(60 * time.Second):
+			c.err = errors.New("Chromium did not start within 60s")
+			cancelCtx()
+		}
+	})
+	return c.ctx, c.err
+}
+
+// stop stops the shared Chromium if a test started it.
+func (c *sharedChromium) stop() {
+	if c.close != nil {
+		c.close()
+	}
+}
+
+// newBrowser opens a browser for the test in the shared Chromium. The whole
 // browser session is bounded, so a hang fails the test instead of blocking.
 func newBrowser(t *testing.T, execPath string) *browser {
 	t.Helper()
@@ -223,41 +332,44 @@ func newBrowser(t *testing.T, execPath string) *browser {
 
 // newBrowserWithin is newBrowser with a longer (or shorter) bound on the
 // whole session, for tests that visit many pages.
+//
+// Each test gets a browser context of its own (cookies, storage and windows
+// apart, as an incognito window) with one tab, in the one Chromium process
+// that all browser tests share: starting a Chromium per test cost a second
+// or more each, and the contexts keep the tests apart as separate browsers
+// did.
 func newBrowserWithin(t *testing.T, execPath string, budget time.Duration) *browser {
 	t.Helper()
-	root, cancelRoot := context.WithTimeout(context.Background(), budget)
-	actx, cancelAlloc := chromedp.NewExecAllocator(root,
-		chromedp.ExecPath(execPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 800),
-	)
-	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	shared, err := sharedBrowser.get(execPath)
+	if err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	root, cancelRoot := context.WithTimeout(shared, budget)
+	ctx, cancelCtx := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
 	b := &browser{t: t, ctx: ctx}
 
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
+		// Cancel closes the tab and disposes of the browser context, and
+		// waits for that, so the shared browser does not gather tabs.
+		if err := chromedp.Cancel(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("close the browser context: %v", err)
+		}
 		cancelCtx()
-		cancelAlloc()
 		cancelRoot()
 		wg.Wait()
 	})
 
-	// Start the browser and the tab now, so that the subscriptions below see
-	// every event of the pages. This first run must use the browser's own
-	// context (bounded by root): the browser lives as long as that context.
+	// Open the tab now, so that the subscriptions below see every event of
+	// the pages. The tab lives as long as ctx, which root bounds.
 	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatalf("start Chromium: %v", err)
+		t.Fatalf("open a tab in Chromium: %v", err)
+	}
+	// Only one window of a browser has the focus; the page must behave as
+	// the focused one it was when each test had a browser of its own (the
+	// copy buttons write the clipboard, which needs a focused page).
+	if _, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		t.Fatalf("emulate a focused page: %v", err)
 	}
 
 	// Accept every confirm dialog (Disable and Delete ask one), from another

@@ -23,17 +23,11 @@ func bearerStatus(t *testing.T, m *masterProc, token string) int {
 }
 
 func TestBrowserAPITokenCreateUseRevoke(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 	b := newBrowser(t, chromium)
-	b.do("log in", 30*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-	)
-	b.wait("logged in", 20*time.Second, `location.pathname`, func(p string) bool { return p != "/login" && p != "" })
+	b.logIn(m, "", "dash-live")
 	b.do("open the tokens page", 20*time.Second,
 		chromedp.Navigate(m.URL+"/tokens"),
 		chromedp.WaitVisible(chromedp.ID("token-name")),

@@ -43,6 +43,7 @@ func usersFetchJS(method, path, contentType, body string) string {
 // change nothing. Last, the admin disables the viewer from the list (confirm
 // dialog) and the viewer's session stops working.
 func TestBrowserViewerCannotPress(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium(t)
 	m := startMaster(t, "")
 
@@ -54,16 +55,7 @@ func TestBrowserViewerCannotPress(t *testing.T) {
 		"http":{"method":"GET","url":"http://127.0.0.1:1/"},"timeout":"5s","executors":["vw1"]}`)
 
 	b := newBrowser(t, chromium)
-	b.do("open the login page", 20*time.Second,
-		chromedp.Navigate(m.URL+"/login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-	)
-	b.do("log in as admin", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("account-link")),
-	)
+	b.logIn(m, "", "account-link")
 	b.do("open /nodes as admin", 20*time.Second,
 		chromedp.Navigate(m.URL+"/nodes"),
 		chromedp.WaitVisible(chromedp.ID("nodes-table")),
@@ -126,12 +118,7 @@ func TestBrowserViewerCannotPress(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form.logout button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("login-submit")),
 	)
-	b.do("log in as vera", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "vera"),
-		chromedp.SendKeys(chromedp.ID("password"), "vera-password-1"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("account-link")),
-	)
+	b.submitLogin("vera", "vera-password-1", "account-link")
 	b.wait("logged in as vera", 5*time.Second, textJS("#account-link"), equals("vera (viewer)"))
 
 	for _, pg := range []struct{ path, ready, row, live string }{
@@ -236,11 +223,8 @@ func TestBrowserViewerCannotPress(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form.logout button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("login-submit")),
 	)
-	b.do("log in as admin again", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "process-test-pw"),
-		chromedp.Click(chromedp.ID("login-submit")),
-		chromedp.WaitVisible(chromedp.ID("account-link")),
+	b.submitLogin("admin", adminPassword, "account-link")
+	b.do("open /users as admin again", 20*time.Second,
 		chromedp.Navigate(m.URL+"/users"),
 		chromedp.WaitVisible(chromedp.ID("users-table")),
 	)

@@ -10,6 +10,7 @@ import (
 // --master takes one URL or a list, from flag, env or file; each entry is
 // checked as a single URL was.
 func TestWorkerMasterList(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -22,6 +23,7 @@ func TestWorkerMasterList(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			args := append([]string{"--identity", "w1", "--cluster-key", testKey}, tc.args...)
 			if tc.file != "" {
 				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
@@ -48,6 +50,7 @@ func TestWorkerMasterList(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, _, err := parseWorkerConfig([]string{"--identity", "w1", "--cluster-key", testKey, "--master", tc.master}, envMap(nil))
 			assertProblems(t, err, tc.want)
 		})
@@ -57,6 +60,7 @@ func TestWorkerMasterList(t *testing.T) {
 // --cluster defaults to "master" (the default identity, so today's workers'
 // --workerof keeps working) and is set by flag, env or file.
 func TestMasterCluster(t *testing.T) {
+	t.Parallel()
 	c, _, err := parseMasterConfig(nil, envMap(nil))
 	if err != nil || c.Cluster != "master" {
 		t.Fatalf("default cluster %q, %v", c.Cluster, err)

@@ -5,6 +5,7 @@ import "testing"
 // --metrics-listen is read from flag, env and file, and refused when it is
 // not an address or is the worker API's own.
 func TestWorkerMetricsListen(t *testing.T) {
+	t.Parallel()
 	c, _, err := parseWorkerConfig(append(append([]string(nil), workerBase...), "--metrics-listen", "127.0.0.1:9101"), envMap(nil))
 	if err != nil || c.MetricsListen != "127.0.0.1:9101" {
 		t.Fatalf("flag: %q, %v", c.MetricsListen, err)

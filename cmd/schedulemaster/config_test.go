@@ -35,6 +35,7 @@ const testKey = "0123456789abcdef0123"
 var workerBase = []string{"--identity", "w1", "--master", "http://127.0.0.1:30000", "--cluster-key", testKey}
 
 func TestWorkerDefaults(t *testing.T) {
+	t.Parallel()
 	c, _, err := parseWorkerConfig(workerBase, envMap(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestWorkerDefaults(t *testing.T) {
 }
 
 func TestWorkerPrecedence(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, `{"NodeSetting": {"Port": 40000, "Priority": "7", "IP": "10.0.0.9", "Protocol": "https",
 		"maxconcurrency": 5, "AllowShell": true, "WorkerOf": "m-file", "Listen": "0.0.0.0:40000"},
 		"Logging": {"ignored": "other sections are not ours"}}`)
@@ -85,6 +87,7 @@ func TestWorkerPrecedence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c, _, err := parseWorkerConfig(tc.args, envMap(tc.env))
 			if err != nil {
 				t.Fatal(err)
@@ -97,6 +100,7 @@ func TestWorkerPrecedence(t *testing.T) {
 }
 
 func TestWorkerAutoRegister(t *testing.T) {
+	t.Parallel()
 	manual := append([]string{"--workerof", "master"}, workerBase...)
 	cases := []struct {
 		name string
@@ -122,6 +126,7 @@ func TestWorkerAutoRegister(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c, _, err := parseWorkerConfig(tc.args, envMap(tc.env))
 			if err != nil {
 				t.Fatal(err)
@@ -134,6 +139,7 @@ func TestWorkerAutoRegister(t *testing.T) {
 }
 
 func TestWorkerManualModeNeedsNoIdentity(t *testing.T) {
+	t.Parallel()
 	c, _, err := parseWorkerConfig([]string{"--autor=false", "--master", "http://m:30000", "--cluster-key", testKey},
 		envMap(map[string]string{"SMCORE_WORKEROF": "master"}))
 	if err != nil {
@@ -167,6 +173,7 @@ func TestProcessEnv(t *testing.T) {
 }
 
 func TestMasterDefaults(t *testing.T) {
+	t.Parallel()
 	c, _, err := parseMasterConfig(nil, envMap(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +187,7 @@ func TestMasterDefaults(t *testing.T) {
 }
 
 func TestMasterPrecedence(t *testing.T) {
+	t.Parallel()
 	file := writeFile(t, `{"Master": {"HealthInterval": "20s", "MaxFailures": 4, "DataDir": "/srv/sm", "Identity": "m-file"}}`)
 	cases := []struct {
 		name  string
@@ -211,6 +219,7 @@ func TestMasterPrecedence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c, _, err := parseMasterConfig(tc.args, envMap(tc.env))
 			if err != nil {
 				t.Fatal(err)
@@ -223,6 +232,7 @@ func TestMasterPrecedence(t *testing.T) {
 }
 
 func TestMasterBadValues(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -264,6 +274,7 @@ func TestMasterBadValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			args := tc.args
 			if tc.file != "" {
 				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
@@ -275,6 +286,7 @@ func TestMasterBadValues(t *testing.T) {
 }
 
 func TestWorkerBadValues(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -306,6 +318,7 @@ func TestWorkerBadValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			args := append(append([]string(nil), workerBase...), tc.args...)
 			if tc.file != "" {
 				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
@@ -317,6 +330,7 @@ func TestWorkerBadValues(t *testing.T) {
 }
 
 func TestWorkerRequired(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -336,6 +350,7 @@ func TestWorkerRequired(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, _, err := parseWorkerConfig(tc.args, envMap(tc.env))
 			assertProblems(t, err, tc.want)
 		})
@@ -343,6 +358,7 @@ func TestWorkerRequired(t *testing.T) {
 }
 
 func TestTokenConfig(t *testing.T) {
+	t.Parallel()
 	masterFile := writeFile(t, `{"Master":{"Listen":":30000","DataDir":"/srv/sm","HealthInterval":"5s"}}`)
 	c, _, err := parseTokenConfig([]string{"--name", "ci", "--config", masterFile}, envMap(nil))
 	if err != nil {
@@ -364,6 +380,7 @@ func TestTokenConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, _, err := parseTokenConfig(tc.args, envMap(nil))
 			assertProblems(t, err, tc.want)
 		})
@@ -373,6 +390,7 @@ func TestTokenConfig(t *testing.T) {
 // A bad value falls back to its default for the later checks, so it is
 // reported once, without follow-on problems.
 func TestNoFollowOnProblems(t *testing.T) {
+	t.Parallel()
 	_, _, err := parseWorkerConfig(append([]string{"--port", "x"}, workerBase...), envMap(nil))
 	var ce *configError
 	if !errors.As(err, &ce) || len(ce.problems) != 1 {
@@ -381,6 +399,7 @@ func TestNoFollowOnProblems(t *testing.T) {
 }
 
 func TestHelpFlag(t *testing.T) {
+	t.Parallel()
 	_, _, err := parseWorkerConfig([]string{"-h"}, envMap(nil))
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)

@@ -12,6 +12,10 @@ import (
 
 // A second master on one SQLite file is refused with a clear message while
 // the first holds the lock, and starts once the first is gone.
+//
+// Not parallel: the lock is taken in this process, and a process that
+// another test forks meanwhile holds a copy of the lock's file until it
+// execs, which would keep the lock after unlock.
 func TestSecondSQLiteMasterRefused(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "schedulemaster.db")
 	unlock, err := lockSQLite(db)
@@ -36,6 +40,7 @@ func TestSecondSQLiteMasterRefused(t *testing.T) {
 // reads the dir; the first keeps running. Once the first is gone (killed:
 // the kernel drops its lock) a worker starts on the dir again.
 func TestSecondWorkerOnOneDataDirRefused(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	dir := t.TempDir()
 	first, _ := startWorker(t, m, "dd1", "--data-dir", dir)
@@ -60,6 +65,7 @@ func TestSecondWorkerOnOneDataDirRefused(t *testing.T) {
 // The README's first command starts a master in a directory with no data dir
 // yet: the lock, the database and the dir are all created on the first start.
 func TestFirstStartCreatesTheDataDir(t *testing.T) {
+	t.Parallel()
 	dataDir := filepath.Join(t.TempDir(), "fresh", "data")
 	m := startMaster(t, dataDir)
 	if status, body := m.api("GET", "/health", ""); status != 200 || !strings.Contains(body, `"leader":true`) {

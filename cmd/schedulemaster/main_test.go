@@ -14,6 +14,7 @@ import (
 )
 
 func TestRunCommands(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		args       []string
@@ -36,6 +37,7 @@ func TestRunCommands(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var out, errOut bytes.Buffer
 			code := run(tc.args, &out, &errOut, envMap(nil))
 			if code != tc.code {
@@ -52,6 +54,7 @@ func TestRunCommands(t *testing.T) {
 }
 
 func TestAdvertiseFor(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"0.0.0.0:30000":  "127.0.0.1:30000",
 		"[::]:30000":     "127.0.0.1:30000",
@@ -85,6 +88,7 @@ func openTestStore(t *testing.T) (*store.Store, store.DSN) {
 }
 
 func TestTokenCreate(t *testing.T) {
+	t.Parallel()
 	st, dsn := openTestStore(t)
 	var out bytes.Buffer
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

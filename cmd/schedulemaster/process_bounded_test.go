@@ -167,6 +167,7 @@ func (r *repeatedBatch) size() int64 { return int64(len(`{"runs":[]}`) + r.n*len
 // parallel 60 MB batches (what the old bound let in) are refused with 413
 // and grow it by as little.
 func TestProcessIngestMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	f := startReportFleet(t)
 	// Warm up: the first batch pays for pools and caches.
 	if status, body := f.deliver(t, f.fullBatch(t, "warm")); status != http.StatusOK {
@@ -234,6 +235,7 @@ func TestProcessIngestMemoryIsBounded(t *testing.T) {
 // Twelve concurrent lists of 500 runs, each with a 64 KiB output, grow the
 // master's RSS by less than 100 MB: lists carry previews, not outputs.
 func TestProcessRunListMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	f := startReportFleet(t)
 	for i := 0; i < 9; i++ { // 9 full batches: over 500 runs
 		if status, body := f.deliver(t, f.fullBatch(t, fmt.Sprintf("list%d", i))); status != http.StatusOK {

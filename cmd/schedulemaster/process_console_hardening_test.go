@@ -15,6 +15,7 @@ import (
 // TestMasterServerCutsTrickledBody: a client that sends its body one byte at
 // a time is cut off at the read timeout instead of holding the connection.
 func TestMasterServerCutsTrickledBody(t *testing.T) {
+	t.Parallel()
 	readErr := make(chan error, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
@@ -63,6 +64,7 @@ func TestMasterServerCutsTrickledBody(t *testing.T) {
 
 // TestMasterServerDefaults: without settings the server has every limit.
 func TestMasterServerDefaults(t *testing.T) {
+	t.Parallel()
 	srv := masterHTTPServer(masterConfig{}, http.NotFoundHandler(), storetest.Discard())
 	if srv.ReadTimeout != defReadTimeout || srv.WriteTimeout != defWriteTimeout || srv.IdleTimeout != defIdleTimeout ||
 		srv.MaxHeaderBytes != defMaxHeaderBytes || srv.ReadHeaderTimeout != readHeaderTimeout {
@@ -73,6 +75,7 @@ func TestMasterServerDefaults(t *testing.T) {
 // TestTrustedProxiesConfig: --trusted-proxies, SM_TRUSTED_PROXIES and the
 // file key take IPs and CIDRs; anything else is a configuration error.
 func TestTrustedProxiesConfig(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) lookupEnvFunc {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}

@@ -45,6 +45,7 @@ func (m *masterProc) delayed(id string) delayedJSON {
 // /api/v1/delayed/{id}; creating it again while pending answers the same one;
 // a cancelled one never fires.
 func TestProcessDelayedTask(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	startWorker(t, m, "dw1")
 	m.waitNode("dw1", 30*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })

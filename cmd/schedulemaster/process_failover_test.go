@@ -10,6 +10,7 @@ import (
 // live executor; afterwards the live ones share the fires. Every fire still
 // runs once.
 func TestProcessTaskContinuesWhenAnExecutorDies(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newTarget(t)
 	victimDir := t.TempDir()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,7 +23,24 @@ import (
 // binPath is the schedulemaster binary built once for the process tests.
 var binPath string
 
+// defaultParallel is how many tests of this package run side by side when
+// go test is given no -parallel. Its own default, GOMAXPROCS, is 2 on the CI
+// machine, but these tests spend nearly all their time waiting for real
+// processes and clocks (a fire per second, health probes every second, pages
+// polling), not on the CPU: one test at a time, the package used less than a
+// fifth of one core. Run with -parallel N to choose otherwise.
+const defaultParallel = "8"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", defaultParallel); err != nil {
+			fmt.Fprintln(os.Stderr, "set -test.parallel:", err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "smbin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -37,6 +55,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	sharedBrowser.stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -179,19 +198,31 @@ type masterProc struct {
 	client  *http.Client
 }
 
+// adminPassword is the password of user admin on every master the tests start.
+const adminPassword = "process-test-pw"
+
 // startMaster runs a master on an ephemeral port with a fresh SQLite database
 // (or dataDir when reused) and fast health checks unless args override them.
 func startMaster(t *testing.T, dataDir string, args ...string) *masterProc {
 	t.Helper()
+	fast := []string{"--health-interval", "1s", "--health-timeout", "500ms", "--max-failures", "3"}
+	return startMasterAs(t, dataDir, append(fast, args...)...)
+}
+
+// startMasterAs is startMaster with no health flags of its own: args alone
+// say how the master runs (without any health flag the stored settings
+// govern the health checker). Its API client is logged in as admin.
+func startMasterAs(t *testing.T, dataDir string, args ...string) *masterProc {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
-	base := []string{"master", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-password", "process-test-pw",
-		"--cluster-key", testClusterKey, "--health-interval", "1s", "--health-timeout", "500ms", "--max-failures", "3"}
+	base := []string{"master", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-password", adminPassword,
+		"--cluster-key", testClusterKey}
 	p, m := startProc(t, "master", masterReady, append(base, args...)...)
 	jar, _ := cookiejar.New(nil)
 	mp := &masterProc{proc: p, URL: m[1], DataDir: dataDir, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	resp, err := mp.client.PostForm(mp.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}})
+	resp, err := mp.client.PostForm(mp.URL+"/login", url.Values{"username": {"admin"}, "password": {adminPassword}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,6 +314,7 @@ func (f *hostileFleet) httpTask(title, every, path, executors, extra string) str
 }
 
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	f := startHostileFleet(t)
 	t.Run("01_binary_output_never_blocks_runs", f.binaryOutput)
 	t.Run("02_nul_and_invalid_utf8_inputs", f.badTextInputs)
@@ -702,7 +703,7 @@ func (f *hostileFleet) nodeIdentity(t *testing.T) {
 func (f *hostileFleet) logoutReplay(t *testing.T) {
 	m := f.m
 	c := noRedirectClient()
-	status, _, _ := do(t, c, formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}}))
+	status, _, _ := do(t, c, formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {adminPassword}}))
 	if status != http.StatusSeeOther {
 		t.Fatalf("login: %d", status)
 	}
@@ -748,7 +749,7 @@ func (f *hostileFleet) loginNext(t *testing.T) {
 		// A bare round trip: http.Client refuses to parse a Location holding
 		// control characters, which is exactly what must be looked at.
 		resp, err := http.DefaultTransport.RoundTrip(formReq(m.URL+"/login",
-			url.Values{"username": {"admin"}, "password": {"process-test-pw"}, "next": {next}}))
+			url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {next}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -761,7 +762,7 @@ func (f *hostileFleet) loginNext(t *testing.T) {
 		}
 	}
 	// A plain path is kept.
-	_, _, h := do(t, noRedirectClient(), formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {"process-test-pw"}, "next": {"/tasks"}}))
+	_, _, h := do(t, noRedirectClient(), formReq(m.URL+"/login", url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {"/tasks"}}))
 	if loc := h.Get("Location"); loc != "/tasks" {
 		t.Errorf("login with next=/tasks went to %q", loc)
 	}
@@ -929,6 +930,7 @@ func (b *multipartBody) Read(p []byte) (int, error) {
 // Case 3: six 40 MB multipart posts to the login form are refused and do not
 // grow the master's peak RSS by 50 MB.
 func TestHostileMultipartLoginMemory(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	pid := m.cmd.Process.Pid
 	before := vmHWM(t, pid)
@@ -1021,6 +1023,7 @@ func trickle(t *testing.T, addr, path string, bound time.Duration) time.Duration
 
 // Case 4: a body trickled a byte at a time is cut off by master and worker.
 func TestHostileSlowBodyCutOff(t *testing.T) {
+	t.Parallel()
 	mFlag, wFlag := timeoutFlag(t, "master"), timeoutFlag(t, "worker")
 	if mFlag == "" && wFlag == "" {
 		t.Skip("neither master nor worker has a --read-timeout flag (or env var) to shorten the default ~30s server timeouts for a process test; the cut-off is covered by in-process server tests")
@@ -1047,6 +1050,7 @@ func TestHostileSlowBodyCutOff(t *testing.T) {
 // Case 7: spoofed X-Forwarded-For / X-Real-IP neither bypass the login
 // throttle nor reach the log.
 func TestHostileLoginThrottleIgnoresForwardedFor(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	c := noRedirectClient()
 	throttled, other := 0, map[int]int{}
@@ -1109,6 +1113,7 @@ func wantMode(t *testing.T, when, path string, want os.FileMode) {
 // Case 14: the data dirs are 0700 and the database, spool and node key 0600,
 // also when they already exist with looser modes.
 func TestHostileDataFileModes(t *testing.T) {
+	t.Parallel()
 	mdir := filepath.Join(t.TempDir(), "master")
 	if err := os.Mkdir(mdir, 0o755); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ func get(t *testing.T, u string, hdr map[string]string) (int, string) {
 // a worker started with --metrics-listen serves its metrics there without
 // the secret, while its API keeps them behind it.
 func TestProcessMetrics(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	resp, err := m.client.PostForm(m.URL+"/tokens", url.Values{"name": {"prometheus"}})
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 // so its death does not enter the count (that case, a hit without a record,
 // is TestProcessTaskContinuesWhenAnExecutorDies's).
 func TestProcessMultiMasterFailoverOnMariaDB(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.MySQLDatabase(t) // skips without SM_TEST_MYSQL_DSN, fails with SM_TEST_REQUIRE_ALL=1
 	const interval = time.Second      // --health-interval of startMaster
 	const maxFailures = 3             // --max-failures of startMaster

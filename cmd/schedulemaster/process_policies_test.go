@@ -149,6 +149,7 @@ func running(n *nodeJSON) bool { return n.Status == 2 }
 // queue never runs two at once, runs a waiting fire right after the previous
 // run, with at most one waiting; allow overlaps.
 func TestProcessOverlapPolicies(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newPolicyTarget(t)
 	_, host := startWorker(t, m, "ov1")
@@ -258,6 +259,7 @@ func nodesOf(runs []policyRun) map[string]int {
 // round_robin alternates between two; hash keeps one key on the node the
 // rendezvous hash names.
 func TestProcessRoutingStrategies(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newPolicyTarget(t)
 	workers := map[string]*proc{}
@@ -382,6 +384,7 @@ func shardsSince(t *testing.T, tg *policyTarget, from int) []string {
 // each told its shard by {{SHARD_INDEX}}/{{SHARD_TOTAL}} in the URL and the
 // body; stopping one executor shrinks the total to the executors that run.
 func TestProcessBroadcastShards(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newPolicyTarget(t)
 	workers := map[string]*proc{}
@@ -498,6 +501,7 @@ func misfireTask(t *testing.T, policy string) (m *masterProc, tg *policyTarget, 
 // Misfire skip: the fires due while the only executor was stopped are one
 // skipped run by the master, with their count, recorded once.
 func TestProcessMisfireSkipWhileTheOnlyExecutorIsDown(t *testing.T) {
+	t.Parallel()
 	m, tg, id, missed := misfireTask(t, "skip")
 	var rec []policyRun
 	waitFor(t, 30*time.Second, "a misfire record", func() bool {
@@ -546,6 +550,7 @@ func hold(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // Misfire run_once: one catch-up run when the executor is back, no skipped record.
 func TestProcessMisfireRunOnceWhileTheOnlyExecutorIsDown(t *testing.T) {
+	t.Parallel()
 	m, _, id, _ := misfireTask(t, "run_once")
 	waitFor(t, 30*time.Second, "a catch-up run", func() bool {
 		for _, r := range m.policyRuns(id) {
@@ -590,6 +595,7 @@ func TestProcessMisfireRunOnceWhileTheOnlyExecutorIsDown(t *testing.T) {
 // master; with the master killed the fires cannot be claimed, and when it is
 // back the workers record the missed fires (worker-side misfire, skip).
 func TestProcessMisfireWhileTheMasterIsDown(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	m := startMaster(t, dataDir)
 	tg := newPolicyTarget(t)

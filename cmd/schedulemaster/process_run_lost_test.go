@@ -18,6 +18,7 @@ import (
 // worker starts again on the same data dir it kills the command and reports
 // the run as killed, so it never runs on beside the task's next runs.
 func TestProcessRunLostWithItsWorker(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	dataDir, pidFile := t.TempDir(), filepath.Join(t.TempDir(), "leader.pid")
 	w, _ := startWorker(t, m, "doomed", "--allow-shell", "--data-dir", dataDir)

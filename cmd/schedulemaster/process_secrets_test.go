@@ -17,6 +17,7 @@ import (
 // and the query: the stored output, the run API, the run search and the live
 // line show the mask, never the values.
 func TestProcessSecretValuesNeverShowInRuns(t *testing.T) {
+	t.Parallel()
 	const tok, hdr, bearer = "proc-tok-7f3a9", "proc-hdr-51c2e", "proc-bearer-88d0"
 	release := make(chan struct{})
 	var once sync.Once

@@ -153,6 +153,7 @@ func settle(t *testing.T, m *masterProc, tg *target, path, id string) []runJSON 
 }
 
 func TestProcessTaskRunsExactlyOncePerFireSpreadByWeight(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newTarget(t)
 	for i, prio := range []string{"1", "1", "2"} {
@@ -218,6 +219,7 @@ func TestProcessTaskRunsExactlyOncePerFireSpreadByWeight(t *testing.T) {
 }
 
 func TestProcessTaskTimeoutAndRetriesWithBackoff(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newTarget(t)
 	startWorker(t, m, "rw1")
@@ -257,6 +259,7 @@ func TestProcessTaskTimeoutAndRetriesWithBackoff(t *testing.T) {
 }
 
 func TestProcessShellTasksNeedAllowShell(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	startWorker(t, m, "noshell")
 	startWorker(t, m, "shell", "--allow-shell")
@@ -296,6 +299,7 @@ func TestProcessShellTasksNeedAllowShell(t *testing.T) {
 }
 
 func TestProcessPauseResumeStop(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	tg := newTarget(t)
 	w, host := startWorker(t, m, "pw1")
@@ -332,6 +336,7 @@ func TestProcessPauseResumeStop(t *testing.T) {
 }
 
 func TestProcessSingleExecutorSurvivesMasterDowntime(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	m := startMaster(t, dataDir)
 	tg := newTarget(t)

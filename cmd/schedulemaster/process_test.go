@@ -8,6 +8,7 @@ import (
 )
 
 func TestProcessAutoWorkerAppearsRunning(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	w, host := startWorker(t, m, "auto1", "--priority", "4", "--maxc", "9")
 	m.waitNode("auto1", 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
@@ -33,6 +34,7 @@ func TestProcessAutoWorkerAppearsRunning(t *testing.T) {
 }
 
 func TestProcessManualWorkerAppearsOnlyAfterConnect(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	_, host := startWorker(t, m, "man1", "--autor=false", "--workerof", "master")
 	// A manual worker does not register itself: give it a few health intervals.
@@ -62,6 +64,7 @@ func TestProcessManualWorkerAppearsOnlyAfterConnect(t *testing.T) {
 }
 
 func TestProcessWrongWorkerOfRefused(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	_, host := startWorker(t, m, "man2", "--autor=false", "--workerof", "other-master")
 	if status, body := m.api("POST", "/api/v1/nodes", `{"name":"man2","host":"`+host+`"}`); status != http.StatusCreated {
@@ -80,6 +83,7 @@ func TestProcessWrongWorkerOfRefused(t *testing.T) {
 // probe timeout (1s x 3 + 500ms here). The extra second covers process
 // scheduling on a loaded 2-core CI machine under -race and the API poll step.
 func TestProcessKilledWorkerTurnsOffline(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	w, _ := startWorker(t, m, "victim")
 	_, _ = startWorker(t, m, "bystander")
@@ -102,6 +106,7 @@ func TestProcessKilledWorkerTurnsOffline(t *testing.T) {
 }
 
 func TestProcessRestartedWorkersRecovered(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	// Manual worker, connected and enabled by the admin.
 	man, manHost := startWorker(t, m, "rman", "--autor=false", "--workerof", "master")

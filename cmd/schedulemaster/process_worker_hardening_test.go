@@ -14,6 +14,7 @@ import (
 // A client that sends headers and then drips the body to a real worker is cut
 // off by the worker's read timeout (shortened by --read-timeout here).
 func TestProcessWorkerCutsATrickledBody(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	_, host := startWorker(t, m, "trick1", "--read-timeout", "500ms")
 	conn, err := net.Dial("tcp", host)
@@ -45,6 +46,7 @@ func TestProcessWorkerCutsATrickledBody(t *testing.T) {
 // another machine (another data dir, so another key) cannot take the name.
 // The data dir and its files are private, also when they were not before.
 func TestProcessWorkerNodeKeyAndPrivateDataDir(t *testing.T) {
+	t.Parallel()
 	m := startMaster(t, "")
 	dir := filepath.Join(t.TempDir(), "w")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
