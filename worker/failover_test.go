@@ -90,6 +90,7 @@ func deadURL(t *testing.T) string {
 // A worker given [dead, A, B] registers, claims and delivers runs through A,
 // saying so; when A dies, claims and runs go on through B.
 func TestWorkerFailsOverAlongItsMasters(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
 	t.Cleanup(target.Close)
@@ -149,6 +150,7 @@ func TestWorkerFailsOverAlongItsMasters(t *testing.T) {
 // One URL, as before the list: registration works and a failure is retried
 // against the same master.
 func TestWorkerSingleMasterURL(t *testing.T) {
+	t.Parallel()
 	fm := &fakeMaster{}
 	fm.failures.Store(2)
 	msrv := httptest.NewServer(fm)

@@ -69,6 +69,7 @@ func httpSpec(id, url string, sch protocol.Schedule) protocol.TaskSpec {
 // one gocron job; a task joins and leaves groups as it is started, edited
 // and stopped, and a group's job goes with its last task.
 func TestFanOutOneGocronJobPerSchedule(t *testing.T) {
+	t.Parallel()
 	f := newFanOutRunner(t)
 	cron5 := protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "*/5 * * * * *"}
 	every5 := protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(5 * time.Second)}
@@ -133,6 +134,7 @@ func TestFanOutOneGocronJobPerSchedule(t *testing.T) {
 // task with several executors claims the fire, a single-executor one does
 // not, a broadcast task runs its shard.
 func TestFanOutFireKeepsEachTasksSemantics(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var paths []string
 	target := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
@@ -213,6 +215,7 @@ func TestFanOutFireKeepsEachTasksSemantics(t *testing.T) {
 // and headers at every fire, each fire with a body of its own; a task with
 // placeholders is built at each fire with its params; redirects are followed.
 func TestHTTPRequestsAreTheSameAtEveryFire(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []string
 	target := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {

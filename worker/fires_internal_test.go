@@ -26,6 +26,7 @@ func at(s string) time.Time {
 }
 
 func TestMissedFiresCountsTheScheduleBetweenTwoTimes(t *testing.T) {
+	t.Parallel()
 	every := func(d time.Duration) protocol.TaskDef {
 		return protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(d)}}
 	}
@@ -74,6 +75,7 @@ func TestMissedFiresCountsTheScheduleBetweenTwoTimes(t *testing.T) {
 // The last fires are written to fires.json and read by the next process; a
 // task stopped on purpose is forgotten; a corrupt file is ignored.
 func TestLastFiresFileAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	newR := func() *fanOutRunner {
 		f := newFanOutRunner(t)
@@ -126,6 +128,7 @@ func TestLastFiresFileAcrossProcesses(t *testing.T) {
 // the next fire it knew of, for two save periods) are not counted: a
 // catch-up must not run a fire twice.
 func TestMissedFiresAfterACleanStopAndAfterAKill(t *testing.T) {
+	t.Parallel()
 	last := time.Now().Truncate(time.Second).Add(-10 * time.Second).UTC()
 	for _, c := range []struct {
 		name  string
@@ -166,6 +169,7 @@ func TestMissedFiresAfterACleanStopAndAfterAKill(t *testing.T) {
 // for all (a per-second cron down for a day is 86,400 fires to walk), and
 // each gets its own record.
 func TestMissedFiresOfManyTasksAfterADayDown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	last := time.Now().Truncate(time.Second).Add(-24 * time.Hour).UTC()
 	file := firesFile{SavedAt: last, Clean: true, Tasks: map[string]time.Time{}}
@@ -244,6 +248,7 @@ func (m *runsMaster) runs(task string) []protocol.RunReport {
 // task under skip, one catch-up run under run_once, nothing for a task
 // another executor may have run.
 func TestRestartedWorkerAppliesTheMisfirePolicy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for real schedule points")
 	}
@@ -354,6 +359,7 @@ func hasRun(runs []protocol.RunReport, fire time.Time) bool {
 // its tasks missed: the restarted worker forgets its last fires and records
 // nothing, so the outage is not recorded twice.
 func TestRestartNoticedByTheMasterRecordsNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for real schedule points")
 	}

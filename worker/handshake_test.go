@@ -87,6 +87,7 @@ func connectReq(node string) protocol.ConnectRequest {
 }
 
 func TestConnectAcceptsAndRotatesSecret(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	if h := w.Health(); h.Status != protocol.StateWaiting || h.Node != "w1" || h.BootID != w.BootID() || h.BootID == "" {
 		t.Fatalf("health before connect = %+v", h)
@@ -132,6 +133,7 @@ func TestConnectAcceptsAndRotatesSecret(t *testing.T) {
 }
 
 func TestConnectRefusals(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	md5sum := md5.Sum([]byte(masterName))
 	forged := func() worker.ConnectHeaders {
@@ -220,6 +222,7 @@ func TestConnectRefusals(t *testing.T) {
 }
 
 func TestConnectReplayedNonce(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	now := time.Now()
 	h := good("w1", now)
@@ -237,6 +240,7 @@ func TestConnectReplayedNonce(t *testing.T) {
 }
 
 func TestConnectRefusedWithoutMaster(t *testing.T) {
+	t.Parallel()
 	// An auto-registering worker without --workerof accepts no Connect until it registered.
 	cfg := manualConfig("w1")
 	cfg.AutoRegister, cfg.WorkerOf = true, ""
@@ -248,6 +252,7 @@ func TestConnectRefusedWithoutMaster(t *testing.T) {
 }
 
 func TestConnectAssignsNameToAnonymousWorker(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig(""))
 	now := time.Now()
 	resp, err := w.Connect(good("picked", now), connectReq("picked"), now)

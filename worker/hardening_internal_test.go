@@ -23,6 +23,7 @@ import (
 )
 
 func TestTailBufferCutsOnACharacterBoundaryWithANotice(t *testing.T) {
+	t.Parallel()
 	b := &tailBuffer{max: 10}
 	// 'é' is two bytes: 7 of them are 14 bytes, so a 10-byte cut lands inside
 	// the stream, and an odd cut would split one.
@@ -44,6 +45,7 @@ func TestTailBufferCutsOnACharacterBoundaryWithANotice(t *testing.T) {
 }
 
 func TestTailBufferReplacesNULAndInvalidBytes(t *testing.T) {
+	t.Parallel()
 	b := &tailBuffer{max: protocol.MaxOutputBytes}
 	b.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff"))
 	s, binary := b.Output()
@@ -61,6 +63,7 @@ func TestTailBufferReplacesNULAndInvalidBytes(t *testing.T) {
 // Random writes: the output is always valid UTF-8 without NUL, bounded, and
 // names what it cut.
 func TestTailBufferRandomBytes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 300; i++ {
 		max := 1 + rng.IntN(64)
@@ -107,6 +110,7 @@ func checkTail(t *testing.T, b *tailBuffer, max, total int) {
 // start() updating a task's executors while its job fires must not race
 // (go test -race): fire reads the spec without the runner's lock.
 func TestRunnerStartWhileFiringDoesNotRace(t *testing.T) {
+	t.Parallel()
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1),
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: context.Background(),
@@ -209,6 +213,7 @@ func journalSize(t *testing.T, dir string) int64 {
 }
 
 func TestReporterDropsRejectedRunsAndNeverResendsThem(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.reject["bad1"], m.reject["bad2"] = true, true
@@ -240,6 +245,7 @@ func TestReporterDropsRejectedRunsAndNeverResendsThem(t *testing.T) {
 // splitting and dropped; every other run of the batch is stored. Also after a
 // restart, with the bad run first in the journal.
 func TestReporterIsolatesAnUnreadableRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := testutil.Discard()
 	down := newScriptedMaster()
@@ -272,6 +278,7 @@ func TestReporterIsolatesAnUnreadableRun(t *testing.T) {
 
 // An unreachable master or a 5xx keeps the runs: none is dropped.
 func TestReporterKeepsRunsWhileTheMasterFails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.down = true
@@ -297,6 +304,7 @@ func TestReporterKeepsRunsWhileTheMasterFails(t *testing.T) {
 // Past the journal's bound new reports are dropped and counted; the older ones
 // stay and are delivered.
 func TestReporterJournalBound(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.down = true
@@ -330,6 +338,7 @@ func TestReporterJournalBound(t *testing.T) {
 // More than the queue holds in memory: delivery streams the journal from disk
 // in batches, everything arrives once, and the journal is emptied.
 func TestReporterStreamsASpilledJournal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := newScriptedMaster()
 	m.down = true
@@ -369,6 +378,7 @@ func TestReporterStreamsASpilledJournal(t *testing.T) {
 // A crash in the middle of an append leaves a partial line; the next process
 // skips it and still delivers the reports around it.
 func TestReporterSurvivesAPartialJournalLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	spool := filepath.Join(dir, "runs.spool")
 	content := `{"id":"a","task_id":"t"}` + "\n" + `{"id":"b","task_` // cut mid-line
@@ -390,6 +400,7 @@ func TestReporterSurvivesAPartialJournalLine(t *testing.T) {
 }
 
 func TestReadJournalLineBoundsLongLines(t *testing.T) {
+	t.Parallel()
 	long := bytes.Repeat([]byte("x"), maxJournalLine+10)
 	data := append(append(long, '\n'), []byte("{}\n")...)
 	br := newBufReader(data)

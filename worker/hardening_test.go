@@ -24,6 +24,7 @@ import (
 // An outsider without the cluster key gets the same answer whatever master
 // name it tries: the answer reveals nothing about --workerof.
 func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	now := time.Now()
 	_, errRight := w.Connect(sign("guessed-key-0123456789", masterName, masterName, "w1", now, protocol.NewNonce()), connectReq("w1"), now)
@@ -56,6 +57,7 @@ func TestConnectOutsiderLearnsNothingAboutWorkerOf(t *testing.T) {
 }
 
 func TestNodeKeyCreatedPrivateAndReused(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	cfg := manualConfig("w1")
 	cfg.DataDir = dir
@@ -78,6 +80,7 @@ func TestNodeKeyCreatedPrivateAndReused(t *testing.T) {
 // Files left with loose modes (an older version, an operator's cp) are made
 // private at start.
 func TestDataDirAndFilesMadePrivateAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -104,6 +107,7 @@ func TestDataDirAndFilesMadePrivateAtStart(t *testing.T) {
 }
 
 func TestCorruptNodeKeyIsAStartupError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, worker.NodeKeyFile)
 	if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
@@ -134,6 +138,7 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 // The registration carries the node key and its signature, and the key is the
 // same after a restart on the same data dir.
 func TestRegistrationIsSignedWithTheNodeKey(t *testing.T) {
+	t.Parallel()
 	fm := &fakeMaster{}
 	msrv := httptest.NewServer(fm)
 	t.Cleanup(msrv.Close)
@@ -167,6 +172,7 @@ func TestRegistrationIsSignedWithTheNodeKey(t *testing.T) {
 // A client that sends its headers and then drips the body is cut off by the
 // server's read timeout instead of holding the connection.
 func TestWorkerServerCutsATrickledBody(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	to := worker.DefaultServerTimeouts()
 	to.ReadHeader, to.Read = 200*time.Millisecond, 500*time.Millisecond
@@ -214,6 +220,7 @@ func TestWorkerServerCutsATrickledBody(t *testing.T) {
 
 // Every worker route bounds its body before parsing: oversized bodies get 413.
 func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
 	_, resp, _ := connectHTTP(t, srv.URL, "w1")
@@ -253,6 +260,7 @@ func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
 // The routes of runs in progress need the current secret, and answer 404 for
 // a run that is not in progress here, whatever its id looks like.
 func TestRunRoutesNeedTheSecretAndARunInProgress(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
 	_, resp, _ := connectHTTP(t, srv.URL, "w1")

@@ -67,6 +67,7 @@ func connectHTTP(t *testing.T, base, node string) (int, protocol.ConnectResponse
 }
 
 func TestHTTPConnect(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
 
@@ -117,6 +118,7 @@ func TestHTTPConnect(t *testing.T) {
 }
 
 func TestHTTPSecretGuard(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	run(t, w)
 	srv := serveWorker(t, w)
@@ -242,6 +244,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
+	t.Parallel()
 	fm := &fakeMaster{}
 	fm.failures.Store(1)
 	msrv := httptest.NewServer(fm)
@@ -297,6 +300,7 @@ func TestRunRegistersWithRetryAndStopGoesOffline(t *testing.T) {
 }
 
 func TestRunStopsRetryingWhenCancelled(t *testing.T) {
+	t.Parallel()
 	fm := &fakeMaster{}
 	fm.failures.Store(1 << 20)
 	msrv := httptest.NewServer(fm)
@@ -320,6 +324,7 @@ func TestRunStopsRetryingWhenCancelled(t *testing.T) {
 }
 
 func TestRunManualIsReadyAtOnce(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	msrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(msrv.Close)
@@ -353,6 +358,7 @@ func TestRunManualIsReadyAtOnce(t *testing.T) {
 // with another method is a JSON 404 like any unknown route, task operations
 // answer a TaskReply, and a body with data after the JSON value is a 400.
 func TestHandlerRoutesAndReplies(t *testing.T) {
+	t.Parallel()
 	w := newWorker(t, manualConfig("w1"))
 	srv := serveWorker(t, w)
 	code, c, raw := connectHTTP(t, srv.URL, "w1")

@@ -71,6 +71,7 @@ func finalReport(t *testing.T, sink *reportSink, id string) protocol.RunReport {
 }
 
 func TestKillAbandonsAnHTTPRunAndDoesNotRetryIt(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t) // holds every request until released
 	defer target.open()
 	r, sink := newLiveRunner(t, 50*time.Millisecond)
@@ -127,6 +128,7 @@ func TestKillAbandonsAnHTTPRunAndDoesNotRetryIt(t *testing.T) {
 }
 
 func TestKillEndsAShellRunsWholeProcessGroupAndShowsItsOutput(t *testing.T) {
+	t.Parallel()
 	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t2", Title: "t", Type: protocol.TaskShell,
@@ -170,6 +172,7 @@ func TestKillEndsAShellRunsWholeProcessGroupAndShowsItsOutput(t *testing.T) {
 }
 
 func TestShortRunsSendNoStartNotice(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t)
 	target.open() // answers at once
 	r, sink := newLiveRunner(t, time.Hour)
@@ -196,6 +199,7 @@ func TestShortRunsSendNoStartNotice(t *testing.T) {
 }
 
 func TestParseRunIDReadsWhatStringWrites(t *testing.T) {
+	t.Parallel()
 	var g runIDs
 	for range 3 {
 		id := g.next()

@@ -65,6 +65,7 @@ func testWorkerWith(t *testing.T, masterURL string) *Worker {
 // A 5xx moves the call, and the later ones, to the next master; a 4xx is the
 // cluster's answer and is returned as it is, with no other master asked.
 func TestPostFailsOverOn5xxNotOn4xx(t *testing.T) {
+	t.Parallel()
 	ms, urls := newStatusMasters(t, 3)
 	w := testWorkerWith(t, urls[0]+","+urls[1]+","+urls[2])
 	ctx := context.Background()
@@ -111,6 +112,7 @@ func TestPostFailsOverOn5xxNotOn4xx(t *testing.T) {
 // A master that does not answer at all (closed) is skipped; a call the caller
 // cancelled does not move to another master.
 func TestPostFailsOverOnConnectionErrors(t *testing.T) {
+	t.Parallel()
 	ms, urls := newStatusMasters(t, 1)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
@@ -133,6 +135,7 @@ func TestPostFailsOverOnConnectionErrors(t *testing.T) {
 // Many calls failing on one master at once move the worker one step, not
 // past the live master behind it.
 func TestConcurrentFailuresMoveOneStep(t *testing.T) {
+	t.Parallel()
 	ms, urls := newStatusMasters(t, 3)
 	ms[0].status.Store(http.StatusInternalServerError)
 	w := testWorkerWith(t, urls[0]+","+urls[1]+","+urls[2])
@@ -153,6 +156,7 @@ func TestConcurrentFailuresMoveOneStep(t *testing.T) {
 }
 
 func TestMasterURLs(t *testing.T) {
+	t.Parallel()
 	got := MasterURLs(" http://a:1/ ,http://b:2,, ")
 	want := []string{"http://a:1", "http://b:2", "", ""}
 	if !reflect.DeepEqual(got, want) {
@@ -166,6 +170,7 @@ func TestMasterURLs(t *testing.T) {
 // A re-registration started by a 401 is background work of the worker: Stop
 // cancels it and waits for it, and none starts after Stop.
 func TestStopEndsAndWaitsForReregistration(t *testing.T) {
+	t.Parallel()
 	entered := make(chan struct{}, 1)
 	ended := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {

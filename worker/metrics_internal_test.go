@@ -17,6 +17,7 @@ import (
 // undelivered part of its journal; fired counts fires and their lag; a nil
 // *metrics records nothing.
 func TestWorkerMetrics(t *testing.T) {
+	t.Parallel()
 	var none *metrics
 	none.fired(time.Second)
 	none.ran(protocol.ResultSuccess, time.Second)

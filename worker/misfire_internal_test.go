@@ -95,6 +95,7 @@ func misfireRuns(runs []protocol.RunReport) []protocol.RunReport {
 }
 
 func TestMisfireSkipRecordsOneSkippedRunWithTheCount(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for real schedule points")
 	}
@@ -130,6 +131,7 @@ func TestMisfireSkipRecordsOneSkippedRunWithTheCount(t *testing.T) {
 }
 
 func TestMisfireSkipFlushesALongOutagePerWindow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for real schedule points")
 	}
@@ -145,6 +147,7 @@ func TestMisfireSkipFlushesALongOutagePerWindow(t *testing.T) {
 }
 
 func TestMisfireRunOnceRunsOneCatchUp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for real schedule points")
 	}

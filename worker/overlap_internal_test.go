@@ -173,6 +173,7 @@ func fireMany(r *runner, n int) {
 }
 
 func TestOverlapAllowRunsFiresTogether(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t)
 	r, sink := newOverlapRunner(t, target, protocol.OverlapAllow, 0, time.Hour)
 	go fireMany(r, 3)
@@ -185,6 +186,7 @@ func TestOverlapAllowRunsFiresTogether(t *testing.T) {
 }
 
 func TestOverlapSkipRecordsWhyAndNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t)
 	r, sink := newOverlapRunner(t, target, protocol.OverlapSkip, 0, time.Hour)
 	go r.fire(r.job("t1"))
@@ -224,6 +226,7 @@ func TestOverlapSkipRecordsWhyAndNeverOverlaps(t *testing.T) {
 // A run's retries belong to it: fires during its attempts and backoffs are
 // skipped, and quote the attempt in progress.
 func TestOverlapSkipCoversRetries(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t)
 	target.release, target.hold, target.fail = nil, 50*time.Millisecond, 2
 	r, sink := newOverlapRunner(t, target, protocol.OverlapSkip, 2, time.Hour)
@@ -279,6 +282,7 @@ func TestOverlapSkipCoversRetries(t *testing.T) {
 }
 
 func TestOverlapQueueRunsBackToBackWithOneWaiting(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t)
 	r, sink := newOverlapRunner(t, target, protocol.OverlapQueue, 0, time.Hour)
 	spec, _ := r.get("t1")
@@ -318,6 +322,7 @@ func TestOverlapQueueRunsBackToBackWithOneWaiting(t *testing.T) {
 
 // A fire queued behind a run of a task stopped meanwhile does not run.
 func TestOverlapQueuedFireOfAStoppedTaskIsSkipped(t *testing.T) {
+	t.Parallel()
 	target := newSlowTarget(t)
 	r, sink := newOverlapRunner(t, target, protocol.OverlapQueue, 0, time.Hour)
 	spec, _ := r.get("t1")
@@ -339,6 +344,7 @@ func TestOverlapQueuedFireOfAStoppedTaskIsSkipped(t *testing.T) {
 
 // Under the real schedule: a 1 s interval whose run lasts 2.5 s, policy skip.
 func TestOverlapSkipUnderTheSchedule(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for real schedule points")
 	}

@@ -12,6 +12,7 @@ import (
 // marshalReport writes the very bytes encoding/json writes, for every kind
 // of string a run's output or ids may hold.
 func TestMarshalReportMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	code := 3
 	base := protocol.RunReport{ID: "0b7c1f4e-8a2d-4c6e-9f10-1234567890ab", TaskID: "t1", Node: "w1",
 		ScheduledAt: time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC), StartedAt: time.Date(2026, 3, 29, 1, 0, 0, 1_234_567, time.UTC),

@@ -52,6 +52,7 @@ func (m *boundedMaster) total() int {
 // over its byte bound, from the in-memory queue and from the journal after a
 // restart alike, each run once.
 func TestReporterBatchesFitTheMasterBound(t *testing.T) {
+	t.Parallel()
 	worst := strings.Repeat("\x01", protocol.MaxOutputBytes)
 	for _, fromJournal := range []bool{false, true} {
 		dir := t.TempDir()
@@ -100,6 +101,7 @@ func TestReporterBatchesFitTheMasterBound(t *testing.T) {
 // A busy master's 429 keeps the batch, and the next delivery waits for its
 // Retry-After rather than the shorter backoff.
 func TestReporterHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var calls []time.Time
 	post := func(_ context.Context, runs []protocol.RunReport) (protocol.RunsResponse, error) {

@@ -17,6 +17,7 @@ import (
 // A broadcast task runs every fire on this executor without a claim, each
 // run told its shard as env and placeholders, one run report per fire.
 func TestBroadcastRunsWithoutClaimAndTellsTheShard(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var queries []string
 	target := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestTailBufferKeepsTheEnd(t *testing.T) {
+	t.Parallel()
 	b := &tailBuffer{max: 10}
 	for i := 0; i < 5; i++ {
 		b.Write([]byte("abcdefgh"))
@@ -31,6 +32,7 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 }
 
 func TestScheduledFireNamesTheScheduleTime(t *testing.T) {
+	t.Parallel()
 	tj := planJob(t, protocol.TaskDef{Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "*/5 * * * * *"}})
 	base := time.Date(2026, 1, 2, 3, 4, 10, 0, time.UTC)
 	for _, lag := range []time.Duration{0, 3 * time.Millisecond, 900 * time.Millisecond, 4 * time.Second} {
@@ -84,6 +86,7 @@ func (f *fakeMaster) count() int {
 }
 
 func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fm := &fakeMaster{down: true, got: map[string]int{}}
 	log := testutil.Discard()
@@ -136,6 +139,7 @@ func TestReporterSpoolsWhileMasterIsDownAndDeliversLater(t *testing.T) {
 }
 
 func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := testutil.Discard()
 	down := &fakeMaster{down: true, got: map[string]int{}}
@@ -170,6 +174,7 @@ func TestReporterSpoolsAtShutdownAndANewProcessDelivers(t *testing.T) {
 // A process killed right after a run keeps its report in the journal; the next
 // process delivers it.
 func TestReporterJournalSurvivesAKill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := testutil.Discard()
 	never := func(context.Context, []protocol.RunReport) (protocol.RunsResponse, error) {

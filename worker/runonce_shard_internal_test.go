@@ -9,6 +9,7 @@ import (
 // A run once of a broadcast task is told the shard the master sent with it,
 // as env and placeholders; other routings run the spec unchanged.
 func TestRunOnceSpecShardsBroadcastRuns(t *testing.T) {
+	t.Parallel()
 	scheduled := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "b", Routing: protocol.RoutingBroadcast,
 		Params: map[string]string{"K": "v"}, Shell: &protocol.ShellSpec{Command: "x"}}, ShardIndex: 2, ShardTotal: 3}
 	sent := scheduled

@@ -41,6 +41,7 @@ func assertNoSecret(t *testing.T, what, s string) {
 }
 
 func TestSecretValuesAreMaskedInLiveLineOutputAndErrors(t *testing.T) {
+	t.Parallel()
 	r, sink := newLiveRunner(t, 50*time.Millisecond)
 
 	// The live line of a running request whose path holds the secret param.
@@ -102,6 +103,7 @@ func TestSecretValuesAreMaskedInLiveLineOutputAndErrors(t *testing.T) {
 }
 
 func TestShellOutputMasksAValueSplitAcrossWrites(t *testing.T) {
+	t.Parallel()
 	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "sh", Title: "t", Type: protocol.TaskShell,
 		Timeout:  protocol.Duration(30 * time.Second),
@@ -151,6 +153,7 @@ func (s *seen) header(path string) (http.Header, bool) {
 }
 
 func TestRedirectToAnotherPortDropsCredentials(t *testing.T) {
+	t.Parallel()
 	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	r.http = &http.Client{CheckRedirect: checkRedirect}
 
@@ -251,6 +254,7 @@ func TestRedirectToAnotherPortDropsCredentials(t *testing.T) {
 }
 
 func TestScrubberIgnoresShortValuesAndMasksEscapedForms(t *testing.T) {
+	t.Parallel()
 	d := protocol.TaskDef{Params: map[string]string{"a": "abc", "b": "x y/z+w"}, SecretParams: []string{"a", "b"}}
 	s := protocol.NewScrubber(&d)
 	got := s.Scrub("abc x y/z+w x+y%2Fz%2Bw x%20y%2Fz+w")
@@ -264,6 +268,7 @@ func TestScrubberIgnoresShortValuesAndMasksEscapedForms(t *testing.T) {
 }
 
 func TestScrubberMasksBasicAuthPasswordsAndBearerTokens(t *testing.T) {
+	t.Parallel()
 	d := protocol.TaskDef{HTTP: &protocol.HTTPSpec{URL: "http://x/", Headers: map[string]string{
 		"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("bob:basic-pw-1")), "X-Api-Key": "Token key-22"}}}
 	got := protocol.NewScrubber(&d).Scrub("pw=basic-pw-1 key=key-22 user=bob")
@@ -275,6 +280,7 @@ func TestScrubberMasksBasicAuthPasswordsAndBearerTokens(t *testing.T) {
 // A value whose start was cut off with the output's beginning leaves no end
 // visible: the bytes at the cut that may hold it are dropped too.
 func TestTailBufferCutLeavesNoEndOfASecret(t *testing.T) {
+	t.Parallel()
 	sc := protocol.NewScrubber(&protocol.TaskDef{Params: map[string]string{"p": "secret-value-1"}, SecretParams: []string{"p"}})
 	b := &tailBuffer{max: 12, scrub: sc}
 	_, _ = b.Write([]byte("zzzzzz" + "secret-value-1" + "tail"))

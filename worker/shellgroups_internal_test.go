@@ -42,6 +42,7 @@ func startGroup(t *testing.T, command string) (*exec.Cmd, *bufio.Reader, chan st
 // leader is still the same process, reports its run as killed, and leaves
 // alone a pid that now belongs to another process. Odd entries are dropped.
 func TestShellCommandsLeftByADeadWorkerAreKilledAtTheNextStart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	g, err := newShellGroups(dataDir, testutil.Discard())
 	if err != nil {
@@ -123,6 +124,7 @@ func TestShellCommandsLeftByADeadWorkerAreKilledAtTheNextStart(t *testing.T) {
 // A shell run is listed while it runs and taken off once it ended; without a
 // data dir nothing is listed.
 func TestShellRunsAreListedWhileTheyRun(t *testing.T) {
+	t.Parallel()
 	r, sink := newLiveRunner(t, 50*time.Millisecond)
 	dataDir := t.TempDir()
 	g, err := newShellGroups(dataDir, testutil.Discard())

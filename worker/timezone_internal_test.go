@@ -19,6 +19,7 @@ import (
 // task's time zone and with its DST rules, and names each fire by its real
 // instant in UTC.
 func TestRunnerCronTimezoneDST(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, clock string
 		want        []string

@@ -13,6 +13,7 @@ import (
 // little early, over 800 ms late (moved back to its free second), missing,
 // and doubled.
 func TestAttributeArrivals(t *testing.T) {
+	t.Parallel()
 	from := time.Unix(1_800_000_000, 0)
 	at := func(sec int, ms int) time.Time {
 		return from.Add(time.Duration(sec)*time.Second + time.Duration(ms)*time.Millisecond)
@@ -47,6 +48,7 @@ func TestAttributeArrivals(t *testing.T) {
 // A Dkron that dies while starting (as it did at 500 tasks: too many open
 // files) is reported as crashed with the reason its log gives, at once.
 func TestPeerReportsACrashedDkron(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "dkron")
 	script := "#!/bin/sh\necho 'time=\"x\" level=fatal msg=\"listen tcp 127.0.0.1:1: accept4: too many open files\"' >&2\nexit 1\n"
