@@ -30,7 +30,7 @@ func (s *server) showAccount(c *gin.Context) {
 // API token has no account).
 func (s *server) accountVM(c *gin.Context) (*master.User, views.AccountVM, bool) {
 	p := currentUser(c)
-	u, err := s.m.GetUser(c.Request.Context(), p.Name)
+	u, err := s.m.Accounts().GetUser(c.Request.Context(), p.Name)
 	if master.KindOf(err) == master.KindNotFound {
 		s.errorPage(c, http.StatusNotFound, "Only a logged-in user has an account page; "+p.Name+" is not a user.")
 		return nil, views.AccountVM{}, false
@@ -54,7 +54,7 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 	next, confirm := c.PostForm("new_password"), c.PostForm("new_password_confirm")
 	vm.PwErrors = map[string]string{}
 	ip := c.ClientIP()
-	err := s.m.ChangeOwnPassword(c.Request.Context(), u, ip, current, next, confirm)
+	err := s.m.Accounts().ChangeOwnPassword(c.Request.Context(), u, ip, current, next, confirm)
 	if master.KindOf(err) == master.KindLimited {
 		wait := master.RetryAfter(err)
 		vm.PwErrors["current_password"] = fmt.Sprintf("too many wrong passwords; try again in %s", wait.Round(time.Second))
@@ -94,7 +94,7 @@ func (s *server) changeOwnEmail(c *gin.Context) {
 	if msg := emailDomainProblem(vm.Email); msg != "" {
 		err = protocol.FieldErrors{"email": msg}
 	} else {
-		err = s.m.ChangeOwnEmail(c.Request.Context(), u.Username, vm.Email)
+		err = s.m.Accounts().ChangeOwnEmail(c.Request.Context(), u.Username, vm.Email)
 	}
 	vm.EmailErrors = map[string]string{}
 	if master.Merge(vm.EmailErrors, err) {

@@ -28,7 +28,7 @@ type principal = master.Principal
 // newSessionStore builds the cookie store from keys the engine keeps in the
 // database, so a restart (or a second master) keeps users logged in.
 func newSessionStore(ctx context.Context, m *master.Master, secure bool) (*sessions.CookieStore, error) {
-	hashKey, blockKey, err := m.SessionKeys(ctx)
+	hashKey, blockKey, err := m.Accounts().SessionKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("handlers: %w", err)
 	}
@@ -107,7 +107,7 @@ func (s *server) authenticate(c *gin.Context) (*principal, error) {
 		if !ok || tok == "" {
 			return nil, nil
 		}
-		return s.m.AuthenticateToken(ctx, tok, time.Now())
+		return s.m.Accounts().AuthenticateToken(ctx, tok, time.Now())
 	}
 	sess, err := s.sessions.Get(c.Request, sessionName)
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *server) authenticate(c *gin.Context) (*principal, error) {
 	if !ok || tok == "" {
 		return nil, nil
 	}
-	return s.m.AuthenticateSession(ctx, tok, time.Now())
+	return s.m.Accounts().AuthenticateSession(ctx, tok, time.Now())
 }
 
 func currentUser(c *gin.Context) *principal {
@@ -185,7 +185,7 @@ func (s *server) takeFlash(c *gin.Context) *views.Flash {
 func (s *server) startSession(c *gin.Context, u *master.User) error {
 	sess, _ := s.sessions.Get(c.Request, sessionName)
 	old, _ := sess.Values["sid"].(string)
-	tok, err := s.m.StartSession(c.Request.Context(), u.Username, old)
+	tok, err := s.m.Accounts().StartSession(c.Request.Context(), u.Username, old)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *server) startSession(c *gin.Context, u *master.User) error {
 func (s *server) endSession(c *gin.Context) error {
 	sess, _ := s.sessions.Get(c.Request, sessionName)
 	if tok, ok := sess.Values["sid"].(string); ok && tok != "" {
-		return s.m.EndSession(c.Request.Context(), tok)
+		return s.m.Accounts().EndSession(c.Request.Context(), tok)
 	}
 	return nil
 }

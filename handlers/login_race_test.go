@@ -20,7 +20,7 @@ func TestLoginThrottleCannotBeRaced(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, ns storetest.NamedStore) {
 		a := newEnv(t, ns)
 		b := a.otherMaster()
-		checks := func() int64 { return a.m.PasswordChecks() + b.m.PasswordChecks() }
+		checks := func() int64 { return a.m.Accounts().PasswordChecks() + b.m.Accounts().PasswordChecks() }
 		before := checks()
 		const guesses = 60
 		statuses := make([]int, guesses+1)

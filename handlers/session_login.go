@@ -32,7 +32,7 @@ func (s *server) login(c *gin.Context) {
 		s.render(c, http.StatusBadRequest, views.LoginPage(vm))
 		return
 	}
-	u, err := s.m.Login(c.Request.Context(), ip, username, password)
+	u, err := s.m.Accounts().Login(c.Request.Context(), ip, username, password)
 	switch master.KindOf(err) {
 	case 0:
 		if err != nil {

@@ -78,7 +78,7 @@ func (s *server) testNotifications(c *gin.Context) {
 	defer cancel()
 	email := ""
 	if p := currentUser(c); p != nil {
-		u, err := s.m.GetUser(ctx, p.Name)
+		u, err := s.m.Accounts().GetUser(ctx, p.Name)
 		switch {
 		case err == nil:
 			email = u.Email

@@ -27,7 +27,7 @@ func (s *server) createToken(c *gin.Context) {
 	var plain string
 	if len(fe) == 0 {
 		var err error
-		plain, _, err = s.m.CreateToken(c.Request.Context(), currentUser(c).Name, in)
+		plain, _, err = s.m.Accounts().CreateToken(c.Request.Context(), currentUser(c).Name, in)
 		if err != nil && !errors.As(err, &fe) {
 			s.serverError(c, err)
 			return
@@ -82,7 +82,7 @@ func (s *server) apiCreateToken(c *gin.Context) {
 		}
 		in.ExpiresAt = exp
 	}
-	plain, t, err := s.m.CreateToken(c.Request.Context(), currentUser(c).Name, in)
+	plain, t, err := s.m.Accounts().CreateToken(c.Request.Context(), currentUser(c).Name, in)
 	if err != nil {
 		s.apiError(c, err)
 		return

@@ -23,7 +23,7 @@ func (s *server) listTokens(c *gin.Context) {
 }
 
 func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
-	ts, err := s.m.ListTokens(c.Request.Context())
+	ts, err := s.m.Accounts().ListTokens(c.Request.Context())
 	if err != nil {
 		return views.TokensVM{}, err
 	}
@@ -72,7 +72,7 @@ func toAPIToken(t *master.APIToken, now time.Time) apiToken {
 
 // apiListTokens lists every API token (never their values).
 func (s *server) apiListTokens(c *gin.Context) {
-	ts, err := s.m.ListTokens(c.Request.Context())
+	ts, err := s.m.Accounts().ListTokens(c.Request.Context())
 	if err != nil {
 		s.serverError(c, err)
 		return

@@ -19,7 +19,7 @@ func (s *server) revokeToken(c *gin.Context) {
 		s.tokenOutcome(c, http.StatusNotFound, false, "No such token.")
 		return
 	}
-	t, err := s.m.RevokeToken(c.Request.Context(), id)
+	t, err := s.m.Accounts().RevokeToken(c.Request.Context(), id)
 	if err != nil {
 		status := errorStatus(err)
 		if status == 0 {
@@ -41,7 +41,7 @@ func (s *server) apiRevokeToken(c *gin.Context) {
 		c.JSON(http.StatusNotFound, gin.H{"error": "there is no API token " + strconv.Quote(c.Param("id"))})
 		return
 	}
-	t, err := s.m.RevokeToken(c.Request.Context(), id)
+	t, err := s.m.Accounts().RevokeToken(c.Request.Context(), id)
 	if err != nil {
 		s.apiError(c, err)
 		return

@@ -34,7 +34,7 @@ func toAPIUser(c *gin.Context, u *master.User) apiUser {
 
 // apiListUsers answers GET /api/v1/users with every user, by username.
 func (s *server) apiListUsers(c *gin.Context) {
-	us, _, err := s.m.ListUsers(c.Request.Context(), 0, 0)
+	us, _, err := s.m.Accounts().ListUsers(c.Request.Context(), 0, 0)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -49,7 +49,7 @@ func (s *server) apiListUsers(c *gin.Context) {
 // apiGetUser answers GET /api/v1/users/{username}.
 func (s *server) apiGetUser(c *gin.Context) {
 	name := c.Param("username")
-	u, err := s.m.GetUser(c.Request.Context(), name)
+	u, err := s.m.Accounts().GetUser(c.Request.Context(), name)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -79,11 +79,11 @@ func (s *server) apiCreateUser(c *gin.Context) {
 		s.apiError(c, protocol.FieldErrors{"email": msg})
 		return
 	}
-	if err := s.m.CreateUser(c.Request.Context(), master.NewUser{Username: b.Username, Role: b.Role, Email: b.Email, Password: b.Password}); err != nil {
+	if err := s.m.Accounts().CreateUser(c.Request.Context(), master.NewUser{Username: b.Username, Role: b.Role, Email: b.Email, Password: b.Password}); err != nil {
 		s.apiError(c, err)
 		return
 	}
-	u, err := s.m.GetUser(c.Request.Context(), b.Username)
+	u, err := s.m.Accounts().GetUser(c.Request.Context(), b.Username)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -114,11 +114,11 @@ func (s *server) apiPatchUser(c *gin.Context) {
 			return
 		}
 	}
-	if err := s.m.PatchUser(c.Request.Context(), name, master.UserPatch(b)); err != nil {
+	if err := s.m.Accounts().PatchUser(c.Request.Context(), name, master.UserPatch(b)); err != nil {
 		s.apiError(c, err)
 		return
 	}
-	u, err := s.m.GetUser(c.Request.Context(), name)
+	u, err := s.m.Accounts().GetUser(c.Request.Context(), name)
 	if err != nil {
 		s.serverError(c, err)
 		return

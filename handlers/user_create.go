@@ -32,7 +32,7 @@ func (s *server) createUser(c *gin.Context) {
 		f.Errors["password_confirm"] = "does not match the password"
 	}
 	if len(f.Errors) == 0 {
-		err := s.m.CreateUser(c.Request.Context(), u)
+		err := s.m.Accounts().CreateUser(c.Request.Context(), u)
 		if err == nil {
 			s.setFlash(c, true, fmt.Sprintf("User %s created (%s).", f.Username, f.Role))
 			c.Redirect(http.StatusSeeOther, "/users")

@@ -29,7 +29,7 @@ func (s *server) listUsers(c *gin.Context) {
 func (s *server) usersVM(c *gin.Context, offset int) (views.UsersVM, error) {
 	ctx := c.Request.Context()
 	offset = max(offset, 0)
-	us, total, err := s.m.ListUsers(ctx, userPageSize, offset)
+	us, total, err := s.m.Accounts().ListUsers(ctx, userPageSize, offset)
 	if err != nil {
 		return views.UsersVM{}, err
 	}

@@ -25,7 +25,7 @@ func (s *server) showEditUser(c *gin.Context) {
 func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 	ctx := c.Request.Context()
 	name := c.Param("username")
-	u, err := s.m.GetUser(ctx, name)
+	u, err := s.m.Accounts().GetUser(ctx, name)
 	if master.KindOf(err) == master.KindNotFound {
 		s.errorPage(c, http.StatusNotFound, "There is no user "+name+".")
 		return views.UserEditVM{}, false
@@ -34,7 +34,7 @@ func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 		s.serverError(c, err)
 		return views.UserEditVM{}, false
 	}
-	admins, err := s.m.CountActiveAdmins(ctx)
+	admins, err := s.m.Accounts().CountActiveAdmins(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return views.UserEditVM{}, false
@@ -60,7 +60,7 @@ func (s *server) updateUser(c *gin.Context) {
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
 		return
 	}
-	err := s.m.PatchUser(c.Request.Context(), vm.Username, master.UserPatch{Role: &vm.Role, Email: &vm.Email})
+	err := s.m.Accounts().PatchUser(c.Request.Context(), vm.Username, master.UserPatch{Role: &vm.Role, Email: &vm.Email})
 	if master.Merge(vm.Errors, err) {
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
 		return
@@ -101,7 +101,7 @@ func (s *server) resetUserPassword(c *gin.Context) {
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
 		return
 	}
-	if err := s.m.ResetPassword(c.Request.Context(), vm.Username, password); err != nil {
+	if err := s.m.Accounts().ResetPassword(c.Request.Context(), vm.Username, password); err != nil {
 		status := errorStatus(err)
 		if status == 0 {
 			s.serverError(c, err)
@@ -127,7 +127,7 @@ func (s *server) userSetDisabled(c *gin.Context, disabled bool) {
 	if disabled {
 		verb = "disable"
 	}
-	if err := s.m.SetUserDisabled(c.Request.Context(), name, disabled); err != nil {
+	if err := s.m.Accounts().SetUserDisabled(c.Request.Context(), name, disabled); err != nil {
 		status := errorStatus(err)
 		if status == 0 {
 			s.serverError(c, err)

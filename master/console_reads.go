@@ -10,18 +10,18 @@ import (
 
 // ListUsers returns a page of users by name (limit 0: all) and how many
 // there are.
-func (m *Master) ListUsers(ctx context.Context, limit, offset int) ([]store.User, int, error) {
-	total, err := store.CountUsers(ctx, m.st.DB)
+func (a *Accounts) ListUsers(ctx context.Context, limit, offset int) ([]store.User, int, error) {
+	total, err := store.CountUsers(ctx, a.db)
 	if err != nil {
 		return nil, 0, err
 	}
-	us, err := store.ListUsers(ctx, m.st.DB, limit, offset)
+	us, err := store.ListUsers(ctx, a.db, limit, offset)
 	return us, total, err
 }
 
 // CountActiveAdmins counts the enabled admins (the last one cannot go).
-func (m *Master) CountActiveAdmins(ctx context.Context) (int, error) {
-	return store.CountActiveAdmins(ctx, m.st.DB)
+func (a *Accounts) CountActiveAdmins(ctx context.Context) (int, error) {
+	return store.CountActiveAdmins(ctx, a.db)
 }
 
 // StoredSetting is a setting's value as stored, false when none is (the

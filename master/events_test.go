@@ -171,7 +171,7 @@ func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
 		if err := e.m.DeleteTask(admin, tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.m.CreateUser(admin, master.NewUser{Username: "bob", Role: store.RoleViewer, Password: "bob-password-1"}); err != nil {
+		if err := e.m.Accounts().CreateUser(admin, master.NewUser{Username: "bob", Role: store.RoleViewer, Password: "bob-password-1"}); err != nil {
 			t.Fatal(err)
 		}
 

@@ -160,25 +160,25 @@ func (l *loginThrottle) checkPassword(hash []byte, password string) bool {
 
 // PasswordChecks is how many passwords this master has compared with a hash
 // (logins and current-password checks): what the throttle bounds.
-func (m *Master) PasswordChecks() int64 { return m.logins.checks.Load() }
+func (a *Accounts) PasswordChecks() int64 { return a.logins.checks.Load() }
 
 // Login checks a user's password from a client address under the shared
 // throttle and returns the user. A wrong name or password, or a disabled
 // user, is KindUnauthorized with one sentence for all (an unknown user takes
 // as long as a known one); a spent window is KindLimited with RetryAfter.
-func (m *Master) Login(ctx context.Context, ip, username, password string) (*store.User, error) {
+func (a *Accounts) Login(ctx context.Context, ip, username, password string) (*store.User, error) {
 	// Counted as background work: Stop waits for the throttle's writes.
-	done, ok := m.life.track()
+	done, ok := a.life.track()
 	if !ok {
 		return nil, Errorf(KindState, "the master is stopping")
 	}
 	defer done()
 	now := time.Now()
-	t, err := m.logins.reserve(ctx, ip, username, now)
+	t, err := a.logins.reserve(ctx, ip, username, now)
 	if err != nil {
 		return nil, err
 	}
-	u, err := store.GetUser(ctx, m.st.DB, username)
+	u, err := store.GetUser(ctx, a.db, username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -186,10 +186,10 @@ func (m *Master) Login(ctx context.Context, ip, username, password string) (*sto
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
-	if !m.logins.checkPassword(hash, password) || u == nil || u.Disabled {
-		m.logins.failed(ctx, now)
+	if !a.logins.checkPassword(hash, password) || u == nil || u.Disabled {
+		a.logins.failed(ctx, now)
 		return nil, Errorf(KindUnauthorized, "wrong username or password")
 	}
-	m.logins.succeeded(ctx, t, now)
+	a.logins.succeeded(ctx, t, now)
 	return u, nil
 }

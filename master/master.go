@@ -132,8 +132,9 @@ type Master struct {
 
 	// lease keeps this master's node row alive and the cluster lease.
 	lease *leaseKeeper
-	// logins is the shared login throttle.
-	logins *loginThrottle
+	// logins is the shared login throttle; accounts the users, sessions and tokens.
+	logins   *loginThrottle
+	accounts *Accounts
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
 	newNames nameRate
@@ -186,6 +187,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.life = newLifecycle()
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
 	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
+	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,
 		Log: log, Events: m.events, Interval: func() time.Duration { return m.HealthConfig().Interval },

@@ -16,7 +16,7 @@ const SessionTTL = 7 * 24 * time.Hour
 
 // SessionKeys returns the cookie hash and block keys, kept in the database so
 // that a restart, or a second master, keeps users logged in.
-func (m *Master) SessionKeys(ctx context.Context) (hashKey, blockKey []byte, err error) {
+func (a *Accounts) SessionKeys(ctx context.Context) (hashKey, blockKey []byte, err error) {
 	gen := func() (string, error) {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
@@ -26,7 +26,7 @@ func (m *Master) SessionKeys(ctx context.Context) (hashKey, blockKey []byte, err
 	}
 	var keys [][]byte
 	for _, name := range []string{"session_hash_key", "session_block_key"} {
-		v, err := store.EnsureSetting(ctx, m.st.DB, name, gen)
+		v, err := store.EnsureSetting(ctx, a.db, name, gen)
 		if err != nil {
 			return nil, nil, fmt.Errorf("master: session keys: %w", err)
 		}
@@ -43,22 +43,22 @@ func (m *Master) SessionKeys(ctx context.Context) (hashKey, blockKey []byte, err
 // token its cookie keeps. The session the request had, if any (old, its
 // token), ends, so a planted cookie never becomes a logged-in one; expired
 // sessions are pruned (logins are rare, so it costs nothing).
-func (m *Master) StartSession(ctx context.Context, username, old string) (string, error) {
+func (a *Accounts) StartSession(ctx context.Context, username, old string) (string, error) {
 	if old != "" {
-		if err := store.DeleteSession(ctx, m.st.DB, store.HashSessionToken(old)); err != nil {
+		if err := store.DeleteSession(ctx, a.db, store.HashSessionToken(old)); err != nil {
 			return "", err
 		}
 	}
 	now := time.Now()
-	if _, err := store.PruneSessions(ctx, m.st.DB, now); err != nil {
-		m.log.Warn("prune sessions", "err", err)
+	if _, err := store.PruneSessions(ctx, a.db, now); err != nil {
+		a.log.Warn("prune sessions", "err", err)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("master: session token: %w", err)
 	}
 	tok := hex.EncodeToString(b)
-	if err := store.CreateSession(ctx, m.st.DB, &store.Session{ID: store.HashSessionToken(tok), Username: username,
+	if err := store.CreateSession(ctx, a.db, &store.Session{ID: store.HashSessionToken(tok), Username: username,
 		CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}); err != nil {
 		return "", err
 	}
@@ -66,8 +66,8 @@ func (m *Master) StartSession(ctx context.Context, username, old string) (string
 }
 
 // EndSession ends the session of a cookie token (logout).
-func (m *Master) EndSession(ctx context.Context, token string) error {
-	return store.DeleteSession(ctx, m.st.DB, store.HashSessionToken(token))
+func (a *Accounts) EndSession(ctx context.Context, token string) error {
+	return store.DeleteSession(ctx, a.db, store.HashSessionToken(token))
 }
 
 // AuthenticateSession returns who a console session acts as now, nil when
@@ -75,15 +75,15 @@ func (m *Master) EndSession(ctx context.Context, token string) error {
 // server's row is the authority: logout, disable, password and role changes
 // delete it, so a replayed cookie is worthless. A database failure is
 // returned as it is.
-func (m *Master) AuthenticateSession(ctx context.Context, token string, now time.Time) (*Principal, error) {
-	row, err := store.GetSession(ctx, m.st.DB, store.HashSessionToken(token), now)
+func (a *Accounts) AuthenticateSession(ctx context.Context, token string, now time.Time) (*Principal, error) {
+	row, err := store.GetSession(ctx, a.db, store.HashSessionToken(token), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	u, err := store.GetUser(ctx, m.st.DB, row.Username)
+	u, err := store.GetUser(ctx, a.db, row.Username)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

@@ -98,12 +98,12 @@ func (p *Principal) Actor() string {
 // value, which is shown once and never stored. The owner must exist and be
 // enabled: a token acts as its owner, and a disabled owner's tokens are
 // refused.
-func (m *Master) CreateToken(ctx context.Context, owner string, in NewToken) (string, *store.APIToken, error) {
+func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (string, *store.APIToken, error) {
 	in.Name = strings.TrimSpace(in.Name)
 	if fe := in.Check(time.Now()); fe != nil {
 		return "", nil, fe
 	}
-	u, err := store.GetUser(ctx, m.st.DB, owner)
+	u, err := store.GetUser(ctx, a.db, owner)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil, Errorf(KindNotFound, "there is no user %s: a token acts as an existing user", owner)
 	}
@@ -121,33 +121,33 @@ func (m *Master) CreateToken(ctx context.Context, owner string, in NewToken) (st
 	if !in.ExpiresAt.IsZero() {
 		t.ExpiresAt = in.ExpiresAt.UTC()
 	}
-	if err := store.CreateToken(ctx, m.st.DB, t); err != nil {
+	if err := store.CreateToken(ctx, a.db, t); err != nil {
 		return "", nil, err
 	}
 	detail := "owner " + owner + ", never expires"
 	if !t.ExpiresAt.IsZero() {
 		detail = "owner " + owner + ", expires " + t.ExpiresAt.Format(time.RFC3339)
 	}
-	m.events.record(ctx, "token.create", "token", tokenTarget(t), nil, detail)
+	a.events.record(ctx, "token.create", "token", tokenTarget(t), nil, detail)
 	return plain, t, nil
 }
 
 // ListTokens returns every API token, newest first.
-func (m *Master) ListTokens(ctx context.Context) ([]store.APIToken, error) {
-	return store.ListTokens(ctx, m.st.DB)
+func (a *Accounts) ListTokens(ctx context.Context) ([]store.APIToken, error) {
+	return store.ListTokens(ctx, a.db)
 }
 
 // RevokeToken revokes an API token at once and returns it; an unknown token
 // is ErrNotFound, one already revoked a state refusal.
-func (m *Master) RevokeToken(ctx context.Context, id int64) (*store.APIToken, error) {
-	t, err := store.GetToken(ctx, m.st.DB, id)
+func (a *Accounts) RevokeToken(ctx context.Context, id int64) (*store.APIToken, error) {
+	t, err := store.GetToken(ctx, a.db, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(KindNotFound, "there is no API token %d", id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	err = store.RevokeToken(ctx, m.st.DB, id)
+	err = store.RevokeToken(ctx, a.db, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return t, Errorf(KindState, "the token “%s” was already revoked", t.Name)
 	}
@@ -155,7 +155,7 @@ func (m *Master) RevokeToken(ctx context.Context, id int64) (*store.APIToken, er
 		return nil, err
 	}
 	t.RevokedAt = time.Now().UTC()
-	m.events.record(ctx, "token.revoke", "token", tokenTarget(t), nil, "owner "+t.CreatedBy)
+	a.events.record(ctx, "token.revoke", "token", tokenTarget(t), nil, "owner "+t.CreatedBy)
 	return t, nil
 }
 
@@ -165,8 +165,8 @@ func tokenTarget(t *store.APIToken) string { return strconv.FormatInt(t.ID, 10) 
 // its owner, with the owner's current role. An unknown, revoked or expired
 // token, or one whose owner is disabled or gone, is a KindUnauthorized refusal
 // whose sentence says which; a database failure is returned as it is.
-func (m *Master) AuthenticateToken(ctx context.Context, plain string, now time.Time) (*Principal, error) {
-	t, err := store.TokenByHash(ctx, m.st.DB, store.HashToken(plain))
+func (a *Accounts) AuthenticateToken(ctx context.Context, plain string, now time.Time) (*Principal, error) {
+	t, err := store.TokenByHash(ctx, a.db, store.HashToken(plain))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(KindUnauthorized, "this API token is unknown or revoked")
 	}
@@ -176,7 +176,7 @@ func (m *Master) AuthenticateToken(ctx context.Context, plain string, now time.T
 	if !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) {
 		return nil, Errorf(KindUnauthorized, "this API token expired at %s; create a new one", t.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	u, err := store.GetUser(ctx, m.st.DB, t.CreatedBy)
+	u, err := store.GetUser(ctx, a.db, t.CreatedBy)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(KindUnauthorized, "this API token's owner no longer exists")
 	}
@@ -187,8 +187,8 @@ func (m *Master) AuthenticateToken(ctx context.Context, plain string, now time.T
 		return nil, Errorf(KindUnauthorized, "this API token's owner is disabled")
 	}
 	if now.Sub(t.LastUsedAt) > tokenTouchEvery {
-		if err := store.TouchToken(ctx, m.st.DB, t.ID, now); err != nil {
-			m.log.Warn("touch token", "token", t.ID, "err", err)
+		if err := store.TouchToken(ctx, a.db, t.ID, now); err != nil {
+			a.log.Warn("touch token", "token", t.ID, "err", err)
 		}
 	}
 	return &Principal{Name: u.Username, Role: u.Role, Token: t.Name}, nil

@@ -125,8 +125,8 @@ func userRefusal(err error, name string) error {
 }
 
 // GetUser returns one user; an unknown name is ErrNotFound.
-func (m *Master) GetUser(ctx context.Context, name string) (*store.User, error) {
-	u, err := store.GetUser(ctx, m.st.DB, name)
+func (a *Accounts) GetUser(ctx context.Context, name string) (*store.User, error) {
+	u, err := store.GetUser(ctx, a.db, name)
 	if err != nil {
 		return nil, userRefusal(err, name)
 	}
@@ -135,13 +135,13 @@ func (m *Master) GetUser(ctx context.Context, name string) (*store.User, error) 
 
 // CreateUser checks and stores a new user (field errors are a
 // protocol.FieldErrors; a taken name is ErrDuplicate) and records the event.
-func (m *Master) CreateUser(ctx context.Context, u NewUser) error {
+func (a *Accounts) CreateUser(ctx context.Context, u NewUser) error {
 	if fe := u.Check(); fe != nil {
 		return fe
 	}
 	// A taken name is refused before the (deliberately slow) hashing; the
 	// unique key still decides a race.
-	switch _, err := store.GetUser(ctx, m.st.DB, u.Username); {
+	switch _, err := store.GetUser(ctx, a.db, u.Username); {
 	case err == nil:
 		return userRefusal(store.ErrDuplicate, u.Username)
 	case !errors.Is(err, store.ErrNotFound):
@@ -152,11 +152,11 @@ func (m *Master) CreateUser(ctx context.Context, u NewUser) error {
 		return err
 	}
 	row := &store.User{Username: u.Username, PasswordHash: hash, Role: u.Role, Email: u.Email}
-	if err := store.CreateUser(ctx, m.st.DB, row); err != nil {
+	if err := store.CreateUser(ctx, a.db, row); err != nil {
 		return userRefusal(err, u.Username)
 	}
-	m.log.Info("user created", "username", u.Username, "role", u.Role, "by", ActorFrom(ctx))
-	m.events.record(ctx, "user.create", store.TargetUser, u.Username, nil, "role "+u.Role)
+	a.log.Info("user created", "username", u.Username, "role", u.Role, "by", ActorFrom(ctx))
+	a.events.record(ctx, "user.create", store.TargetUser, u.Username, nil, "role "+u.Role)
 	return nil
 }
 
@@ -193,28 +193,28 @@ func (p UserPatch) detail() string {
 // PatchUser makes all the changes of p together or none. The actor
 // (ActorFrom(ctx)) cannot disable themself, and no change may leave the
 // installation without an enabled admin.
-func (m *Master) PatchUser(ctx context.Context, name string, p UserPatch) error {
-	return m.patchUser(ctx, "user.update", name, p, true)
+func (a *Accounts) PatchUser(ctx context.Context, name string, p UserPatch) error {
+	return a.patchUser(ctx, "user.update", name, p, true)
 }
 
 // ResetPassword sets a new password chosen by an admin.
-func (m *Master) ResetPassword(ctx context.Context, name, password string) error {
-	return m.patchUser(ctx, "user.password_reset", name, UserPatch{Password: &password}, false)
+func (a *Accounts) ResetPassword(ctx context.Context, name, password string) error {
+	return a.patchUser(ctx, "user.password_reset", name, UserPatch{Password: &password}, false)
 }
 
 // SetUserDisabled disables a user (their sessions stop working at once) or
 // enables them again.
-func (m *Master) SetUserDisabled(ctx context.Context, name string, disabled bool) error {
+func (a *Accounts) SetUserDisabled(ctx context.Context, name string, disabled bool) error {
 	action := "user.enable"
 	if disabled {
 		action = "user.disable"
 	}
-	return m.patchUser(ctx, action, name, UserPatch{Disabled: &disabled}, false)
+	return a.patchUser(ctx, action, name, UserPatch{Disabled: &disabled}, false)
 }
 
 // patchUser is PatchUser recorded as action; the event says what changed
 // only when withDetail (the action's name says it otherwise).
-func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch, withDetail bool) error {
+func (a *Accounts) patchUser(ctx context.Context, action, name string, p UserPatch, withDetail bool) error {
 	if p.Role == nil && p.Disabled == nil && p.Password == nil && p.Email == nil {
 		return Errorf(KindInvalid, "nothing to change: send role, disabled, password or email")
 	}
@@ -245,7 +245,7 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 	}
 	if p.Disabled != nil && *p.Disabled && name == ActorFrom(ctx) {
 		err := Errorf(KindState, "you cannot disable yourself; ask another admin")
-		m.events.record(ctx, action, store.TargetUser, name, err, detail)
+		a.events.record(ctx, action, store.TargetUser, name, err, detail)
 		return err
 	}
 	var hash string
@@ -256,7 +256,7 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 		}
 		hash = h
 	}
-	err := m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := a.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := store.GetUser(ctx, tx, name); err != nil {
 			return err
 		}
@@ -285,14 +285,14 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 		if refusal == err {
 			return fmt.Errorf("master: user %s: %w", name, err)
 		}
-		m.log.Warn("user change refused", "action", action, "username", name, "by", ActorFrom(ctx), "err", err)
+		a.log.Warn("user change refused", "action", action, "username", name, "by", ActorFrom(ctx), "err", err)
 		if !errors.Is(err, store.ErrNotFound) {
-			m.events.record(ctx, action, store.TargetUser, name, refusal, detail)
+			a.events.record(ctx, action, store.TargetUser, name, refusal, detail)
 		}
 		return refusal
 	}
-	m.log.Info("user changed", "action", action, "username", name, "by", ActorFrom(ctx), "changes", detail)
-	m.events.record(ctx, action, store.TargetUser, name, nil, detail)
+	a.log.Info("user changed", "action", action, "username", name, "by", ActorFrom(ctx), "changes", detail)
+	a.events.record(ctx, action, store.TargetUser, name, nil, detail)
 	return nil
 }
 
@@ -302,17 +302,17 @@ func (m *Master) patchUser(ctx context.Context, action, name string, p UserPatch
 // one is ErrUnauthorized; other problems are field errors of
 // current_password, new_password and new_password_confirm. On success u
 // carries the new hash.
-func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, current, next, confirm string) error {
+func (a *Accounts) ChangeOwnPassword(ctx context.Context, u *store.User, ip, current, next, confirm string) error {
 	fe := protocol.FieldErrors{}
 	var wrong error
 	var ticket *loginTicket
 	if current != "" && len(current) <= 256 {
-		done, ok := m.life.track()
+		done, ok := a.life.track()
 		if !ok {
 			return Errorf(KindState, "the master is stopping")
 		}
 		defer done()
-		t, err := m.logins.reserve(ctx, ip, u.Username, time.Now())
+		t, err := a.logins.reserve(ctx, ip, u.Username, time.Now())
 		if err != nil {
 			return err
 		}
@@ -321,9 +321,9 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 	switch {
 	case current == "":
 		fe["current_password"] = "is required"
-	case len(current) > 256 || !m.logins.checkPassword([]byte(u.PasswordHash), current):
+	case len(current) > 256 || !a.logins.checkPassword([]byte(u.PasswordHash), current):
 		wrong = &Error{Kind: KindUnauthorized, Msg: "the current password is wrong"}
-		m.events.record(ctx, "user.password_change", store.TargetUser, u.Username, wrong, "")
+		a.events.record(ctx, "user.password_change", store.TargetUser, u.Username, wrong, "")
 		fe["current_password"] = "is wrong"
 	}
 	if msg := CheckPassword(next); msg != "" {
@@ -334,11 +334,11 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 		fe["new_password_confirm"] = "does not match the new password"
 	}
 	if wrong != nil {
-		m.logins.failed(ctx, time.Now())
+		a.logins.failed(ctx, time.Now())
 		return &Error{Kind: KindUnauthorized, Msg: "the current password is wrong", Fields: fe}
 	}
 	if ticket != nil {
-		m.logins.succeeded(ctx, ticket, time.Now())
+		a.logins.succeeded(ctx, ticket, time.Now())
 	}
 	if len(fe) > 0 {
 		return fe
@@ -347,25 +347,25 @@ func (m *Master) ChangeOwnPassword(ctx context.Context, u *store.User, ip, curre
 	if err != nil {
 		return err
 	}
-	if err := store.SetUserPassword(ctx, m.st.DB, u.Username, hash); err != nil {
+	if err := store.SetUserPassword(ctx, a.db, u.Username, hash); err != nil {
 		return fmt.Errorf("master: user %s: %w", u.Username, err)
 	}
 	u.PasswordHash = hash
-	m.log.Info("own password changed", "username", u.Username)
-	m.events.record(ctx, "user.password_change", store.TargetUser, u.Username, nil, "")
+	a.log.Info("own password changed", "username", u.Username)
+	a.events.record(ctx, "user.password_change", store.TargetUser, u.Username, nil, "")
 	return nil
 }
 
 // ChangeOwnEmail sets or clears the email of the user named; a bad address
 // is a field error of email.
-func (m *Master) ChangeOwnEmail(ctx context.Context, name, email string) error {
+func (a *Accounts) ChangeOwnEmail(ctx context.Context, name, email string) error {
 	if msg := CheckEmail(email); msg != "" {
 		return protocol.FieldErrors{"email": msg}
 	}
-	if err := store.SetUserEmail(ctx, m.st.DB, name, email); err != nil {
+	if err := store.SetUserEmail(ctx, a.db, name, email); err != nil {
 		return fmt.Errorf("master: user %s: %w", name, err)
 	}
-	m.log.Info("own email changed", "username", name)
-	m.events.record(ctx, "user.email_change", store.TargetUser, name, nil, "")
+	a.log.Info("own email changed", "username", name)
+	a.events.record(ctx, "user.email_change", store.TargetUser, name, nil, "")
 	return nil
 }

@@ -31,7 +31,7 @@ func runTokenCreate(ctx context.Context, cfg tokenConfig, stdout io.Writer, log 
 	defer st.Close()
 	// The engine is built, not started: it acts on the database only.
 	m := master.New(master.Config{Identity: "cli"}, st, log)
-	plain, _, err := m.CreateToken(master.WithActor(ctx, "cli"), cfg.User, master.NewToken{Name: cfg.Name, ExpiresAt: cfg.ExpiresAt})
+	plain, _, err := m.Accounts().CreateToken(master.WithActor(ctx, "cli"), cfg.User, master.NewToken{Name: cfg.Name, ExpiresAt: cfg.ExpiresAt})
 	if err != nil {
 		switch master.KindOf(err) {
 		case master.KindInvalid:
