@@ -148,13 +148,12 @@ type Master struct {
 	delayed *delayedService
 
 	// shards and duties: broadcast shards re-pushed and misfires accounted
-	// when executors change (task_schedule.go, misfire.go); misfireMu
-	// serialises the misfire accounting of this process.
-	shards    shardState
-	duties    duties
-	misfireMu sync.Mutex
-	metrics   *Metrics      // nil: none
-	samples   healthSampler // when each node's health was last recorded
+	// when executors change (task_schedule.go, misfire.go).
+	shards   shardState
+	duties   duties
+	misfires *misfireAccountant
+	metrics  *Metrics      // nil: none
+	samples  healthSampler // when each node's health was last recorded
 	// ingest merges concurrent batches of run reports into shared
 	// transactions (see storeRuns).
 	ingest ingestGroup
@@ -196,6 +195,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.retention = &retention{db: st.DB, log: log, leads: m.IsLeader, days: func() int { return m.settings.inForce().RunRetentionDays }}
 	m.retainer = newPeriodic("run-retention", time.Hour, time.Minute, m.retentionPass, log)
 	m.notify = newNotifier(m)
+	m.misfires = &misfireAccountant{db: st.DB, identity: cfg.Identity, window: cfg.MisfireWindow, events: m.events, log: log,
+		locks: &m.locks, getTask: m.GetTask, runOnce: m.runOnce}
 	m.delayed = &delayedService{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics

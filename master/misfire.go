@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,12 +30,31 @@ const ActorScheduler = "scheduler"
 // record says "at least".
 const maxMisfireCount = 1_000_000
 
+// misfireAccountant is the duty that accounts for the fires of tasks with no
+// running executor (see account); mu serialises its passes in this process.
+type misfireAccountant struct {
+	db       bun.IDB
+	identity string        // the master recording the skipped runs
+	window   time.Duration // Config.MisfireWindow
+	events   *eventLog
+	log      *slog.Logger
+	locks    *keyedMutex
+	getTask  func(ctx context.Context, id string) (*Task, error)
+	runOnce  func(ctx context.Context, t *Task) ([]string, error)
+	mu       sync.Mutex
+}
+
+// AccountMisfires runs one pass of the misfire duty now (see
+// misfireAccountant.account): the leader runs it after every sweep, and any
+// master right after it changes a node's status.
+func (m *Master) AccountMisfires(ctx context.Context) MisfireResult { return m.misfires.account(ctx) }
+
 // MisfireResult counts what one AccountMisfires did.
 type MisfireResult struct {
 	Opened, Skipped, CaughtUp int
 }
 
-// AccountMisfires looks at the tasks with no running executor and at those
+// account looks at the tasks with no running executor and at those
 // whose outage it has not finished accounting for. A running task whose
 // executors all stopped running gets an outage window, opened when the last
 // of them stopped (tasks.misfire_accounted_until). Its fires are counted by
@@ -52,28 +73,28 @@ type MisfireResult struct {
 // Moving the window is a conditional update in the transaction that records
 // the run, so two masters never account for one window twice. The leader runs
 // it after every sweep, and any master right after it changes a node's status.
-func (m *Master) AccountMisfires(ctx context.Context) MisfireResult {
-	m.misfireMu.Lock()
-	defer m.misfireMu.Unlock()
+func (a *misfireAccountant) account(ctx context.Context) MisfireResult {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	var res MisfireResult
-	rows, err := store.MisfireTasks(ctx, m.st.DB, nil)
+	rows, err := store.MisfireTasks(ctx, a.db, nil)
 	if err != nil {
-		m.log.Error("misfires: load tasks", "err", err)
+		a.log.Error("misfires: load tasks", "err", err)
 		return res
 	}
 	for i := range rows {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := m.accountTask(ctx, &rows[i], time.Now().UTC(), &res); err != nil && !errors.Is(err, store.ErrConflict) {
-			m.log.Error("misfires: account task", "task", rows[i].ID, "err", err)
+		if err := a.accountTask(ctx, &rows[i], time.Now().UTC(), &res); err != nil && !errors.Is(err, store.ErrConflict) {
+			a.log.Error("misfires: account task", "task", rows[i].ID, "err", err)
 		}
 	}
 	return res
 }
 
 // accountTask opens, records or closes one task's outage window.
-func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now time.Time, res *MisfireResult) error {
+func (a *misfireAccountant) accountTask(ctx context.Context, row *store.MisfireTask, now time.Time, res *MisfireResult) error {
 	var def protocol.TaskDef
 	if err := json.Unmarshal([]byte(row.Spec), &def); err != nil {
 		return fmt.Errorf("stored definition: %w", err)
@@ -102,11 +123,11 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 			from = now
 		}
 		from = from.Truncate(time.Second)
-		if err := store.OpenMisfireWindow(ctx, m.st.DB, row.ID, from); err != nil {
+		if err := store.OpenMisfireWindow(ctx, a.db, row.ID, from); err != nil {
 			return err
 		}
 		res.Opened++
-		m.log.Warn("task has no running executor: its fires are missed until one runs", "task", row.ID, "since", from)
+		a.log.Warn("task has no running executor: its fires are missed until one runs", "task", row.ID, "since", from)
 	}
 	// The window ends now while the outage lasts, else when it ended: the
 	// first executor running again, or the task stopped or paused.
@@ -125,7 +146,7 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 	fc := plan.Fires(from, end, maxMisfireCount)
 	n, first, last := fc.N, fc.First, fc.Last
 	if stranded {
-		if def.Misfire == protocol.MisfireRunOnce || n == 0 || now.Sub(from) < m.cfg.MisfireWindow {
+		if def.Misfire == protocol.MisfireRunOnce || n == 0 || now.Sub(from) < a.window {
 			return nil
 		}
 		// A long outage: record this window, keep the outage open after it.
@@ -133,7 +154,7 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 		if next.Before(last) {
 			next = next.Add(time.Second)
 		}
-		if err := m.recordMisfires(ctx, row.ID, from, next, n, first, last, "no running executor (all offline, disabled or deleted)"); err != nil {
+		if err := a.recordMisfires(ctx, row.ID, from, next, n, first, last, "no running executor (all offline, disabled or deleted)"); err != nil {
 			return err
 		}
 		res.Skipped++
@@ -141,10 +162,10 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 	}
 	// The outage is over.
 	if n == 0 {
-		return store.MoveMisfireWindow(ctx, m.st.DB, row.ID, from, time.Time{})
+		return store.MoveMisfireWindow(ctx, a.db, row.ID, from, time.Time{})
 	}
 	if running && def.Misfire == protocol.MisfireRunOnce {
-		if err := m.catchUp(ctx, row.ID, from, n, first, last); err != nil {
+		if err := a.catchUp(ctx, row.ID, from, n, first, last); err != nil {
 			return err
 		}
 		res.CaughtUp++
@@ -154,7 +175,7 @@ func (m *Master) accountTask(ctx context.Context, row *store.MisfireTask, now ti
 	if !running {
 		why += "; the task was " + row.Status.String() + " before a catch-up could run"
 	}
-	if err := m.recordMisfires(ctx, row.ID, from, time.Time{}, n, first, last, why); err != nil {
+	if err := a.recordMisfires(ctx, row.ID, from, time.Time{}, n, first, last, why); err != nil {
 		return err
 	}
 	res.Skipped++
@@ -178,12 +199,12 @@ func misfireText(n int, first, last time.Time, why string) string {
 // first, and moves the window from from to to (zero: closes it) in the same
 // transaction: a window another master recorded meanwhile is not recorded
 // again (ErrConflict).
-func (m *Master) recordMisfires(ctx context.Context, taskID string, from, to time.Time, n int, first, last time.Time, why string) error {
+func (a *misfireAccountant) recordMisfires(ctx context.Context, taskID string, from, to time.Time, n int, first, last time.Time, why string) error {
 	now := time.Now().UTC()
 	out := misfireText(n, first, last, why)
-	run := store.Run{ID: uuid.NewString(), TaskID: taskID, Node: m.cfg.Identity, ScheduledAt: first.UTC(),
+	run := store.Run{ID: uuid.NewString(), TaskID: taskID, Node: a.identity, ScheduledAt: first.UTC(),
 		StartedAt: now, EndedAt: now, Result: protocol.ResultSkipped, Attempt: 1, Output: out}
-	err := m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := a.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.MoveMisfireWindow(ctx, tx, taskID, from, to); err != nil {
 			return err
 		}
@@ -193,39 +214,39 @@ func (m *Master) recordMisfires(ctx context.Context, taskID string, from, to tim
 	if err != nil {
 		return err
 	}
-	m.log.Warn("misfires recorded as a skipped run", "task", taskID, "fires", n, "first", first, "last", last)
-	m.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil, out)
+	a.log.Warn("misfires recorded as a skipped run", "task", taskID, "fires", n, "first", first, "last", last)
+	a.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil, out)
 	return nil
 }
 
 // catchUp closes the window and sends the task to run once, by its routing.
 // If the run cannot be sent the window is put back, so the next pass tries
 // again.
-func (m *Master) catchUp(ctx context.Context, taskID string, from time.Time, n int, first, last time.Time) error {
-	if err := store.MoveMisfireWindow(ctx, m.st.DB, taskID, from, time.Time{}); err != nil {
+func (a *misfireAccountant) catchUp(ctx context.Context, taskID string, from time.Time, n int, first, last time.Time) error {
+	if err := store.MoveMisfireWindow(ctx, a.db, taskID, from, time.Time{}); err != nil {
 		return err
 	}
 	detail := misfireText(n, first, last, "no running executor (all offline, disabled or deleted)")
 	sent, err := func() ([]string, error) {
-		defer m.locks.lock("task:" + taskID)()
-		t, err := m.GetTask(ctx, taskID)
+		defer a.locks.lock("task:" + taskID)()
+		t, err := a.getTask(ctx, taskID)
 		if err != nil {
 			return nil, err
 		}
 		if t.Status != store.TaskRunning {
 			return nil, Errorf(KindState, "task %s is %s; no catch-up run", taskID, t.Status)
 		}
-		return m.runOnce(ctx, t)
+		return a.runOnce(ctx, t)
 	}()
 	if err != nil {
-		if rerr := store.OpenMisfireWindow(ctx, m.st.DB, taskID, from); rerr != nil && !errors.Is(rerr, store.ErrConflict) {
-			m.log.Error("misfires: reopen the window after a failed catch-up", "task", taskID, "err", rerr)
+		if rerr := store.OpenMisfireWindow(ctx, a.db, taskID, from); rerr != nil && !errors.Is(rerr, store.ErrConflict) {
+			a.log.Error("misfires: reopen the window after a failed catch-up", "task", taskID, "err", rerr)
 		}
 		// Logged, not an event: it is tried again at every pass until it works.
 		return fmt.Errorf("catch-up run not sent, tried again at the next pass: %w", err)
 	}
-	m.log.Info("misfire: catch-up run sent", "task", taskID, "fires", n, "node", sent)
-	m.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil,
+	a.log.Info("misfire: catch-up run sent", "task", taskID, "fires", n, "node", sent)
+	a.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, taskID, nil,
 		fmt.Sprintf("%s; one catch-up run sent to %s", detail, strings.Join(sent, ", ")))
 	return nil
 }
