@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/uptrace/bun"
 )
 
 // SweepResult counts what one health sweep did.
@@ -32,35 +35,60 @@ func probeTargets(nodes []store.Node, includeOffline bool) []store.Node {
 	return out
 }
 
-// Sweep probes the nodes once, concurrently with a bounded pool, records the
+// healthProber is the leader's health sweep duty: it probes the workers with
+// a bounded pool, counts failures toward taking a node offline, brings back
+// nodes that answer again (recover), takes masters with a stale heartbeat
+// offline and keeps the health history. Its periodic pass is run by the
+// master's sweeper.
+type healthProber struct {
+	db      bun.IDB
+	log     *slog.Logger
+	client  *Client
+	lease   *leaseKeeper
+	events  *eventLog
+	metrics *Metrics
+	// health is the health configuration in force.
+	health func() HealthConfig
+	// recover brings back a node that answers again (Master.recover).
+	recover func(ctx context.Context, name string, h protocol.HealthResponse, fence *store.Fence) bool
+
+	sweeps  atomic.Int64  // sweeps made, pacing the prunes
+	samples healthSampler // when each node's health was last recorded
+}
+
+// Sweep probes the nodes once (see healthProber.sweep): the leader's health
+// job runs it at every interval; tests and tools may run it now.
+func (m *Master) Sweep(ctx context.Context) SweepResult { return m.prober.sweep(ctx) }
+
+// sweep probes the nodes once, concurrently with a bounded pool, records the
 // outcomes and takes masters with a stale heartbeat offline. It is the
 // leader's duty: a master that does not hold the cluster lease tries to take
 // it and, failing that, sweeps nothing. Every write is fenced by the lease
 // epoch, so a leader paused past its lease changes nothing when it resumes.
 // The health job runs it in singleton mode so sweeps never overlap.
-func (m *Master) Sweep(ctx context.Context) SweepResult {
+func (p *healthProber) sweep(ctx context.Context) SweepResult {
 	start := time.Now()
-	hc := m.HealthConfig()
-	fence := m.lease.fence()
+	hc := p.health()
+	fence := p.lease.fence()
 	if fence == nil {
-		m.lease.maintain(ctx)
-		if fence = m.lease.fence(); fence == nil {
+		p.lease.maintain(ctx)
+		if fence = p.lease.fence(); fence == nil {
 			return SweepResult{}
 		}
 	}
-	nodes, err := store.ListNodes(ctx, m.st.DB)
+	nodes, err := store.ListNodes(ctx, p.db)
 	if err != nil {
-		m.log.Error("health sweep: list nodes", "err", err)
+		p.log.Error("health sweep: list nodes", "err", err)
 		return SweepResult{}
 	}
 	// The master is alive if it sweeps.
-	m.lease.heartbeat(ctx)
-	m.lease.markStaleMasters(ctx, nodes, fence)
-	n := m.sweeps.Add(1)
+	p.lease.heartbeat(ctx)
+	p.lease.markStaleMasters(ctx, nodes, fence)
+	n := p.sweeps.Add(1)
 	if n%100 == 1 {
 		// Fire claims matter for minutes; keep a day for inspection.
-		if err := store.DeleteOldClaims(ctx, m.st.DB, start.Add(-24*time.Hour)); err != nil {
-			m.log.Error("health sweep: delete old fire claims", "err", err)
+		if err := store.DeleteOldClaims(ctx, p.db, start.Add(-24*time.Hour)); err != nil {
+			p.log.Error("health sweep: delete old fire claims", "err", err)
 		}
 	}
 	targets := probeTargets(nodes, n%int64(hc.OfflineEvery) == 1 || hc.OfflineEvery == 1)
@@ -74,7 +102,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		// fleet so a sweep stays near one timeout long.
 		sem = make(chan struct{}, max(hc.Concurrency, len(targets)/4))
 		// Health history and probe metrics, written once at the end.
-		samples = m.newProbeSamples()
+		samples = &probeSamples{p: p}
 	)
 	for i := range targets {
 		node := &targets[i]
@@ -83,7 +111,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			probeStart := time.Now()
-			h, err := m.client.Health(ctx, node, hc.Timeout)
+			h, err := p.client.Health(ctx, node, hc.Timeout)
 			// A manual worker started without --identity answers with no name
 			// until it is connected; after a restart that is how it comes back.
 			if err == nil && h.Node != node.Name && !(h.Node == "" && h.Status == protocol.StateWaiting) {
@@ -97,7 +125,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 			case err != nil && node.Status == store.StatusOffline:
 				// Still down: nothing to count.
 			case err != nil:
-				off, ferr := store.RecordProbeFailure(ctx, m.st.DB, node.Name, hc.MaxFailures, shortReason(err), fence)
+				off, ferr := store.RecordProbeFailure(ctx, p.db, node.Name, hc.MaxFailures, shortReason(err), fence)
 				mu.Lock()
 				res.Failed++
 				if off {
@@ -105,10 +133,10 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 				}
 				mu.Unlock()
 				if ferr != nil {
-					m.log.Error("health sweep: record failure", "node", node.Name, "err", ferr)
+					p.log.Error("health sweep: record failure", "node", node.Name, "err", ferr)
 				} else if off {
-					m.log.Warn("node offline: health checks failed", "node", node.Name, "failures", hc.MaxFailures, "err", err)
-					m.events.record(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, node.Name, nil,
+					p.log.Warn("node offline: health checks failed", "node", node.Name, "failures", hc.MaxFailures, "err", err)
+					p.events.record(WithActor(ctx, ActorHealthChecker), "node.offline", store.TargetNode, node.Name, nil,
 						fmt.Sprintf("offline after %d failed health checks: %s", hc.MaxFailures, shortReason(err)))
 				}
 			case node.Status != store.StatusOffline && h.BootID == node.BootID:
@@ -118,7 +146,7 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 				mu.Unlock()
 			default:
 				// Offline node answering again, or a restarted worker (new boot id).
-				if m.recover(ctx, node.Name, h, fence) {
+				if p.recover(ctx, node.Name, h, fence) {
 					mu.Lock()
 					res.Recovered++
 					mu.Unlock()
@@ -128,8 +156,8 @@ func (m *Master) Sweep(ctx context.Context) SweepResult {
 	}
 	wg.Wait()
 	samples.flush(ctx, n)
-	if err := store.MarkSeen(ctx, m.st.DB, healthy, time.Now(), fence); err != nil {
-		m.log.Error("health sweep: mark seen", "err", err)
+	if err := store.MarkSeen(ctx, p.db, healthy, time.Now(), fence); err != nil {
+		p.log.Error("health sweep: mark seen", "err", err)
 	}
 	res.Took = time.Since(start)
 	return res

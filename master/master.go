@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -128,7 +127,6 @@ type Master struct {
 	nonces *protocol.NonceCache
 	bootID string
 	locks  keyedMutex
-	sweeps atomic.Int64
 
 	// lease keeps this master's node row alive and the cluster lease.
 	lease *leaseKeeper
@@ -153,7 +151,7 @@ type Master struct {
 	duties   duties
 	misfires *misfireAccountant
 	metrics  *Metrics      // nil: none
-	samples  healthSampler // when each node's health was last recorded
+	prober   *healthProber // the health sweep
 	// ingest merges concurrent batches of run reports into shared
 	// transactions (see storeRuns).
 	ingest ingestGroup
@@ -200,6 +198,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.delayed = &delayedService{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
+	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
+		health: m.HealthConfig, recover: m.recover}
 	m.metrics.attach(m)
 	return m
 }

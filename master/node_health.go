@@ -64,20 +64,18 @@ func (s *healthSampler) forget(before time.Time) {
 // probeSamples gathers one sweep's health samples, written with one
 // multi-row insert at its end.
 type probeSamples struct {
-	m    *Master
+	p    *healthProber
 	mu   sync.Mutex
 	rows []store.HealthSample
 }
 
-func (m *Master) newProbeSamples() *probeSamples { return &probeSamples{m: m} }
-
 // add records the probe of node that took took and ended with err in the
 // metrics, and in the health history when the sampler keeps it. Safe for
 // concurrent use by the sweep's probes.
-func (p *probeSamples) add(node *store.Node, took time.Duration, err error) {
-	p.m.metrics.probe(took, err)
+func (ps *probeSamples) add(node *store.Node, took time.Duration, err error) {
+	ps.p.metrics.probe(took, err)
 	now := time.Now()
-	if !p.m.samples.keep(node, err == nil, now, p.m.HealthConfig().SampleEvery) {
+	if !ps.p.samples.keep(node, err == nil, now, ps.p.health().SampleEvery) {
 		return
 	}
 	row := store.HealthSample{Node: node.Name, At: now.UTC(), LatencyMS: took.Milliseconds(), OK: err == nil}
@@ -87,32 +85,32 @@ func (p *probeSamples) add(node *store.Node, took time.Duration, err error) {
 			row.Reason = row.Reason[:store.MaxHealthReason]
 		}
 	}
-	p.mu.Lock()
-	p.rows = append(p.rows, row)
-	p.mu.Unlock()
+	ps.mu.Lock()
+	ps.rows = append(ps.rows, row)
+	ps.mu.Unlock()
 }
 
 // flush stores the sweep's samples and, every healthPruneEvery sweeps,
 // deletes the history older than NodeHealthRetention.
-func (p *probeSamples) flush(ctx context.Context, sweep int64) {
-	p.mu.Lock()
-	rows := p.rows
-	p.rows = nil
-	p.mu.Unlock()
-	if err := store.InsertHealthSamples(ctx, p.m.st.DB, rows); err != nil {
-		p.m.log.Error("health sweep: record health history", "samples", len(rows), "err", err)
+func (ps *probeSamples) flush(ctx context.Context, sweep int64) {
+	ps.mu.Lock()
+	rows := ps.rows
+	ps.rows = nil
+	ps.mu.Unlock()
+	if err := store.InsertHealthSamples(ctx, ps.p.db, rows); err != nil {
+		ps.p.log.Error("health sweep: record health history", "samples", len(rows), "err", err)
 	}
 	if sweep%healthPruneEvery != 1 {
 		return
 	}
 	now := time.Now()
-	p.m.samples.forget(now.Add(-2 * max(p.m.HealthConfig().SampleEvery, time.Hour)))
+	ps.p.samples.forget(now.Add(-2 * max(ps.p.health().SampleEvery, time.Hour)))
 	total := 0
 	for ctx.Err() == nil {
-		n, err := store.DeleteHealthBefore(ctx, p.m.st.DB, now.Add(-NodeHealthRetention), healthPruneBatch)
+		n, err := store.DeleteHealthBefore(ctx, ps.p.db, now.Add(-NodeHealthRetention), healthPruneBatch)
 		total += n
 		if err != nil {
-			p.m.log.Error("health sweep: prune health history", "err", err)
+			ps.p.log.Error("health sweep: prune health history", "err", err)
 			break
 		}
 		if n < healthPruneBatch {
@@ -120,7 +118,7 @@ func (p *probeSamples) flush(ctx context.Context, sweep int64) {
 		}
 	}
 	if total > 0 {
-		p.m.log.Info("health history pruned", "samples", total)
+		ps.p.log.Info("health history pruned", "samples", total)
 	}
 }
 
