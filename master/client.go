@@ -123,7 +123,13 @@ func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []protocol.Ta
 	}
 	// n is the node as the master saw it before this push: not running means
 	// its tasks' missed fires are in the master's misfire windows.
-	req := protocol.StartupRequest{Tasks: tasks, DownNoticed: n.Status != store.StatusRunning}
+	req := protocol.StartupRequest{Tasks: tasks}
+	if n.Status != store.StatusRunning {
+		// See protocol.StartupRequest.DownSince: the node's last change of
+		// state is when the master's misfire windows for its tasks begin.
+		since := n.UpdatedAt.UTC()
+		req.DownNoticed, req.DownSince = true, &since
+	}
 	return c.call(ctx, n, http.MethodPost, protocol.PathStartup, map[string]string{protocol.HeaderSecret: n.Secret}, req, nil)
 }
 

@@ -172,10 +172,16 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	m.events.record(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
 	m.nodeChanged()
 	// A node the master had seen down (offline or idle) has its tasks' missed
-	// fires in the master's misfire windows; otherwise (a restart faster than
-	// the health checks) the worker counts them from its last fires.
-	downNoticed := old != nil && old.Status != store.StatusRunning
-	return protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name), DownNoticed: downNoticed}, nil
+	// fires in the master's misfire windows from when it saw it stop; the
+	// worker counts those before (its previous process may have stopped long
+	// before, while no master ran), and all of them when the master had not
+	// seen it down (a restart faster than the health checks).
+	resp := protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}
+	if old != nil && old.Status != store.StatusRunning {
+		since := old.UpdatedAt.UTC()
+		resp.DownNoticed, resp.DownSince = true, &since
+	}
+	return resp, nil
 }
 
 // ResetIdentity clears a worker node's key, so that the next registration of

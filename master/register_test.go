@@ -265,3 +265,54 @@ func TestRegisterRefusals(t *testing.T) {
 		}
 	})
 }
+
+// A worker the master had seen down is told so, with when the master began
+// to see it down (the node's last change of state): it counts its missed
+// fires before that, the master's misfire windows those after. A worker the
+// master saw running is told nothing: it counts all of them.
+func TestRegisterSaysSinceWhenTheMasterSawTheNodeDown(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		e.addMasterNode()
+		_, key, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := func() protocol.RegisterRequest {
+			return protocol.RegisterRequest{
+				Node:   protocol.NodeConfig{Name: "d1", Protocol: "http", Host: "127.0.0.1:30001", Priority: 1, MaxConcurrency: 5},
+				Secret: protocol.NewSecret(), BootID: protocol.NewNonce(), MachineName: "box",
+			}
+		}
+		h, body := signedRegistrationWith(t, clusterKey, key, req(), time.Now())
+		resp, err := e.m.Register(e.ctx, h, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.DownNoticed || resp.DownSince != nil {
+			t.Fatalf("a new node: down noticed %v since %v", resp.DownNoticed, resp.DownSince)
+		}
+		h, body = signedRegistrationWith(t, clusterKey, key, req(), time.Now())
+		if resp, err = e.m.Register(e.ctx, h, body); err != nil || resp.DownNoticed {
+			t.Fatalf("a running node registering again: %+v, %v", resp, err)
+		}
+		reason := "test: seen down"
+		if err := store.TransitionNode(e.ctx, s.Store.DB, "d1", store.Transition{From: []store.NodeStatus{store.StatusRunning},
+			To: store.StatusOffline, Reason: &reason}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := store.GetNode(e.ctx, s.Store.DB, "d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, body = signedRegistrationWith(t, clusterKey, key, req(), time.Now())
+		resp, err = e.m.Register(e.ctx, h, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !resp.DownNoticed || resp.DownSince == nil || !resp.DownSince.Equal(n.UpdatedAt) {
+			t.Fatalf("down noticed %v since %v, want since %s (when it went offline)", resp.DownNoticed, resp.DownSince, n.UpdatedAt)
+		}
+	})
+}

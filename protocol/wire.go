@@ -124,6 +124,13 @@ type StartupRequest struct {
 	// meanwhile (its misfire windows); the worker must not count them again
 	// from the last fires its previous process kept.
 	DownNoticed bool `json:"down_noticed,omitempty"`
+	// DownSince, with DownNoticed, is when the master's misfire windows
+	// begin for this node's tasks (when it saw the node stop running): the
+	// worker counts the fires its previous process missed up to it, the
+	// master from it on, so a restart the master noticed late (it was down
+	// itself) loses no fire and counts none twice. Without it (an older
+	// master) the worker counts none.
+	DownSince *time.Time `json:"down_since,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/worker/register (auto-registration).
@@ -144,8 +151,9 @@ type RegisterRequest struct {
 type RegisterResponse struct {
 	Master string     `json:"master"`
 	Tasks  []TaskSpec `json:"tasks"`
-	// DownNoticed is StartupRequest.DownNoticed for the tasks above.
-	DownNoticed bool `json:"down_noticed,omitempty"`
+	// DownNoticed and DownSince are StartupRequest's for the tasks above.
+	DownNoticed bool       `json:"down_noticed,omitempty"`
+	DownSince   *time.Time `json:"down_since,omitempty"`
 }
 
 // ErrorResponse is the JSON error body of every API.

@@ -68,6 +68,10 @@ type lastFires struct {
 	// notBefore: fires at or before it may have run in a previous process
 	// that was killed (an unclean file); they are not counted as missed.
 	notBefore time.Time
+	// until: fires at or after it are the master's to account for (it saw
+	// this node down from then on: protocol.StartupRequest.DownSince); zero
+	// when the worker counts every missed fire.
+	until time.Time
 
 	dirty atomic.Bool
 }
@@ -119,14 +123,22 @@ func (l *lastFires) touch() {
 
 // take returns and forgets the kept last fire of a task, and the time
 // at or before which fires may have run unsaved (zero: none).
-func (l *lastFires) take(id string) (last, notBefore time.Time, ok bool) {
+func (l *lastFires) take(id string) (last, notBefore, until time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	last, ok = l.saved[id]
 	if ok {
 		delete(l.saved, id)
 	}
-	return last, l.notBefore, ok
+	return last, l.notBefore, l.until, ok
+}
+
+// handOver makes the fires at or after since the master's to account for:
+// it saw this node down from then on. The worker still counts those before.
+func (l *lastFires) handOver(since time.Time) {
+	l.mu.Lock()
+	l.until = since
+	l.mu.Unlock()
 }
 
 // keep holds the last fire of a task leaving the schedule as the process stops.
@@ -259,7 +271,7 @@ func writeFileAtomic(path string, v any) error {
 // Called under r.mu for a task just scheduled; it reports whether the task
 // had a last fire from the previous process.
 func (r *runner) restarted(tj *taskJob, now time.Time) bool {
-	last, notBefore, ok := r.fires.take(tj.spec.ID)
+	last, notBefore, until, ok := r.fires.take(tj.spec.ID)
 	if !ok {
 		return false
 	}
@@ -282,7 +294,19 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 	if spec.Executors > 1 || spec.Paused {
 		return true
 	}
-	n, first, lastMissed, more := r.countMissed(tj, after)
+	var n int
+	var first, lastMissed time.Time
+	var more bool
+	back := tj.since
+	if !until.IsZero() && until.Before(back) {
+		// The master accounts for the fires from until on (it saw this
+		// node down then): count only those before.
+		back = until
+		c := tj.plan.Fires(after, back.Add(-time.Nanosecond), maxMissedCount)
+		n, first, lastMissed, more = c.N, c.First, c.Last, c.More
+	} else {
+		n, first, lastMissed, more = r.countMissed(tj, after)
+	}
 	if n == 0 {
 		return true
 	}
@@ -294,7 +318,7 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 			r.run(spec, first, false)
 			return
 		}
-		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last, tj.since))
+		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last, back))
 	}()
 	return true
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,14 +112,14 @@ func TestLastFiresFileAcrossProcesses(t *testing.T) {
 		t.Fatal("temporary file left behind")
 	}
 	r2 := newR()
-	if got, _, ok := r2.fires.take("kept"); !ok || !got.Equal(fire) {
+	if got, _, _, ok := r2.fires.take("kept"); !ok || !got.Equal(fire) {
 		t.Fatalf("next process reads %s %v, want %s", got, ok, fire)
 	}
 	if err := os.WriteFile(filepath.Join(dir, FiresFile), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r3 := newR() // logs and goes on
-	if _, _, ok := r3.fires.take("kept"); ok {
+	if _, _, _, ok := r3.fires.take("kept"); ok {
 		t.Fatal("a corrupt file was read")
 	}
 }
@@ -194,7 +195,7 @@ func TestMissedFiresOfManyTasksAfterADayDown(t *testing.T) {
 			t.Fatalf("record %q: want about 86,400 fires", rec.Output)
 		}
 	}
-	if got, _, ok := f.fires.take("t000"); ok {
+	if got, _, _, ok := f.fires.take("t000"); ok {
 		t.Fatalf("last fire %s still kept after the task came back", got)
 	}
 }
@@ -415,5 +416,59 @@ func TestRestartNoticedByTheMasterRecordsNothing(t *testing.T) {
 	}
 	if hasRun(m.runs("catchup"), lastCatchUp.Add(time.Second)) {
 		t.Fatal("a catch-up run after a restart the master noticed")
+	}
+}
+
+// When the master saw the node down only later (it was down itself when the
+// worker stopped), it hands over at DownSince: the restarted worker records
+// the fires its previous process missed before DownSince, the master those
+// from it on, so none is lost and none counted twice.
+func TestRestartHandedOverCountsTheFiresBeforeDownSince(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits for real schedule points")
+	}
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(target.Close)
+	m := newRunsMaster(t)
+	cfg := Config{Identity: "w1", Protocol: "http", IP: "127.0.0.1", Port: 1, Priority: 1, MaxConcurrency: 10,
+		MasterURL: m.srv.URL, ClusterKey: "restart-test-cluster-key-0123456789", DataDir: t.TempDir()}
+	every := protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Second)}
+	skip := httpSpec("skip", target.URL, every)
+	start := func(req protocol.StartupRequest) *Worker {
+		w, err := New(cfg, testutil.Discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go w.Run(context.Background()) // until Stop
+		if err := w.Startup(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w1 := start(protocol.StartupRequest{Tasks: []protocol.TaskSpec{skip}})
+	waitFor(t, "a run", func() bool { return len(m.runs("skip")) > 0 })
+	if err := w1.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, r := range m.runs("skip") {
+		if r.ScheduledAt.After(last) {
+			last = r.ScheduledAt
+		}
+	}
+	down := time.Now()
+	waitFor(t, "four fires while the worker is down", func() bool { return time.Since(down) > 4200*time.Millisecond })
+	// The master noticed the node down two fires after the worker's last one.
+	since := last.Add(2*time.Second + 500*time.Millisecond)
+	w2 := start(protocol.StartupRequest{Tasks: []protocol.TaskSpec{skip}, DownNoticed: true, DownSince: &since})
+	defer w2.Stop(context.Background())
+	waitFor(t, "the misfire record", func() bool { return len(misfireRuns(m.runs("skip"))) == 1 })
+	rec := misfireRuns(m.runs("skip"))[0]
+	first := last.Add(time.Second)
+	want := fmt.Sprintf("misfire: this worker was down for 2 fires from %s to %s", first.Format(time.RFC3339),
+		first.Add(time.Second).Format(time.RFC3339))
+	if !strings.HasPrefix(rec.Output, want) || !rec.ScheduledAt.Equal(first) {
+		t.Fatalf("misfire record %q at %s, want %q at %s", rec.Output, rec.ScheduledAt, want, first)
 	}
 }

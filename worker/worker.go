@@ -319,9 +319,14 @@ func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error
 		w.scheduling = true
 	}
 	w.mu.Unlock()
-	if req.DownNoticed {
-		// The master saw this node down and records what its tasks missed:
-		// counting the previous process's last fires too would record it twice.
+	switch {
+	case req.DownNoticed && req.DownSince != nil:
+		// The master saw this node down from DownSince on and records what
+		// its tasks missed from then: this worker counts the fires before.
+		w.runner.fires.handOver(*req.DownSince)
+	case req.DownNoticed:
+		// An older master records all of it: counting the previous process's
+		// last fires too would record it twice.
 		w.runner.fires.retain(map[string]bool{})
 	}
 	err := w.runner.replace(req.Tasks)
