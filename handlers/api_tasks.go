@@ -36,6 +36,9 @@ type apiRun struct {
 	BinaryOutput bool `json:"binary_output"`
 	// DelayedID names the delayed task of a run of one (task_id holds it too).
 	DelayedID string `json:"delayed_id,omitempty"`
+	// Covers is, for a catch-up run (misfire policy run_once), how many
+	// missed fires it stands for; absent for any other run.
+	Covers int `json:"covers,omitempty"`
 }
 
 // toAPIRun shows a run as the API does: its output (or a list's preview of
@@ -43,7 +46,7 @@ type apiRun struct {
 func toAPIRun(r *master.Run) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
 		Result: r.Result, Attempt: r.Attempt, HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Output: r.Output,
-		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID}
+		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, Covers: r.Covers}
 	if protocol.Result(r.Result).Ended() {
 		// A run in progress is stored with its start as its end until its
 		// final report comes: that is no end.

@@ -155,11 +155,11 @@ func (c *Client) TaskOp(ctx context.Context, n *store.Node, path, taskID string)
 }
 
 // TaskRunOnce asks a worker to run a task now.
-func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.TaskSpec) error {
+func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.TaskSpec, catchUp *protocol.CatchUp) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	return c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnce, map[string]string{protocol.HeaderSecret: n.Secret},
-		protocol.RunOnceRequest{ID: spec.ID, Task: &spec}, nil)
+		protocol.RunOnceRequest{ID: spec.ID, Task: &spec, CatchUp: catchUp}, nil)
 }
 
 // RunOutput asks a worker for a run in progress and its output so far.

@@ -344,7 +344,7 @@ func newClaimToken() string {
 func (svc *delayedService) send(ctx context.Context, cfg DelayedConfig, s sending) {
 	w := &s.row
 	spec := delayedSpec(w, w.Dispatches, w.Attempts+1, cfg.Timeout, time.Now())
-	err := svc.delayedClient().TaskRunOnce(ctx, &s.node, spec)
+	err := svc.delayedClient().TaskRunOnce(ctx, &s.node, spec, nil)
 	if err == nil {
 		return
 	}

@@ -40,7 +40,7 @@ type misfireAccountant struct {
 	log      *slog.Logger
 	locks    *keyedMutex
 	getTask  func(ctx context.Context, id string) (*Task, error)
-	runOnce  func(ctx context.Context, t *Task) ([]string, error)
+	runOnce  func(ctx context.Context, t *Task, catchUp *protocol.CatchUp) ([]string, error)
 	mu       sync.Mutex
 }
 
@@ -236,7 +236,7 @@ func (a *misfireAccountant) catchUp(ctx context.Context, taskID string, from tim
 		if t.Status != store.TaskRunning {
 			return nil, Errorf(KindState, "task %s is %s; no catch-up run", taskID, t.Status)
 		}
-		return a.runOnce(ctx, t)
+		return a.runOnce(ctx, t, &protocol.CatchUp{Fires: n, First: first.UTC(), Last: last.UTC()})
 	}()
 	if err != nil {
 		if rerr := store.OpenMisfireWindow(ctx, a.db, taskID, from); rerr != nil && !errors.Is(rerr, store.ErrConflict) {

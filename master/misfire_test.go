@@ -281,6 +281,12 @@ func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
 		if n := manual(); n != 1 {
 			t.Fatalf("%d catch-up runs, want 1", n)
 		}
+		// Its record says what it stands for: the count, and a first line.
+		for _, r := range e.runsOf(tk.ID) {
+			if r.Manual && (r.Covers < 3 || !strings.HasPrefix(r.Output, "catch-up run (misfire policy run_once) for ")) {
+				t.Fatalf("catch-up run covers %d, output %q: want at least the 3 missed fires, said first", r.Covers, r.Output)
+			}
+		}
 		evs := e.events(store.EventFilter{Action: "task.misfire"})
 		if len(evs) != 1 || !strings.Contains(evs[0].Detail, "one catch-up run sent to w1") {
 			t.Fatalf("misfire events %+v, want one naming the catch-up", evs)
@@ -305,6 +311,44 @@ func TestMisfireWindowOfATaskWithNoExecutorLeftOpensNow(t *testing.T) {
 		}
 		if from := e.window(id); from.Before(before) {
 			t.Fatalf("window opened at %s, before the pass at %s: fires that ran would count", from, before)
+		}
+	})
+}
+
+// A catch-up run a worker made (after its restart, or when a master answers
+// again) is stored with what it stands for and leaves a task.misfire event;
+// a count out of range refuses the run.
+func TestIngestCatchUpRunKeepsItsCountAndLeavesAnEvent(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		w1 := e.fakeNode("w1")
+		e.storeTask("t1", store.TaskRunning, []string{"w1"}, nil, 0)
+		now := time.Now().UTC().Truncate(time.Second)
+		first := now.Add(-10 * time.Second)
+		catchUp := report("cu1", "t1", "w1", first)
+		catchUp.StartedAt, catchUp.EndedAt = now, now.Add(time.Millisecond)
+		catchUp.Covers = 7
+		catchUp.Output = protocol.CatchUpLine(7, first, first.Add(6*time.Second), false) + "\nok"
+		bad := report("cu2", "t1", "w1", first)
+		bad.Covers = -1
+		resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{catchUp, bad})
+		if err != nil || resp.Accepted != 1 || len(resp.Rejected) != 1 || resp.Rejected[0].ID != "cu2" {
+			t.Fatalf("ingest: %+v %v, want cu1 accepted and cu2 refused", resp, err)
+		}
+		if r := e.stored("cu1"); r == nil || r.Covers != 7 {
+			t.Fatalf("stored %+v, want covers 7", r)
+		}
+		evs := e.events(store.EventFilter{Action: "task.misfire"})
+		if len(evs) != 1 || !strings.Contains(evs[0].Detail, "catch-up run cu1 on w1 for 7 missed fires") {
+			t.Fatalf("misfire events %+v, want one naming the catch-up and its count", evs)
+		}
+		// Delivered again: a duplicate, no second event.
+		if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{catchUp}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(e.events(store.EventFilter{Action: "task.misfire"})); n != 1 {
+			t.Fatalf("%d misfire events after a duplicate delivery, want 1", n)
 		}
 	})
 }

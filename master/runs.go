@@ -197,6 +197,15 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	m.metrics.runsIngested(fresh)
 	for _, r := range fresh {
 		res := protocol.Result(r.Result)
+		if r.Covers > 0 && r.Attempt == 1 && !r.Manual {
+			// A catch-up run a worker made for missed fires (after its
+			// restart, or when a master answers again): the event log says
+			// what it stands for. The master's own catch-ups (sent as runs
+			// now, manual) have their event already.
+			m.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, r.TaskID, nil,
+				fmt.Sprintf("catch-up run %s on %s for %d missed fires from %s", r.ID, r.Node, r.Covers,
+					r.ScheduledAt.UTC().Format(time.RFC3339)))
+		}
 		if !res.Ended() {
 			continue // a start notice: the run's end is acted upon
 		}
@@ -405,6 +414,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 		ID: r.ID, TaskID: r.TaskID, Node: node, ScheduledAt: scheduled.UTC(), StartedAt: r.StartedAt.UTC(),
 		EndedAt: ended.UTC(), DurationMS: r.DurationMS, Result: string(r.Result), Attempt: r.Attempt,
 		HTTPStatus: r.HTTPStatus, ExitCode: exit, Output: out, Manual: r.Manual, BinaryOutput: binary || r.BinaryOutput,
+		Covers: r.Covers,
 	}, nil
 }
 

@@ -203,7 +203,7 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 	if !TaskAllows(t.Status, TaskRun) {
 		return nil, "", Errorf(KindState, "task %s is %s; cannot run it", id, t.Status)
 	}
-	sent, err := m.runOnce(ctx, t)
+	sent, err := m.runOnce(ctx, t, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -216,7 +216,8 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 // runOnce sends t to run once now to the running executors its routing
 // picks and returns their names. Under broadcast a node that fails does not
 // undo the others (a run cannot be taken back): the error names it.
-func (m *Master) runOnce(ctx context.Context, t *Task) ([]string, error) {
+// catchUp, for a catch-up run, is what it stands for (nil: a run now).
+func (m *Master) runOnce(ctx context.Context, t *Task, catchUp *protocol.CatchUp) ([]string, error) {
 	nodes, err := m.runningExecutors(ctx, t)
 	if err != nil {
 		return nil, err
@@ -242,7 +243,7 @@ func (m *Master) runOnce(ctx context.Context, t *Task) ([]string, error) {
 	errs := make([]error, len(picks))
 	var wg sync.WaitGroup
 	for i, n := range picks {
-		wg.Go(func() { errs[i] = m.client.TaskRunOnce(ctx, n, t.specFor(n.Name, running)) })
+		wg.Go(func() { errs[i] = m.client.TaskRunOnce(ctx, n, t.specFor(n.Name, running), catchUp) })
 	}
 	wg.Wait()
 	var sent, failed []string

@@ -483,7 +483,15 @@ type RunReport struct {
 	// BinaryOutput says the output held NUL bytes or invalid UTF-8, which
 	// were replaced by U+FFFD so it can be stored and shown safely.
 	BinaryOutput bool `json:"binary_output,omitempty"`
+	// Covers is, for a catch-up run (misfire policy run_once), how many
+	// missed fires it stands for, the first at ScheduledAt; 0 for any other
+	// run. The run's output says the same in its first line.
+	Covers int `json:"covers,omitempty"`
 }
+
+// MaxCovers bounds RunReport.Covers: the missed fires one catch-up run may
+// stand for (counting stops there: "or more").
+const MaxCovers = 1_000_000
 
 // Validate checks a report received by the master.
 func (r *RunReport) Validate() error {
@@ -496,6 +504,8 @@ func (r *RunReport) Validate() error {
 		return fmt.Errorf("%w: run %s: result %q is not success, failed, timeout, skipped, killed or running", ErrInvalid, r.ID, r.Result)
 	case r.Attempt < 1 || r.Attempt > MaxRetries+1:
 		return fmt.Errorf("%w: run %s: attempt %d out of range", ErrInvalid, r.ID, r.Attempt)
+	case r.Covers < 0 || r.Covers > MaxCovers:
+		return fmt.Errorf("%w: run %s: covers %d out of range (0 to %d)", ErrInvalid, r.ID, r.Covers, MaxCovers)
 	case len(r.Output) > MaxOutputBytes+1024:
 		return fmt.Errorf("%w: run %s: output larger than %d bytes", ErrInvalid, r.ID, MaxOutputBytes)
 	case r.StartedAt.IsZero() || (r.Result.Ended() && r.EndedAt.Before(r.StartedAt)):
@@ -600,6 +610,19 @@ type TaskRef struct {
 type RunOnceRequest struct {
 	ID   string    `json:"id"`
 	Task *TaskSpec `json:"task,omitempty"`
+	// CatchUp, when the master sends a catch-up run (misfire policy
+	// run_once), is what it stands for: its reports carry the count.
+	CatchUp *CatchUp `json:"catch_up,omitempty"`
+}
+
+// CatchUp is what a catch-up run stands for: Fires missed fires from First
+// to Last.
+type CatchUp struct {
+	Fires int       `json:"fires"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// More says the count stopped at its bound: there were more.
+	More bool `json:"more,omitempty"`
 }
 
 // ExpandParams replaces {{KEY}} placeholders with parameter values.
@@ -611,4 +634,16 @@ func ExpandParams(s string, params map[string]string) string {
 		s = strings.ReplaceAll(s, "{{"+k+"}}", v)
 	}
 	return s
+}
+
+// CatchUpLine is the first line of a catch-up run's output: the missed
+// fires it stands for. more says the count stopped at its bound.
+func CatchUpLine(n int, first, last time.Time, more bool) string {
+	switch {
+	case more:
+		return fmt.Sprintf("catch-up run (misfire policy run_once) for %d or more missed fires from %s", n, first.UTC().Format(time.RFC3339))
+	case n == 1:
+		return fmt.Sprintf("catch-up run (misfire policy run_once) for the missed fire at %s", first.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("catch-up run (misfire policy run_once) for %d missed fires from %s to %s", n, first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339))
 }

@@ -34,6 +34,8 @@ type Run struct {
 	// as U+FFFD.
 	BinaryOutput bool      `bun:"binary_output"`
 	CreatedAt    time.Time `bun:"created_at"`
+	// Covers is, for a catch-up run, how many missed fires it stands for.
+	Covers int `bun:"covers"`
 	// DelayedID names the delayed task of a run of one (TaskID holds the
 	// same id); empty for the runs of tasks.
 	DelayedID string `bun:"delayed_id,nullzero"`
@@ -268,7 +270,7 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMo
 func endRun(ctx context.Context, db bun.IDB, r *Run) (bool, error) {
 	res, err := db.NewUpdate().Model(r).
 		Column("scheduled_at", "started_at", "ended_at", "duration_ms", "result", "attempt", "http_status",
-			"exit_code", "output", "manual", "binary_output").
+			"exit_code", "output", "manual", "binary_output", "covers").
 		WherePK().Where("node = ?", r.Node).Where("task_id = ?", r.TaskID).
 		Where("result IN (?)", bun.In([]string{ResultRunning, ResultLost})).Exec(ctx)
 	if err := affected(res, err); err != nil {

@@ -315,7 +315,7 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 		defer r.bg.Done()
 		if spec.Misfire == protocol.MisfireRunOnce {
 			r.log.Info("misfire after restart: catch-up run", "task", spec.ID, "first_missed", first, "missed", n)
-			r.run(spec, first, false)
+			r.runCatchUp(spec, catchUp{n: n, first: first, last: lastMissed, more: more})
 			return
 		}
 		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last, back))

@@ -331,6 +331,9 @@ func TestRestartedWorkerAppliesTheMisfirePolicy(t *testing.T) {
 			if !r.ScheduledAt.Equal(last["catchup"].Add(time.Second)) || r.Result != protocol.ResultSuccess {
 				t.Fatalf("catch-up run %+v: want success at the first missed fire", r)
 			}
+			if r.Covers < 3 || !strings.HasPrefix(r.Output, "catch-up run (misfire policy run_once) for ") {
+				t.Fatalf("catch-up run covers %d, output %q: want the missed fires counted and said first", r.Covers, r.Output)
+			}
 		}
 	}
 	if catchUps != 1 || len(misfireRuns(m.runs("catchup"))) != 0 {

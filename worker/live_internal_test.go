@@ -79,7 +79,7 @@ func TestKillAbandonsAnHTTPRunAndDoesNotRetryIt(t *testing.T) {
 		Timeout:  protocol.Duration(30 * time.Second),
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
 		HTTP:     &protocol.HTTPSpec{Method: http.MethodPost, URL: target.srv.URL + "/hook?token=secret"}}, Executors: 1}
-	r.runOnce(spec)
+	r.runOnce(spec, nil)
 	id := onlyLiveRun(t, r)
 
 	p, ok := r.live.progress(id)
@@ -136,7 +136,7 @@ func TestKillEndsAShellRunsWholeProcessGroupAndShowsItsOutput(t *testing.T) {
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
 		Shell:    &protocol.ShellSpec{Command: "sleep 300 & echo $! > " + pidFile + "; echo line one; echo line two >&2; wait"}},
 		Executors: 1}
-	r.runOnce(spec)
+	r.runOnce(spec, nil)
 	id := onlyLiveRun(t, r)
 	var p protocol.RunProgress
 	waitFor(t, "the output so far", func() bool {
@@ -181,7 +181,7 @@ func TestShortRunsSendNoStartNotice(t *testing.T) {
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
 		HTTP:     &protocol.HTTPSpec{URL: target.srv.URL}}, Executors: 1}
 	for range 5 {
-		r.runOnce(spec)
+		r.runOnce(spec, nil)
 	}
 	waitFor(t, "5 reports", func() bool { return len(sink.all()) >= 5 })
 	time.Sleep(2 * noticeEvery) // a notice loop pass after the runs ended

@@ -34,6 +34,8 @@ type queuedFire struct {
 	spec   protocol.TaskSpec
 	fire   time.Time
 	manual bool
+	// catchUp, for a catch-up run, is what it stands for (nil otherwise).
+	catchUp *catchUp
 	id     runID     // report id of its first attempt
 	tmpl   *taskPrep // the task's prepared HTTP request, if any
 }
@@ -60,6 +62,26 @@ func (r *runner) release(q *queuedFire) {
 // behind it. A run, retries included, ends before a queued fire starts.
 func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
 	r.runWith(spec, fire, manual, nil)
+}
+
+// catchUp is what a catch-up run stands for: n missed fires from first to
+// last (more: the count stopped at its bound).
+type catchUp struct {
+	n           int
+	first, last time.Time
+	more        bool
+}
+
+// runCatchUp runs one catch-up run for the missed fires c, scheduled at the
+// first of them; its reports carry the count (RunReport.Covers) and say it
+// in their output's first line.
+func (r *runner) runCatchUp(spec protocol.TaskSpec, c catchUp) {
+	q := r.newQueuedFire(&spec, c.first, false, r.newRunID(), nil)
+	q.catchUp = &c
+	if !r.admit(q) {
+		return
+	}
+	r.runAdmitted(q, slot{})
 }
 
 // runWith is run with the task's prepared HTTP request.

@@ -665,8 +665,20 @@ func (r *runner) waitBackground(ctx context.Context) error {
 }
 
 // runOnce runs a task now, outside its schedule, without a claim.
-func (r *runner) runOnce(spec protocol.TaskSpec) {
-	go r.run(spec, time.Now().UTC(), true)
+func (r *runner) runOnce(spec protocol.TaskSpec, c *protocol.CatchUp) {
+	if c == nil {
+		go r.run(spec, time.Now().UTC(), true)
+		return
+	}
+	// A catch-up run the master sends: a run now that stands for the
+	// missed fires c.
+	go func() {
+		q := r.newQueuedFire(&spec, time.Now().UTC(), true, r.newRunID(), nil)
+		q.catchUp = &catchUp{n: c.Fires, first: c.First, last: c.Last, more: c.More}
+		if r.admit(q) {
+			r.runAdmitted(q, slot{})
+		}
+	}()
 }
 
 // slot is a first attempt's place on the node, taken by the caller: the
@@ -688,6 +700,10 @@ func (r *runner) execute(q *queuedFire, first slot) {
 			first = slot{}
 		}
 		rep := r.attempt(&spec.TaskDef, q.fire, attempt, q.manual, id, first, q.tmpl)
+		if c := q.catchUp; c != nil {
+			rep.Covers = min(c.n, protocol.MaxCovers)
+			rep.Output = protocol.CatchUpLine(c.n, c.first, c.last, c.more) + "\n" + rep.Output
+		}
 		r.reports.add(rep)
 		if !rep.Result.Retryable() || attempt > spec.Retries {
 			return // a killed run is not retried

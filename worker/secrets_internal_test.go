@@ -48,7 +48,7 @@ func TestSecretValuesAreMaskedInLiveLineOutputAndErrors(t *testing.T) {
 	slow := newSlowTarget(t)
 	defer slow.open()
 	u := strings.Replace(slow.srv.URL, "http://", "http://user:"+secretPw+"@", 1)
-	r.runOnce(secretTask("live", u+"/p/{{tok}}?q={{tok}}"))
+	r.runOnce(secretTask("live", u+"/p/{{tok}}?q={{tok}}"), nil)
 	id := onlyLiveRun(t, r)
 	p, ok := r.live.progress(id)
 	if !ok || !strings.Contains(p.Waiting, "/p/"+protocol.SecretMask) {
@@ -66,7 +66,7 @@ func TestSecretValuesAreMaskedInLiveLineOutputAndErrors(t *testing.T) {
 	}))
 	defer echo.Close()
 	u = strings.Replace(echo.URL, "http://", "http://user:"+secretPw+"@", 1)
-	r.runOnce(secretTask("echo", u+"/p/{{tok}}?q={{tok}}&pw="+secretPw))
+	r.runOnce(secretTask("echo", u+"/p/{{tok}}?q={{tok}}&pw="+secretPw), nil)
 	var got protocol.RunReport
 	waitFor(t, "the echo run", func() bool {
 		for _, rep := range sink.all() {
@@ -86,7 +86,7 @@ func TestSecretValuesAreMaskedInLiveLineOutputAndErrors(t *testing.T) {
 	}
 
 	// The HTTP client's error quotes the URL, query and all.
-	r.runOnce(secretTask("down", "http://127.0.0.1:1/x?key={{tok}}"))
+	r.runOnce(secretTask("down", "http://127.0.0.1:1/x?key={{tok}}"), nil)
 	waitFor(t, "the unreachable run", func() bool {
 		for _, rep := range sink.all() {
 			if rep.TaskID == "down" && rep.Result != protocol.ResultRunning {
@@ -112,7 +112,7 @@ func TestShellOutputMasksAValueSplitAcrossWrites(t *testing.T) {
 		// The value is printed in two writes, then the run waits to be read live.
 		Shell: &protocol.ShellSpec{Command: `printf 'a=tok-Sup3r'; sleep 0.2; printf '/secret b=%s\n' "$tok"; sleep 30`}},
 		Executors: 1}
-	r.runOnce(spec)
+	r.runOnce(spec, nil)
 	id := onlyLiveRun(t, r)
 	var p protocol.RunProgress
 	waitFor(t, "the whole line in the live output", func() bool {
@@ -188,7 +188,7 @@ func TestRedirectToAnotherPortDropsCredentials(t *testing.T) {
 		if edit != nil {
 			edit(&spec)
 		}
-		r.runOnce(spec)
+		r.runOnce(spec, nil)
 		var got protocol.RunReport
 		waitFor(t, "run "+id, func() bool {
 			for _, rep := range sink.all() {

@@ -137,7 +137,7 @@ func TestShellRunsAreListedWhileTheyRun(t *testing.T) {
 		Timeout:  protocol.Duration(60 * time.Second),
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
 		Shell:    &protocol.ShellSpec{Command: "sleep 300"}}, Executors: 1}
-	r.runOnce(spec)
+	r.runOnce(spec, nil)
 	id := onlyLiveRun(t, r)
 	var entries []os.DirEntry
 	waitFor(t, "the command listed", func() bool { entries, _ = os.ReadDir(dir); return len(entries) == 1 })

@@ -399,7 +399,7 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 	if spec.Type == protocol.TaskShell && !w.cfg.AllowShell {
 		return ErrShellRefused
 	}
-	w.runner.runOnce(runOnceSpec(spec, req.Task))
+	w.runner.runOnce(runOnceSpec(spec, req.Task), req.CatchUp)
 	return nil
 }
 
