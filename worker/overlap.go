@@ -36,8 +36,8 @@ type queuedFire struct {
 	manual bool
 	// catchUp, for a catch-up run, is what it stands for (nil otherwise).
 	catchUp *catchUp
-	id     runID     // report id of its first attempt
-	tmpl   *taskPrep // the task's prepared HTTP request, if any
+	id      runID     // report id of its first attempt
+	tmpl    *taskPrep // the task's prepared HTTP request, if any
 }
 
 // newQueuedFire is a fire to run, from the runner's pool of ended fires:
