@@ -88,9 +88,12 @@ func TestLeaseKeeperElectsOneReleasesOnStopAndReportsClash(t *testing.T) {
 	s := storetest.OpenSQLite(t).Store
 	ctx := storetest.Ctx(t)
 	events := &eventLog{db: s.DB, master: "m1", log: storetest.Discard()}
+	// A lease lasts three intervals (3 s): m1's cannot lapse under a loaded
+	// machine between the starts; m2 takes over within an interval of m1's
+	// release.
 	keeper := func(name string, elected func()) *leaseKeeper {
 		return newLeaseKeeper(leaseConfig{DB: s.DB, Identity: name, Host: "127.0.0.1:1", BootID: name + "-boot",
-			Log: storetest.Discard(), Events: events, Interval: func() time.Duration { return 20 * time.Millisecond }, Elected: elected})
+			Log: storetest.Discard(), Events: events, Interval: func() time.Duration { return time.Second }, Elected: elected})
 	}
 	var m2Elected atomic.Int64
 	m1, m2 := keeper("m1", nil), keeper("m2", func() { m2Elected.Add(1) })
@@ -111,7 +114,7 @@ func TestLeaseKeeperElectsOneReleasesOnStopAndReportsClash(t *testing.T) {
 	if m1.epoch() != 0 {
 		t.Fatal("m1 still leads after Stop")
 	}
-	storetest.Eventually(t, 5*time.Second, func() bool { return m2.epoch() > 0 && m2Elected.Load() == 1 }, "m2 elected after m1 stopped")
+	storetest.Eventually(t, 10*time.Second, func() bool { return m2.epoch() > 0 && m2Elected.Load() == 1 }, "m2 elected after m1 stopped")
 
 	// A worker holding the name: the master serves without a node row and says why.
 	if err := store.CreateNode(ctx, s.DB, &store.Node{Name: "taken", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:2", Mode: store.ModeManual}); err != nil {

@@ -631,7 +631,7 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	// A task that cannot be scheduled is logged by Startup; the node still registers.
-	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks, DownNoticed: resp.DownNoticed})
+	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks, DownNoticed: resp.DownNoticed, DownSince: resp.DownSince})
 	w.mu.Lock()
 	w.master = resp.Master
 	if w.cfg.WorkerOf != "" {
