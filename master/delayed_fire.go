@@ -318,16 +318,9 @@ func (svc *delayedService) unclaim(ctx context.Context, s sending) {
 }
 
 // inTx runs fn in a transaction, again when it failed only because of a
-// concurrent one (a deadlock, SQLite busy).
+// concurrent one or a database node briefly unable to commit (store.RetryTx).
 func (svc *delayedService) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		err = svc.db.RunInTx(ctx, nil, fn)
-		if !store.IsRetryable(err) {
-			return err
-		}
-	}
-	return err
+	return store.RetryTx(ctx, svc.db, fn)
 }
 
 func newClaimToken() string {

@@ -84,9 +84,12 @@ func (svc *delayedService) ingestDelayedRuns(ctx context.Context, node *store.No
 	var fresh []store.Run
 	var outcomes []delayedOutcome
 	unlock := svc.delayedWriteLock()
-	for attempt := 0; attempt < 5; attempt++ {
+	// A redelivery racing this one, a task moved meanwhile (ErrConflict), or
+	// a deadlock: run it again on fresh reads.
+	isConflict := func(err error) bool { return errors.Is(err, store.ErrConflict) }
+	err = store.RetryWhen(ctx, isConflict, func(ctx context.Context) error {
 		outcomes = outcomes[:0]
-		err = svc.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return svc.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var ierr error
 			if fresh, ierr = store.InsertDelayedRuns(ctx, tx, rows); ierr != nil {
 				return ierr
@@ -123,12 +126,7 @@ func (svc *delayedService) ingestDelayedRuns(ctx context.Context, node *store.No
 			}
 			return nil
 		})
-		// A redelivery racing this one, a task moved meanwhile, or a deadlock:
-		// run it again on fresh reads.
-		if !errors.Is(err, store.ErrConflict) && !store.IsRetryable(err) {
-			break
-		}
-	}
+	})
 	unlock()
 	if err != nil {
 		return 0, 0, fmt.Errorf("master: store delayed runs: %w", err)

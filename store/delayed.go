@@ -268,7 +268,7 @@ func NextDelayedAt(ctx context.Context, db bun.IDB, status string) (next time.Ti
 // whether it left after lateBefore (the due time plus the late bound). It
 // returns how many it moved; ClaimedDelayed reads which. Tasks cancelled or
 // claimed meanwhile are left alone, so a task is sent once however many
-// masters try.
+// masters try. A lost lease moves none and is no error.
 func ClaimDelayed(ctx context.Context, db bun.IDB, ids []string, node, claim string, now, until, deadline, lateBefore time.Time, fence *Fence) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
@@ -282,12 +282,11 @@ func ClaimDelayed(ctx context.Context, db bun.IDB, ids []string, node, claim str
 		Set("fired_at = COALESCE(fired_at, CASE WHEN due_at > ? THEN due_at ELSE ? END)", now.UTC(), now.UTC()).
 		Set("updated_at = ?", now.UTC()).
 		Where("id IN (?)", bun.In(ids)).Where("status = ?", DelayedPending).Where("next_at <= ?", until.UTC())
-	res, err := fence.where(q).Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("store: claim delayed tasks: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
+	n, err := fencedUpdate(ctx, db, fence, q)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		return 0, nil
+	case err != nil:
 		return 0, fmt.Errorf("store: claim delayed tasks: %w", err)
 	}
 	return int(n), nil
@@ -309,7 +308,7 @@ func ClaimedDelayed(ctx context.Context, db bun.IDB, ids []string, claim string)
 
 // DeferDelayed moves the next_at of pending tasks ids to next, with why as
 // their last error (no running worker to send them to), under fence. It
-// returns how many it moved.
+// returns how many it moved (none, and no error, when the lease is lost).
 func DeferDelayed(ctx context.Context, db bun.IDB, ids []string, next time.Time, why string, fence *Fence) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
@@ -317,11 +316,13 @@ func DeferDelayed(ctx context.Context, db bun.IDB, ids []string, next time.Time,
 	q := db.NewUpdate().Model((*DelayedTask)(nil)).
 		Set("next_at = ?", next.UTC()).Set("last_error = ?", clip(why, maxDelayedLastError)).
 		Where("id IN (?)", bun.In(ids)).Apply(isPending)
-	res, err := fence.where(q).Exec(ctx)
-	if err != nil {
+	n, err := fencedUpdate(ctx, db, fence, q)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		return 0, nil
+	case err != nil:
 		return 0, fmt.Errorf("store: defer delayed tasks: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	return int(n), nil
 }
 
@@ -469,8 +470,7 @@ func RetryDelayed(ctx context.Context, db bun.IDB, id string, seq, attempts, new
 		Set("attempts = ?", newAttempts).Set("next_at = ?", next.UTC()).
 		Set("last_error = ?", clip(lastError, maxDelayedLastError)).Set("updated_at = ?", now).
 		Where("id = ?", id).Where("status = ?", DelayedRunning).Where("dispatches = ?", seq).Where("attempts = ?", attempts)
-	res, err := fence.where(q).Exec(ctx)
-	if err := affected(res, err); err != nil {
+	if err := fencedAffected(ctx, db, fence, q); err != nil {
 		return fmt.Errorf("store: retry delayed task %s: %w", id, err)
 	}
 	return nil
@@ -487,8 +487,7 @@ func UnclaimDelayed(ctx context.Context, db bun.IDB, id string, seq int, next ti
 		q = q.Set("fired_at = NULL").Set("late = ?", false)
 	}
 	q = q.Where("id = ?", id).Where("status = ?", DelayedRunning).Where("dispatches = ?", seq)
-	res, err := fence.where(q).Exec(ctx)
-	if err := affected(res, err); err != nil {
+	if err := fencedAffected(ctx, db, fence, q); err != nil {
 		return fmt.Errorf("store: unclaim delayed task %s: %w", id, err)
 	}
 	return nil
@@ -498,8 +497,7 @@ func UnclaimDelayed(ctx context.Context, db bun.IDB, id string, seq int, next ti
 func ExtendDelayed(ctx context.Context, db bun.IDB, id string, seq int, next time.Time, fence *Fence) error {
 	q := db.NewUpdate().Model((*DelayedTask)(nil)).Set("next_at = ?", next.UTC()).
 		Where("id = ?", id).Where("status = ?", DelayedRunning).Where("dispatches = ?", seq)
-	res, err := fence.where(q).Exec(ctx)
-	if err := affected(res, err); err != nil {
+	if err := fencedAffected(ctx, db, fence, q); err != nil {
 		return fmt.Errorf("store: extend delayed task %s: %w", id, err)
 	}
 	return nil

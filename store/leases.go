@@ -21,24 +21,98 @@ type Lease struct {
 	Epoch     int64     `bun:"epoch"`
 	ExpiresAt time.Time `bun:"expires_at"`
 	UpdatedAt time.Time `bun:"updated_at"`
+	// FenceSeq counts the fenced writes made under the lease (see Fence).
+	FenceSeq int64 `bun:"fence_seq"`
 }
 
 // Fence makes a write conditional on the writer still holding a lease: a
 // paused old leader whose lease was taken over (new epoch) or has expired
-// changes nothing. It is one subquery on the lease row, no lock.
+// changes nothing.
+//
+// The check is a write, not a read: the fenced write's transaction first
+// adds one to the lease row's fence_seq where holder, epoch and expiry still
+// match, and goes on only when that changed exactly one row. A read of the
+// lease row could be satisfied by a stale version (a Galera node that lags,
+// with wsrep_sync_wait=0, or a transaction's snapshot taken before a
+// takeover) and Galera certifies only the rows a transaction writes. The
+// write puts the lease row in the transaction's write set instead: InnoDB
+// locks it, so a takeover under way waits for the fenced transaction (or it
+// for the takeover, and then sees the new epoch); Galera certifies it, so a
+// takeover committed on another node and the fenced write cannot both
+// commit; SQLite has one writer at a time. The lease row is locked until the
+// transaction ends, so the leader's fenced transactions queue on it (they
+// are short).
 type Fence struct {
 	Lease  string
 	Holder string
 	Epoch  int64
 }
 
-// where adds the fence's condition to an update.
-func (f *Fence) where(q *bun.UpdateQuery) *bun.UpdateQuery {
-	if f == nil {
-		return q
+// hold is the fence's write: it claims the lease row for the transaction
+// of db, or gives ErrLeaseLost when the lease is no longer held under the
+// fence (another holder, another epoch, or expired).
+func (f *Fence) hold(ctx context.Context, db bun.IDB) error {
+	res, err := db.NewUpdate().Model((*Lease)(nil)).Set("fence_seq = fence_seq + 1").
+		Where("name = ?", f.Lease).Where("holder = ?", f.Holder).Where("epoch = ?", f.Epoch).
+		Where("expires_at > ?", time.Now().UTC()).Exec(ctx)
+	if err := affected(res, err); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return fmt.Errorf("store: lease %q under epoch %d not held by %s: %w", f.Lease, f.Epoch, f.Holder, ErrLeaseLost)
+		}
+		return fmt.Errorf("store: fence on lease %q: %w", f.Lease, err)
 	}
-	return q.Where("EXISTS (SELECT 1 FROM leases WHERE name = ? AND holder = ? AND epoch = ? AND expires_at > ?)",
-		f.Lease, f.Holder, f.Epoch, time.Now().UTC())
+	return nil
+}
+
+// fenced runs write under fence f, the one way every fenced write is made:
+// in one transaction, f's write on the lease row first (see Fence), then
+// write; when f no longer holds, write does not run and the result is
+// ErrLeaseLost (an ErrConflict). Without a fence write runs on db as it is.
+// Inside a caller's transaction (db is a bun.Tx) both run in it, once: the
+// caller commits. Otherwise fenced opens the transaction and runs it again
+// after a retryable error (Retry), so write must be safe to run again: it
+// starts from its arguments, not from what an earlier run left behind.
+func fenced(ctx context.Context, db bun.IDB, f *Fence, write func(ctx context.Context, db bun.IDB) error) error {
+	if f == nil {
+		return write(ctx, db)
+	}
+	if isTx(db) {
+		if err := f.hold(ctx, db); err != nil {
+			return err
+		}
+		return write(ctx, db)
+	}
+	return RetryTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+		if err := f.hold(ctx, tx); err != nil {
+			return err
+		}
+		return write(ctx, tx)
+	})
+}
+
+// fencedUpdate runs the update q under fence f (see fenced) and returns how
+// many rows it changed.
+func fencedUpdate(ctx context.Context, db bun.IDB, f *Fence, q *bun.UpdateQuery) (int64, error) {
+	var n int64
+	err := fenced(ctx, db, f, func(ctx context.Context, db bun.IDB) error {
+		res, err := q.Conn(db).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// fencedAffected is fencedUpdate that wants q to change a row: ErrConflict
+// when it changed none.
+func fencedAffected(ctx context.Context, db bun.IDB, f *Fence, q *bun.UpdateQuery) error {
+	n, err := fencedUpdate(ctx, db, f, q)
+	if err == nil && n == 0 {
+		return ErrConflict
+	}
+	return err
 }
 
 // GetLease returns the lease row called name or ErrNotFound.
@@ -128,15 +202,14 @@ func HeartbeatMaster(ctx context.Context, db bun.IDB, name, bootID string, now t
 // is older than cutoff, under fence. A fresh heartbeat or a lost lease gives
 // ErrConflict.
 func MarkMasterStale(ctx context.Context, db bun.IDB, name string, cutoff time.Time, reason string, fence *Fence) error {
-	q := db.NewUpdate().Model((*Node)(nil)).
-		Set("status = ?", StatusOffline).Set("reason = ?", reason).Set("updated_at = ?", time.Now().UTC()).
-		Where("name = ?", name).Where("type = ?", TypeMaster).Where("status <> ?", StatusOffline).
-		Where("last_seen < ?", cutoff.UTC())
-	res, err := fence.where(q).Exec(ctx)
-	if err := affected(res, err); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return fmt.Errorf("store: mark master %q stale: %w", name, ErrConflict)
-		}
+	err := fenced(ctx, db, fence, func(ctx context.Context, db bun.IDB) error {
+		res, err := db.NewUpdate().Model((*Node)(nil)).
+			Set("status = ?", StatusOffline).Set("reason = ?", reason).Set("updated_at = ?", time.Now().UTC()).
+			Where("name = ?", name).Where("type = ?", TypeMaster).Where("status <> ?", StatusOffline).
+			Where("last_seen < ?", cutoff.UTC()).Exec(ctx)
+		return affected(res, err)
+	})
+	if err != nil {
 		return fmt.Errorf("store: mark master %q stale: %w", name, err)
 	}
 	return nil

@@ -193,7 +193,17 @@ type Transition struct {
 
 // TransitionNode applies t atomically: it changes the row only while the node's
 // status is one of t.From, and returns ErrConflict (or ErrNotFound) otherwise.
+// Under t.Fence the change, and the release of the node's runs and claims that
+// goes with it, is one fenced transaction (see Fence): ErrLeaseLost when the
+// lease is gone.
 func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) error {
+	return fenced(ctx, db, t.Fence, func(ctx context.Context, db bun.IDB) error {
+		return transitionNode(ctx, db, name, t)
+	})
+}
+
+// transitionNode is TransitionNode once its fence holds.
+func transitionNode(ctx context.Context, db bun.IDB, name string, t Transition) error {
 	q := db.NewUpdate().Model((*Node)(nil)).
 		Set("status = ?", t.To).Set("updated_at = ?", time.Now().UTC()).
 		Where("name = ?", name).Where("status IN (?)", bun.In(t.From))
@@ -215,7 +225,7 @@ func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) 
 	if t.IfBootID != nil {
 		q = q.Where("boot_id = ?", *t.IfBootID)
 	}
-	res, err := t.Fence.where(q).Exec(ctx)
+	res, err := q.Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("store: transition node %q: %w", name, err)
@@ -308,43 +318,70 @@ func ResetNodeKey(ctx context.Context, db bun.IDB, name string) error {
 }
 
 // MarkSeen records successful probes of the named nodes in one statement per
-// chunk, under fence (nil: unconditionally).
+// chunk, under fence (nil: unconditionally), all in one transaction when
+// fenced. A lost lease marks nothing and is no error.
 func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fence *Fence) error {
-	const chunk = 500
-	for len(names) > 0 {
-		part := names[:min(chunk, len(names))]
-		names = names[len(part):]
-		_, err := fence.where(db.NewUpdate().Model((*Node)(nil)).
-			Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", "").
-			Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("store: mark nodes seen: %w", err)
+	if len(names) == 0 {
+		return nil
+	}
+	err := fenced(ctx, db, fence, func(ctx context.Context, db bun.IDB) error {
+		const chunk = 500
+		for rest := names; len(rest) > 0; {
+			part := rest[:min(chunk, len(rest))]
+			rest = rest[len(part):]
+			_, err := db.NewUpdate().Model((*Node)(nil)).
+				Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", "").
+				Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline).Exec(ctx)
+			if err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		return fmt.Errorf("store: mark nodes seen: %w", err)
 	}
 	return nil
 }
 
 // RecordProbeFailure counts one failed probe of a non-offline node. When the
 // count reaches maxFailures the node goes offline with reason, its counter is
-// reset and its fire claims are released; wentOffline reports that. Both
-// updates are made under fence (nil: unconditionally), so a leader that lost
-// its lease counts nothing.
+// reset and its runs in progress and fire claims are released; wentOffline
+// reports that. Under fence (nil: unconditionally) it is one fenced
+// transaction, so a leader that lost its lease counts nothing (and gets no
+// error).
 func RecordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailures int, reason string, fence *Fence) (wentOffline bool, err error) {
+	err = fenced(ctx, db, fence, func(ctx context.Context, db bun.IDB) error {
+		var ferr error
+		wentOffline, ferr = recordProbeFailure(ctx, db, name, maxFailures, reason)
+		return ferr
+	})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		return false, nil
+	case err != nil && fence != nil && !isTx(db):
+		return false, err // its own transaction, rolled back: the node is as it was
+	}
+	return wentOffline, err
+}
+
+// recordProbeFailure is RecordProbeFailure once its fence holds.
+func recordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailures int, reason string) (wentOffline bool, err error) {
 	now := time.Now().UTC()
-	res, err := fence.where(db.NewUpdate().Model((*Node)(nil)).
+	res, err := db.NewUpdate().Model((*Node)(nil)).
 		Set("failures = failures + 1").Set("reason = ?", reason).Set("updated_at = ?", now).
-		Where("name = ?", name).Where("status <> ?", StatusOffline)).Exec(ctx)
+		Where("name = ?", name).Where("status <> ?", StatusOffline).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return false, nil // went offline meanwhile: nothing to count
 		}
 		return false, fmt.Errorf("store: record probe failure: %w", err)
 	}
-	res, err = fence.where(db.NewUpdate().Model((*Node)(nil)).
+	res, err = db.NewUpdate().Model((*Node)(nil)).
 		Set("status = ?", StatusOffline).Set("failures = 0").
 		Set("reason = ?", fmt.Sprintf("offline after %d failed health checks: %s", maxFailures, reason)).
 		Set("updated_at = ?", now).
-		Where("name = ?", name).Where("status <> ?", StatusOffline).Where("failures >= ?", maxFailures)).Exec(ctx)
+		Where("name = ?", name).Where("status <> ?", StatusOffline).Where("failures >= ?", maxFailures).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return false, nil

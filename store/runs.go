@@ -72,44 +72,41 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 	return InsertRunsMode(ctx, db, runs, InsertThenLookUp)
 }
 
-// storeRunsAttempts bounds the transactions of StoreRuns: a conflict costs
-// one (the next looks the runs up first), a deadlock or lock wait timeout one
-// each.
-const storeRunsAttempts = 5
-
 // StoreRuns stores the runs whose ids are new, in transactions of its own,
 // and returns those (see InsertRuns). Where several writers may store the
 // same runs at once (MySQL: several masters, or one master's writers), a
 // transaction that meets stored runs is rolled back at once and run again
 // looking them up first (InsertOrConflict, then LookUpThenInsert), so two
 // deliveries of one batch queue instead of deadlocking. SQLite has one
-// writer: there the runs met are looked up in the same transaction.
+// writer: there the runs met are looked up in the same transaction. A
+// conflict, deadlock or other retryable error costs one of RetryWhen's
+// attempts.
 func StoreRuns(ctx context.Context, db *bun.DB, runs []Run) ([]Run, error) {
 	mode := InsertThenLookUp
 	if db.Dialect().Name() == dialect.MySQL {
 		mode = InsertOrConflict
 	}
 	var fresh []Run
-	var err error
-	for attempt := 0; attempt < storeRunsAttempts; attempt++ {
-		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	isConflict := func(err error) bool { return errors.Is(err, ErrConflict) }
+	err := RetryWhen(ctx, isConflict, func(ctx context.Context) error {
+		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var ierr error
 			fresh, ierr = InsertRunsMode(ctx, tx, runs, mode)
 			return ierr
 		})
-		switch {
-		case errors.Is(err, ErrConflict):
+		if isConflict(err) {
 			// Runs stored already, or stored meanwhile by another delivery:
-			// the next transaction finds them.
+			// the next transaction finds them. (A deadlock or lock wait
+			// timeout with a concurrent batch is a last resort: batches lock
+			// their runs and their tasks in id order.)
 			mode = LookUpThenInsert
-		case IsRetryable(err):
-			// A deadlock or lock wait timeout with a concurrent batch, a last
-			// resort: batches lock their runs and their tasks in id order.
-		default:
-			return fresh, err
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	return fresh, nil
 }
 
 // RunInsertMode says how InsertRunsMode treats run ids already stored.
@@ -457,8 +454,35 @@ type Claim struct {
 }
 
 // ClaimFire records node as the winner of a fire unless one is recorded
-// already; it returns the winner.
+// already; it returns the winner. Outside a transaction the insert is run
+// again after a retryable error (Retry). When the database keeps refusing it
+// as a deadlock, which is how Galera reports a claim that lost certification
+// to another node's claim of the same fire, it counts as a lost race: the
+// winner when it can be read already, else "" (the claimant does not run
+// the fire). Other errors that persist (a Galera node that is not ready)
+// are errors, so the claimant asks another master.
 func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node string) (string, error) {
+	if isTx(db) {
+		return claimFire(ctx, db, taskID, fire, node)
+	}
+	var winner string
+	err := Retry(ctx, func(ctx context.Context) error {
+		var err error
+		winner, err = claimFire(ctx, db, taskID, fire, node)
+		return err
+	})
+	if err != nil && ctx.Err() == nil && isLostToConcurrentWrite(err) {
+		w, rerr := FireClaimWinner(ctx, db, taskID, fire)
+		if rerr != nil {
+			return "", rerr
+		}
+		return w, nil
+	}
+	return winner, err
+}
+
+// claimFire is one attempt of ClaimFire.
+func claimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node string) (string, error) {
 	l := &Claim{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC()}
 	_, err := db.NewInsert().Model(l).Exec(ctx)
 	if err == nil {

@@ -77,3 +77,58 @@ func TestStoreRunsSameBatchTwiceAtOnceNeverDeadlocks(t *testing.T) {
 		t.Fatalf("run_count %d (%v), want %d", got.RunCount, err, rounds*size)
 	}
 }
+
+// A claim that loses to a concurrent claim of the same fire by a deadlock
+// (how Galera reports a claim that lost certification to another node's) is
+// a lost race, not an error. Three inserts of one fire's claim: the first,
+// uncommitted, makes the other two wait; when it rolls back, InnoDB grants
+// both waiters a shared lock and each then waits for the other's, so one is
+// chosen as a deadlock victim (1213). ClaimFire runs it again, meets the
+// winner's claim, and answers with the winner.
+func TestClaimFireDeadlockIsALostRace(t *testing.T) {
+	t.Parallel()
+	s := storetest.OpenMySQL(t)
+	ctx, db := storetest.Ctx(t), s.Store.DB
+	dead := &storetest.DeadlockCounter{}
+	db.AddQueryHook(dead)
+	task := "race-" + storetest.RandomHex(t, 4)
+	fire := time.Now().UTC().Truncate(time.Second)
+	first, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback()
+	if w, err := store.ClaimFire(ctx, first, task, fire, "w0"); err != nil || w != "w0" {
+		t.Fatalf("first claim: %q %v", w, err)
+	}
+	type answer struct {
+		winner string
+		err    error
+	}
+	answers := make(chan answer, 2)
+	for _, node := range []string{"w1", "w2"} {
+		go func() {
+			w, err := store.ClaimFire(ctx, db, task, fire, node)
+			answers <- answer{w, err}
+		}()
+	}
+	storetest.Eventually(t, 10*time.Second, func() bool {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE ?",
+			"INSERT INTO `locks`%"+task+"%").Scan(&n)
+		return err == nil && n == 2
+	}, "the two claims never waited for the first")
+	if err := first.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	a, b := <-answers, <-answers
+	if a.err != nil || b.err != nil {
+		t.Fatalf("claims answered with errors: %v, %v", a.err, b.err)
+	}
+	if a.winner != b.winner || (a.winner != "w1" && a.winner != "w2") {
+		t.Fatalf("claims answered winners %q and %q, want one of w1, w2 for both", a.winner, b.winner)
+	}
+	if n := dead.N(); n < 1 {
+		t.Fatalf("no claim met a deadlock (%d): the test did not exercise the lost race", n)
+	}
+}

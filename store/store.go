@@ -251,17 +251,6 @@ func isDuplicate(err error) bool {
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "constraint failed: UNIQUE")
 }
 
-// IsRetryable reports whether a transaction failed only because of concurrent
-// ones (a MySQL deadlock or lock wait timeout, SQLite busy): running it again
-// is safe and likely to succeed.
-func IsRetryable(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1213 || me.Number == 1205
-	}
-	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
-}
-
 // notFound maps sql.ErrNoRows to ErrNotFound.
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
