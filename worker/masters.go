@@ -158,12 +158,12 @@ func (ms *masters) hedge(ctx context.Context, delay time.Duration, fn func(ctx c
 			running--
 			if r.err == nil || !failsOver(ctx, r.err) {
 				if r.idx != start {
-					ms.moveOn(start, r.idx, "master slow; now using the next master", nil)
+					ms.moveOn(start, r.idx, "master slow; now using the next master", "slow", nil)
 				}
 				return ms.urls[r.idx], r.err
 			}
 			last = r
-			ms.moveOn(r.idx, (r.idx+1)%n, "master failed; now using the next master", r.err)
+			ms.moveOn(r.idx, (r.idx+1)%n, "master failed; now using the next master", "failed", r.err)
 			if launched < n && ctx.Err() == nil {
 				launch()
 				timer.Reset(delay)
@@ -175,10 +175,10 @@ func (ms *masters) hedge(ctx context.Context, delay time.Duration, fn func(ctx c
 
 // moveOn makes to the current master if from still is: only the first of
 // several calls that saw from fail or lag moves it, so concurrent calls do not
-// skip a live master.
-func (ms *masters) moveOn(from, to int, msg string, err error) {
+// skip a live master. The log names from under key (failed or slow).
+func (ms *masters) moveOn(from, to int, msg, key string, err error) {
 	if from != to && ms.cur.CompareAndSwap(int64(from), int64(to)) {
-		args := []any{"from", ms.urls[from], "master", ms.urls[to]}
+		args := []any{key, ms.urls[from], "master", ms.urls[to]}
 		if err != nil {
 			args = append(args, "err", err)
 		}
