@@ -53,7 +53,8 @@ const dbRetryAfter = "5"
 
 // requireUser authenticates by bearer token or session cookie. API requests get
 // a JSON 401; pages redirect to the login form. Credentials that cannot be
-// checked (the database is down) get 503 and Retry-After, never a logout.
+// checked (the database is down, or does not answer within authDeadline) get
+// 503 and Retry-After, never a logout.
 // Every answer behind it is personal, so none may be cached.
 func (s *server) requireUser(api bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -101,7 +102,8 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 // bearer token is a KindUnauthorized refusal saying why; any other error
 // means the credentials could not be checked.
 func (s *server) authenticate(c *gin.Context) (*principal, error) {
-	ctx := c.Request.Context()
+	ctx, cancel := context.WithTimeout(c.Request.Context(), authDeadline)
+	defer cancel()
 	if h := c.GetHeader("Authorization"); h != "" {
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || tok == "" {

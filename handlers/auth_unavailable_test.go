@@ -6,14 +6,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
-// When the database is unreachable, credentials that cannot be checked get
-// 503 with Retry-After and a sentence, never "log in again"; /ready says so
-// while /health stays 200; all comes back with the database.
+// When the database is unreachable, refused or hung, credentials that cannot
+// be checked get 503 with Retry-After and a sentence, never "log in again";
+// /ready says so while /health stays 200; all comes back with the database.
+// A hung database answers within the request deadlines, not never: pages and
+// the API within the authentication deadline (3 s), /ready within its ping
+// timeout (2 s), a worker's claim within the claim deadline (4 s) as 503, so
+// each within a worker's claim timeout (5 s).
 func TestDatabaseDownIsNotLogInAgain(t *testing.T) {
 	t.Parallel()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		testDatabaseDown(t, (*storetest.Proxy).Cut, 0)
+	})
+	t.Run("hung", func(t *testing.T) {
+		t.Parallel()
+		testDatabaseDown(t, (*storetest.Proxy).Hang, protocol.ClaimTimeout)
+	})
+}
+
+// testDatabaseDown takes the database away with fault; within, when not 0,
+// bounds every answer given meanwhile (beyond it, the request hung).
+func testDatabaseDown(t *testing.T, fault func(*storetest.Proxy), within time.Duration) {
 	ns, proxy := storetest.OpenMySQLProxied(t)
 	e := newEnv(t, ns)
 	admin := e.login("admin", "admin-password-1")
@@ -46,17 +64,25 @@ func TestDatabaseDownIsNotLogInAgain(t *testing.T) {
 		t.Fatalf("/ready before the fault: %d", st)
 	}
 
-	proxy.Cut()
+	fault(proxy)
+	timed := func(name string, took time.Duration) {
+		t.Logf("%s answered after %s", name, took.Round(time.Millisecond))
+		if within > 0 && took > within {
+			t.Errorf("%s with the database down answered after %s, want within %s", name, took.Round(time.Millisecond), within)
+		}
+	}
 	for _, p := range probes {
 		req, _ := http.NewRequest("GET", e.srv.URL+p.path, nil)
 		for k, v := range p.hdr {
 			req.Header.Set(k, v)
 		}
+		start := time.Now()
 		resp, err := p.c.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := readAll(t, resp)
+		timed(p.name, time.Since(start))
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(b, p.inBody) {
 			t.Errorf("%s with the database down: %d Retry-After=%q %.200s; want 503, Retry-After and %q",
 				p.name, resp.StatusCode, resp.Header.Get("Retry-After"), b, p.inBody)
@@ -65,11 +91,25 @@ func TestDatabaseDownIsNotLogInAgain(t *testing.T) {
 			t.Errorf("%s sent to the login page with the database down", p.name)
 		}
 	}
+	start := time.Now()
 	if st, body := e.do(e.client(), "GET", "/ready", "", nil); st != http.StatusServiceUnavailable || !strings.Contains(body, "database is unreachable") {
 		t.Errorf("/ready with the database down: %d %s, want 503", st, body)
 	}
+	timed("/ready", time.Since(start))
 	if st, _ := e.do(e.client(), "GET", "/health", "", nil); st != http.StatusOK {
 		t.Errorf("/health with the database down: %d, want 200", st)
+	}
+	if within > 0 {
+		// A worker's claim: its node cannot be looked up, so the master
+		// answers 503 with a sentence within the claim deadline, and the
+		// worker, hedging, has its answer from another master long before.
+		start := time.Now()
+		st, body := e.do(e.client(), "POST", protocol.PathMasterClaim, `{"task_id":"t1","fire_at":"2026-01-01T00:00:00Z"}`,
+			map[string]string{protocol.HeaderNode: "w1", protocol.HeaderSecret: "s"})
+		timed("a claim", time.Since(start))
+		if st != http.StatusServiceUnavailable || !strings.Contains(body, "did not answer in time") {
+			t.Errorf("claim with the database hung: %d %s, want 503 with a sentence", st, body)
+		}
 	}
 
 	proxy.Restore()

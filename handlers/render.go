@@ -35,8 +35,13 @@ func wantsJSON(c *gin.Context) bool {
 	return strings.HasPrefix(c.Request.URL.Path, "/api/")
 }
 
-// serverError is the one path for unexpected failures: it logs and answers 500.
+// serverError is the one path for unexpected failures: it logs and answers
+// 500, or 503 when the database did not answer within the request's deadline.
 func (s *server) serverError(c *gin.Context, err error) {
+	if timedOut(c, err) {
+		s.unavailable(c, err)
+		return
+	}
 	s.log.Error("server error", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 	if wantsJSON(c) {
 		c.AbortWithStatusJSON(http.StatusInternalServerError, protocol.ErrorResponse{Error: "internal error; see the master's log"})
@@ -68,6 +73,8 @@ func errorStatus(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case master.KindBusy:
 		return http.StatusTooManyRequests
+	case master.KindUnavailable:
+		return http.StatusServiceUnavailable
 	}
 	return 0
 }
@@ -76,7 +83,7 @@ func errorStatus(err error) int {
 // The body has the refusal's sentence; the log keeps its cause.
 func (s *server) apiError(c *gin.Context, err error) {
 	status := errorStatus(err)
-	if status == 0 {
+	if status == 0 || status == http.StatusServiceUnavailable {
 		s.serverError(c, err)
 		return
 	}

@@ -85,17 +85,19 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 
 	// Cluster API, called by workers: authenticated by cluster-key MAC or
 	// node secret in each handler, with its own body limits and per-run
-	// validation; no cookies, so no cross-origin check.
+	// validation; no cookies, so no cross-origin check. Each call runs under
+	// a deadline shorter than the worker's own (deadline.go).
 	cluster := r.Group("/")
-	cluster.POST(protocol.PathMasterRegister, s.registerWorker)
-	cluster.POST(protocol.PathMasterOffline, s.offlineWorker)
-	cluster.POST(protocol.PathMasterClaim, s.claimFire)
-	cluster.POST(protocol.PathMasterLock, s.claimFire) // the old path of claims, kept as an alias
-	cluster.POST(protocol.PathMasterRuns, s.reportRuns)
+	cluster.POST(protocol.PathMasterRegister, deadline(clusterDeadline), s.registerWorker)
+	cluster.POST(protocol.PathMasterOffline, deadline(clusterDeadline), s.offlineWorker)
+	cluster.POST(protocol.PathMasterClaim, deadline(claimDeadline), s.claimFire)
+	cluster.POST(protocol.PathMasterLock, deadline(claimDeadline), s.claimFire) // the old path of claims, kept as an alias
+	cluster.POST(protocol.PathMasterRuns, deadline(clusterDeadline), s.reportRuns)
 
 	// Console: pages, forms and htmx fragments, for people with a session.
-	console := r.Group("/", s.crossOrigin(cop), s.guardText)
-	open := console.Group("/", s.guardBody(maxFormBody))
+	// Reads and the login run under requestDeadline.
+	console := r.Group("/", s.crossOrigin(cop), s.guardText, readsDeadline)
+	open := console.Group("/", s.guardBody(maxFormBody), deadline(requestDeadline))
 	open.GET("/login", s.showLogin)
 	open.POST("/login", s.login)
 	open.POST("/logout", s.logout)
@@ -170,7 +172,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	uiTasks.POST("/:id/delete", s.requireAdmin, s.deleteTask)
 
 	// Open JSON API, for scripts: a bearer token (or a session).
-	apiBase := r.Group("/api/v1", s.crossOrigin(cop), s.guardText)
+	apiBase := r.Group("/api/v1", s.crossOrigin(cop), s.guardText, readsDeadline)
 	api := apiBase.Group("", s.guardBody(maxOtherJSONBody), s.requireUser(true))
 	api.GET("/nodes", s.apiListNodes)
 	api.POST("/nodes", s.requireAdmin, s.apiCreateNode)

@@ -34,7 +34,7 @@ func (s *server) login(c *gin.Context) {
 	}
 	u, err := s.m.Accounts().Login(c.Request.Context(), ip, username, password)
 	switch master.KindOf(err) {
-	case 0:
+	case 0, master.KindUnavailable:
 		if err != nil {
 			s.log.Error("login: the database cannot be reached", "err", err)
 			c.Header("Retry-After", dbRetryAfter)

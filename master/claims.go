@@ -33,6 +33,10 @@ const (
 	MaxOpenClaimsPerNode = 1000
 )
 
+// claimWriteWait bounds a claim's insert when its request has no deadline of
+// its own.
+const claimWriteWait = 10 * time.Second
+
 // maxClaimWait caps a claimant's wait whatever its rank: well inside the
 // worker's 5 s claim timeout, so a task with many executors, the best of
 // them dead, still runs (ranks past the cap race, and the key decides).
@@ -109,7 +113,13 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 		}
 	}
 	// The write must not be torn by a request that goes away: it is short.
-	wctx, cancel := m.life.detached(ctx, 10*time.Second)
+	// It keeps the request's deadline, though (the handlers' cluster
+	// deadline), so that a hung database answers the claim in time.
+	wait := claimWriteWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl))
+	}
+	wctx, cancel := m.life.detached(ctx, wait)
 	defer cancel()
 	winner, err = store.ClaimFire(wctx, m.st.DB, t.ID, fire, node.Name)
 	return claimAnswer(node.Name, winner, err)

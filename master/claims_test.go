@@ -229,3 +229,65 @@ func TestClaimOfPausedTaskHasNoWinner(t *testing.T) {
 		}
 	})
 }
+
+// A worker hedging its claim sends the same claim to two masters at once,
+// each with its own connection pool on the database: per fire there is still
+// one winner, and both answers a node gets agree with each other and with
+// the recorded winner, so the worker may take either.
+func TestClaimSentToTwoMastersAtOnceAgrees(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		second, err := store.Open(e.ctx, s.DSN, storetest.Discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { second.Close() }) // after the masters stop
+		m2 := newMaster(t, storetest.NamedStore{Name: s.Name, Store: second, DSN: s.DSN}, func(c *master.Config) { c.Identity = "master-b" })
+		prios := map[string]int{"a": 1, "b": 1, "c": 2}
+		id := runningTask(t, e, prios)
+		const fires = 60
+		for f := range fires {
+			fire := claimBase.Add(time.Duration(f) * time.Second)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			answers := map[string][]protocol.ClaimResponse{}
+			for name := range prios {
+				for _, m := range []*master.Master{e.m, m2} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						resp, err := m.Claim(e.ctx, e.node(name), protocol.ClaimRequest{TaskID: id, FireAt: fire})
+						if err != nil {
+							t.Errorf("claim %s: %v", name, err)
+							return
+						}
+						mu.Lock()
+						answers[name] = append(answers[name], resp)
+						mu.Unlock()
+					}()
+				}
+			}
+			wg.Wait()
+			var recorded string
+			if err := s.Store.DB.QueryRowContext(e.ctx, "SELECT node FROM locks WHERE task_id = ? AND fire_at = ?", id, fire).Scan(&recorded); err != nil {
+				t.Fatalf("fire %d: recorded winner: %v", f, err)
+			}
+			winners := 0
+			for name, got := range answers {
+				if len(got) != 2 || got[0] != got[1] {
+					t.Fatalf("fire %d: node %s got %+v from the two masters; want two equal answers", f, name, got)
+				}
+				if got[0].Winner != recorded || got[0].Won != (name == recorded) {
+					t.Fatalf("fire %d: node %s told %+v, recorded winner %s", f, name, got[0], recorded)
+				}
+				if got[0].Won {
+					winners++
+				}
+			}
+			if winners != 1 {
+				t.Fatalf("fire %d: %d nodes told they won", f, winners)
+			}
+		}
+	})
+}

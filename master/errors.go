@@ -39,6 +39,10 @@ const (
 	// KindBusy is a request refused because the master is at a documented
 	// bound of concurrent work; the same request later succeeds.
 	KindBusy
+	// KindUnavailable is a request the database did not answer in time (a
+	// call past its deadline): the master works, its database does not, and
+	// the same request later, or to another master, succeeds.
+	KindUnavailable
 )
 
 // String names the kind as the sentinels' texts do.
@@ -64,6 +68,8 @@ func (k Kind) String() string {
 		return "too large"
 	case KindBusy:
 		return "busy"
+	case KindUnavailable:
+		return "unavailable"
 	}
 	return fmt.Sprintf("kind %d", int(k))
 }
@@ -145,7 +151,9 @@ func wrapf(k Kind, cause error, format string, args ...any) error {
 }
 
 // KindOf returns the kind of a refusal, or 0 for an unexpected error. Field
-// errors and the protocol's invalid input count as KindInvalid.
+// errors and the protocol's invalid input count as KindInvalid; a context
+// deadline in the chain (a database call past the request's deadline: the
+// database hangs) counts as KindUnavailable.
 func KindOf(err error) Kind {
 	var e *Error
 	var fe protocol.FieldErrors
@@ -154,12 +162,23 @@ func KindOf(err error) Kind {
 		return e.Kind
 	case errors.As(err, &fe), errors.Is(err, protocol.ErrInvalid):
 		return KindInvalid
+	case errors.Is(err, context.DeadlineExceeded):
+		return KindUnavailable
 	}
 	return 0
 }
 
+// UnavailableMsg is the sentence of a request the database did not answer in
+// time.
+const UnavailableMsg = "the database did not answer in time; retrying"
+
+// UnavailableRetryAfter is when a caller refused for KindUnavailable may try
+// again: a hang is seldom over sooner.
+const UnavailableRetryAfter = 5 * time.Second
+
 // Message is the sentence to show people for err: a refusal's Msg (its kind
-// for a bare sentinel), or the error's text otherwise; never a refusal's cause.
+// for a bare sentinel), UnavailableMsg for a call past its deadline, or the
+// error's text otherwise; never a refusal's cause.
 func Message(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
@@ -167,6 +186,9 @@ func Message(err error) string {
 			return e.Kind.String()
 		}
 		return e.Msg
+	}
+	if KindOf(err) == KindUnavailable {
+		return UnavailableMsg
 	}
 	return err.Error()
 }
@@ -210,8 +232,11 @@ func netReason(err error) string {
 // 0 when err says nothing about it.
 func RetryAfter(err error) time.Duration {
 	var e *Error
-	if errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e) && e.RetryAfter > 0:
 		return e.RetryAfter
+	case KindOf(err) == KindUnavailable:
+		return UnavailableRetryAfter
 	}
 	return 0
 }

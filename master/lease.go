@@ -294,6 +294,10 @@ func (l *leaseKeeper) ready(ctx context.Context, ping func(context.Context) erro
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := ping(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			// A hang, not a refusal: the connection is open, no answer comes.
+			return wrapf(KindState, err, "the database is unreachable (no answer within %s); retrying", readyTimeout)
+		}
 		return wrapf(KindState, err, "the database is unreachable; retrying")
 	}
 	return nil

@@ -54,6 +54,18 @@ const (
 	PathMasterLock = "/api/worker/lock"
 )
 
+// How long a worker waits for a master's answer, and so the bound a master
+// keeps under: a master answers its workers' calls within less (its request
+// deadlines), with a 503 when its database does not answer, so a worker hears
+// "unavailable" rather than its own timeout.
+const (
+	// ClaimTimeout bounds a worker's claim of one fire, over every master
+	// it tries.
+	ClaimTimeout = 5 * time.Second
+	// RunsTimeout bounds the delivery of one batch of run reports.
+	RunsTimeout = 15 * time.Second
+)
+
 // Body limits of the worker API, enforced before parsing. A task definition
 // is bounded by TaskDef.Validate (body 256 KiB, params 100 x 4 KiB, headers
 // 50 x 8 KiB, env 100 x 4 KiB, command 16 KiB), under 2 MiB even with JSON

@@ -20,6 +20,22 @@ const (
 	failoverMaxPause   = time.Second
 )
 
+// Hedge delays: a call that can go to several masters goes to the current
+// one first and, when no answer came within the delay, to the next one too
+// (and so on along the list); the first good answer wins and the others are
+// cancelled. A master whose database hangs thus costs a claim ClaimHedgeDelay,
+// not the claim's whole timeout, and no fire. Sending twice is harmless: the
+// database keeps one winner per fire and each run id once.
+const (
+	// ClaimHedgeDelay is well above a healthy claim's answer (a few
+	// milliseconds; a lower-ranked executor's waits for a better one run
+	// 150 ms a rank) and well under a second, the scale of a fire.
+	ClaimHedgeDelay = 250 * time.Millisecond
+	// ReportHedgeDelay is longer: a batch of run reports takes longer to
+	// store, and nothing waits for it by the clock.
+	ReportHedgeDelay = time.Second
+)
+
 // MasterURLs splits a --master value (one URL or a comma-separated list)
 // into its URLs, spaces and trailing slashes trimmed, empty entries kept as ""
 // so that a validator can name them.
@@ -39,6 +55,9 @@ type masters struct {
 	urls []string
 	cur  atomic.Int64
 	log  *slog.Logger
+	// claimHedge and reportHedge are ClaimHedgeDelay and ReportHedgeDelay;
+	// tests shorten them.
+	claimHedge, reportHedge time.Duration
 }
 
 func newMasters(raw string, log *slog.Logger) *masters {
@@ -53,7 +72,7 @@ func newMasters(raw string, log *slog.Logger) *masters {
 		// bad request, exactly as with an empty single URL.
 		urls = []string{""}
 	}
-	return &masters{urls: urls, log: log}
+	return &masters{urls: urls, log: log, claimHedge: ClaimHedgeDelay, reportHedge: ReportHedgeDelay}
 }
 
 // current is the URL of the master in use.
@@ -91,6 +110,80 @@ func (ms *masters) do(ctx context.Context, fn func(base string) error) error {
 		}
 	}
 	return err
+}
+
+// hedge calls fn with the current master's base URL and, each time delay
+// passes with no answer or an attempt fails in a way another master may not
+// (failsOver), with the next master's too, every attempt under its own
+// context. The first attempt that succeeds or fails in a way no master would
+// fix (a 4xx) gives the answer; the others are cancelled. It returns the base
+// URL of that attempt (or of the last failed one) and its error.
+//
+// A failed master moves the current one on, as do does; so does a master
+// that answered while the current one had not yet: calls then stop waiting
+// the delay on a master that hangs.
+func (ms *masters) hedge(ctx context.Context, delay time.Duration, fn func(ctx context.Context, base string) error) (string, error) {
+	n := len(ms.urls)
+	if n == 1 {
+		return ms.urls[0], fn(ctx, ms.urls[0])
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel() // the attempts still running lose
+	type result struct {
+		idx int
+		err error
+	}
+	results := make(chan result, n) // buffered: a loser's send never blocks
+	start := int(ms.cur.Load()) % n
+	launched, running := 0, 0
+	launch := func() {
+		idx := (start + launched) % n
+		launched++
+		running++
+		go func() { results <- result{idx, fn(actx, ms.urls[idx])} }()
+	}
+	launch()
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	last := result{idx: start}
+	for running > 0 {
+		select {
+		case <-timer.C:
+			if launched < n && ctx.Err() == nil {
+				ms.log.Debug("no answer from the master yet; asking the next one too", "master", ms.urls[(start+launched-1)%n], "after", delay)
+				launch()
+				timer.Reset(delay)
+			}
+		case r := <-results:
+			running--
+			if r.err == nil || !failsOver(ctx, r.err) {
+				if r.idx != start {
+					ms.moveOn(start, r.idx, "master slow; now using the next master", "slow", nil)
+				}
+				return ms.urls[r.idx], r.err
+			}
+			last = r
+			ms.moveOn(r.idx, (r.idx+1)%n, "master failed; now using the next master", "failed", r.err)
+			if launched < n && ctx.Err() == nil {
+				launch()
+				timer.Reset(delay)
+			}
+		}
+	}
+	return ms.urls[last.idx], last.err
+}
+
+// moveOn makes to the current master if from still is: only the first of
+// several calls that saw from fail or lag moves it, so concurrent calls do not
+// skip a live master. The log names from under key (failed or slow).
+func (ms *masters) moveOn(from, to int, msg, key string, err error) {
+	if from != to && ms.cur.CompareAndSwap(int64(from), int64(to)) {
+		args := []any{key, ms.urls[from], "master", ms.urls[to]}
+		if err != nil {
+			args = append(args, "err", err)
+		}
+		ms.log.Warn(msg, args...)
+	}
 }
 
 // failsOver reports whether err is a failure another master may not have: the

@@ -508,7 +508,7 @@ func readJournalLine(br *bufio.Reader) (line []byte, n int64, tooLong bool, err 
 // those are dropped: one bad run never blocks the others. Any other failure
 // (unreachable, 5xx, 401) keeps the batch for a later retry.
 func (r *reporter) deliver(ctx context.Context, runs []protocol.RunReport) error {
-	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, protocol.RunsTimeout)
 	resp, err := r.post(dctx, runs)
 	cancel()
 	switch {

@@ -440,10 +440,10 @@ func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, protocol.ClaimTimeout)
 	defer cancel()
 	var resp protocol.ClaimResponse
-	if err := w.post(ctx, protocol.PathMasterClaim, w.authHeaders(), body, &resp); err != nil {
+	if err := w.hedgedPost(ctx, w.masters.claimHedge, protocol.PathMasterClaim, w.authHeaders(), body, &resp); err != nil {
 		w.maybeReregister(err)
 		return false, err
 	}
@@ -458,7 +458,7 @@ func (w *Worker) postRuns(ctx context.Context, runs []protocol.RunReport) (proto
 		return protocol.RunsResponse{}, fmt.Errorf("worker: encode run reports: %w", err)
 	}
 	var resp protocol.RunsResponse
-	if err := w.post(ctx, protocol.PathMasterRuns, w.authHeaders(), body, &resp); err != nil {
+	if err := w.hedgedPost(ctx, w.masters.reportHedge, protocol.PathMasterRuns, w.authHeaders(), body, &resp); err != nil {
 		w.maybeReregister(err)
 		var se *protocol.StatusError
 		if errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusRequestEntityTooLarge ||
@@ -730,6 +730,34 @@ func (w *Worker) call(ctx context.Context, path string, headers map[string]strin
 		return protocol.Call(ctx, w.client, http.MethodPost, b+path, headers, body, protocol.MaxStartupBody, out)
 	})
 	return base, callError(err, base, base+path)
+}
+
+// hedgedPost is post for calls that are harmless twice (a claim, a batch of
+// run reports): the next master is asked too when the current one has not
+// answered within delay (masters.hedge), and the first good answer is
+// decoded into out.
+func (w *Worker) hedgedPost(ctx context.Context, delay time.Duration, path string, headers map[string]string, body []byte, out any) error {
+	var mu sync.Mutex
+	answers := map[string]json.RawMessage{} // per master: attempts run at once
+	base, err := w.masters.hedge(ctx, delay, func(actx context.Context, b string) error {
+		var raw json.RawMessage
+		err := protocol.Call(actx, w.client, http.MethodPost, b+path, headers, body, protocol.MaxStartupBody, &raw)
+		if err == nil {
+			mu.Lock()
+			answers[b] = raw
+			mu.Unlock()
+		}
+		return err
+	})
+	if err == nil && out != nil {
+		mu.Lock()
+		raw := answers[base]
+		mu.Unlock()
+		if derr := json.Unmarshal(raw, out); derr != nil {
+			err = &protocol.CallError{Op: protocol.OpDecode, Err: derr}
+		}
+	}
+	return callError(err, base, base+path)
 }
 
 // callError words a failed call to the master at base.

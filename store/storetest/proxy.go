@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -13,13 +12,15 @@ import (
 )
 
 // Proxy is a TCP proxy on loopback in front of a database server, so a test
-// can take the database away for real (Cut) and bring it back (Restore).
+// can take the database away for real, refused (Cut) or blackholed (Hang),
+// and bring it back (Restore).
 type Proxy struct {
 	ln     net.Listener
 	target string
 
 	mu    sync.Mutex
 	cut   bool
+	held  chan struct{} // non-nil while hung; closed when the hang ends
 	conns map[net.Conn]struct{}
 }
 
@@ -40,7 +41,8 @@ func NewProxy(t testing.TB, target string) *Proxy {
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Cut closes every proxied connection and refuses new ones until Restore.
+// Cut closes every proxied connection and refuses new ones until Restore;
+// it ends a Hang.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -49,13 +51,55 @@ func (p *Proxy) Cut() {
 		c.Close()
 	}
 	clear(p.conns)
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
 }
 
-// Restore lets connections through again.
+// Hang blackholes the database until Restore: connections, old and new, are
+// accepted and kept open, but nothing is forwarded either way, as when a
+// database server freezes or a network drops its packets. A client sees no
+// error, only no answer.
+func (p *Proxy) Hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// Restore lets connections through again. After a Hang, the connections that
+// were held are closed (their clients gave up on them long ago; what they
+// sent is never delivered), so only fresh connections reach the database.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.cut = false
+	if p.held != nil {
+		for c := range p.conns {
+			c.Close()
+		}
+		clear(p.conns)
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// hold blocks while the proxy hangs; false means the hang ended and c was
+// closed meanwhile (or the proxy is cut), so nothing more may pass.
+func (p *Proxy) hold(c net.Conn) bool {
+	p.mu.Lock()
+	held := p.held
 	p.mu.Unlock()
+	if held == nil {
+		return true
+	}
+	<-held
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, open := p.conns[c]
+	return open && !p.cut
 }
 
 func (p *Proxy) serve() {
@@ -75,23 +119,28 @@ func (p *Proxy) pipe(c net.Conn) {
 		c.Close()
 		return
 	}
+	p.conns[c] = struct{}{} // so that Cut and Restore close it while it is held
 	p.mu.Unlock()
+	if !p.hold(c) {
+		c.Close()
+		return
+	}
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		c.Close()
 		return
 	}
 	p.mu.Lock()
-	if p.cut {
+	if _, open := p.conns[c]; p.cut || !open {
 		p.mu.Unlock()
 		c.Close()
 		up.Close()
 		return
 	}
-	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+	p.conns[up] = struct{}{}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) { _, _ = io.Copy(dst, src); done <- struct{}{} }
+	cp := func(dst, src net.Conn) { p.copy(dst, src, c); done <- struct{}{} }
 	go cp(up, c)
 	go cp(c, up)
 	<-done
@@ -101,6 +150,26 @@ func (p *Proxy) pipe(c net.Conn) {
 	delete(p.conns, c)
 	delete(p.conns, up)
 	p.mu.Unlock()
+}
+
+// copy forwards src to dst until either fails; while the proxy hangs, what
+// was read is held back, and is dropped if the hang ends by closing c.
+func (p *Proxy) copy(dst, src, c net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.hold(c) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // OpenMySQLProxied is OpenMySQL with the store's connections going through a
