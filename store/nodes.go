@@ -308,14 +308,20 @@ func ResetNodeKey(ctx context.Context, db bun.IDB, name string) error {
 }
 
 // MarkSeen records successful probes of the named nodes in one statement per
-// chunk, under fence (nil: unconditionally).
+// chunk, under fence (nil: unconditionally), and clears their reason.
 func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fence *Fence) error {
+	return MarkSeenWithReason(ctx, db, names, at, "", fence)
+}
+
+// MarkSeenWithReason is MarkSeen for nodes that answer but say something is
+// wrong (a degraded worker): reason replaces the node's reason.
+func MarkSeenWithReason(ctx context.Context, db bun.IDB, names []string, at time.Time, reason string, fence *Fence) error {
 	const chunk = 500
 	for len(names) > 0 {
 		part := names[:min(chunk, len(names))]
 		names = names[len(part):]
 		_, err := fence.where(db.NewUpdate().Model((*Node)(nil)).
-			Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", "").
+			Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", reason).
 			Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("store: mark nodes seen: %w", err)
