@@ -100,6 +100,7 @@ func nodeRow(n master.Node, now time.Time) views.NodeRow {
 		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: int(n.Status),
 		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: ago(n.LastSeen, now), Failures: strconv.Itoa(n.Failures), Mode: n.Mode, Reason: n.Reason,
+		Degraded:      n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
 		FailuresTitle: "failed health checks in a row",
 		// The buttons follow the engine's state table; the master's own node has none.
 		CanConnect: isWorker && master.NodeAllows(n.Status, master.NodeConnect),

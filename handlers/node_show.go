@@ -68,6 +68,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 		Name: n.Name, Type: n.Type, Mode: n.Mode, Host: n.Protocol + "://" + n.Host, StatusName: n.Status.String(),
 		Leader: n.Type == master.TypeMaster && n.Name == leader, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Reason: n.Reason, MachineName: n.MachineName,
+		Degraded:     n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
 		RunsURL:      withQuery("/runs", runListQuery(views.RunFilterVM{Node: n.Name}, 0)),
 		RowsURL:      nodePath(n.Name) + "/live",
 		PollInterval: s.poll, UpdatedAt: now.UTC().Format("15:04:05") + " UTC",

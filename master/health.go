@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,8 +95,9 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 	targets := probeTargets(nodes, n%int64(hc.OfflineEvery) == 1 || hc.OfflineEvery == 1)
 
 	var (
-		mu      sync.Mutex
-		healthy []string
+		mu sync.Mutex
+		// healthy nodes by the reason to record: "" or a degraded worker's.
+		healthy = map[string][]string{}
 		res     = SweepResult{Probed: len(targets)}
 		wg      sync.WaitGroup
 		// Hung workers hold a slot for a whole timeout: scale the pool with the
@@ -140,8 +142,10 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 						fmt.Sprintf("offline after %d failed health checks: %s", hc.MaxFailures, shortReason(err)))
 				}
 			case node.Status != store.StatusOffline && h.BootID == node.BootID:
+				reason := degradedReason(h)
+				p.noteDegraded(node, reason)
 				mu.Lock()
-				healthy = append(healthy, node.Name)
+				healthy[reason] = append(healthy[reason], node.Name)
 				res.Healthy++
 				mu.Unlock()
 			default:
@@ -156,11 +160,48 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 	}
 	wg.Wait()
 	samples.flush(ctx, n)
-	if err := store.MarkSeen(ctx, p.db, healthy, time.Now(), fence); err != nil {
-		p.log.Error("health sweep: mark seen", "err", err)
+	seen := time.Now()
+	for reason, names := range healthy {
+		if err := store.MarkSeenWithReason(ctx, p.db, names, seen, reason, fence); err != nil {
+			p.log.Error("health sweep: mark seen", "err", err)
+		}
 	}
 	res.Took = time.Since(start)
 	return res
+}
+
+// degradedPrefix starts the reason of a node that answers but is degraded
+// (its health answer's degraded field), for example "degraded: data
+// directory full: runs.spool: ...".
+const degradedPrefix = "degraded: "
+
+// NodeDegraded reports whether a node's reason says that it answers but is
+// degraded (its data dir is full, for example): the console shows a badge.
+func NodeDegraded(reason string) bool { return strings.HasPrefix(reason, degradedPrefix) }
+
+// degradedReason is the node reason a healthy answer asks for: empty, or
+// the worker's degraded reason, bounded like every stored reason.
+func degradedReason(h protocol.HealthResponse) string {
+	if h.Degraded == "" {
+		return ""
+	}
+	s := degradedPrefix + h.Degraded
+	if len(s) > 400 {
+		s = s[:400]
+	}
+	return s
+}
+
+// noteDegraded logs a node going degraded or recovering, once per change
+// (the stored reason is the state before this sweep).
+func (p *healthProber) noteDegraded(n *store.Node, reason string) {
+	was := strings.HasPrefix(n.Reason, degradedPrefix)
+	switch {
+	case reason != "" && !was:
+		p.log.Warn("node degraded", "node", n.Name, "reason", reason)
+	case reason == "" && was:
+		p.log.Info("node no longer degraded", "node", n.Name)
+	}
 }
 
 // shortReason keeps the stored reason readable and bounded.

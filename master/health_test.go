@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -422,6 +423,47 @@ func TestSweepReconnectsRestartedAnonymousManualWorker(t *testing.T) {
 		}
 		if h := nw.Health(); h.Node != "anon1" || h.Status != protocol.StateScheduling {
 			t.Errorf("worker after recovery: %+v", h)
+		}
+	})
+}
+
+// A worker that answers but says it is degraded (its data dir is full) stays
+// running, and the sweep records why on the node, "degraded: ..." in its
+// reason, until the worker says it is fine again.
+func TestSweepRecordsADegradedWorker(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		tw := e.running("w1")
+		e.running("w2")
+		var degraded atomic.Value
+		degraded.Store("data directory full: runs.spool: write runs.spool: no space left on device")
+		router := tw.Router()
+		tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != protocol.PathHealth {
+				router.ServeHTTP(rw, r)
+				return
+			}
+			h := tw.W.Health()
+			h.Degraded = degraded.Load().(string)
+			rw.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(rw).Encode(h)
+		}))
+		if res := e.m.Sweep(e.ctx); res.Healthy != 2 || res.Failed != 0 {
+			t.Fatalf("sweep = %+v, want both healthy", res)
+		}
+		n := e.node("w1")
+		want := "degraded: data directory full: runs.spool: write runs.spool: no space left on device"
+		if n.Status != store.StatusRunning || n.Reason != want || !master.NodeDegraded(n.Reason) {
+			t.Fatalf("degraded worker: status %d reason %q, want running with %q", n.Status, n.Reason, want)
+		}
+		if n := e.node("w2"); n.Reason != "" || master.NodeDegraded(n.Reason) {
+			t.Fatalf("the sound worker got reason %q", n.Reason)
+		}
+		degraded.Store("")
+		e.m.Sweep(e.ctx)
+		if n := e.node("w1"); n.Status != store.StatusRunning || n.Reason != "" {
+			t.Fatalf("after recovery: status %d reason %q, want running with no reason", n.Status, n.Reason)
 		}
 	})
 }

@@ -98,6 +98,11 @@ type HealthResponse struct {
 	// AllowShell says whether the worker runs shell tasks (--allow-shell);
 	// absent from older workers.
 	AllowShell *bool `json:"allow_shell,omitempty"`
+	// Degraded says why the worker works with less than it should, for
+	// example "data directory full: runs.spool: ..." when it cannot write
+	// its run journal or fires file; empty when all is well (and from older
+	// workers).
+	Degraded string `json:"degraded,omitempty"`
 }
 
 // Worker states reported by /health.

@@ -319,8 +319,14 @@ func ResetNodeKey(ctx context.Context, db bun.IDB, name string) error {
 
 // MarkSeen records successful probes of the named nodes in one statement per
 // chunk, under fence (nil: unconditionally), all in one transaction when
-// fenced. A lost lease marks nothing and is no error.
+// fenced, and clears their reason. A lost lease marks nothing and is no error.
 func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fence *Fence) error {
+	return MarkSeenWithReason(ctx, db, names, at, "", fence)
+}
+
+// MarkSeenWithReason is MarkSeen for nodes that answer but say something is
+// wrong (a degraded worker): reason replaces the node's reason.
+func MarkSeenWithReason(ctx context.Context, db bun.IDB, names []string, at time.Time, reason string, fence *Fence) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -330,7 +336,7 @@ func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fen
 			part := rest[:min(chunk, len(rest))]
 			rest = rest[len(part):]
 			_, err := db.NewUpdate().Model((*Node)(nil)).
-				Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", "").
+				Set("last_seen = ?", at.UTC()).Set("failures = 0").Set("reason = ?", reason).
 				Where("name IN (?)", bun.In(part)).Where("status <> ?", StatusOffline).Exec(ctx)
 			if err != nil {
 				return err

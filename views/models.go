@@ -35,6 +35,8 @@ type NodeRow struct {
 	FailuresTitle string
 	Mode          string
 	Reason        string
+	// Degraded: the node answers but is degraded (Reason says why).
+	Degraded bool
 	// Leader marks the master holding the cluster lease.
 	Leader     bool
 	CanConnect bool

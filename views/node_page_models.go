@@ -81,13 +81,15 @@ type NodeLiveVM struct {
 	LastSeenAt     string
 	Failures       int
 	Reason         string
-	MachineName    string
-	Tasks          []NodeTaskRow
-	Runs           []RunListRow
-	RunsURL        string // the runs page filtered by this node
-	Chart          HealthChartVM
-	Health         NodeHealthSummary
-	RowsURL        string
-	PollInterval   string
-	UpdatedAt      string
+	// Degraded: the node answers but is degraded (Reason says why).
+	Degraded     bool
+	MachineName  string
+	Tasks        []NodeTaskRow
+	Runs         []RunListRow
+	RunsURL      string // the runs page filtered by this node
+	Chart        HealthChartVM
+	Health       NodeHealthSummary
+	RowsURL      string
+	PollInterval string
+	UpdatedAt    string
 }

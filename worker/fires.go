@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,16 @@ import (
 // last fire of each task across restarts, so that the fires due while the
 // worker was down are counted when the master gives it its tasks again.
 const FiresFile = "fires.json"
+
+// StopFile is the name, in the worker's data dir, of a small file that says
+// whether the last process stopped cleanly and when. FiresFile says so too,
+// but on a full disk it cannot be rewritten at the stop; StopFile has a fixed
+// size and is overwritten in place, which needs no new space, so a clean stop
+// is recognised even then.
+const StopFile = "stopped"
+
+// stopFileSize is StopFile's fixed size: room for "clean " and a time.
+const stopFileSize = 64
 
 // firesSaveEvery is how often the last fires are written when they changed:
 // a fire costs an atomic store, not a write.
@@ -56,15 +67,18 @@ const firesUncertain = 2 * firesSaveEvery
 // starts them again, and those of a process that is stopping. The last fire
 // of a scheduled task lives in its taskJob (an atomic, set by fireGroup).
 type lastFires struct {
-	path string // "" : nothing is written (no data dir)
-	log  *slog.Logger
-	done chan struct{} // closed when save has written for the last time
+	path     string // "" : nothing is written (no data dir)
+	stopPath string // StopFile in the data dir
+	log      *slog.Logger
+	// health is told of every failed and successful write: the worker's
+	// degraded state (shared with the run journal). nil in some tests.
+	health *dataDirHealth
+	done   chan struct{} // closed when save has written for the last time
 
 	writeMu sync.Mutex // one write of the file at a time
 
-	mu      sync.Mutex
-	saved   map[string]time.Time
-	failing bool // the last write failed (logged once until one succeeds)
+	mu    sync.Mutex
+	saved map[string]time.Time
 	// notBefore: fires at or before it may have run in a previous process
 	// that was killed (an unclean file); they are not counted as missed.
 	notBefore time.Time
@@ -84,6 +98,7 @@ func (l *lastFires) load(dir string, log *slog.Logger) {
 		return
 	}
 	l.path = filepath.Join(dir, FiresFile)
+	l.stopPath = filepath.Join(dir, StopFile)
 	l.done = make(chan struct{})
 	data, err := os.ReadFile(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -98,20 +113,89 @@ func (l *lastFires) load(dir string, log *slog.Logger) {
 			"file", l.path, "err", err)
 		return
 	}
+	unclean := !f.Clean
+	// A clean stop that could not rewrite the file (a full disk) is in
+	// StopFile, written after the file's last save: fires up to the stop
+	// may have run unsaved, the ones after it were missed.
+	var cleanAt time.Time
+	if at, ok := readStopFile(l.stopPath); unclean && ok && !at.Before(f.SavedAt) {
+		unclean, cleanAt = false, at.UTC()
+	}
 	l.mu.Lock()
 	l.saved = f.Tasks
 	l.notBefore = f.NotBefore
-	if end := f.NextFire.Add(firesUncertain); !f.Clean && !f.NextFire.IsZero() && end.After(l.notBefore) {
+	if end := f.NextFire.Add(firesUncertain); unclean && !f.NextFire.IsZero() && end.After(l.notBefore) {
 		l.notBefore = end
+	}
+	if cleanAt.After(l.notBefore) {
+		l.notBefore = cleanAt
 	}
 	l.mu.Unlock()
 	if len(f.Tasks) > 0 {
 		log.Info("last fires of the previous run read", "file", l.path, "tasks", len(f.Tasks), "saved_at", f.SavedAt)
 	}
-	if !l.notBefore.IsZero() && len(f.Tasks) > 0 {
+	switch {
+	case len(f.Tasks) == 0:
+	case unclean && !l.notBefore.IsZero():
 		log.Warn("the previous run did not stop cleanly: fires it may have started without saving them are not counted as missed",
 			"from", f.NextFire, "to", l.notBefore)
+	case !cleanAt.IsZero():
+		log.Info("the previous run stopped cleanly but could not save its last fires: fires up to its stop are not counted as missed",
+			"saved_at", f.SavedAt, "stopped_at", cleanAt)
 	}
+}
+
+// readStopFile reads StopFile: the time of a clean stop, or false when the
+// last process did not stop cleanly (or the file is missing or unreadable).
+func readStopFile(path string) (time.Time, bool) {
+	if path == "" {
+		return time.Time{}, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	rest, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "clean ")
+	if !ok {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, rest)
+	return at, err == nil
+}
+
+// markStopFile overwrites StopFile in place with "running" (at start) or
+// "clean <time>" (at a clean stop), padded to its fixed size. When "running"
+// cannot be written the file is removed: a stale "clean" must never vouch
+// for a process that may be killed.
+func (l *lastFires) markStopFile(clean bool, at time.Time) {
+	if l.stopPath == "" {
+		return
+	}
+	text := "running"
+	if clean {
+		text = "clean " + at.UTC().Format(time.RFC3339Nano)
+	}
+	buf := []byte(fmt.Sprintf("%-*s\n", stopFileSize-1, text))
+	f, err := os.OpenFile(l.stopPath, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = f.WriteAt(buf, 0)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		return
+	}
+	if !clean {
+		if rerr := os.Remove(l.stopPath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			l.log.Error("cannot mark this run as started: a later start may take it for a clean stop", "file", l.stopPath, "err", rerr)
+		}
+		return
+	}
+	l.log.Error("cannot record the clean stop: the next start will say this run did not stop cleanly", "file", l.stopPath, "err", err)
 }
 
 // touch notes that a last fire changed.
@@ -200,6 +284,7 @@ func (r *runner) saveFires(ctx context.Context) {
 		case <-ctx.Done():
 			// Stop has stopped scheduling first: nothing fires any more.
 			r.writeFires(true)
+			l.markStopFile(true, time.Now())
 			return
 		case <-t.C:
 			if l.dirty.Swap(false) {
@@ -240,17 +325,13 @@ func (r *runner) writeFires(clean bool) {
 	}
 	f.NotBefore = l.notBefore
 	l.mu.Unlock()
-	err := writeFileAtomic(l.path, f)
-	l.mu.Lock()
-	was := l.failing
-	l.failing = err != nil
-	l.mu.Unlock()
-	switch {
-	case err != nil && !was:
-		r.log.Error("cannot save the tasks' last fires: fires missed during a restart may go uncounted", "file", l.path, "err", err)
-	case err == nil && was:
-		r.log.Info("the tasks' last fires are saved again", "file", l.path)
+	if err := writeFileAtomic(l.path, f); err != nil {
+		// Logged once per change by health, not at every save.
+		l.health.failed(FiresFile, err, "the tasks' last fires are not saved, so fires missed during a restart may go uncounted")
+		_ = os.Remove(l.path + ".tmp") // a partial temporary file holds space
+		return
 	}
+	l.health.ok(FiresFile)
 }
 
 func writeFileAtomic(path string, v any) error {

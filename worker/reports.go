@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -36,6 +37,8 @@ const (
 	// maxJournalLine is the longest journal line read back; a longer one is
 	// corrupt (a report is at most MaxOutputBytes of output plus a little).
 	maxJournalLine = 4 << 20
+	// journalFileName is the run journal's name in the data dir.
+	journalFileName = "runs.spool"
 )
 
 // ReportStats counts run reports the worker gave up on.
@@ -52,6 +55,9 @@ type ReportStats struct {
 	Pending int
 	// UnsentBytes is the part of the journal not yet delivered.
 	UnsentBytes int64
+	// Lost counts reports held only in memory (the journal could not take
+	// them) that were not delivered before the worker stopped.
+	Lost int64
 }
 
 // queued is a report waiting in memory; off and size place its line in the
@@ -62,12 +68,17 @@ type queued struct {
 	off  int64
 	size int64
 	mem  int64
+	// notice: a start notice, memory only by design (see notice).
+	notice bool
 }
 
 // reporter delivers run reports to the master in batches. Every report is
 // appended to a journal file in the data dir (runs.spool) when it is made;
 // the journal is emptied once everything in it is delivered, and after a crash
-// or restart its content is delivered first. Reports also wait in a bounded
+// or restart its content is delivered first. Records are framed (see
+// frameRecord): a torn tail is cut off at start, and a write that fails
+// (a full disk) is cut off at once, so the next record is never glued to a
+// fragment. Reports also wait in a bounded
 // in-memory queue for fast delivery while the queue mirrors the journal's
 // undelivered tail; when it cannot ("spilled"), delivery streams the journal
 // from disk. The mutex guards only the state and the short appends of add:
@@ -79,9 +90,18 @@ type reporter struct {
 	path     string
 	maxBytes int64
 
-	mu           sync.Mutex
-	file         *os.File // append handle; nil: memory only
-	size         int64    // journal length
+	// health is told of every failed and successful journal write: the
+	// worker's degraded state (shared with the fires file).
+	health *dataDirHealth
+
+	mu   sync.Mutex
+	file journalFile // append handle; nil: memory only
+	// openFailed: the journal could not be opened at start; add tries again.
+	openFailed bool
+	// broken: a failed write may have left a fragment past size that could
+	// not be cut off yet; the next append cuts it first or is not made.
+	broken       bool
+	size         int64    // journal length: the end of its last whole record
 	sent         int64    // journal prefix delivered (or given up on)
 	pending      []queued // oldest first
 	pendingBytes int64
@@ -93,6 +113,7 @@ type reporter struct {
 
 	dropped  atomic.Int64
 	overflow atomic.Int64
+	lost     atomic.Int64
 
 	// metrics are the worker's Prometheus metrics (see metrics.go).
 	metrics *metrics
@@ -109,45 +130,90 @@ func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(con
 	if maxBytes <= 0 {
 		maxBytes = DefaultJournalMaxBytes
 	}
-	r := &reporter{log: log, post: post, maxBytes: maxBytes, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &reporter{log: log, post: post, maxBytes: maxBytes, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		health: newDataDirHealth(log)}
 	r.metrics = newMetrics(r.stats)
 	if dataDir == "" {
 		return r
 	}
-	r.path = filepath.Join(dataDir, "runs.spool")
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
-		return r
+	r.path = filepath.Join(dataDir, journalFileName)
+	r.mu.Lock()
+	r.openLocked()
+	r.mu.Unlock()
+	return r
+}
+
+// openLocked opens the journal, cuts a torn tail off it and, when it holds
+// reports of an earlier process, has them delivered first. On failure the
+// reports are kept in memory only, the worker is degraded, and add tries
+// again.
+func (r *reporter) openLocked() {
+	fail := func(err error) {
+		r.openFailed = true
+		r.health.failed(journalFileName, err, "run reports are kept in memory only")
+	}
+	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
+		fail(err)
+		return
 	}
 	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
-		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
-		return r
+		fail(err)
+		return
 	}
 	// An older file may have a looser mode; run output can hold secrets.
 	if err := f.Chmod(0o600); err != nil {
-		log.Warn("cannot make the report journal private", "journal", r.path, "err", err)
+		r.log.Warn("cannot make the report journal private", "journal", r.path, "err", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
-		log.Error("report journal unavailable: reports are kept in memory only", "err", err)
 		f.Close()
-		return r
+		fail(err)
+		return
 	}
-	r.file, r.size = f, st.Size()
-	if r.size > 0 {
-		// A crash in the middle of an append leaves a partial line: end it,
-		// so the next report does not join it.
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, r.size-1); err == nil && last[0] != '\n' {
-			if n, err := f.Write([]byte{'\n'}); err == nil {
-				r.size += int64(n)
-			}
+	size := st.Size()
+	good, records, err := scanJournal(f, size)
+	if err != nil {
+		f.Close()
+		fail(err)
+		return
+	}
+	r.file, r.size, r.openFailed = f, good, false
+	if good < size {
+		// A write cut short (a crash, a full disk) left a torn record:
+		// cut it off, so the next record does not join it.
+		r.log.Warn("cut a torn record off the end of the report journal", "journal", r.path, "bytes", size-good)
+		if err := f.Truncate(good); err != nil {
+			r.broken = true // appends wait until it can be cut
+			r.health.failed(journalFileName, err, "run reports are kept in memory only")
 		}
-		r.spilled, r.tailFrom = true, r.size // left by an earlier process: deliver it first
-		log.Info("undelivered run reports found; delivering them", "journal", r.path, "bytes", r.size)
 	}
-	return r
+	if r.size > 0 {
+		r.spilled, r.tailFrom = true, r.size // left by an earlier process: deliver it first
+		r.log.Info("undelivered run reports found; delivering them", "journal", r.path, "bytes", r.size, "records", records)
+	}
+}
+
+// appendLocked appends one record to the journal. A failed or short write is
+// cut off at once; when even that fails the journal is marked broken and the
+// next append cuts first. Either way the next record starts at size, never
+// after a fragment.
+func (r *reporter) appendLocked(rec []byte) error {
+	if r.broken {
+		if err := r.file.Truncate(r.size); err != nil {
+			return fmt.Errorf("cut a torn record off the journal: %w", err)
+		}
+		r.broken = false
+	}
+	if _, err := r.file.Write(rec); err != nil {
+		// Part of it may be on disk, and O_APPEND writes at the real end.
+		if terr := r.file.Truncate(r.size); terr != nil {
+			r.broken = true
+		}
+		return err
+	}
+	r.size += int64(len(rec))
+	return nil
 }
 
 // stats returns the reporter's counters.
@@ -156,7 +222,7 @@ func (r *reporter) stats() ReportStats {
 	size, unsent, pending := r.size, r.size-r.sent, len(r.pending)
 	r.mu.Unlock()
 	return ReportStats{Dropped: r.dropped.Load(), Overflow: r.overflow.Load(), JournalBytes: size,
-		Pending: pending, UnsentBytes: unsent}
+		Pending: pending, UnsentBytes: unsent, Lost: r.lost.Load()}
 }
 
 // add records a report: in the journal first, then in the queue. A report
@@ -172,9 +238,12 @@ func (r *reporter) add(rep protocol.RunReport) {
 		r.log.Error("run report dropped: cannot encode it", "run", rep.ID, "err", err)
 		return
 	}
-	line = append(line, '\n')
+	line = frameRecord(line)
 	r.mu.Lock()
 	q := queued{rep: rep, off: -1, mem: int64(len(line))}
+	if r.file == nil && r.openFailed {
+		r.openLocked()
+	}
 	if r.file != nil {
 		if r.size+int64(len(line)) > r.maxBytes {
 			size := r.size
@@ -184,15 +253,14 @@ func (r *reporter) add(rep protocol.RunReport) {
 				"run", rep.ID, "task", rep.TaskID, "journal", r.path, "bytes", size, "bound", r.maxBytes)
 			return
 		}
-		if _, err := r.file.Write(line); err != nil {
-			r.log.Error("run report not journaled; kept in memory only", "run", rep.ID, "err", err)
-			// A partial write moved the end: learn where it is now.
-			if st, serr := r.file.Stat(); serr == nil {
-				r.size = st.Size()
-			}
+		off := r.size
+		if err := r.appendLocked(line); err != nil {
+			// Logged once per change by health, not once per run.
+			r.health.failed(journalFileName, err, "run reports are kept in memory only")
+			r.log.Debug("run report not journaled; kept in memory only", "run", rep.ID, "err", err)
 		} else {
-			q.off, q.size = r.size, int64(len(line))
-			r.size += q.size
+			r.health.ok(journalFileName)
+			q.off, q.size = off, int64(len(line))
 		}
 	}
 	r.nextSeq++
@@ -228,7 +296,7 @@ func (r *reporter) notice(rep protocol.RunReport) {
 		r.log.Warn("start notice dropped: cannot encode it", "run", rep.ID, "err", err)
 		return
 	}
-	q := queued{rep: rep, off: -1, mem: int64(len(line)) + 1}
+	q := queued{rep: rep, off: -1, mem: int64(len(line)) + 1, notice: true}
 	r.mu.Lock()
 	if len(r.pending) >= reportQueueSize || r.pendingBytes+q.mem > reportQueueBytes {
 		r.mu.Unlock()
@@ -274,7 +342,7 @@ func (r *reporter) run(ctx context.Context) {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			if !r.drain(fctx) {
-				r.log.Info("run reports kept in the journal for delivery after restart", "journal", r.path)
+				r.keepAtStop()
 			}
 			cancel()
 			r.close()
@@ -304,6 +372,60 @@ func (r *reporter) run(ctx context.Context) {
 			retry.Reset(wait)
 			backoff = min(backoff*2, 10*time.Second)
 		}
+	}
+}
+
+// keepAtStop journals the undelivered reports held only in memory (a write
+// that failed earlier may work now) and says what became of them: kept in
+// the journal, or lost, with their count. Start notices are memory only by
+// design and not counted.
+func (r *reporter) keepAtStop() {
+	r.mu.Lock()
+	var journaled, lost int
+	var lastErr error
+	for i := range r.pending {
+		q := &r.pending[i]
+		if q.off >= 0 || q.notice {
+			continue
+		}
+		if r.file == nil {
+			lost++
+			continue
+		}
+		line, err := marshalReport(&q.rep)
+		if err == nil {
+			rec := frameRecord(line)
+			if r.size+int64(len(rec)) > r.maxBytes {
+				err = errors.New("the run journal is at its size bound")
+			} else if err = r.appendLocked(rec); err == nil {
+				q.off, q.size = r.size-int64(len(rec)), int64(len(rec))
+				journaled++
+				continue
+			}
+		}
+		lastErr = err
+		lost++
+	}
+	unsent, path, hasFile := r.size-r.sent, r.path, r.file != nil
+	r.mu.Unlock()
+	if journaled > 0 {
+		r.health.ok(journalFileName)
+	}
+	if lost > 0 {
+		r.lost.Add(int64(lost))
+		why := "there is no journal (no data dir)"
+		switch {
+		case lastErr != nil:
+			why = lastErr.Error()
+		case path != "":
+			why = "the journal could not be opened"
+		}
+		r.log.Error("run reports lost: the master did not take them and the journal could not hold them",
+			"lost", lost, "journaled_now", journaled, "journal", path, "why", why)
+	}
+	if hasFile && unsent > 0 {
+		r.log.Info("run reports kept in the journal for delivery after restart", "journal", path, "bytes", unsent,
+			"journaled_now", journaled)
 	}
 }
 
@@ -386,6 +508,7 @@ func (r *reporter) truncateIfDeliveredLocked() {
 		return
 	}
 	r.size, r.sent, r.tailFrom = 0, 0, 0
+	r.broken = false // a fragment past the end went with the rest
 }
 
 // deliverJournal streams the undelivered part of the journal to the master in
@@ -451,12 +574,19 @@ func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int6
 			r.log.Error("skipping an overlong line in the report journal", "journal", r.path, "bytes", n)
 		case len(line) > 0 && string(line) != "\n":
 			var rep protocol.RunReport
-			if jerr := json.Unmarshal(line, &rep); jerr != nil {
+			payload, ok := recordPayload(line)
+			var jerr error
+			if !ok {
+				jerr = errors.New("torn or corrupt record")
+			} else {
+				jerr = json.Unmarshal(payload, &rep)
+			}
+			if jerr != nil {
 				r.log.Error("skipping a corrupt line in the report journal", "journal", r.path, "err", jerr)
 			} else if !seen[rep.ID] {
 				// A batch stays within the master's byte bound: the
 				// line's JSON is the report's JSON in the batch.
-				if len(batch) > 0 && batchBytes+int64(len(line)) > reportBatchBytes {
+				if len(batch) > 0 && batchBytes+int64(len(payload)) > reportBatchBytes {
 					off -= n // this line is not delivered yet
 					ok := flush()
 					off += n
@@ -466,7 +596,7 @@ func (r *reporter) streamJournal(ctx context.Context, f *os.File, from, end int6
 				}
 				seen[rep.ID] = true
 				batch = append(batch, rep)
-				batchBytes += int64(len(line))
+				batchBytes += int64(len(payload))
 			}
 		}
 		if len(batch) == reportBatchSize && !flush() {

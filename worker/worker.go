@@ -206,6 +206,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		http: &http.Client{Transport: tr, CheckRedirect: checkRedirect}, reports: w.reports, claim: w.claimFire,
 		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: w.life, pgroups: groups,
 	}
+	w.runner.fires.health = w.reports.health
 	w.runner.fires.load(cfg.DataDir, log)
 	return w, nil
 }
@@ -232,7 +233,8 @@ func (w *Worker) Health() protocol.HealthResponse {
 		state = protocol.StateIdle
 	}
 	shell := w.cfg.AllowShell
-	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell}
+	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell,
+		Degraded: w.reports.health.reason()}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -553,6 +555,8 @@ func (w *Worker) start() error {
 	for _, rep := range w.groups.reap(time.Now()) {
 		w.reports.add(rep)
 	}
+	// From here until a clean stop says so, a restart finds "running".
+	w.runner.fires.markStopFile(false, time.Time{})
 	go w.reports.run(w.life)
 	go w.runner.saveFires(w.life)
 	go w.runner.noticeLoop(w.life, w.noticesDone)
