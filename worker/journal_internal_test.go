@@ -523,7 +523,7 @@ func TestCleanStopRecognisedWhenTheFiresFileIsStale(t *testing.T) {
 			if warned != c.unclean {
 				t.Fatalf("'did not stop cleanly' logged: %v, want %v", warned, c.unclean)
 			}
-			if _, nb, _ := next.take("t"); !nb.Equal(c.notBefore) {
+			if _, nb, _, _ := next.take("t"); !nb.Equal(c.notBefore) {
 				t.Fatalf("fires up to %s not counted as missed, want up to %s", nb, c.notBefore)
 			}
 			if !c.unclean && len(logs.find("stopped cleanly but could not save")) != 1 {
