@@ -221,7 +221,7 @@ func (s *server) apiListRuns(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	runs, total, err := s.m.SearchRuns(c.Request.Context(), master.RunFilter{TaskID: c.Param("id"), Result: result,
+	runs, total, err := s.m.Reads().SearchRuns(c.Request.Context(), master.RunFilter{TaskID: c.Param("id"), Result: result,
 		Limit: limit, Offset: offset, Preview: true})
 	if err != nil {
 		s.apiError(c, err)

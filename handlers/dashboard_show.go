@@ -38,7 +38,7 @@ func (s *server) showDashboard(c *gin.Context) {
 	}
 	today := utcDay(now)
 	from := today.AddDate(0, 0, -(chartDays - 1))
-	counts, err := s.m.RunsPerDay(ctx, from, today.AddDate(0, 0, 1))
+	counts, err := s.m.Reads().RunsPerDay(ctx, from, today.AddDate(0, 0, 1))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -80,7 +80,7 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.Dash
 		}
 		vm.NodesTotal++
 	}
-	d, err := s.m.ReadDashboard(ctx, now, dashboardFailures)
+	d, err := s.m.Reads().ReadDashboard(ctx, now, dashboardFailures)
 	if err != nil {
 		return vm, err
 	}

@@ -115,12 +115,12 @@ func (s *server) listEvents(c *gin.Context) {
 	}
 	f.Limit, f.Offset = eventsPerPage, offset
 	ctx := c.Request.Context()
-	evs, total, err := s.m.ListEventsFor(ctx, f, isAdmin(c))
+	evs, total, err := s.m.Reads().ListEventsFor(ctx, f, isAdmin(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	titles, err := s.m.TaskTitles(ctx, eventTaskIDs(evs))
+	titles, err := s.m.Reads().TaskTitles(ctx, eventTaskIDs(evs))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -252,7 +252,7 @@ func (s *server) apiListEvents(c *gin.Context) {
 		return
 	}
 	f.Limit, f.Offset = limit, offset
-	evs, total, err := s.m.ListEventsFor(c.Request.Context(), f, isAdmin(c))
+	evs, total, err := s.m.Reads().ListEventsFor(c.Request.Context(), f, isAdmin(c))
 	if err != nil {
 		s.serverError(c, err)
 		return

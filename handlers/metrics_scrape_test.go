@@ -182,7 +182,7 @@ func TestMetricsEndpoints(t *testing.T) {
 		}
 		var stored int
 		storetest.Eventually(t, 30*time.Second, func() bool {
-			_, stored, _ = e.m.SearchRuns(ctx, store.RunFilter{TaskID: task.ID, Result: store.ResultSuccess})
+			_, stored, _ = e.m.Reads().SearchRuns(ctx, store.RunFilter{TaskID: task.ID, Result: store.ResultSuccess})
 			return stored >= 2
 		}, "two successful runs stored")
 		if _, err := e.m.StopTask(ctx, task.ID); err != nil {

@@ -86,7 +86,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 		vm.Tasks = append(vm.Tasks, views.NodeTaskRow{ID: t.ID, Title: t.Title, Schedule: scheduleText(&t.TaskDef),
 			StatusName: t.Status.String(), LastResult: t.LastResult, LastRun: last})
 	}
-	runs, _, err := s.m.SearchRuns(ctx, master.RunFilter{Node: n.Name, Limit: nodeRecentRuns, CountLimit: 1})
+	runs, _, err := s.m.Reads().SearchRuns(ctx, master.RunFilter{Node: n.Name, Limit: nodeRecentRuns, CountLimit: 1})
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}

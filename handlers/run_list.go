@@ -49,7 +49,7 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	if err != nil {
 		return views.RunsVM{}, err
 	}
-	runs, total, err := s.m.SearchRuns(c.Request.Context(), master.RunFilter{TaskID: taskID, Result: result, Limit: runsPageSize, Offset: offset})
+	runs, total, err := s.m.Reads().SearchRuns(c.Request.Context(), master.RunFilter{TaskID: taskID, Result: result, Limit: runsPageSize, Offset: offset})
 	if err != nil {
 		return views.RunsVM{}, err
 	}

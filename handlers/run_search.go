@@ -176,7 +176,7 @@ func (s *server) listRuns(c *gin.Context) {
 	slices.SortFunc(vm.Tasks, func(a, b views.TaskLink) int { return strings.Compare(a.Title, b.Title) })
 	if fvm.Task != "" && !slices.ContainsFunc(vm.Tasks, func(t views.TaskLink) bool { return t.ID == fvm.Task }) {
 		title := fvm.Task
-		if titles, err := s.m.TaskTitles(ctx, []string{fvm.Task}); err == nil && titles[fvm.Task] != "" {
+		if titles, err := s.m.Reads().TaskTitles(ctx, []string{fvm.Task}); err == nil && titles[fvm.Task] != "" {
 			title = titles[fvm.Task]
 		}
 		vm.Tasks = append(vm.Tasks, views.TaskLink{ID: fvm.Task, Title: title})
@@ -220,7 +220,7 @@ func (s *server) runListLive(c *gin.Context) {
 func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.RunFilterVM) (views.RunListLiveVM, error) {
 	ctx := c.Request.Context()
 	f.Limit, f.CountLimit = runListPageSize, runListCountCap
-	runs, total, err := s.m.SearchRuns(ctx, f)
+	runs, total, err := s.m.Reads().SearchRuns(ctx, f)
 	if err != nil {
 		return views.RunListLiveVM{}, err
 	}
@@ -257,7 +257,7 @@ func (s *server) runListRows(c *gin.Context, runs []master.Run) ([]views.RunList
 			ids = append(ids, runs[i].TaskID)
 		}
 	}
-	titles, err := s.m.TaskTitles(c.Request.Context(), ids)
+	titles, err := s.m.Reads().TaskTitles(c.Request.Context(), ids)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 		return
 	}
 	f.Preview = true
-	runs, total, err := s.m.SearchRuns(c.Request.Context(), f)
+	runs, total, err := s.m.Reads().SearchRuns(c.Request.Context(), f)
 	if master.KindOf(err) == master.KindNotFound {
 		s.apiError(c, protocol.FieldErrors{"task": "no task has this id"})
 		return

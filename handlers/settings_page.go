@@ -146,7 +146,7 @@ func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
 		src := settingsPinnedSources[p.field]
 		src.InForce = p.inForce
 		vm.Pinned[p.field] = src
-		v, stored, err := s.m.StoredSetting(ctx, p.key)
+		v, stored, err := s.m.Reads().StoredSetting(ctx, p.key)
 		switch {
 		case err == nil && !stored:
 			v = p.dflt

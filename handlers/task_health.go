@@ -38,7 +38,7 @@ func (s *server) tasksHealth(ctx context.Context, tasks []*master.Task) error {
 	for i, t := range tasks {
 		ids[i] = t.ID
 	}
-	hs, err := s.m.TasksHealth(ctx, ids, master.HealthWindow)
+	hs, err := s.m.Reads().TasksHealth(ctx, ids, master.HealthWindow)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 		ids[i] = tasks[i].ID
 	}
 	// The health of the whole page in one query.
-	health, err := s.m.TasksHealth(ctx, ids, master.HealthWindow)
+	health, err := s.m.Reads().TasksHealth(ctx, ids, master.HealthWindow)
 	if err != nil {
 		return views.TasksVM{}, err
 	}

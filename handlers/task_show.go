@@ -47,7 +47,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
 	}
-	health, err := s.m.TasksHealth(ctx, []string{t.ID}, master.HealthWindow)
+	health, err := s.m.Reads().TasksHealth(ctx, []string{t.ID}, master.HealthWindow)
 	if err != nil {
 		return views.TaskVM{}, err
 	}

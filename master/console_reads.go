@@ -26,8 +26,8 @@ func (a *Accounts) CountActiveAdmins(ctx context.Context) (int, error) {
 
 // StoredSetting is a setting's value as stored, false when none is (the
 // console shows it beside a value pinned by the process configuration).
-func (m *Master) StoredSetting(ctx context.Context, key string) (string, bool, error) {
-	v, err := store.GetSetting(ctx, m.st.DB, key)
+func (r *Reads) StoredSetting(ctx context.Context, key string) (string, bool, error) {
+	v, err := store.GetSetting(ctx, r.db, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", false, nil
 	}
@@ -35,8 +35,8 @@ func (m *Master) StoredSetting(ctx context.Context, key string) (string, bool, e
 }
 
 // TaskTitles maps task ids to their titles (unknown ids are left out).
-func (m *Master) TaskTitles(ctx context.Context, ids []string) (map[string]string, error) {
-	return store.TaskTitles(ctx, m.st.DB, ids)
+func (r *Reads) TaskTitles(ctx context.Context, ids []string) (map[string]string, error) {
+	return store.TaskTitles(ctx, r.db, ids)
 }
 
 // Dashboard is what the dashboard's counters read at one moment.
@@ -49,25 +49,25 @@ type Dashboard struct {
 
 // ReadDashboard reads the dashboard's counters: task counts, tasks with no
 // running executor, today's runs (UTC day of now) and the latest failures.
-func (m *Master) ReadDashboard(ctx context.Context, now time.Time, failures int) (Dashboard, error) {
+func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int) (Dashboard, error) {
 	var d Dashboard
 	var err error
-	if d.Tasks, err = store.CountTasksByStatus(ctx, m.st.DB); err != nil {
+	if d.Tasks, err = store.CountTasksByStatus(ctx, r.db); err != nil {
 		return d, err
 	}
-	if d.NoExecutor, err = store.CountStrandedTasks(ctx, m.st.DB); err != nil {
+	if d.NoExecutor, err = store.CountStrandedTasks(ctx, r.db); err != nil {
 		return d, err
 	}
 	y, mo, day := now.UTC().Date()
 	today := time.Date(y, mo, day, 0, 0, 0, 0, time.UTC)
-	if d.RunsToday, err = m.RunsPerDay(ctx, today, today.AddDate(0, 0, 1)); err != nil {
+	if d.RunsToday, err = r.RunsPerDay(ctx, today, today.AddDate(0, 0, 1)); err != nil {
 		return d, err
 	}
-	d.Failures, err = store.LatestFailures(ctx, m.st.DB, failures)
+	d.Failures, err = store.LatestFailures(ctx, r.db, failures)
 	return d, err
 }
 
 // RunsPerDay counts runs by UTC day and result in [from, to).
-func (m *Master) RunsPerDay(ctx context.Context, from, to time.Time) ([]store.DayCount, error) {
-	return store.RunsPerDay(ctx, m.st.DB, from, to)
+func (r *Reads) RunsPerDay(ctx context.Context, from, to time.Time) ([]store.DayCount, error) {
+	return store.RunsPerDay(ctx, r.db, from, to)
 }

@@ -23,15 +23,15 @@ func workerActor(ctx context.Context, name string) context.Context {
 }
 
 // ListEvents returns a page of the event log, newest first, and the total.
-func (m *Master) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, int, error) {
-	return store.ListEvents(ctx, m.st.DB, f)
+func (r *Reads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, int, error) {
+	return store.ListEvents(ctx, r.db, f)
 }
 
 // ListEventsFor is ListEvents as shown to a person: for anyone but an admin
 // (admin false) every e-mail address in an event's actor, target and detail
 // is replaced by HiddenEmail, since viewers see no personal data.
-func (m *Master) ListEventsFor(ctx context.Context, f store.EventFilter, admin bool) ([]store.Event, int, error) {
-	evs, total, err := m.ListEvents(ctx, f)
+func (r *Reads) ListEventsFor(ctx context.Context, f store.EventFilter, admin bool) ([]store.Event, int, error) {
+	evs, total, err := r.ListEvents(ctx, f)
 	if err != nil || admin {
 		return evs, total, err
 	}

@@ -18,7 +18,7 @@ import (
 func (e *env) events(f store.EventFilter) []store.Event {
 	e.t.Helper()
 	f.Limit = 500
-	evs, _, err := e.m.ListEvents(e.ctx, f)
+	evs, _, err := e.m.Reads().ListEvents(e.ctx, f)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -274,7 +274,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 			t.Fatalf("legit run: %+v %v", resp, err)
 		}
 		childRuns := func() int {
-			evs, _, err := e.m.ListEvents(e.ctx, store.EventFilter{Limit: 100})
+			evs, _, err := e.m.Reads().ListEvents(e.ctx, store.EventFilter{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -466,7 +466,7 @@ func TestRegisterNodeIdentity(t *testing.T) {
 		if err := register(k1, req("w1", "127.0.0.1:30001")); !errors.Is(err, master.ErrState) {
 			t.Errorf("the old key after reset = %v, want ErrState", err)
 		}
-		evs, _, _ := e.m.ListEvents(e.ctx, store.EventFilter{Limit: 100})
+		evs, _, _ := e.m.Reads().ListEvents(e.ctx, store.EventFilter{Limit: 100})
 		found := false
 		for _, ev := range evs {
 			found = found || (ev.Action == "node.reset_identity" && ev.Target == "w1" && ev.Actor == "admin" && ev.Outcome == store.OutcomeOK)

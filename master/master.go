@@ -133,6 +133,8 @@ type Master struct {
 	// logins is the shared login throttle; accounts the users, sessions and tokens.
 	logins   *loginThrottle
 	accounts *Accounts
+	// reads are the read-only queries pages and the API show.
+	reads *Reads
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
 	newNames nameRate
@@ -184,6 +186,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.life = newLifecycle()
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
 	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
+	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask}
 	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,

@@ -24,7 +24,7 @@ func newcomer(name string, priority int) protocol.RegisterRequest {
 
 func eventsOf(t *testing.T, e *env, action string) []store.Event {
 	t.Helper()
-	evs, _, err := e.m.ListEvents(e.ctx, store.EventFilter{Action: action, Limit: 100})
+	evs, _, err := e.m.Reads().ListEvents(e.ctx, store.EventFilter{Action: action, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

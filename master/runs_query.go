@@ -33,21 +33,21 @@ const RunListSlots = 4
 // SearchRuns returns a page of the runs matching f across tasks, newest
 // first, and how many match. Filtering by a task that never existed is not
 // found; a deleted task's runs stay readable.
-func (m *Master) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int, error) {
+func (r *Reads) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int, error) {
 	if err := CheckRunResult(f.Result); err != nil {
 		return nil, 0, err
 	}
-	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
+	release, err := r.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err
 	}
-	runs, total, err := store.QueryRuns(ctx, m.st.DB, f)
+	runs, total, err := store.QueryRuns(ctx, r.db, f)
 	release()
 	if err != nil {
 		return nil, 0, err
 	}
 	if total == 0 && f.TaskID != "" {
-		if _, err := m.GetTask(ctx, f.TaskID); err != nil {
+		if _, err := r.getTask(ctx, f.TaskID); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -118,7 +118,7 @@ func TestSettingsUpdateIsAnEventWithoutSecrets(t *testing.T) {
 	if err := m.UpdateSettings(master.WithActor(ctx, "alice"), next); err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := m.ListEvents(ctx, store.EventFilter{Action: "settings.", Limit: 10})
+	evs, _, err := m.Reads().ListEvents(ctx, store.EventFilter{Action: "settings.", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,8 @@ func percentile(sorted []int64, p int) int64 {
 // TasksHealth reads the health of each task of ids from its latest window
 // runs, in one query for up to a hundred tasks. Every id gets a health, a
 // task without runs one with Runs 0.
-func (m *Master) TasksHealth(ctx context.Context, ids []string, window int) (map[string]*TaskHealth, error) {
-	recent, err := store.LastRuns(ctx, m.st.DB, ids, window)
+func (r *Reads) TasksHealth(ctx context.Context, ids []string, window int) (map[string]*TaskHealth, error) {
+	recent, err := store.LastRuns(ctx, r.db, ids, window)
 	if err != nil {
 		return nil, err
 	}

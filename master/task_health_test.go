@@ -64,7 +64,7 @@ func TestTaskHealthFigures(t *testing.T) {
 		// out; a killed run is a failure.
 		e.storeHealthRuns("odd", base, []healthRun{{"running", 0}, {"killed", 50}, {"unheard-of", 999}, {"success", 10}})
 
-		hs, err := e.m.TasksHealth(e.ctx, []string{"mixed", "long", "down", "ok-now", "odd", "never"}, master.HealthWindow)
+		hs, err := e.m.Reads().TasksHealth(e.ctx, []string{"mixed", "long", "down", "ok-now", "odd", "never"}, master.HealthWindow)
 		if err != nil {
 			t.Fatal(err)
 		}
