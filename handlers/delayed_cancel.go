@@ -14,7 +14,7 @@ import (
 // apiCancelDelayed answers POST /api/v1/delayed/{id}/cancel and DELETE
 // /api/v1/delayed/{id}: the cancelled task, or 409 saying why it cannot be.
 func (s *server) apiCancelDelayed(c *gin.Context) {
-	d, err := s.m.CancelDelayed(c.Request.Context(), c.Param("id"))
+	d, err := s.m.Delayed().CancelDelayed(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -29,7 +29,7 @@ func (s *server) apiCancelDelayed(c *gin.Context) {
 func (s *server) cancelDelayed(c *gin.Context) {
 	id := c.Param("id")
 	ok, status, msg := true, http.StatusOK, "Delayed task "+id+" cancelled: it will not be sent."
-	if _, err := s.m.CancelDelayed(c.Request.Context(), id); err != nil {
+	if _, err := s.m.Delayed().CancelDelayed(c.Request.Context(), id); err != nil {
 		if status = errorStatus(err); status == 0 {
 			s.serverError(c, err)
 			return

@@ -21,7 +21,7 @@ func (s *server) apiCreateDelayed(c *gin.Context) {
 	if !bindJSON(c, &in) {
 		return
 	}
-	d, created, err := s.m.CreateDelayed(c.Request.Context(), in, currentUser(c).Name)
+	d, created, err := s.m.Delayed().CreateDelayed(c.Request.Context(), in, currentUser(c).Name)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -44,7 +44,7 @@ func (s *server) showNewDelayed(c *gin.Context) {
 func (s *server) createDelayed(c *gin.Context) {
 	fields, in := form.Delayed(postForm(c))
 	vm := views.DelayedFormVM{Layout: s.layout(c, "New delayed task", "delayed"), DelayedFields: fields}
-	d, created, err := s.m.CreateDelayed(c.Request.Context(), in, currentUser(c).Name)
+	d, created, err := s.m.Delayed().CreateDelayed(c.Request.Context(), in, currentUser(c).Name)
 	if err == nil {
 		msg := "Delayed task created: it is sent at " + utcText(d.DueAt) + "."
 		if !created {

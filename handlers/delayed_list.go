@@ -33,7 +33,7 @@ func (s *server) apiListDelayed(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	items, total, err := s.m.ListDelayed(c.Request.Context(), f)
+	items, total, err := s.m.Delayed().ListDelayed(c.Request.Context(), f)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -92,11 +92,11 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	}
 	f.Limit = 50
 	ctx := c.Request.Context()
-	items, total, err := s.m.ListDelayed(ctx, f)
+	items, total, err := s.m.Delayed().ListDelayed(ctx, f)
 	if err != nil {
 		return views.DelayedListVM{}, err
 	}
-	counts, err := s.m.DelayedCounts(ctx)
+	counts, err := s.m.Delayed().DelayedCounts(ctx)
 	if err != nil {
 		return views.DelayedListVM{}, err
 	}

@@ -24,7 +24,7 @@ const delayedRunsLimit = 100
 
 // answerDelayed answers with a delayed task and its runs.
 func (s *server) answerDelayed(c *gin.Context, status int, d *master.Delayed) {
-	runs, _, err := s.m.DelayedRuns(c.Request.Context(), d.ID, delayedRunsLimit, 0)
+	runs, _, err := s.m.Delayed().DelayedRuns(c.Request.Context(), d.ID, delayedRunsLimit, 0)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -38,7 +38,7 @@ func (s *server) answerDelayed(c *gin.Context, status int, d *master.Delayed) {
 
 // apiGetDelayed answers GET /api/v1/delayed/{id}.
 func (s *server) apiGetDelayed(c *gin.Context) {
-	d, err := s.m.GetDelayed(c.Request.Context(), c.Param("id"))
+	d, err := s.m.Delayed().GetDelayed(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -59,7 +59,7 @@ func (s *server) showDelayed(c *gin.Context) {
 
 // delayedLive is the live fragment of a delayed task's page: status and runs.
 func (s *server) delayedLive(c *gin.Context) {
-	d, err := s.m.GetDelayed(c.Request.Context(), c.Param("id"))
+	d, err := s.m.Delayed().GetDelayed(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.tasksError(c, err)
 		return
@@ -73,7 +73,7 @@ func (s *server) delayedLive(c *gin.Context) {
 }
 
 func (s *server) delayedVM(c *gin.Context, id string, flash *views.Flash) (views.DelayedVM, error) {
-	d, err := s.m.GetDelayed(c.Request.Context(), id)
+	d, err := s.m.Delayed().GetDelayed(c.Request.Context(), id)
 	if err != nil {
 		return views.DelayedVM{}, err
 	}
@@ -97,7 +97,7 @@ func (s *server) delayedVM(c *gin.Context, id string, flash *views.Flash) (views
 }
 
 func (s *server) delayedLiveVM(c *gin.Context, d *master.Delayed) (views.DelayedLiveVM, error) {
-	runs, total, err := s.m.DelayedRuns(c.Request.Context(), d.ID, delayedRunsLimit, 0)
+	runs, total, err := s.m.Delayed().DelayedRuns(c.Request.Context(), d.ID, delayedRunsLimit, 0)
 	if err != nil {
 		return views.DelayedLiveVM{}, err
 	}

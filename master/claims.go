@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/uptrace/bun"
 )
 
 // claimPoll is how often a lower-ranked claimant looks for a better-ranked
@@ -42,7 +44,24 @@ const claimWriteWait = 10 * time.Second
 // them dead, still runs (ranks past the cap race, and the key decides).
 const maxClaimWait = 2 * time.Second
 
-// Claim decides whether node runs the given fire of a task. The decision lives
+// claimer decides the claims of fires: one winner per fire, by the ranking
+// every master computes, among the executors of real fires only.
+type claimer struct {
+	db      bun.IDB
+	log     *slog.Logger
+	life    *lifecycle
+	metrics *Metrics
+	// grace is Config.ClaimGrace: how long a claimant ranked r waits, times
+	// r, for a better-ranked one.
+	grace time.Duration
+}
+
+// Claim decides a worker's claim of a fire (see claimer.claim).
+func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (protocol.ClaimResponse, error) {
+	return m.claims.claim(ctx, node, req)
+}
+
+// claim decides whether node runs the given fire of a task. The decision lives
 // in the database alone, so any master can answer any executor and two masters
 // never disagree: the task's running executors are ranked by RankClaimants
 // (the same pure function on every master); the top-ranked claimant inserts
@@ -52,8 +71,8 @@ const maxClaimWait = 2 * time.Second
 // the answer names it. An executor that is not running is never ranked, so a
 // dead one never holds a fire; one that died undetected delays it by at most
 // one grace per rank.
-func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (resp protocol.ClaimResponse, err error) {
-	defer func(start time.Time) { m.metrics.claim(start, claimResult(resp), err) }(time.Now())
+func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.ClaimRequest) (resp protocol.ClaimResponse, err error) {
+	defer func(start time.Time) { c.metrics.claim(start, claimResult(resp), err) }(time.Now())
 	if req.TaskID == "" || req.FireAt.IsZero() {
 		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id and fire_at are required")
 	}
@@ -62,32 +81,32 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	}
 	// Counted as background work, so Stop waits for the claim's database
 	// writes before the store closes.
-	done, ok := m.life.track()
+	done, ok := c.life.track()
 	if !ok {
 		return protocol.ClaimResponse{}, Errorf(KindState, "the master is stopping")
 	}
 	defer done()
 	fire := req.FireAt.UTC()
-	t, err := store.GetTask(ctx, m.st.DB, req.TaskID)
+	t, err := store.GetTask(ctx, c.db, req.TaskID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}
 	// Only an executor of the task may claim its fires (an unknown task has none).
 	if t == nil || !slices.Contains(t.Executors, node.Name) {
-		return protocol.ClaimResponse{}, m.refuseClaim(node.Name, req.TaskID, fire, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID))
+		return protocol.ClaimResponse{}, c.refuseClaim(node.Name, req.TaskID, fire, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID))
 	}
-	if err := m.checkClaimFire(ctx, node.Name, t, fire, time.Now()); err != nil {
-		return protocol.ClaimResponse{}, m.refuseClaim(node.Name, t.ID, fire, err)
+	if err := c.checkClaimFire(ctx, node.Name, t, fire, time.Now()); err != nil {
+		return protocol.ClaimResponse{}, c.refuseClaim(node.Name, t.ID, fire, err)
 	}
 	// A fire decided already (the winner's claim came first) is answered at once.
-	winner, err := store.FireClaimWinner(ctx, m.st.DB, t.ID, fire)
+	winner, err := store.FireClaimWinner(ctx, c.db, t.ID, fire)
 	if err != nil || winner != "" {
 		return claimAnswer(node.Name, winner, err)
 	}
 	if t.Status != store.TaskRunning {
 		return protocol.ClaimResponse{}, nil // paused or stopped: nobody runs this fire
 	}
-	running, err := store.RunningNodesNamed(ctx, m.st.DB, t.Executors)
+	running, err := store.RunningNodesNamed(ctx, c.db, t.Executors)
 	if err != nil {
 		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}
@@ -97,7 +116,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 			cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority, Since: n.CreatedAt})
 		}
 	}
-	route, err := m.claimRoute(ctx, t, fire)
+	route, err := c.claimRoute(ctx, t, fire)
 	if err != nil {
 		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}
@@ -106,8 +125,8 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 		return protocol.ClaimResponse{}, nil // not running here: it never wins a fire
 	}
 	if rank > 0 {
-		deadline := time.Now().Add(min(time.Duration(rank)*m.cfg.ClaimGrace, maxClaimWait))
-		winner, err := m.awaitClaim(ctx, t.ID, fire, deadline)
+		deadline := time.Now().Add(min(time.Duration(rank)*c.grace, maxClaimWait))
+		winner, err := c.awaitClaim(ctx, t.ID, fire, deadline)
 		if err != nil || winner != "" {
 			return claimAnswer(node.Name, winner, err)
 		}
@@ -119,9 +138,9 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 	if dl, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(dl))
 	}
-	wctx, cancel := m.life.detached(ctx, wait)
+	wctx, cancel := c.life.detached(ctx, wait)
 	defer cancel()
-	winner, err = store.ClaimFire(wctx, m.st.DB, t.ID, fire, node.Name)
+	winner, err = store.ClaimFire(wctx, c.db, t.ID, fire, node.Name)
 	return claimAnswer(node.Name, winner, err)
 }
 
@@ -130,7 +149,7 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 const busyWindow = time.Minute
 
 // claimRoute reads what the task's routing strategy ranks a fire by.
-func (m *Master) claimRoute(ctx context.Context, t *store.Task, fire time.Time) (Route, error) {
+func (c *claimer) claimRoute(ctx context.Context, t *store.Task, fire time.Time) (Route, error) {
 	var def protocol.TaskDef
 	if err := json.Unmarshal([]byte(t.Spec), &def); err != nil {
 		return Route{}, fmt.Errorf("task %s: stored definition: %w", t.ID, err)
@@ -139,9 +158,9 @@ func (m *Master) claimRoute(ctx context.Context, t *store.Task, fire time.Time) 
 	var err error
 	switch def.Routing {
 	case protocol.RoutingRoundRobin:
-		r.Last, err = store.LastClaimWinner(ctx, m.st.DB, t.ID, fire)
+		r.Last, err = store.LastClaimWinner(ctx, c.db, t.ID, fire)
 	case protocol.RoutingLeastBusy:
-		r.Busy, err = store.ClaimCountsSince(ctx, m.st.DB, time.Now().Add(-busyWindow))
+		r.Busy, err = store.ClaimCountsSince(ctx, c.db, time.Now().Add(-busyWindow))
 	case protocol.RoutingHash:
 		r.Key = def.Params[def.RoutingKey]
 	}
@@ -149,7 +168,7 @@ func (m *Master) claimRoute(ctx context.Context, t *store.Task, fire time.Time) 
 }
 
 // awaitClaim polls for the claim of a fire until deadline; "" means none came.
-func (m *Master) awaitClaim(ctx context.Context, taskID string, fire, deadline time.Time) (string, error) {
+func (c *claimer) awaitClaim(ctx context.Context, taskID string, fire, deadline time.Time) (string, error) {
 	tick := time.NewTicker(claimPoll)
 	defer tick.Stop()
 	for {
@@ -160,12 +179,12 @@ func (m *Master) awaitClaim(ctx context.Context, taskID string, fire, deadline t
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-m.life.ctx.Done():
+		case <-c.life.ctx.Done():
 			return "", Errorf(KindState, "the master is stopping")
 		case <-tick.C:
 		case <-time.After(left):
 		}
-		winner, err := store.FireClaimWinner(ctx, m.st.DB, taskID, fire)
+		winner, err := store.FireClaimWinner(ctx, c.db, taskID, fire)
 		if err != nil || winner != "" {
 			return winner, err
 		}
@@ -249,16 +268,16 @@ func rendezvousU(taskID, fireKey, node string) float64 {
 
 // refuseClaim logs a refused claim with the node and the reason and returns
 // the refusal.
-func (m *Master) refuseClaim(node, taskID string, fire time.Time, err error) error {
+func (c *claimer) refuseClaim(node, taskID string, fire time.Time, err error) error {
 	if KindOf(err) != 0 {
-		m.log.Warn("claim refused", "node", node, "task", taskID, "fire_at", fire, "reason", Message(err))
+		c.log.Warn("claim refused", "node", node, "task", taskID, "fire_at", fire, "reason", Message(err))
 	}
 	return err
 }
 
 // checkClaimFire refuses a claim of a fire that is not a real, due fire of t
 // (see MaxClaimAhead), or one more open claim than a node may hold.
-func (m *Master) checkClaimFire(ctx context.Context, node string, t *store.Task, fire, now time.Time) error {
+func (c *claimer) checkClaimFire(ctx context.Context, node string, t *store.Task, fire, now time.Time) error {
 	switch {
 	case fire.After(now.Add(MaxClaimAhead)):
 		return Errorf(KindInvalid, "fire_at %s is more than %s ahead of the master's clock", fire.Format(time.RFC3339Nano), MaxClaimAhead)
@@ -273,7 +292,7 @@ func (m *Master) checkClaimFire(ctx context.Context, node string, t *store.Task,
 		return Errorf(KindInvalid, "fire_at %s is not a fire of task %s's schedule", fire.Format(time.RFC3339Nano), t.ID)
 	}
 	if fire.After(now) {
-		n, err := store.CountOpenClaims(ctx, m.st.DB, node, now)
+		n, err := store.CountOpenClaims(ctx, c.db, node, now)
 		if err != nil {
 			return fmt.Errorf("master: claim: %w", err)
 		}

@@ -88,7 +88,7 @@ func (c DelayedConfig) withDefaults() DelayedConfig {
 }
 
 // delayedCfg is the delayed task configuration in force.
-func (svc *delayedService) delayedCfg() DelayedConfig {
+func (svc *DelayedTasks) delayedCfg() DelayedConfig {
 	c := svc.cfg.Delayed.withDefaults()
 	if c.Timeout <= 0 {
 		c.Timeout = svc.settings.defaultTimeout()
@@ -96,9 +96,10 @@ func (svc *delayedService) delayedCfg() DelayedConfig {
 	return c
 }
 
-// delayedService is the delayed-task duty and its state: only
+// DelayedTasks is the delayed-task service, reached with Master.Delayed:
+// input, firing, runs and notifications. Its state is only the
 // wake-ups and notifications; everything else is in the database.
-type delayedService struct {
+type DelayedTasks struct {
 	db       bun.IDB
 	dialect  store.Dialect
 	log      *slog.Logger
@@ -133,7 +134,7 @@ type delayedService struct {
 // delayedWriteLock takes writeMu on SQLite and returns its unlock; on
 // MySQL, where writers of different rows do not wait for each other, it
 // does nothing.
-func (svc *delayedService) delayedWriteLock() func() {
+func (svc *DelayedTasks) delayedWriteLock() func() {
 	if svc.dialect != store.SQLite {
 		return func() {}
 	}
@@ -145,7 +146,7 @@ func (svc *delayedService) delayedWriteLock() func() {
 // connections per worker as sendings may be in flight, so that a burst of
 // due tasks reuses connections instead of opening one per sending (the
 // shared client keeps two per worker, for fleets of thousands).
-func (svc *delayedService) delayedClient() *Client {
+func (svc *DelayedTasks) delayedClient() *Client {
 	svc.clientOnce.Do(func() {
 		c := NewClient(svc.cfg.CallTimeout)
 		if tr, ok := c.http.Transport.(*http.Transport); ok {
@@ -158,14 +159,14 @@ func (svc *delayedService) delayedClient() *Client {
 }
 
 // delayedWake is the channel that wakes the leader's delayed loop.
-func (svc *delayedService) delayedWake() chan struct{} {
+func (svc *DelayedTasks) delayedWake() chan struct{} {
 	svc.once.Do(func() { svc.wake = make(chan struct{}, 1) })
 	return svc.wake
 }
 
 // pokeDelayed wakes the delayed loop when due (less the lookahead) comes
 // before what it waits for.
-func (svc *delayedService) pokeDelayed(due time.Time) {
+func (svc *DelayedTasks) pokeDelayed(due time.Time) {
 	if a := svc.armed.Load(); a != 0 && due.Add(-svc.delayedCfg().Lookahead).UnixNano() >= a {
 		return
 	}
@@ -316,7 +317,7 @@ func delayedSpec(r *store.DelayedTask, seq, attempt int, timeout time.Duration, 
 // CreateDelayed validates and stores a new pending delayed task. Creating
 // the same source_app, topic and content_key again while one is pending or
 // running gives that one and created false (nothing is changed).
-func (svc *delayedService) CreateDelayed(ctx context.Context, in DelayedInput, by string) (_ *Delayed, created bool, err error) {
+func (svc *DelayedTasks) CreateDelayed(ctx context.Context, in DelayedInput, by string) (_ *Delayed, created bool, err error) {
 	now := time.Now()
 	row, err := svc.checkDelayedInput(ctx, &in, now)
 	if err != nil {
@@ -341,7 +342,7 @@ func (svc *delayedService) CreateDelayed(ctx context.Context, in DelayedInput, b
 }
 
 // GetDelayed returns one delayed task.
-func (svc *delayedService) GetDelayed(ctx context.Context, id string) (*Delayed, error) {
+func (svc *DelayedTasks) GetDelayed(ctx context.Context, id string) (*Delayed, error) {
 	r, err := store.GetDelayed(ctx, svc.db, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(KindNotFound, "delayed task %s does not exist", printable(id))
@@ -354,7 +355,7 @@ func (svc *delayedService) GetDelayed(ctx context.Context, id string) (*Delayed,
 }
 
 // ListDelayed returns a page of delayed tasks, newest first, and the total.
-func (svc *delayedService) ListDelayed(ctx context.Context, f store.DelayedFilter) ([]Delayed, int, error) {
+func (svc *DelayedTasks) ListDelayed(ctx context.Context, f store.DelayedFilter) ([]Delayed, int, error) {
 	if f.Status != "" && !isDelayedStatus(f.Status) {
 		return nil, 0, Errorf(KindInvalid, "status must be one of %s", strings.Join(store.DelayedStatuses, ", "))
 	}
@@ -379,7 +380,7 @@ func isDelayedStatus(s string) bool {
 }
 
 // DelayedRuns returns a page of a delayed task's runs, newest first.
-func (svc *delayedService) DelayedRuns(ctx context.Context, id string, limit, offset int) ([]store.Run, int, error) {
+func (svc *DelayedTasks) DelayedRuns(ctx context.Context, id string, limit, offset int) ([]store.Run, int, error) {
 	release, err := svc.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err
@@ -390,7 +391,7 @@ func (svc *delayedService) DelayedRuns(ctx context.Context, id string, limit, of
 
 // CancelDelayed cancels a pending delayed task. A running one (being sent
 // now) or a finished one cannot be cancelled: KindState with a sentence.
-func (svc *delayedService) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err error) {
+func (svc *DelayedTasks) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err error) {
 	defer func() { svc.events.record(ctx, "delayed.cancel", store.TargetDelayed, id, err, "") }()
 	err = store.CancelDelayed(ctx, svc.db, id, time.Now())
 	if err != nil && !errors.Is(err, store.ErrConflict) {
@@ -414,6 +415,6 @@ func (svc *delayedService) CancelDelayed(ctx context.Context, id string) (_ *Del
 }
 
 // DelayedCounts counts the delayed tasks by status.
-func (svc *delayedService) DelayedCounts(ctx context.Context) (map[string]int, error) {
+func (svc *DelayedTasks) DelayedCounts(ctx context.Context) (map[string]int, error) {
 	return store.CountDelayedByStatus(ctx, svc.db)
 }

@@ -38,7 +38,7 @@ type sender struct {
 
 // delayedLoop is the leader's duty for delayed tasks; every master runs it,
 // and it acts only while its master leads.
-func (svc *delayedService) delayedLoop(ctx context.Context) {
+func (svc *DelayedTasks) delayedLoop(ctx context.Context) {
 	cfg := svc.delayedCfg()
 	ctx = WithActor(ctx, ActorDelayed)
 	snd := &sender{slots: make(chan struct{}, cfg.Concurrency), outstanding: make(chan struct{}, 4*cfg.Batch)}
@@ -100,7 +100,7 @@ func (svc *delayedService) delayedLoop(ctx context.Context) {
 // nextDelayedWake is when the loop has something to do next: claim the next
 // pending task (a lookahead before its time), or look at the earliest
 // report deadline (not before reassignFrom).
-func (svc *delayedService) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassignFrom time.Time) (time.Time, bool, error) {
+func (svc *DelayedTasks) nextDelayedWake(ctx context.Context, cfg DelayedConfig, reassignFrom time.Time) (time.Time, bool, error) {
 	pending, pok, err := store.NextDelayedAt(ctx, svc.db, store.DelayedPending)
 	if err != nil {
 		return time.Time{}, false, err
@@ -124,7 +124,7 @@ func (svc *delayedService) nextDelayedWake(ctx context.Context, cfg DelayedConfi
 
 // fireDue claims and sends every task due within the lookahead, batch after
 // batch while batches are full and move. It reports whether any task moved.
-func (svc *delayedService) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
+func (svc *DelayedTasks) fireDue(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) bool {
 	progress := false
 	for ctx.Err() == nil {
 		due, claimed, deferred, err := svc.fireBatch(ctx, cfg, fence, snd)
@@ -158,7 +158,7 @@ type sending struct {
 // worker when it names none), and has each sent at its time. It returns how
 // many tasks were due, how many it claimed and how many it deferred for want
 // of a running worker.
-func (svc *delayedService) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
+func (svc *DelayedTasks) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
 	now := time.Now()
 	until := now.Add(cfg.Lookahead)
 	rows, err := store.DueDelayed(ctx, svc.db, until, cfg.Batch)
@@ -276,7 +276,7 @@ func (svc *delayedService) fireBatch(ctx context.Context, cfg DelayedConfig, fen
 
 // sendAtItsTime waits for a claimed task's time and a free slot, then sends
 // it. Stopped before that, it gives the task back untouched.
-func (svc *delayedService) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
+func (svc *DelayedTasks) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
 	if wait := time.Until(s.at); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
@@ -300,7 +300,7 @@ func (svc *delayedService) sendAtItsTime(ctx context.Context, cfg DelayedConfig,
 // unclaim gives a claimed task that was never sent back to pending as it
 // was, when the master stops: the next leader sends it at its time instead
 // of waiting for the report deadline.
-func (svc *delayedService) unclaim(ctx context.Context, s sending) {
+func (svc *DelayedTasks) unclaim(ctx context.Context, s sending) {
 	// It runs because ctx ended (Stop), so it must outlive ctx; it is bounded
 	// to 5 s and runs in delayedLoop's goroutines, which Stop waits for.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -319,7 +319,7 @@ func (svc *delayedService) unclaim(ctx context.Context, s sending) {
 
 // inTx runs fn in a transaction, again when it failed only because of a
 // concurrent one or a database node briefly unable to commit (store.RetryTx).
-func (svc *delayedService) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+func (svc *DelayedTasks) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
 	return store.RetryTx(ctx, svc.db, fn)
 }
 
@@ -334,7 +334,7 @@ func newClaimToken() string {
 // pending at once, the same attempt, for another pick; when the outcome is
 // unknown (no answer in time) the task waits for its run or its deadline,
 // so that it is never sent twice for one sending that may have run.
-func (svc *delayedService) send(ctx context.Context, cfg DelayedConfig, s sending) {
+func (svc *DelayedTasks) send(ctx context.Context, cfg DelayedConfig, s sending) {
 	w := &s.row
 	spec := delayedSpec(w, w.Dispatches, w.Attempts+1, cfg.Timeout, time.Now())
 	err := svc.delayedClient().TaskRunOnce(ctx, &s.node, spec, nil)
@@ -370,7 +370,7 @@ func notSent(err error) bool {
 // giveBack returns a running task whose current sending did not run to
 // pending (the same attempt), to be sent again shortly; past the sending
 // bound it fails instead. It reports whether it changed the task.
-func (svc *delayedService) giveBack(ctx context.Context, cfg DelayedConfig, w *store.DelayedTask, outcome, why string, fence *store.Fence) bool {
+func (svc *DelayedTasks) giveBack(ctx context.Context, cfg DelayedConfig, w *store.DelayedTask, outcome, why string, fence *store.Fence) bool {
 	if fence == nil {
 		return false // no longer the leader: the new one looks at it at its deadline
 	}
@@ -401,7 +401,7 @@ func (svc *delayedService) giveBack(ctx context.Context, cfg DelayedConfig, w *s
 // one whose worker is gone (offline, disabled, deleted or restarted) or
 // that waited longer than LostAfter goes back to pending for another worker,
 // the same attempt; one whose worker still runs gets more time.
-func (svc *delayedService) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *store.Fence) (progress bool) {
+func (svc *DelayedTasks) reassignOverdue(ctx context.Context, cfg DelayedConfig, fence *store.Fence) (progress bool) {
 	for ctx.Err() == nil {
 		now := time.Now()
 		over, err := store.OverdueDelayed(ctx, svc.db, now, cfg.Batch)
@@ -476,7 +476,7 @@ func (svc *delayedService) reassignOverdue(ctx context.Context, cfg DelayedConfi
 }
 
 // pruneDelayed deletes finished delayed tasks older than the run retention.
-func (svc *delayedService) pruneDelayed(ctx context.Context) {
+func (svc *DelayedTasks) pruneDelayed(ctx context.Context) {
 	days := svc.settings.inForce().RunRetentionDays
 	if days <= 0 {
 		return

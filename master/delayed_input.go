@@ -61,7 +61,7 @@ type DelayedInput struct {
 
 // checkDelayedInput validates every field of in against now, the nodes and
 // the users, and builds the row to store. All field errors come together.
-func (svc *delayedService) checkDelayedInput(ctx context.Context, in *DelayedInput, now time.Time) (*store.DelayedTask, error) {
+func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput, now time.Time) (*store.DelayedTask, error) {
 	fe := protocol.FieldErrors{}
 	in.SourceApp = strings.TrimSpace(in.SourceApp)
 	in.Topic = strings.TrimSpace(in.Topic)

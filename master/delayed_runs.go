@@ -53,7 +53,7 @@ type delayedOutcome struct {
 // ingestDelayedRuns stores the runs of delayed tasks node reported: each
 // must be of a sending to node (else it is rejected), its attempt is the
 // sending's. It returns how many were new and how many known already.
-func (svc *delayedService) ingestDelayedRuns(ctx context.Context, node *store.Node, runs []delayedRun, reject func(string, error)) (accepted, dups int, err error) {
+func (svc *DelayedTasks) ingestDelayedRuns(ctx context.Context, node *store.Node, runs []delayedRun, reject func(string, error)) (accepted, dups int, err error) {
 	if len(runs) == 0 {
 		return 0, 0, nil
 	}
@@ -151,7 +151,7 @@ func (svc *delayedService) ingestDelayedRuns(ctx context.Context, node *store.No
 // attempts remain, else failed; skipped (the worker was full), the same
 // attempt again shortly. A late report of an earlier sending is recorded and
 // changes nothing.
-func (svc *delayedService) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg DelayedConfig, r store.Run, seq int) (delayedOutcome, error) {
+func (svc *DelayedTasks) applyDelayedRun(ctx context.Context, tx bun.Tx, cfg DelayedConfig, r store.Run, seq int) (delayedOutcome, error) {
 	out := delayedOutcome{id: r.DelayedID, run: r}
 	d, err := store.GetDelayed(ctx, tx, r.DelayedID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -231,7 +231,7 @@ type delayedFailure struct {
 
 // delayedFailed records the final failure of a delayed task in the event
 // log and queues its notification (keepers by e-mail, the webhook).
-func (svc *delayedService) delayedFailed(ctx context.Context, id string, run *store.Run) {
+func (svc *DelayedTasks) delayedFailed(ctx context.Context, id string, run *store.Run) {
 	detail := "failed for good"
 	if run != nil {
 		detail = fmt.Sprintf("failed for good after attempt %d: %s", run.Attempt, runFailure(*run))
@@ -252,7 +252,7 @@ func (svc *delayedService) delayedFailed(ctx context.Context, id string, run *st
 	}
 }
 
-func (svc *delayedService) serveDelayedNotifications(ctx context.Context) {
+func (svc *DelayedTasks) serveDelayedNotifications(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -285,7 +285,7 @@ type delayedBrief struct {
 }
 
 // notifyDelayedFailure sends one failure's e-mail and webhook, within a minute.
-func (svc *delayedService) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
+func (svc *DelayedTasks) notifyDelayedFailure(ctx context.Context, f delayedFailure) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	d, err := svc.GetDelayed(ctx, f.id)
@@ -336,7 +336,7 @@ func (svc *delayedService) notifyDelayedFailure(ctx context.Context, f delayedFa
 }
 
 // postDelayedWebhook posts p to the webhook as the task notifications do.
-func (svc *delayedService) postDelayedWebhook(ctx context.Context, url string, p delayedPayload) error {
+func (svc *DelayedTasks) postDelayedWebhook(ctx context.Context, url string, p delayedPayload) error {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return err

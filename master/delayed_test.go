@@ -123,7 +123,7 @@ func waitDelayed(t *testing.T, m *master.Master, id, want string, within time.Du
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		d, err := m.GetDelayed(context.Background(), id)
+		d, err := m.Delayed().GetDelayed(context.Background(), id)
 		if err == nil && d.Status == want {
 			return d
 		}
@@ -136,7 +136,7 @@ func waitDelayed(t *testing.T, m *master.Master, id, want string, within time.Du
 
 func delayedRunsOf(t *testing.T, m *master.Master, id string) []store.Run {
 	t.Helper()
-	runs, _, err := m.DelayedRuns(context.Background(), id, 100, 0)
+	runs, _, err := m.Delayed().DelayedRuns(context.Background(), id, 100, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,11 +161,11 @@ func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
 		}
 		sink := newCallbackSink(t)
 		in := delayedIn(sink.URL+"/cb", "700ms")
-		d, created, err := e.m.CreateDelayed(e.ctx, in, "admin")
+		d, created, err := e.m.Delayed().CreateDelayed(e.ctx, in, "admin")
 		if err != nil || !created || d.Status != store.DelayedPending {
 			t.Fatalf("create: %+v %v %v", d, created, err)
 		}
-		again, created, err := e.m.CreateDelayed(e.ctx, in, "admin")
+		again, created, err := e.m.Delayed().CreateDelayed(e.ctx, in, "admin")
 		if err != nil || created || again.ID != d.ID {
 			t.Fatalf("create again while pending: %+v %v %v; want the same task", again, created, err)
 		}
@@ -195,11 +195,11 @@ func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
 		}
 		// Finished, the same key makes a new task.
 		in.Delay = json.RawMessage(`"1h"`)
-		third, created, err := e.m.CreateDelayed(e.ctx, in, "admin")
+		third, created, err := e.m.Delayed().CreateDelayed(e.ctx, in, "admin")
 		if err != nil || !created || third.ID == d.ID {
 			t.Fatalf("create after success: %+v %v %v", third, created, err)
 		}
-		if _, err := e.m.CancelDelayed(e.ctx, third.ID); err != nil {
+		if _, err := e.m.Delayed().CancelDelayed(e.ctx, third.ID); err != nil {
 			t.Fatal(err)
 		}
 		evs, _, _ := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "delayed.create", Target: d.ID})
@@ -235,7 +235,7 @@ func TestDelayedRetriesWithBackoffThenFailsAndNotifies(t *testing.T) {
 		sink := newCallbackSink(t)
 		in := delayedIn(sink.URL+"/fail", "100ms")
 		in.Retries = 2
-		d, _, err := e.m.CreateDelayed(e.ctx, in, "admin")
+		d, _, err := e.m.Delayed().CreateDelayed(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,18 +283,18 @@ func TestDelayedCancel(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s, fastDelayed)
-		d, _, err := e.m.CreateDelayed(e.ctx, delayedIn("http://127.0.0.1:1/cb", "1h"), "admin")
+		d, _, err := e.m.Delayed().CreateDelayed(e.ctx, delayedIn("http://127.0.0.1:1/cb", "1h"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.m.CancelDelayed(e.ctx, d.ID)
+		got, err := e.m.Delayed().CancelDelayed(e.ctx, d.ID)
 		if err != nil || got.Status != store.DelayedCancelled || got.FinishedAt == nil {
 			t.Fatalf("cancel: %+v %v", got, err)
 		}
-		if _, err := e.m.CancelDelayed(e.ctx, d.ID); !errors.Is(err, master.ErrState) || !strings.Contains(master.Message(err), "cancelled already") {
+		if _, err := e.m.Delayed().CancelDelayed(e.ctx, d.ID); !errors.Is(err, master.ErrState) || !strings.Contains(master.Message(err), "cancelled already") {
 			t.Fatalf("cancel twice: %v", err)
 		}
-		if _, err := e.m.CancelDelayed(e.ctx, "00000000000000000000000000000000"); !errors.Is(err, master.ErrNotFound) {
+		if _, err := e.m.Delayed().CancelDelayed(e.ctx, "00000000000000000000000000000000"); !errors.Is(err, master.ErrNotFound) {
 			t.Fatalf("cancel a missing task: %v", err)
 		}
 	})
@@ -337,7 +337,7 @@ func TestDelayedReassignedWhenTheWorkerDies(t *testing.T) {
 			t.Fatal(err)
 		}
 		sink := newCallbackSink(t)
-		d, _, err := e.m.CreateDelayed(e.ctx, delayedIn(sink.URL+"/cb", "100ms"), "admin")
+		d, _, err := e.m.Delayed().CreateDelayed(e.ctx, delayedIn(sink.URL+"/cb", "100ms"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +389,7 @@ func TestDelayedLateAfterAMasterOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 		sink := newCallbackSink(t)
-		d, _, err := first.CreateDelayed(ctx, delayedIn(sink.URL+"/cb", "1s"), "admin")
+		d, _, err := first.Delayed().CreateDelayed(ctx, delayedIn(sink.URL+"/cb", "1s"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -448,7 +448,7 @@ func TestDelayedTwoMastersFireEachOnce(t *testing.T) {
 	for i := range n {
 		in := delayedIn(fmt.Sprintf("%s/cb/%d", sink.URL, i), fmt.Sprintf("%dms", 300+i*40))
 		in.ContentKey = fmt.Sprint(i)
-		d, created, err := ms[i%2].CreateDelayed(ctx, in, "admin")
+		d, created, err := ms[i%2].Delayed().CreateDelayed(ctx, in, "admin")
 		if err != nil || !created {
 			t.Fatalf("create %d: %v %v", i, created, err)
 		}
@@ -498,12 +498,12 @@ func TestDelayedWaitsForARunningWorker(t *testing.T) {
 		sink := newCallbackSink(t)
 		in := delayedIn(sink.URL+"/cb", "100ms")
 		in.Executors = []string{"w1"}
-		d, _, err := e.m.CreateDelayed(e.ctx, in, "admin")
+		d, _, err := e.m.Delayed().CreateDelayed(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
 		storetest.Eventually(t, 10*time.Second, func() bool {
-			got, err := e.m.GetDelayed(e.ctx, d.ID)
+			got, err := e.m.Delayed().GetDelayed(e.ctx, d.ID)
 			return err == nil && got.Status == store.DelayedPending && strings.Contains(got.LastError, "none of its executors (w1) is running")
 		}, "the task does not say why it waits")
 		storetest.Eventually(t, 10*time.Second, func() bool { return time.Since(d.DueAt) > 2500*time.Millisecond }, "time does not pass")

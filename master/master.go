@@ -135,6 +135,8 @@ type Master struct {
 	accounts *Accounts
 	// reads are the read-only queries pages and the API show.
 	reads *Reads
+	// claims decides fire claims.
+	claims *claimer
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
 	newNames nameRate
@@ -145,7 +147,7 @@ type Master struct {
 	notify *notifier
 	// delayed is the delayed-task service: its input, firing, runs and
 	// notifications.
-	delayed *delayedService
+	delayed *DelayedTasks
 
 	// shards and duties: broadcast shards re-pushed and misfires accounted
 	// when executors change (task_schedule.go, misfire.go).
@@ -198,9 +200,10 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.notify = newNotifier(m)
 	m.misfires = &misfireAccountant{db: st.DB, identity: cfg.Identity, window: cfg.MisfireWindow, events: m.events, log: log,
 		locks: &m.locks, getTask: m.GetTask, runOnce: m.runOnce}
-	m.delayed = &delayedService{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
+	m.delayed = &DelayedTasks{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
+	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
 		health: m.HealthConfig, recover: m.recover}
 	m.metrics.attach(m)

@@ -165,7 +165,7 @@ func (b *bench) delayedRun(ctx context.Context, dialect string, pending, due int
 				at := second.Add(time.Duration(i) * time.Second / time.Duration(due))
 				in := master.DelayedInput{SourceApp: "smbench", Topic: "due", ContentKey: fmt.Sprintf("%s-%d", prefix, i),
 					At: at.UTC().Format(time.RFC3339Nano), NotifyURL: target.URL + "/cb", NotifyBody: `{"n":` + fmt.Sprint(i) + `}`}
-				d, _, err := e.m.CreateDelayed(ctx, in, "smbench")
+				d, _, err := e.m.Delayed().CreateDelayed(ctx, in, "smbench")
 				if err != nil {
 					errs <- err
 					return
