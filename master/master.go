@@ -135,8 +135,9 @@ type Master struct {
 	accounts *Accounts
 	// reads are the read-only queries pages and the API show.
 	reads *Reads
-	// claims decides fire claims.
+	// claims decides fire claims; runs stores the run reports.
 	claims *claimer
+	runs   *runIngest
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
 	newNames nameRate
@@ -203,6 +204,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.delayed = &DelayedTasks{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
+	m.runs = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,
+		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.GetTask, runTask: m.RunTask}
 	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
 		health: m.HealthConfig, recover: m.recover}

@@ -55,7 +55,7 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 	switch {
 	case err == nil:
 		// The worker masks secrets already; an older or hostile one may not.
-		if err := m.scrubProgress(ctx, r.TaskID, &p); err != nil {
+		if err := m.runs.scrubProgress(ctx, r.TaskID, &p); err != nil {
 			return RunLive{}, err
 		}
 		live.Progress = &p

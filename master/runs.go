@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/uptrace/bun"
 )
 
 // MaxRunsPerBatch bounds one delivery of run reports (see
@@ -29,7 +31,37 @@ const (
 	IngestRetryAfter = 2 * time.Second
 )
 
-// IngestBatch reads a batch of run reports from body (a RunsRequest) and
+// runIngest stores the run reports workers send: it bounds and decodes
+// batches, checks each run, scrubs secrets from outputs, group-commits the
+// rows with the other batches being stored, and acts on what ended (failure
+// notices, child tasks, catch-up events).
+type runIngest struct {
+	db       *bun.DB // the whole database: a round runs its own transactions
+	dialect  store.Dialect
+	log      *slog.Logger
+	life     *lifecycle
+	events   *eventLog
+	metrics  *Metrics
+	notify   *notifier
+	delayed  *DelayedTasks
+	runLists *slots
+	group    *ingestGroup
+	getTask  func(ctx context.Context, id string) (*Task, error)
+	runTask  func(ctx context.Context, id string) (*Task, string, error)
+}
+
+// IngestBatch reads a batch of run reports from a worker and stores it (see
+// runIngest.batch).
+func (m *Master) IngestBatch(ctx context.Context, node *store.Node, body io.Reader, size int64) (protocol.RunsResponse, error) {
+	return m.runs.batch(ctx, node, body, size)
+}
+
+// IngestRuns stores a batch of run reports from node (see runIngest.reports).
+func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
+	return m.runs.reports(ctx, node, runs)
+}
+
+// batch reads a batch of run reports from body (a RunsRequest) and
 // stores it with IngestRuns. The body is decoded run by run while it is read
 // (protocol.DecodeRunsRequest), under one of IngestSlots slots: a batch over
 // protocol.MaxRunsPerBatch runs or protocol.MaxRunsBatchBytes bytes is
@@ -38,12 +70,12 @@ const (
 // slot taken for ingestSlotWait the batch is refused unread (KindBusy).
 // size is the body's declared length (-1: unknown); a larger one than the
 // bound is refused before anything is read.
-func (m *Master) IngestBatch(ctx context.Context, node *store.Node, body io.Reader, size int64) (protocol.RunsResponse, error) {
+func (g *runIngest) batch(ctx context.Context, node *store.Node, body io.Reader, size int64) (protocol.RunsResponse, error) {
 	if size > protocol.MaxRunsBatchBytes {
 		return protocol.RunsResponse{}, Errorf(KindTooLarge, "a batch holds at most %d runs and %d bytes (this one has %d bytes); send fewer runs at a time",
 			protocol.MaxRunsPerBatch, protocol.MaxRunsBatchBytes, size)
 	}
-	release, err := m.ingest.acquire(ctx)
+	release, err := g.group.acquire(ctx)
 	if err != nil {
 		return protocol.RunsResponse{}, err
 	}
@@ -56,7 +88,7 @@ func (m *Master) IngestBatch(ctx context.Context, node *store.Node, body io.Read
 	case err != nil:
 		return protocol.RunsResponse{}, wrapf(KindInvalid, err, "invalid JSON body: %s", err.Error())
 	}
-	return m.IngestRuns(ctx, node, runs)
+	return g.reports(ctx, node, runs)
 }
 
 // acquire takes an ingest slot, waiting at most ingestSlotWait.
@@ -116,7 +148,7 @@ const (
 // broken clock, and MySQL's DATETIME cannot hold year 1.
 var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// IngestRuns stores a batch of run reports from node, validating each run on
+// reports stores a batch of run reports from node, validating each run on
 // its own: a run that is malformed, names another node, names a task that
 // does not exist or that node neither executes nor was sent to run, or
 // carries times more than worker.MaxClockSkew in the future is listed in
@@ -128,7 +160,7 @@ var oldestRunTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // whole batch (its worker delivers it again). A batch costs one query for its
 // checks, then is stored together with the batches other workers deliver at
 // the same time (see storeRuns).
-func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
+func (g *runIngest) reports(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
 	if len(runs) > MaxRunsPerBatch {
 		return protocol.RunsResponse{}, Errorf(KindInvalid, "at most %d runs per batch", MaxRunsPerBatch)
 	}
@@ -136,7 +168,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	resp := protocol.RunsResponse{Rejected: []protocol.RunRejected{}}
 	reject := func(id string, err error) {
 		resp.Rejected = append(resp.Rejected, protocol.RunRejected{ID: id, Error: Message(err)})
-		m.log.Warn("run report rejected", "node", node.Name, "run", id, "err", err)
+		g.log.Warn("run report rejected", "node", node.Name, "run", id, "err", err)
 	}
 	rows := make([]store.Run, 0, len(runs))
 	for i := range runs {
@@ -154,7 +186,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	notices := len(delayed)
 	delayed = slices.DeleteFunc(delayed, func(d delayedRun) bool { return !protocol.Result(d.run.Result).Ended() })
 	notices -= len(delayed)
-	dAccepted, dDups, err := m.delayed.ingestDelayedRuns(ctx, node, delayed, reject)
+	dAccepted, dDups, err := g.delayed.ingestDelayedRuns(ctx, node, delayed, reject)
 	dAccepted += notices
 	if err != nil {
 		return protocol.RunsResponse{}, err
@@ -168,7 +200,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 	var targets map[string]store.ReportTarget
 	if len(rows) > 0 {
 		var err error
-		targets, err = store.ReportTargets(ctx, m.st.DB, node.Name, dedupe(taskIDs))
+		targets, err = store.ReportTargets(ctx, g.db, node.Name, dedupe(taskIDs))
 		if err != nil {
 			return protocol.RunsResponse{}, fmt.Errorf("master: check reported tasks: %w", err)
 		}
@@ -186,15 +218,15 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 		}
 		rows = ok
 	}
-	if err := m.scrubRuns(ctx, rows); err != nil {
+	if err := g.scrubRuns(ctx, rows); err != nil {
 		return protocol.RunsResponse{}, err
 	}
-	fresh, err := m.storeRuns(ctx, rows)
+	fresh, err := g.storeRuns(ctx, rows)
 	if err != nil {
 		return protocol.RunsResponse{}, err
 	}
 	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
-	m.metrics.runsIngested(fresh)
+	g.metrics.runsIngested(fresh)
 	for _, r := range fresh {
 		res := protocol.Result(r.Result)
 		if r.Covers > 0 && r.Attempt == 1 && !r.Manual {
@@ -202,7 +234,7 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 			// restart, or when a master answers again): the event log says
 			// what it stands for. The master's own catch-ups (sent as runs
 			// now, manual) have their event already.
-			m.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, r.TaskID, nil,
+			g.events.record(WithActor(ctx, ActorScheduler), "task.misfire", store.TargetTask, r.TaskID, nil,
 				fmt.Sprintf("catch-up run %s on %s for %d missed fires from %s", r.ID, r.Node, r.Covers,
 					r.ScheduledAt.UTC().Format(time.RFC3339)))
 		}
@@ -210,9 +242,9 @@ func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protoc
 			continue // a start notice: the run's end is acted upon
 		}
 		if !res.Succeeded() {
-			m.notify.runFailed(r)
+			g.notify.runFailed(r)
 		} else if children := targets[r.TaskID].Children; len(children) > 0 {
-			m.runChildren(r.TaskID, children)
+			g.runChildren(r.TaskID, children)
 		}
 	}
 	return resp, nil
@@ -264,41 +296,41 @@ type ingestJob struct {
 
 // storeRuns stores checked runs, with the batches that other requests are
 // storing at the same time, and returns the new ones of rows.
-func (m *Master) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, error) {
+func (g *runIngest) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	g := &m.ingest
+	q := g.group
 	job := &ingestJob{rows: rows, done: make(chan struct{})}
-	g.mu.Lock()
-	if g.cond == nil {
-		g.cond = sync.NewCond(&g.mu)
+	q.mu.Lock()
+	if q.cond == nil {
+		q.cond = sync.NewCond(&q.mu)
 	}
-	g.queue = append(g.queue, job)
-	for !job.taken && g.writers >= ingestWriters(m.st.Dialect) {
-		g.cond.Wait()
+	q.queue = append(q.queue, job)
+	for !job.taken && q.writers >= ingestWriters(g.dialect) {
+		q.cond.Wait()
 	}
 	if !job.taken {
-		g.writers++
+		q.writers++
 		for !job.taken {
 			var round []*ingestJob
 			n := 0
-			for len(g.queue) > 0 && (len(round) == 0 || n+len(g.queue[0].rows) <= ingestRoundRows) {
-				j := g.queue[0]
-				g.queue = g.queue[1:]
+			for len(q.queue) > 0 && (len(round) == 0 || n+len(q.queue[0].rows) <= ingestRoundRows) {
+				j := q.queue[0]
+				q.queue = q.queue[1:]
 				j.taken = true
 				round = append(round, j)
 				n += len(j.rows)
 			}
-			g.cond.Broadcast() // the jobs taken stop waiting for a slot
-			g.mu.Unlock()
-			m.storeRound(ctx, round)
-			g.mu.Lock()
+			q.cond.Broadcast() // the jobs taken stop waiting for a slot
+			q.mu.Unlock()
+			g.storeRound(ctx, round)
+			q.mu.Lock()
 		}
-		g.writers--
-		g.cond.Broadcast() // a slot is free
+		q.writers--
+		q.cond.Broadcast() // a slot is free
 	}
-	g.mu.Unlock()
+	q.mu.Unlock()
 	select {
 	case <-job.done:
 		return job.fresh, job.err
@@ -313,7 +345,7 @@ func (m *Master) storeRuns(ctx context.Context, rows []store.Run) ([]store.Run, 
 // The transaction runs to its end whatever becomes of the requests that wait
 // for it (a worker that gave up delivers again and finds its runs stored);
 // the master's Stop ends it.
-func (m *Master) storeRound(ctx context.Context, round []*ingestJob) {
+func (g *runIngest) storeRound(ctx context.Context, round []*ingestJob) {
 	defer func() {
 		for _, j := range round {
 			close(j.done)
@@ -323,9 +355,9 @@ func (m *Master) storeRound(ctx context.Context, round []*ingestJob) {
 	for _, j := range round {
 		rows = append(rows, j.rows...)
 	}
-	ctx, cancel := m.life.detached(ctx, ingestRoundWait)
+	ctx, cancel := g.life.detached(ctx, ingestRoundWait)
 	defer cancel()
-	fresh, err := store.StoreRuns(ctx, m.st.DB, rows)
+	fresh, err := store.StoreRuns(ctx, g.db, rows)
 	if err != nil {
 		for _, j := range round {
 			j.err = fmt.Errorf("master: store runs: %w", err)
@@ -443,8 +475,8 @@ func printable(s string) string {
 
 // runChildren runs once each child of a task, in the background: a few at a
 // time, under the master's context, so Stop cancels and waits for them.
-func (m *Master) runChildren(taskID string, children []string) {
-	m.life.goBackground(func(ctx context.Context) {
+func (g *runIngest) runChildren(taskID string, children []string) {
+	g.life.goBackground(func(ctx context.Context) {
 		ctx = WithActor(ctx, "task "+taskID)
 		sem := make(chan struct{}, 4)
 		var wg sync.WaitGroup
@@ -456,10 +488,10 @@ func (m *Master) runChildren(taskID string, children []string) {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				if _, node, err := m.RunTask(ctx, c); err != nil {
-					m.log.Warn("child task not started", "parent", taskID, "child", c, "err", err)
+				if _, node, err := g.runTask(ctx, c); err != nil {
+					g.log.Warn("child task not started", "parent", taskID, "child", c, "err", err)
 				} else {
-					m.log.Info("child task started", "parent", taskID, "child", c, "node", node)
+					g.log.Info("child task started", "parent", taskID, "child", c, "node", node)
 				}
 			}()
 		}

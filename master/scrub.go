@@ -13,7 +13,7 @@ import (
 // hostile worker may not, and whatever shows a run later (the run page, the
 // search, notifications, events) reads the stored output. One query loads
 // the specs of the batch's tasks whose runs have output.
-func (m *Master) scrubRuns(ctx context.Context, rows []store.Run) error {
+func (g *runIngest) scrubRuns(ctx context.Context, rows []store.Run) error {
 	var ids []string
 	for i := range rows {
 		if rows[i].Output != "" {
@@ -23,7 +23,7 @@ func (m *Master) scrubRuns(ctx context.Context, rows []store.Run) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	scrubbers, err := m.scrubbers(ctx, dedupe(ids))
+	scrubbers, err := g.scrubbers(ctx, dedupe(ids))
 	if err != nil {
 		return err
 	}
@@ -36,8 +36,8 @@ func (m *Master) scrubRuns(ctx context.Context, rows []store.Run) error {
 
 // scrubbers builds the scrubber of each task of ids from its stored
 // definition (nil for a task without secret values).
-func (m *Master) scrubbers(ctx context.Context, ids []string) (map[string]*protocol.Scrubber, error) {
-	specs, err := store.TaskSpecs(ctx, m.st.DB, ids)
+func (g *runIngest) scrubbers(ctx context.Context, ids []string) (map[string]*protocol.Scrubber, error) {
+	specs, err := store.TaskSpecs(ctx, g.db, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (m *Master) scrubbers(ctx context.Context, ids []string) (map[string]*proto
 		var def protocol.TaskDef
 		if err := json.Unmarshal([]byte(spec), &def); err != nil {
 			// Other paths refuse a broken definition; its runs are still stored.
-			m.log.Warn("run output not scrubbed: the task's definition does not decode", "task", id, "err", err)
+			g.log.Warn("run output not scrubbed: the task's definition does not decode", "task", id, "err", err)
 			continue
 		}
 		out[id] = protocol.NewScrubber(&def)
@@ -56,8 +56,8 @@ func (m *Master) scrubbers(ctx context.Context, ids []string) (map[string]*proto
 
 // scrubProgress masks the task's secret values in a worker's view of a run
 // in progress, as scrubRuns does for stored output.
-func (m *Master) scrubProgress(ctx context.Context, taskID string, p *protocol.RunProgress) error {
-	scrubbers, err := m.scrubbers(ctx, []string{taskID})
+func (g *runIngest) scrubProgress(ctx context.Context, taskID string, p *protocol.RunProgress) error {
+	scrubbers, err := g.scrubbers(ctx, []string{taskID})
 	if err != nil {
 		return err
 	}
