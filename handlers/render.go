@@ -67,12 +67,10 @@ func errorStatus(err error) int {
 		return http.StatusUnauthorized
 	case master.KindForbidden:
 		return http.StatusForbidden
-	case master.KindLimited:
+	case master.KindLimited, master.KindBusy:
 		return http.StatusTooManyRequests
 	case master.KindTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case master.KindBusy:
-		return http.StatusTooManyRequests
 	case master.KindUnavailable:
 		return http.StatusServiceUnavailable
 	}

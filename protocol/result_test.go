@@ -1,7 +1,9 @@
 package protocol_test
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
@@ -32,6 +34,26 @@ func TestResultDecisions(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%q: got %+v, want %+v", res, got, want)
+		}
+	}
+}
+
+func TestCatchUpValidate(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	good := protocol.CatchUp{Fires: 3, First: at, Last: at.Add(2 * time.Second)}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good catch-up refused: %v", err)
+	}
+	for name, c := range map[string]protocol.CatchUp{
+		"no fire":        {Fires: 0, First: at, Last: at},
+		"negative":       {Fires: -5, First: at, Last: at},
+		"over the bound": {Fires: protocol.MaxCovers + 1, First: at, Last: at},
+		"no first":       {Fires: 1},
+		"reversed":       {Fires: 2, First: at, Last: at.Add(-time.Second)},
+	} {
+		if err := c.Validate(); !errors.Is(err, protocol.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
 }

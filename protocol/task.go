@@ -625,6 +625,15 @@ type CatchUp struct {
 	More bool `json:"more,omitempty"`
 }
 
+// Validate checks a catch-up as a worker receives it: at least one missed
+// fire, at most MaxCovers, the last not before the first.
+func (c *CatchUp) Validate() error {
+	if c.Fires < 1 || c.Fires > MaxCovers || c.First.IsZero() || c.Last.Before(c.First) {
+		return fmt.Errorf("%w: catch_up must name 1 to %d missed fires, first before last", ErrInvalid, MaxCovers)
+	}
+	return nil
+}
+
 // ExpandParams replaces {{KEY}} placeholders with parameter values.
 func ExpandParams(s string, params map[string]string) string {
 	if len(params) == 0 || !strings.Contains(s, "{{") {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -473,5 +474,23 @@ func TestRestartHandedOverCountsTheFiresBeforeDownSince(t *testing.T) {
 		first.Add(time.Second).Format(time.RFC3339))
 	if !strings.HasPrefix(rec.Output, want) || !rec.ScheduledAt.Equal(first) {
 		t.Fatalf("misfire record %q at %s, want %q at %s", rec.Output, rec.ScheduledAt, want, first)
+	}
+}
+
+// A catch-up the worker cannot stand behind (no fire, a count past the bound,
+// reversed times) is refused with ErrInvalid: its report would be refused
+// by the master and the run lost.
+func TestRunOnceRefusesABadCatchUp(t *testing.T) {
+	t.Parallel()
+	w, err := New(Config{Identity: "w1", Protocol: "http", IP: "127.0.0.1", Port: 1, Priority: 1, MaxConcurrency: 1,
+		ClusterKey: "restart-test-cluster-key-0123456789"}, testutil.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	spec := httpSpec("t1", "http://127.0.0.1:1", protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)})
+	err = w.RunOnce(protocol.RunOnceRequest{ID: "t1", Task: &spec, CatchUp: &protocol.CatchUp{Fires: -1}})
+	if !errors.Is(err, protocol.ErrInvalid) {
+		t.Fatalf("RunOnce with a negative catch-up: %v, want ErrInvalid", err)
 	}
 }

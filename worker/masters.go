@@ -119,7 +119,7 @@ func (ms *masters) do(ctx context.Context, fn func(base string) error) error {
 // fix (a 4xx) gives the answer; the others are cancelled. It returns the base
 // URL of that attempt (or of the last failed one) and its error.
 //
-// A failed master moves the current one on, as do does; so does a master
+// A failed master moves the current one on, as do's failures do; so does a master
 // that answered while the current one had not yet: calls then stop waiting
 // the delay on a master that hangs.
 func (ms *masters) hedge(ctx context.Context, delay time.Duration, fn func(ctx context.Context, base string) error) (string, error) {

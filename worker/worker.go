@@ -322,7 +322,7 @@ func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error
 	}
 	w.mu.Unlock()
 	switch {
-	case req.DownNoticed && req.DownSince != nil:
+	case req.DownNoticed && req.DownSince != nil && !req.DownSince.IsZero():
 		// The master saw this node down from DownSince on and records what
 		// its tasks missed from then: this worker counts the fires before.
 		w.runner.fires.handOver(*req.DownSince)
@@ -384,6 +384,11 @@ func (w *Worker) ResumeTask(id string) error { return w.runner.setPaused(id, fal
 // RunOnce runs a task now, once, outside its schedule. A task not scheduled
 // here needs its definition in the request.
 func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
+	if req.CatchUp != nil {
+		if err := req.CatchUp.Validate(); err != nil {
+			return err
+		}
+	}
 	spec, ok := w.runner.get(req.ID)
 	if !ok {
 		if req.Task == nil {
