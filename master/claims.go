@@ -92,7 +92,7 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}
 	// Only an executor of the task may claim its fires (an unknown task has none).
-	if t == nil || !slices.Contains(t.Executors, node.Name) {
+	if t == nil || !slices.Contains(t.Members(), node.Name) {
 		return protocol.ClaimResponse{}, c.refuseClaim(node.Name, req.TaskID, fire, Errorf(KindForbidden, "node %s does not execute task %s", node.Name, req.TaskID))
 	}
 	if err := c.checkClaimFire(ctx, node.Name, t, fire, time.Now()); err != nil {
@@ -106,7 +106,7 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 	if t.Status != store.TaskRunning {
 		return protocol.ClaimResponse{}, nil // paused or stopped: nobody runs this fire
 	}
-	running, err := store.RunningNodesNamed(ctx, c.db, t.Executors)
+	running, err := store.RunningNodesNamed(ctx, c.db, t.Members())
 	if err != nil {
 		return protocol.ClaimResponse{}, fmt.Errorf("master: claim: %w", err)
 	}

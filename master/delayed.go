@@ -196,7 +196,9 @@ type Delayed struct {
 	// Attempts counts the attempts that came back with a result.
 	Attempts  int      `json:"attempts"`
 	Executors []string `json:"executors"`
-	Keepers   []string `json:"keepers"`
+	// Selector is its label selector ("" for none).
+	Selector string   `json:"selector"`
+	Keepers  []string `json:"keepers"`
 	// Late says the first sending left more than the late bound after DueAt;
 	// LateBy says by how much (a Go duration), when late.
 	Late   bool   `json:"late"`
@@ -227,7 +229,7 @@ func toDelayed(r *store.DelayedTask) Delayed {
 		ID: r.ID, Status: r.Status, SourceApp: r.SourceApp, Topic: r.Topic, ContentKey: r.ContentKey,
 		DueAt: r.DueAt.UTC(), NotifyURL: MaskURL(r.NotifyURL), NotifyBody: r.NotifyBody, ContentType: r.ContentType,
 		Retries: r.Retries, Attempts: r.Attempts, Late: r.Late, Node: r.Node, LastError: r.LastError,
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), Executors: []string{}, Keepers: []string{},
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), Executors: []string{}, Selector: r.Selector, Keepers: []string{},
 	}
 	_ = json.Unmarshal([]byte(r.Executors), &d.Executors)
 	_ = json.Unmarshal([]byte(r.Keepers), &d.Keepers)

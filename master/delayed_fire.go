@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -171,12 +172,15 @@ func (svc *DelayedTasks) fireBatch(ctx context.Context, cfg DelayedConfig, fence
 	}
 	workers := map[string]store.Node{}
 	var all []Candidate
+	labels := map[string]protocol.Labels{}
 	for _, n := range nodes {
 		if n.Type == store.TypeWorker {
 			workers[n.Name] = n
 			all = append(all, Candidate{Name: n.Name, Weight: n.Priority, Since: n.CreatedAt})
+			labels[n.Name] = NodeLabels(&n)
 		}
 	}
+	sels := selectorSet{}
 	groups := map[string][]string{}
 	sendAt := map[string]time.Time{}
 	first := map[string]bool{}
@@ -187,19 +191,26 @@ func (svc *DelayedTasks) fireBatch(ctx context.Context, cfg DelayedConfig, fence
 		if d.Executors != "" && d.Executors != "[]" {
 			_ = json.Unmarshal([]byte(d.Executors), &named)
 		}
-		if len(named) > 0 {
+		if len(named) > 0 || d.Selector != "" {
+			// Its named executors and the running workers its selector
+			// selects now.
 			cands = nil
-			for _, e := range named {
-				if n, ok := workers[e]; ok {
-					cands = append(cands, Candidate{Name: n.Name, Weight: n.Priority, Since: n.CreatedAt})
+			for _, c := range all {
+				if slices.Contains(named, c.Name) || (d.Selector != "" && sels.matches(d.Selector, labels[c.Name])) {
+					cands = append(cands, c)
 				}
 			}
 		}
 		pick, ok := PickWeighted(cands, svc.cfg.RandN)
 		if !ok {
 			why := "no running worker to send it to"
-			if len(named) > 0 {
+			switch {
+			case len(named) > 0 && d.Selector != "":
+				why = "none of its executors (" + strings.Join(named, ", ") + ") is running and its selector " + d.Selector + " selects no running worker"
+			case len(named) > 0:
 				why = "none of its executors (" + strings.Join(named, ", ") + ") is running"
+			case d.Selector != "":
+				why = "its selector " + d.Selector + " selects no running worker"
 			}
 			stuck[why] = append(stuck[why], d.ID)
 			continue

@@ -56,7 +56,10 @@ type DelayedInput struct {
 	ContentType string          `json:"content_type"`
 	Retries     int             `json:"retries"`
 	Executors   []string        `json:"executors"`
-	Keepers     []string        `json:"keepers"`
+	// Selector is a label selector: the running workers it selects when
+	// the task is due may run it too (with Executors: the union).
+	Selector string   `json:"selector"`
+	Keepers  []string `json:"keepers"`
 }
 
 // checkDelayedInput validates every field of in against now, the nodes and
@@ -101,6 +104,18 @@ func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput
 		fe["retries"] = fmt.Sprintf("must be from 0 to %d", protocol.MaxRetries)
 	}
 
+	in.Selector = strings.TrimSpace(in.Selector)
+	if in.Selector != "" {
+		sel, err := protocol.ParseSelector(in.Selector)
+		switch {
+		case err != nil:
+			fe["selector"] = err.Error()
+		case sel.Empty():
+			in.Selector = ""
+		default:
+			in.Selector = sel.String()
+		}
+	}
 	in.Executors = dedupe(in.Executors)
 	if len(in.Executors) > 100 {
 		fe["executors"] = "at most 100 executors"
@@ -145,7 +160,7 @@ func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput
 	row := &store.DelayedTask{
 		ID: newDelayedID(), SourceApp: in.SourceApp, Topic: in.Topic, ContentKey: in.ContentKey,
 		DueAt: due, NextAt: due, NotifyURL: in.NotifyURL, NotifyBody: in.NotifyBody, ContentType: in.ContentType,
-		Retries: in.Retries, Executors: string(executors), Keepers: string(keepers),
+		Retries: in.Retries, Executors: string(executors), Selector: in.Selector, Keepers: string(keepers),
 	}
 	// What a worker will be sent must pass its validation: check it now, so
 	// that a task accepted here can always be sent.

@@ -52,6 +52,9 @@ type healthProber struct {
 	health func() HealthConfig
 	// recover brings back a node that answers again (Master.recover).
 	recover func(ctx context.Context, name string, h protocol.HealthResponse, fence *store.Fence) bool
+	// noteLabels records the labels a worker declared in its answer
+	// (Master.noteDeclaredLabels).
+	noteLabels func(ctx context.Context, n *store.Node, labels protocol.Labels)
 
 	sweeps  atomic.Int64  // sweeps made, pacing the prunes
 	samples healthSampler // when each node's health was last recorded
@@ -105,6 +108,8 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 		sem = make(chan struct{}, max(hc.Concurrency, len(targets)/4))
 		// Health history and probe metrics, written once at the end.
 		samples = &probeSamples{p: p}
+		// Labels of the workers that answered, recorded at the end.
+		labels = map[*store.Node]protocol.Labels{}
 	)
 	for i := range targets {
 		node := &targets[i]
@@ -123,6 +128,11 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 				err = Errorf(KindWorker, "%s answered without a boot id", node.Host)
 			}
 			samples.add(node, time.Since(probeStart), err)
+			if err == nil && h.Labels != nil {
+				mu.Lock()
+				labels[node] = h.Labels
+				mu.Unlock()
+			}
 			switch {
 			case err != nil && node.Status == store.StatusOffline:
 				// Still down: nothing to count.
@@ -160,6 +170,9 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 	}
 	wg.Wait()
 	samples.flush(ctx, n)
+	for node, l := range labels {
+		p.noteLabels(ctx, node, l)
+	}
 	seen := time.Now()
 	for reason, names := range healthy {
 		if err := store.MarkSeenWithReason(ctx, p.db, names, seen, reason, fence); err != nil {

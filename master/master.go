@@ -208,7 +208,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.GetTask, runTask: m.RunTask}
 	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
-		health: m.HealthConfig, recover: m.recover}
+		health: m.HealthConfig, recover: m.recover, noteLabels: m.noteDeclaredLabels}
 	m.metrics.attach(m)
 	return m
 }
@@ -291,6 +291,8 @@ func (m *Master) sweepPass() {
 	}
 	m.Sweep(m.life.ctx)
 	m.prunePendingNodes(WithActor(m.life.ctx, ActorHealthChecker))
+	m.pruneOfflineWorkers(WithActor(m.life.ctx, ActorHealthChecker))
+	m.reconcilePools(m.life.ctx)
 	// Then the duties that follow the fleet's state: broadcast shards and
 	// the fires of tasks with no running executor.
 	m.reshard(m.life.ctx)

@@ -95,12 +95,15 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		return protocol.RegisterResponse{}, Errorf(KindUnauthorized, "bad node key signature")
 	}
 
+	if err := req.Labels.Validate(); err != nil {
+		return protocol.RegisterResponse{}, Errorf(KindInvalid, "labels: %v", err)
+	}
 	name := req.Node.Name
 	defer m.locks.lock(name)()
 	n := &store.Node{
 		Name: name, Type: store.TypeWorker, MachineName: req.MachineName, Protocol: req.Node.Protocol,
 		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: selfPriority(req.Node.Priority),
-		MaxConcurrency: req.Node.MaxConcurrency, NodeKey: nodeKey,
+		MaxConcurrency: req.Node.MaxConcurrency, NodeKey: nodeKey, Labels: encodeLabels(req.Labels),
 	}
 	from := "from " + printable(h.RemoteAddr)
 	refuse := func(err error) (protocol.RegisterResponse, error) {
@@ -114,7 +117,14 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			return refuse(err)
 		}
 		n.Status, n.DesiredStatus, n.Mode, n.LastSeen = store.StatusRunning, store.StatusRunning, store.ModeAuto, time.Now().UTC()
-		if m.settings.inForce().ApproveNewNodes {
+		pool, err := m.approvedPool(ctx, req.Labels)
+		if err != nil {
+			return protocol.RegisterResponse{}, mapStoreErr(err, name)
+		}
+		if pool != "" {
+			from += "; member of approved pool " + pool
+		}
+		if m.settings.inForce().ApproveNewNodes && pool == "" {
 			// Kept with its key (trust on first use) but no secret: it is
 			// offline, never probed or picked, until an admin approves it.
 			n.Status, n.DesiredStatus, n.Mode, n.Secret = store.StatusOffline, store.StatusOffline, store.ModePending, ""

@@ -40,13 +40,17 @@ type Settings struct {
 	// ApproveNewNodes makes a machine that registers a new name wait, with no
 	// task, callback or secret, until an admin approves it.
 	ApproveNewNodes bool
+	// PruneOfflineAfter deletes an auto-registered worker offline for
+	// longer (an autoscaled fleet's vanished members); 0 keeps them.
+	PruneOfflineAfter time.Duration
 }
 
 // DefaultSettings are the settings of a new installation, and the defaults of
 // the master's health flags: the one place they are written.
 func DefaultSettings() Settings {
 	return Settings{HealthInterval: 10 * time.Second, HealthTimeout: 3 * time.Second, MaxFailures: 3,
-		DefaultHTTPTimeout: protocol.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls"}
+		DefaultHTTPTimeout: protocol.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls",
+		PruneOfflineAfter: DefaultPruneOfflineAfter}
 }
 
 // Limits of the health settings, for the console and for the flags alike.
@@ -57,6 +61,14 @@ const (
 	MaxHealthTimeout  = time.Minute
 	MinMaxFailures    = 1
 	MaxMaxFailures    = 100
+)
+
+// Bounds of prune_offline_after: at least an hour (a worker rebooting or a
+// network partition must not lose its node), at most a year; 0 never prunes.
+const (
+	DefaultPruneOfflineAfter = 24 * time.Hour
+	MinPruneOfflineAfter     = time.Hour
+	MaxPruneOfflineAfter     = 365 * 24 * time.Hour
 )
 
 // maxRetentionDays bounds run_retention_days (ten years).
@@ -81,6 +93,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.RunRetentionDays < 0 || s.RunRetentionDays > maxRetentionDays {
 		fe["run_retention_days"] = fmt.Sprintf("must be from 0 (keep forever) to %d", maxRetentionDays)
+	}
+	if p := s.PruneOfflineAfter; p != 0 && (p < MinPruneOfflineAfter || p > MaxPruneOfflineAfter) {
+		fe["prune_offline_after"] = fmt.Sprintf("must be 0 (never) or from %s to %s", hours(MinPruneOfflineAfter), hours(MaxPruneOfflineAfter))
 	}
 	if s.SMTPHost != "" {
 		if msg := protocol.ValidateHost(s.SMTPHost + ":1"); msg != "" {
@@ -124,7 +139,8 @@ func (s *Settings) pairs() map[string]string {
 		store.SettingSMTPPort: strconv.Itoa(s.SMTPPort), store.SettingSMTPFrom: s.SMTPFrom,
 		store.SettingSMTPUsername: s.SMTPUsername, store.SettingSMTPPassword: s.SMTPPassword,
 		store.SettingSMTPTLS: s.SMTPTLS, store.SettingWebhookURL: s.WebhookURL, store.SettingPublicURL: s.PublicURL,
-		store.SettingApproveNodes: strconv.FormatBool(s.ApproveNewNodes),
+		store.SettingApproveNodes:      strconv.FormatBool(s.ApproveNewNodes),
+		store.SettingPruneOfflineAfter: s.PruneOfflineAfter.String(),
 	}
 }
 
@@ -244,6 +260,7 @@ func (k *settingsKeeper) read(ctx context.Context) (Settings, error) {
 		str(store.SettingSMTPUsername, &s.SMTPUsername), str(store.SettingSMTPPassword, &s.SMTPPassword),
 		str(store.SettingSMTPTLS, &s.SMTPTLS), str(store.SettingWebhookURL, &s.WebhookURL), str(store.SettingPublicURL, &s.PublicURL),
 		boolean(store.SettingApproveNodes, &s.ApproveNewNodes),
+		dur(store.SettingPruneOfflineAfter, &s.PruneOfflineAfter, 0, MaxPruneOfflineAfter),
 	} {
 		if err != nil {
 			return s, fmt.Errorf("master: read settings: %w", err)

@@ -37,7 +37,7 @@ func (m *Master) CloneTask(ctx context.Context, id, by string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := TaskInput{TaskDef: src.TaskDef, Executors: src.Executors, Keepers: src.Keepers, Children: src.Children}
+	in := TaskInput{TaskDef: src.TaskDef, Executors: src.Executors, Selector: src.Selector, Keepers: src.Keepers, Children: src.Children}
 	in.Title = CloneTitle(src.Title)
 	t, err := m.CreateTask(ctx, in, by)
 	if err == nil {

@@ -17,10 +17,11 @@ import (
 
 // runningExecutors returns the task's executors that are running, in name order.
 func (m *Master) runningExecutors(ctx context.Context, t *Task) ([]store.Node, error) {
-	if len(t.Executors) == 0 {
+	members := t.members()
+	if len(members) == 0 {
 		return nil, nil
 	}
-	nodes, err := store.RunningNodesNamed(ctx, m.st.DB, t.Executors)
+	nodes, err := store.RunningNodesNamed(ctx, m.st.DB, members)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 		if !needRunning {
 			return nil
 		}
-		return Errorf(KindState, "no running worker for this task (executors: %s)", strings.Join(t.Executors, ", "))
+		return Errorf(KindState, "no running worker for this task (%s)", t.executorsText())
 	}
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -180,7 +181,7 @@ func (m *Master) shardSet(ctx context.Context, t *Task) []string {
 	if t.Routing != protocol.RoutingBroadcast {
 		return nil
 	}
-	running, err := m.runningNames(ctx, t.Executors)
+	running, err := m.runningNames(ctx, t.members())
 	if err != nil {
 		m.log.Error("running executors for shards", "task", t.ID, "err", err)
 	}
@@ -227,7 +228,7 @@ func (m *Master) runOnce(ctx context.Context, t *Task, catchUp *protocol.CatchUp
 		return nil, err
 	}
 	if len(picks) == 0 {
-		return nil, Errorf(KindState, "no running worker for this task (executors: %s)", strings.Join(t.Executors, ", "))
+		return nil, Errorf(KindState, "no running worker for this task (%s)", t.executorsText())
 	}
 	running := make([]string, len(nodes))
 	for i := range nodes {

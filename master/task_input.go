@@ -26,8 +26,14 @@ import (
 type TaskInput struct {
 	protocol.TaskDef
 	Executors []string `json:"executors"`
-	Keepers   []string `json:"keepers"`
-	Children  []string `json:"children"`
+	// Selector is a label selector (see protocol.ParseSelector): the
+	// approved workers it selects at fire time are executors too.
+	Selector string   `json:"selector"`
+	Keepers  []string `json:"keepers"`
+	Children []string `json:"children"`
+	// Selected is Task's read-only list of selected workers, accepted back
+	// and ignored.
+	Selected []string `json:"selected,omitempty"`
 
 	Status     *int       `json:"status,omitempty"`
 	LastRunAt  *time.Time `json:"last_run_at,omitempty"`
@@ -62,7 +68,11 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 	row.CreatedBy = by
 	row.Status = store.TaskStopped
 	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return store.CreateTask(ctx, tx, row)
+		if err := store.CreateTask(ctx, tx, row); err != nil {
+			return err
+		}
+		_, err := syncTaskMembers(ctx, tx, row.ID, row.Selector)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("master: create task: %w", err)
@@ -97,6 +107,10 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	}
 	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.UpdateTask(ctx, tx, row); err != nil {
+			return err
+		}
+		// A stopped task runs nowhere: its members change with no push.
+		if _, err := syncTaskMembers(ctx, tx, id, row.Selector); err != nil {
 			return err
 		}
 		// Runs of a former executor may still be on their way: keep accepting them.
@@ -134,6 +148,18 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
+	in.Selector = strings.TrimSpace(in.Selector)
+	if in.Selector != "" {
+		sel, err := protocol.ParseSelector(in.Selector)
+		switch {
+		case err != nil:
+			fe["selector"] = err.Error()
+		case sel.Empty():
+			in.Selector = ""
+		default:
+			in.Selector = sel.String() // one spelling, so equal selectors compare equal
+		}
+	}
 	in.Executors = dedupe(in.Executors)
 	for _, e := range in.Executors {
 		n, ok := byName[e]
@@ -148,7 +174,7 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 		fe["executors"] = "at most 100 executors"
 	}
 	shell := in.Type == protocol.TaskShell
-	if len(in.Executors) == 0 && fe["executors"] == "" {
+	if len(in.Executors) == 0 && in.Selector == "" && fe["executors"] == "" && fe["selector"] == "" {
 		var running []store.Node
 		for _, n := range nodes {
 			if n.Type == store.TypeWorker && n.Status == store.StatusRunning {
@@ -181,7 +207,7 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 		if len(in.Executors) == 0 && fe["executors"] == "" {
 			fe["executors"] = "no running worker to assign: name the executors, or connect and enable a worker first"
 		}
-	} else if shell && fe["executors"] == "" {
+	} else if shell && fe["executors"] == "" && len(in.Executors) > 0 {
 		// A shell task none of whose executors runs shell could never run:
 		// refuse it now, naming them, rather than at Start.
 		var execs []store.Node
@@ -255,7 +281,7 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 	keepers, _ := json.Marshal(in.Keepers)
 	children, _ := json.Marshal(in.Children)
 	return &store.Task{ID: in.ID, Title: in.Title, Type: in.Type, Spec: string(spec), Keepers: string(keepers),
-		Children: string(children), Executors: in.Executors}, nil
+		Children: string(children), Executors: in.Executors, Selector: in.Selector}, nil
 }
 
 func dedupe(in []string) []string {

@@ -15,8 +15,15 @@ import (
 )
 
 // spec is what a worker receives for a task.
+// A task with a selector always counts as shared (at least two): its
+// members change while it runs, and a member that thought itself alone
+// would run fires without claiming them.
 func (t *Task) spec() protocol.TaskSpec {
-	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: len(t.Executors)}
+	n := len(t.members())
+	if t.Selector != "" {
+		n = max(n, 2)
+	}
+	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: n}
 }
 
 // specFor is what node receives for a task. With broadcast routing it holds
@@ -63,6 +70,13 @@ func (m *Master) runningNames(ctx context.Context, names []string) ([]string, er
 // Enable, registration and recovery. The node counts as running in its
 // broadcast shards: it is being told to run them.
 func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
+	// Its labels may have changed since the last push (a new process, an
+	// admin's edit): its pool memberships first.
+	if n, err := store.GetNode(ctx, m.st.DB, node); err == nil {
+		if _, err := syncNodeMembers(ctx, m.st.DB, n); err != nil {
+			m.log.Error("pool membership of node", "node", node, "err", err)
+		}
+	}
 	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
 	if err != nil {
 		m.log.Error("load tasks of node", "node", node, "err", err)
@@ -78,7 +92,7 @@ func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec 
 		}
 		tasks = append(tasks, t)
 		if t.Routing == protocol.RoutingBroadcast {
-			shared = append(shared, t.Executors...)
+			shared = append(shared, t.members()...)
 		}
 	}
 	var running []string
@@ -91,7 +105,8 @@ func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec 
 	for _, t := range tasks {
 		mine := running
 		if t.Routing == protocol.RoutingBroadcast {
-			mine = slices.DeleteFunc(slices.Clone(running), func(n string) bool { return !slices.Contains(t.Executors, n) })
+			members := t.members()
+			mine = slices.DeleteFunc(slices.Clone(running), func(n string) bool { return !slices.Contains(members, n) })
 		}
 		out = append(out, t.specFor(node, mine))
 	}

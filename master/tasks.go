@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -14,7 +16,12 @@ import (
 // Task is a task as the open API shows it.
 type Task struct {
 	protocol.TaskDef
-	Executors  []string         `json:"executors"`
+	Executors []string `json:"executors"`
+	// Selector is the task's label selector ("" for none); Selected are the
+	// approved workers it selects now (any status), named executors
+	// excepted. A fire runs on the running ones of both.
+	Selector   string           `json:"selector"`
+	Selected   []string         `json:"selected"`
 	Keepers    []string         `json:"keepers"`
 	Children   []string         `json:"children"`
 	Status     store.TaskStatus `json:"status"` // a number in JSON
@@ -38,12 +45,22 @@ type Task struct {
 	Health *TaskHealth `json:"health,omitempty"`
 }
 
+// members returns the task's named and selected executors, by name.
+func (t *Task) members() []string {
+	if len(t.Selected) == 0 {
+		return t.Executors
+	}
+	out := append(slices.Clone(t.Executors), t.Selected...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // runGrantTTL is how long a run grant lets a node report runs of a task it
 // does not execute; the retention job prunes older grants.
 const runGrantTTL = 7 * 24 * time.Hour
 
 func decodeTask(t *store.Task) (*Task, error) {
-	out := &Task{Executors: t.Executors, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
+	out := &Task{Executors: t.Executors, Selector: t.Selector, Selected: t.Selected, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
 		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Runnable: true}
 	if err := json.Unmarshal([]byte(t.Spec), &out.TaskDef); err != nil {
 		return nil, fmt.Errorf("master: task %s: stored definition: %w", t.ID, err)
@@ -55,7 +72,7 @@ func decodeTask(t *store.Task) (*Task, error) {
 	if err := json.Unmarshal([]byte(t.Children), &out.Children); err != nil {
 		return nil, fmt.Errorf("master: task %s: children: %w", t.ID, err)
 	}
-	for _, l := range []*[]string{&out.Executors, &out.Keepers, &out.Children} {
+	for _, l := range []*[]string{&out.Executors, &out.Selected, &out.Keepers, &out.Children} {
 		if *l == nil {
 			*l = []string{}
 		}
@@ -173,4 +190,25 @@ func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
 	}
 	m.log.Info("task deleted", "task", id)
 	return nil
+}
+
+// executorsText names who executes the task, for messages.
+func (t *Task) executorsText() string {
+	var parts []string
+	if len(t.Executors) > 0 {
+		parts = append(parts, "executors: "+strings.Join(t.Executors, ", "))
+	}
+	if t.Selector != "" {
+		sel := "selector " + t.Selector
+		if len(t.Selected) > 0 {
+			sel += " selects " + strings.Join(t.Selected, ", ")
+		} else {
+			sel += " selects no worker"
+		}
+		parts = append(parts, sel)
+	}
+	if len(parts) == 0 {
+		return "no executor"
+	}
+	return strings.Join(parts, "; ")
 }

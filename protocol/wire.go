@@ -103,6 +103,9 @@ type HealthResponse struct {
 	// its run journal or fires file; empty when all is well (and from older
 	// workers).
 	Degraded string `json:"degraded,omitempty"`
+	// Labels are the labels the worker declares (--labels); absent from
+	// older workers.
+	Labels Labels `json:"labels,omitempty"`
 }
 
 // Worker states reported by /health.
@@ -161,6 +164,8 @@ type RegisterRequest struct {
 	// to it on first use; later registrations of the name must be signed
 	// with it (header sm_node_signature).
 	NodeKey string `json:"node_key"`
+	// Labels are the labels the worker declares (--labels).
+	Labels Labels `json:"labels,omitempty"`
 }
 
 // RegisterResponse answers a registration: the cluster's name (what

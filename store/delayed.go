@@ -54,7 +54,9 @@ type DelayedTask struct {
 	// Dispatches, and its run reports name the task ID:Dispatches.
 	Dispatches int    `bun:"dispatches"`
 	Executors  string `bun:"executors"`
-	Keepers    string `bun:"keepers"`
+	// Selector is a label selector whose running workers may run it too.
+	Selector string `bun:"selector"`
+	Keepers  string `bun:"keepers"`
 	// Node is the worker of the current sending while running.
 	Node  string `bun:"node"`
 	Claim string `bun:"claim"`
@@ -222,7 +224,7 @@ func CancelDelayed(ctx context.Context, db bun.IDB, id string, now time.Time) er
 // the times; the rest is read for the rows the batch wins).
 func DueDelayed(ctx context.Context, db bun.IDB, until time.Time, limit int) ([]DelayedTask, error) {
 	var out []DelayedTask
-	err := db.NewSelect().Model(&out).Column("id", "executors", "due_at", "next_at", "dispatches", "fired_at").
+	err := db.NewSelect().Model(&out).Column("id", "executors", "selector", "due_at", "next_at", "dispatches", "fired_at").
 		Where("status = ?", DelayedPending).Where("next_at <= ?", until.UTC()).
 		OrderExpr("next_at ASC").Limit(int64(limit)).Scan(ctx)
 	if err != nil {

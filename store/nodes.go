@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,9 +74,14 @@ type Node struct {
 	Reason         string     `bun:"reason"`
 	// NodeKey is the hex Ed25519 public key an auto node proved on its first
 	// registration; empty until then, for manual nodes and after Reset identity.
-	NodeKey   string    `bun:"node_key"`
-	CreatedAt time.Time `bun:"created_at"`
-	UpdatedAt time.Time `bun:"updated_at"`
+	NodeKey string `bun:"node_key"`
+	// Labels are the labels the worker declares (--labels), a JSON object,
+	// replaced at every registration and health probe; AdminLabels are the
+	// labels an admin set on the node, which win over the worker's.
+	Labels      string    `bun:"labels"`
+	AdminLabels string    `bun:"admin_labels"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
 // ListNodes returns every node, the master first, then by name.
@@ -123,6 +129,7 @@ func GetNodeFold(ctx context.Context, db bun.IDB, name string) (*Node, error) {
 func CreateNode(ctx context.Context, db bun.IDB, n *Node) error {
 	now := time.Now().UTC()
 	n.CreatedAt, n.UpdatedAt = now, now
+	n.Labels, n.AdminLabels = cmp.Or(n.Labels, "{}"), cmp.Or(n.AdminLabels, "{}")
 	if _, err := db.NewInsert().Model(n).Exec(ctx); err != nil {
 		if isDuplicate(err) {
 			return fmt.Errorf("store: node %q: %w", n.Name, ErrDuplicate)
@@ -253,6 +260,7 @@ func transitionNode(ctx context.Context, db bun.IDB, name string, t Transition) 
 func UpsertRegisteredNode(ctx context.Context, db bun.IDB, n *Node) error {
 	now := time.Now().UTC()
 	n.Status, n.DesiredStatus, n.Mode, n.Failures, n.Reason, n.LastSeen = StatusRunning, StatusRunning, ModeAuto, 0, "", now
+	n.Labels = cmp.Or(n.Labels, "{}")
 	for attempt := 0; ; attempt++ {
 		old, err := GetNode(ctx, db, n.Name)
 		switch {
@@ -271,7 +279,7 @@ func UpsertRegisteredNode(ctx context.Context, db bun.IDB, n *Node) error {
 		n.ID, n.CreatedAt, n.UpdatedAt = old.ID, old.CreatedAt, now
 		_, err = db.NewUpdate().Model(n).
 			Column("machine_name", "protocol", "host", "secret", "status", "desired_status", "priority",
-				"max_concurrency", "last_seen", "failures", "boot_id", "mode", "reason", "updated_at").
+				"max_concurrency", "last_seen", "failures", "boot_id", "mode", "reason", "labels", "updated_at").
 			WherePK().Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("store: register node %q: %w", n.Name, err)
@@ -290,6 +298,7 @@ func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey stri
 		Set("machine_name = ?", n.MachineName).Set("protocol = ?", n.Protocol).Set("host = ?", n.Host).
 		Set("secret = ?", n.Secret).Set("boot_id = ?", n.BootID).Set("node_key = ?", n.NodeKey).
 		Set("priority = ?", n.Priority).Set("max_concurrency = ?", n.MaxConcurrency).
+		Set("labels = ?", cmp.Or(n.Labels, "{}")).
 		Set("status = ?", StatusRunning).Set("desired_status = ?", StatusRunning).
 		Set("failures = 0").Set("reason = ?", "").Set("last_seen = ?", now).Set("updated_at = ?", now).
 		Where("name = ?", n.Name).Where("type = ?", TypeWorker).Where("mode = ?", ModeAuto).

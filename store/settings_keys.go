@@ -17,6 +17,9 @@ const (
 	SettingPublicURL          = "public_url" // the console's URL, for links in notifications
 	// SettingApproveNodes: "true" makes new node names wait for an admin's approval.
 	SettingApproveNodes = "approve_new_nodes"
+	// SettingPruneOfflineAfter: Go duration after which an auto-registered
+	// worker offline that long is deleted; 0 keeps them.
+	SettingPruneOfflineAfter = "prune_offline_after"
 )
 
 // SettingsVersion changes (to a fresh random value) at every save of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,30 +49,49 @@ func (s TaskStatus) String() string {
 type Task struct {
 	bun.BaseModel `bun:"table:tasks"`
 
-	ID         string     `bun:"id,pk"`
-	Title      string     `bun:"title"`
-	Type       string     `bun:"type"`
-	Status     TaskStatus `bun:"status"`
-	Spec       string     `bun:"spec"`
-	Keepers    string     `bun:"keepers"`
-	Children   string     `bun:"children"`
-	LastRunAt  time.Time  `bun:"last_run_at,nullzero"`
-	LastResult string     `bun:"last_result"`
-	RunCount   int64      `bun:"run_count"`
-	CreatedBy  string     `bun:"created_by"`
-	CreatedAt  time.Time  `bun:"created_at"`
-	UpdatedAt  time.Time  `bun:"updated_at"`
+	ID       string     `bun:"id,pk"`
+	Title    string     `bun:"title"`
+	Type     string     `bun:"type"`
+	Status   TaskStatus `bun:"status"`
+	Spec     string     `bun:"spec"`
+	Keepers  string     `bun:"keepers"`
+	Children string     `bun:"children"`
+	// Selector is the task's label selector ("" for none): the running
+	// workers it selects at fire time are executors too.
+	Selector   string    `bun:"selector"`
+	LastRunAt  time.Time `bun:"last_run_at,nullzero"`
+	LastResult string    `bun:"last_result"`
+	RunCount   int64     `bun:"run_count"`
+	CreatedBy  string    `bun:"created_by"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
 
-	// Executors is loaded from task_executors.
+	// Executors are the nodes the task names, loaded from task_executors.
 	Executors []string `bun:"-"`
+	// Selected are the workers its selector selects (task_executors rows
+	// the master keeps in step with labels; see SetSelectedMembers), named
+	// ones excepted. A fire runs on the running ones of both.
+	Selected []string `bun:"-"`
 }
 
-// TaskExecutor assigns a task to a node.
+// Members returns the task's named and selected executors, by name.
+func (t *Task) Members() []string {
+	if len(t.Selected) == 0 {
+		return t.Executors
+	}
+	out := append(slices.Clone(t.Executors), t.Selected...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TaskExecutor assigns a task to a node: named by the task, or selected by
+// its selector (Selected).
 type TaskExecutor struct {
 	bun.BaseModel `bun:"table:task_executors"`
 
-	TaskID string `bun:"task_id,pk"`
-	Node   string `bun:"node,pk"`
+	TaskID   string `bun:"task_id,pk"`
+	Node     string `bun:"node,pk"`
+	Selected bool   `bun:"selected"`
 }
 
 // CreateTask inserts a task and its executors; run it in a transaction.
@@ -84,9 +104,18 @@ func CreateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	return SetTaskExecutors(ctx, db, t.ID, t.Executors)
 }
 
-// SetTaskExecutors replaces a task's executors.
+// SetTaskExecutors replaces a task's named executors (a node named now
+// stops counting as selected).
 func SetTaskExecutors(ctx context.Context, db bun.IDB, taskID string, nodes []string) error {
-	if _, err := db.NewDelete().Model((*TaskExecutor)(nil)).Where("task_id = ?", taskID).Exec(ctx); err != nil {
+	q := db.NewDelete().Model((*TaskExecutor)(nil)).Where("task_id = ?", taskID)
+	if len(nodes) > 0 {
+		q = q.WhereGroup(" AND ", func(q *bun.DeleteQuery) *bun.DeleteQuery {
+			return q.Where("selected = ?", false).WhereOr("node IN (?)", bun.In(nodes))
+		})
+	} else {
+		q = q.Where("selected = ?", false)
+	}
+	if _, err := q.Exec(ctx); err != nil {
 		return fmt.Errorf("store: clear executors: %w", err)
 	}
 	if len(nodes) == 0 {
@@ -109,27 +138,46 @@ func GetTask(ctx context.Context, db bun.IDB, id string) (*Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: get task %s: %w", id, notFound(err))
 	}
-	ex, err := taskExecutors(ctx, db, []string{id})
-	if err != nil {
+	if err := loadExecutors(ctx, db, []*Task{t}); err != nil {
 		return nil, err
 	}
-	t.Executors = ex[id]
 	return t, nil
 }
 
-func taskExecutors(ctx context.Context, db bun.IDB, ids []string) (map[string][]string, error) {
-	out := map[string][]string{}
-	if len(ids) == 0 {
-		return out, nil
+// loadExecutors fills the named and selected executors of tasks in one query.
+func loadExecutors(ctx context.Context, db bun.IDB, tasks []*Task) error {
+	if len(tasks) == 0 {
+		return nil
 	}
-	var rows []TaskExecutor
-	if err := db.NewSelect().Model(&rows).Where("task_id IN (?)", bun.In(ids)).OrderExpr("node ASC").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("store: task executors: %w", err)
+	byID := make(map[string]*Task, len(tasks))
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		byID[t.ID], ids[i] = t, t.ID
 	}
-	for _, r := range rows {
-		out[r.TaskID] = append(out[r.TaskID], r.Node)
+	for chunk := range slices.Chunk(ids, 500) {
+		var rows []TaskExecutor
+		if err := db.NewSelect().Model(&rows).Where("task_id IN (?)", bun.In(chunk)).OrderExpr("node ASC").Scan(ctx); err != nil {
+			return fmt.Errorf("store: task executors: %w", err)
+		}
+		for _, r := range rows {
+			t := byID[r.TaskID]
+			if r.Selected {
+				t.Selected = append(t.Selected, r.Node)
+			} else {
+				t.Executors = append(t.Executors, r.Node)
+			}
+		}
 	}
-	return out, nil
+	return nil
+}
+
+// loadExecutorsOf is loadExecutors for a slice of rows.
+func loadExecutorsOf(ctx context.Context, db bun.IDB, tasks []Task) error {
+	ptrs := make([]*Task, len(tasks))
+	for i := range tasks {
+		ptrs[i] = &tasks[i]
+	}
+	return loadExecutors(ctx, db, ptrs)
 }
 
 // TaskFilter narrows ListTasks.
@@ -163,16 +211,8 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
 	}
-	ids := make([]string, len(tasks))
-	for i := range tasks {
-		ids[i] = tasks[i].ID
-	}
-	ex, err := taskExecutors(ctx, db, ids)
-	if err != nil {
+	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
 		return nil, 0, err
-	}
-	for i := range tasks {
-		tasks[i].Executors = ex[tasks[i].ID]
 	}
 	return tasks, int(total), nil
 }
@@ -181,7 +221,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 // A task that is not stopped gives ErrConflict.
 func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	t.UpdatedAt = time.Now().UTC()
-	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "updated_at").
+	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "updated_at").
 		WherePK().Where("status = ?", TaskStopped).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -211,7 +251,8 @@ func SetTaskStatus(ctx context.Context, db bun.IDB, id string, from []TaskStatus
 	return nil
 }
 
-// TasksOfNode returns the running and paused tasks that the node executes.
+// TasksOfNode returns the running and paused tasks that the node executes,
+// named or selected.
 func TasksOfNode(ctx context.Context, db bun.IDB, node string) ([]Task, error) {
 	var tasks []Task
 	err := db.NewSelect().Model(&tasks).
@@ -221,16 +262,8 @@ func TasksOfNode(ctx context.Context, db bun.IDB, node string) ([]Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: tasks of node %s: %w", node, err)
 	}
-	ids := make([]string, len(tasks))
-	for i := range tasks {
-		ids[i] = tasks[i].ID
-	}
-	ex, err := taskExecutors(ctx, db, ids)
-	if err != nil {
+	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
 		return nil, err
-	}
-	for i := range tasks {
-		tasks[i].Executors = ex[tasks[i].ID]
 	}
 	return tasks, nil
 }
@@ -241,16 +274,8 @@ func ActiveTasks(ctx context.Context, db bun.IDB) ([]Task, error) {
 	if err := db.NewSelect().Model(&tasks).Where("status IN (?)", bun.In([]TaskStatus{TaskRunning, TaskPaused})).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: active tasks: %w", err)
 	}
-	ids := make([]string, len(tasks))
-	for i := range tasks {
-		ids[i] = tasks[i].ID
-	}
-	ex, err := taskExecutors(ctx, db, ids)
-	if err != nil {
+	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
 		return nil, err
-	}
-	for i := range tasks {
-		tasks[i].Executors = ex[tasks[i].ID]
 	}
 	return tasks, nil
 }
