@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // FuzzParseSchedule: no input panics, and nothing accepted lacks a next fire
@@ -114,6 +115,53 @@ func FuzzDecodeRunsRequest(f *testing.F) {
 			trimmed := bytes.TrimSpace(body)
 			if !bytes.HasPrefix(trimmed, []byte("null")) && !strings.Contains(err.Error(), "twice") {
 				t.Fatalf("refused (%v) what DecodeStrict accepts: %q", err, body)
+			}
+		}
+	})
+}
+
+// FuzzParseSelector: no input panics ParseSelector; every error is a
+// *SelectorError pointing inside the input (or just past it); what it
+// accepts prints to a canonical form that parses back to the same selector,
+// selecting the same labels.
+func FuzzParseSelector(f *testing.F) {
+	for _, s := range []string{
+		"", "pool=billing", "zone==eu-1", "zone!=eu-1", "zone in (eu-1,us-1)", "zone notin (a, b)", "gpu", "!gpu",
+		"pool=billing,zone in (eu-1),!gpu", "k=", "k!=,j", "example.com/pool=x", "in in (in,notin),notin",
+		"zone in eu-1", "zone in (", "a,,b", "a=\x00", "a=\xff", "a\tb", "zone>1", "!!a", "k in (b,a,b)",
+	} {
+		f.Add(s)
+	}
+	samples := []Labels{nil, {"pool": "billing"}, {"pool": "billing", "zone": "eu-1"}, {"zone": ""}, {"k": "", "j": "a", "in": "notin"}}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseSelector(in)
+		if err != nil {
+			var se *SelectorError
+			if !errors.As(err, &se) {
+				t.Fatalf("%q: error %T %v is not a *SelectorError", in, err, err)
+			}
+			if se.Pos < 1 || se.Pos > utf8.RuneCountInString(in)+1 || se.Msg == "" {
+				t.Fatalf("%q: error %v outside the input", in, err)
+			}
+			if !s.Empty() {
+				t.Fatalf("%q: error %v with a selector %q", in, err, s.String())
+			}
+			return
+		}
+		if len(in) > MaxSelectorLen || !utf8.ValidString(in) || strings.ContainsRune(in, 0) {
+			t.Fatalf("%q accepted", in)
+		}
+		str := s.String()
+		again, err := ParseSelector(str)
+		if err != nil {
+			t.Fatalf("%q: canonical %q does not parse: %v", in, str, err)
+		}
+		if again.String() != str {
+			t.Fatalf("%q: canonical %q reads back as %q", in, str, again.String())
+		}
+		for _, l := range samples {
+			if s.Matches(l) != again.Matches(l) {
+				t.Fatalf("%q and its canonical %q disagree on %v", in, str, l)
 			}
 		}
 	})
