@@ -14,7 +14,9 @@ const (
 	ResultFailed  = "failed"
 	ResultTimeout = "timeout"
 	ResultSkipped = "skipped"
-	// ResultKilled: an admin killed the run while it was in progress.
+	// ResultKilled: an admin killed the run while it was in progress, or
+	// the worker's stop did (it was still going when the drain timeout
+	// passed); its output ends saying which.
 	ResultKilled = "killed"
 	// ResultRunning marks a start notice: a report of a run still in
 	// progress (no EndedAt), sent when a run lasts longer than

@@ -103,8 +103,9 @@ type HealthResponse struct {
 	// its run journal or fires file; empty when all is well (and from older
 	// workers).
 	Degraded string `json:"degraded,omitempty"`
-	// Labels are the labels the worker declares (--labels); absent from
-	// older workers.
+	// Labels are the worker's own labels (--labels), which task selectors
+	// match; absent when it has none (and from older workers). The master
+	// reads them at every probe, so a restart with other labels counts.
 	Labels Labels `json:"labels,omitempty"`
 }
 
@@ -164,7 +165,8 @@ type RegisterRequest struct {
 	// to it on first use; later registrations of the name must be signed
 	// with it (header sm_node_signature).
 	NodeKey string `json:"node_key"`
-	// Labels are the labels the worker declares (--labels).
+	// Labels are the worker's own labels (--labels), already validated by
+	// it; a master validates them again (Labels.Validate).
 	Labels Labels `json:"labels,omitempty"`
 }
 

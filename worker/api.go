@@ -181,6 +181,8 @@ func (a *api) taskError(rw http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusNotFound
 	case errors.Is(err, ErrNotScheduling):
 		status = http.StatusConflict
+	case errors.Is(err, ErrNotRunning):
+		status = http.StatusServiceUnavailable // stopping: the master picks another executor
 	}
 	if status == http.StatusInternalServerError {
 		a.log.Error("task operation", "path", r.URL.Path, "err", err)

@@ -221,10 +221,11 @@ func (r *runner) finish(taskID string) *queuedFire {
 	return q
 }
 
-// stale says why a queued fire must not run any more: the worker is stopping,
-// or the task was stopped or paused while the fire waited. "" means run it.
+// stale says why a queued fire must not run any more: the worker is stopping
+// (draining: it finishes the runs in progress, starts no other), or the task
+// was stopped or paused while the fire waited. "" means run it.
 func (r *runner) stale(q *queuedFire) string {
-	if r.ctx.Err() != nil {
+	if r.ctx.Err() != nil || r.draining.Load() {
 		return "skipped: the worker stopped while this fire was queued behind the previous run"
 	}
 	if q.manual {

@@ -256,11 +256,20 @@ type runner struct {
 	fires  lastFires      // the last fire of each task, kept across restarts (fires.go)
 	bg     sync.WaitGroup // catch-up runs after a restart, waited for like scheduled runs
 
+	// draining is set when the worker stops: no new fire is taken and the
+	// fires queued behind a run are recorded skipped; the runs in progress
+	// go on until the drain timeout.
+	draining atomic.Bool
+	active   activeRuns // fires being executed, which a drain waits for
+	// stopNote says, in a killed run's output, why the worker's stop
+	// cancelled it.
+	stopNote string
+
 	mu     sync.Mutex
 	jobs   map[string]*taskJob
 	groups map[scheduleKey]*fireGroup
 	missed map[missedKey]missedCount // while tasks come back after a restart (fires.go)
-	ctx    context.Context           // cancelled when the worker stops: running jobs end
+	ctx    context.Context           // cancelled when the worker's drain ends: running jobs end
 }
 
 // scheduledFire names the fire a run belongs to: the schedule's own time, not
@@ -446,6 +455,9 @@ func (r *runner) fireGroup(g *fireGroup) {
 
 // fireGroupAt is fireGroup for the fire named fire.
 func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
+	if r.draining.Load() {
+		return // the worker stops: its schedules are being removed, no fire is taken
+	}
 	var wg sync.WaitGroup
 	lag := time.Since(fire) // the trigger lag of this fire, the same for all its tasks
 	members := g.snapshot()
@@ -624,6 +636,9 @@ func (r *runner) fire(tj *taskJob) { r.fireAt(tj, tj.scheduledFire(time.Now())) 
 // fireAt is one task's part of a fire: claim the fire when several executors
 // share the task, then run it with retries.
 func (r *runner) fireAt(tj *taskJob, fire time.Time) {
+	if r.draining.Load() {
+		return // no claim once the worker drains: another executor takes it
+	}
 	spec := tj.current()
 	if spec.Routing == protocol.RoutingBroadcast {
 		spec = sharded(spec) // every executor runs every fire: no claim
@@ -692,6 +707,8 @@ type slot struct {
 // used up, with exponentially growing delays, and reports every attempt.
 // q.id is the report id of the first attempt; first, when held, is its slot.
 func (r *runner) execute(q *queuedFire, first slot) {
+	r.active.add(1)
+	defer r.active.add(-1)
 	spec, id := &q.spec, q.id
 	for attempt := 1; attempt <= spec.Retries+1; attempt++ {
 		if attempt > 1 {
@@ -728,6 +745,9 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 			now := time.Now().UTC()
 			rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
 			rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
+			if r.ctx.Err() != nil {
+				rep.Output = "skipped: the worker stopped before a concurrency slot was free"
+			}
 			return rep
 		}
 		pre.at = time.Now()
@@ -766,6 +786,11 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 		// because it was killed.
 		o.result = protocol.ResultKilled
 		o.output += "\n[killed by " + by + "]"
+	} else if o.result != protocol.ResultSuccess && errors.Is(ctx.Err(), context.Canceled) && r.ctx.Err() != nil {
+		// The worker's stop cancelled it (its drain timeout passed): say so,
+		// rather than "failed: context canceled".
+		o.result = protocol.ResultKilled
+		o.output += "\n[killed: " + r.stopNote + "]"
 	}
 	rep.EndedAt = time.Now().UTC()
 	rep.DurationMS = rep.EndedAt.Sub(rep.StartedAt).Milliseconds()

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -45,7 +46,14 @@ type Config struct {
 	AllowShell   bool
 	DataDir      string
 	MachineName  string
-	// StopTimeout bounds how long shutdown waits for running jobs.
+	// Labels are this worker's own labels (--labels), sent at registration
+	// and in every /health answer; task selectors match them (with an
+	// admin's labels on top, master side). New validates them.
+	Labels protocol.Labels
+	// StopTimeout is the drain timeout (--drain-timeout): the grace the
+	// runs in progress get when the worker stops, and the bound of an
+	// admin's Disable (Shutdown). A run still going after it is killed and
+	// reported as killed. Default 30s.
 	StopTimeout time.Duration
 	// RetryBackoff is the delay before a failed run's first retry; it doubles
 	// with every further attempt (default 1s).
@@ -80,6 +88,10 @@ type Worker struct {
 	groups  *shellGroups // process groups of shell commands in progress
 	stop    context.CancelFunc
 	life    context.Context // ends when Stop has stopped scheduling: the loops end
+	// runs ends when a drain's timeout passes (or with life): the runs
+	// still in progress are cancelled and reported killed.
+	runs     context.Context
+	killRuns context.CancelFunc
 	// regCtx ends when Stop begins: registrations in flight end first, so
 	// that none can start scheduling again behind Stop's back.
 	regCtx  context.Context
@@ -134,6 +146,10 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	if cfg.MaxConcurrency <= 0 {
 		cfg.MaxConcurrency = 20
 	}
+	if err := cfg.Labels.Validate(); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cfg.Labels = maps.Clone(cfg.Labels) // the caller's map may change; ours does not
 	var nodeKey ed25519.PrivateKey
 	if cfg.DataDir != "" {
 		if err := prepareDataDir(cfg.DataDir); err != nil {
@@ -181,6 +197,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	}
 	// Contexts start nothing: they only give Stop something to cancel.
 	w.life, w.stop = context.WithCancel(context.Background())
+	w.runs, w.killRuns = context.WithCancel(w.life)
 	w.regCtx, w.regStop = context.WithCancel(w.life)
 	w.reports = newReporter(cfg.DataDir, cfg.JournalMaxBytes, log, w.postRuns)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -204,7 +221,8 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	w.runner = &runner{
 		log: log, node: w.Name, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr, CheckRedirect: checkRedirect}, reports: w.reports, claim: w.claimFire,
-		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: w.life, pgroups: groups,
+		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: w.runs, pgroups: groups,
+		stopNote: fmt.Sprintf("the worker stopped and the run was still going at the end of its drain timeout (%s)", cfg.StopTimeout),
 	}
 	w.runner.fires.health = w.reports.health
 	w.runner.fires.load(cfg.DataDir, log)
@@ -234,7 +252,7 @@ func (w *Worker) Health() protocol.HealthResponse {
 	}
 	shell := w.cfg.AllowShell
 	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell,
-		Degraded: w.reports.health.reason()}
+		Degraded: w.reports.health.reason(), Labels: w.cfg.Labels}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -382,8 +400,15 @@ func (w *Worker) PauseTask(id string) error { return w.runner.setPaused(id, true
 func (w *Worker) ResumeTask(id string) error { return w.runner.setPaused(id, false) }
 
 // RunOnce runs a task now, once, outside its schedule. A task not scheduled
-// here needs its definition in the request.
+// here needs its definition in the request. Once Stop has begun (the worker
+// drains) it fails with ErrNotRunning.
 func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
+	w.mu.Lock()
+	stopping := w.state == stateStopped
+	w.mu.Unlock()
+	if stopping {
+		return ErrNotRunning // draining: no new run starts
+	}
 	if req.CatchUp != nil {
 		if err := req.CatchUp.Validate(); err != nil {
 			return err
@@ -513,7 +538,7 @@ func (w *Worker) maybeReregister(err error) {
 // (a manual worker waits for Connect). Ready tells when that is done.
 //
 // Shutdown is one path: when ctx ends, Run calls Stop itself (bounded by
-// StopTimeout plus a little for the last reports and the offline call);
+// StopTimeout plus StopSlack for the last reports and the offline call);
 // when Stop is called, Run returns once it has ended. Run returns ErrStopped
 // after Stop and ErrRunning when Run was called already.
 func (w *Worker) Run(ctx context.Context) error {
@@ -522,17 +547,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	select {
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout+stopSlack)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout+StopSlack)
 		defer cancel()
 		return w.Stop(sctx)
 	case <-w.stopDone: // Stop was called
 		return nil
 	}
 }
-
-// stopSlack is what Run's own Stop allows beyond StopTimeout: delivering
-// the last reports and telling the master this node goes offline.
-const stopSlack = 15 * time.Second
 
 // start is the starting half of Run.
 func (w *Worker) start() error {
@@ -617,7 +638,7 @@ func (w *Worker) registerLoop(ctx context.Context) bool {
 func (w *Worker) register(ctx context.Context) error {
 	w.mu.Lock()
 	req := protocol.RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID,
-		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey))}
+		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey)), Labels: w.cfg.Labels}
 	w.mu.Unlock()
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -656,11 +677,14 @@ func (w *Worker) register(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the worker: registrations in flight end, scheduling stops
-// (running jobs get StopTimeout), the last reports are delivered or kept in
-// the journal, the last fires are saved and, when connected, the master is
-// told this node goes offline. It is the graceful part of SIGTERM handling
-// and the one way down: Run calls it when its ctx ends.
+// Stop stops the worker: registrations in flight end, then it drains (see
+// drain: no new fire is taken, the runs in progress get StopTimeout, the
+// drain timeout, and those still going are then killed and reported as
+// killed), the last reports are delivered or kept in the journal, the last
+// fires are saved and, when connected, a master (any one of the list that
+// answers) is told this node goes offline. It is the graceful part of
+// SIGTERM handling and the one way down: Run calls it when its ctx ends.
+// Give it StopTimeout + StopSlack.
 //
 // Stop is safe at any time: before Run (it releases what New prepared; a
 // later Run returns ErrStopped), twice or concurrently (the later calls wait
@@ -691,9 +715,7 @@ func (w *Worker) stopAll(ctx context.Context, started bool) error {
 	w.regMu.Unlock()
 	w.regStop()
 	w.regs.Wait()
-	if err := w.shutdown(ctx, true); err != nil {
-		w.log.Error("stop scheduling", "err", err)
-	}
+	w.drain(ctx)
 	// Then deliver or spool the last reports and save the last fires.
 	w.stop()
 	if started {
@@ -713,11 +735,9 @@ func (w *Worker) stopAll(ctx context.Context, started bool) error {
 	if !connected {
 		return nil
 	}
-	err := w.post(ctx, protocol.PathMasterOffline, map[string]string{protocol.HeaderNode: name, protocol.HeaderSecret: secret}, []byte("{}"), nil)
-	if err != nil {
+	if err := w.tellOffline(ctx, name, secret); err != nil {
 		return fmt.Errorf("worker: tell the master we go offline: %w", err)
 	}
-	w.log.Info("told the master this node goes offline", "url", w.masters.current())
 	return nil
 }
 

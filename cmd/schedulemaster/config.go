@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -163,6 +166,9 @@ type workerConfig struct {
 	// MetricsListen, when set, serves GET /metrics without the secret on an
 	// address of its own (e.g. 127.0.0.1:9101, or a port only Prometheus reaches).
 	MetricsListen string
+	// LabelsText is --labels as given ("pool=billing,zone=eu-1"); Labels
+	// (in worker.Config) holds it parsed.
+	LabelsText string
 }
 
 const workerSynopsis = "worker --identity NAME --master URL --cluster-key KEY [flags]"
@@ -189,7 +195,48 @@ func workerOptions(c *workerConfig) *options {
 		usage: "time to read one request to the worker API, body included"})
 	o.add(&option{name: "metrics-listen", key: "MetricsListen", dst: &c.MetricsListen,
 		usage: "address to serve Prometheus metrics on at /metrics, without the secret (default: none; the worker API serves them behind sm_secret)"})
+	o.add(&option{name: "labels", key: "Labels", dst: &c.LabelsText, fileObject: labelsObject,
+		usage: fmt.Sprintf("this worker's labels, key=value comma-separated (e.g. pool=billing,zone=eu-1; at most %d), which task selectors match; "+
+			"in the config file also a JSON object {\"pool\": \"billing\"}", protocol.MaxLabels)})
+	o.add(&option{name: "drain-timeout", key: "DrainTimeout", def: "30s", dst: &c.StopTimeout, min: int64(time.Second), max: int64(24 * time.Hour),
+		usage: "on SIGTERM/SIGINT the worker takes no new fire and gives the runs in progress this long to end; " +
+			"those still going are then killed and reported as killed (also bounds an admin's Disable)"})
 	return o
+}
+
+// labelsObject reads a Labels object of the config file ({"pool": "billing"})
+// as --labels text; each label is checked as it is, so that a value holding
+// a comma cannot turn into two labels.
+func labelsObject(raw json.RawMessage) (string, error) {
+	bad := errors.New(`must be "key=value,key=value" or an object of strings, e.g. {"pool": "billing"}`)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", bad
+	}
+	l := protocol.Labels{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return "", bad
+		}
+		k, _ := kt.(string)
+		vt, err := dec.Token()
+		v, isString := vt.(string)
+		if err != nil || !isString {
+			return "", bad
+		}
+		if _, dup := l[k]; dup {
+			return "", fmt.Errorf("label key %q is given twice", k)
+		}
+		l[k] = v
+		if len(l) > protocol.MaxLabels {
+			break // Validate says so
+		}
+	}
+	if err := l.Validate(); err != nil {
+		return "", err
+	}
+	return l.String(), nil
 }
 
 // parseWorkerConfig parses and validates the worker's flags, env and config file.
@@ -247,6 +294,11 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 		}
 	} else if !c.AutoRegister {
 		bad("workerof", "is required when --autor=false: name the master allowed to connect")
+	}
+	if l, err := protocol.ParseLabels(c.LabelsText); err != nil {
+		bad("labels", "%v", err)
+	} else if len(l) > 0 {
+		c.Labels = l
 	}
 	if c.DataDir == "" {
 		c.DataDir = "./data/worker"

@@ -45,6 +45,7 @@ func TestWorkerDefaults(t *testing.T) {
 	want.Priority, want.MaxConcurrency, want.AutoRegister = 1, 20, true
 	want.MasterURL, want.ClusterKey, want.DataDir = "http://127.0.0.1:30000", testKey, "./data/worker-w1"
 	want.ReadTimeout = 30 * time.Second // --read-timeout default
+	want.StopTimeout = 30 * time.Second // --drain-timeout default
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
@@ -327,6 +328,88 @@ func TestWorkerBadValues(t *testing.T) {
 			assertProblems(t, err, tc.want)
 		})
 	}
+}
+
+// --labels, SM_LABELS and the file's Labels (a string or an object) give
+// the worker's labels by the usual precedence; a bad label is a start-up
+// problem naming the label and where it came from.
+func TestWorkerLabelsConfig(t *testing.T) {
+	t.Parallel()
+	parse := func(t *testing.T, file string, env map[string]string, extra ...string) (workerConfig, error) {
+		t.Helper()
+		args := append(append([]string(nil), workerBase...), extra...)
+		if file != "" {
+			args = append([]string{"--config", writeFile(t, file)}, args...)
+		}
+		c, _, err := parseWorkerConfig(args, envMap(env))
+		return c, err
+	}
+	good := []struct {
+		name, file string
+		env        map[string]string
+		args       []string
+		want       string // Labels.String()
+	}{
+		{"none", "", nil, nil, ""},
+		{"flag", "", nil, []string{"--labels", "pool=billing, zone=eu-1"}, "pool=billing,zone=eu-1"},
+		{"env", "", map[string]string{"SM_LABELS": "zone=eu-1"}, nil, "zone=eu-1"},
+		{"file string", `{"NodeSetting":{"Labels":"pool=a,gpu="}}`, nil, nil, "gpu=,pool=a"},
+		{"file object", `{"NodeSetting":{"labels":{"pool":"a","example.com/zone":"eu-1"}}}`, nil, nil, "example.com/zone=eu-1,pool=a"},
+		{"env beats file", `{"NodeSetting":{"Labels":{"pool":"a"}}}`, map[string]string{"SM_LABELS": "pool=b"}, nil, "pool=b"},
+		{"flag beats env", "", map[string]string{"SM_LABELS": "pool=b"}, []string{"--labels", "pool=c"}, "pool=c"},
+	}
+	for _, tc := range good {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := parse(t, tc.file, tc.env, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Labels.String() != tc.want || (tc.want == "") != (c.Labels == nil) {
+				t.Fatalf("labels %#v, want %q", c.Labels, tc.want)
+			}
+		})
+	}
+	bad := []struct {
+		name, file string
+		env        map[string]string
+		args       []string
+		want       string
+	}{
+		{"flag value", "", nil, []string{"--labels", "pool=billing,zone=eu 1"}, `flag --labels: label "zone=eu 1": value must be`},
+		{"env no value", "", map[string]string{"SM_LABELS": "pool"}, nil, `env SM_LABELS: label "pool": must be key=value`},
+		{"flag twice", "", nil, []string{"--labels", "a=1,a=2"}, `label "a=2": key "a" is given twice`},
+		{"flag NUL", "", nil, []string{"--labels", "a=\x00"}, `label "a=\x00"`},
+		{"file string", `{"NodeSetting":{"Labels":"_a=1"}}`, nil, nil, `NodeSetting.Labels: label "_a=1": key must be`},
+		{"file object comma", `{"NodeSetting":{"Labels":{"a":"b,c=d"}}}`, nil, nil, `NodeSetting.Labels: label "a=b,c=d": value must be`},
+		{"file object number", `{"NodeSetting":{"Labels":{"a":1}}}`, nil, nil, `NodeSetting.Labels: must be "key=value,key=value" or an object of strings`},
+		{"file object twice", `{"NodeSetting":{"Labels":{"a":"1","a":"2"}}}`, nil, nil, `NodeSetting.Labels: label key "a" is given twice`},
+		{"file array", `{"NodeSetting":{"Labels":["a=1"]}}`, nil, nil, `NodeSetting.Labels: must be "key=value,key=value" or an object`},
+		{"too many", "", nil, []string{"--labels", "a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1,j=1,k=1,l=1,m=1,n=1,o=1,p=1,q=1"}, "more than 16 labels"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parse(t, tc.file, tc.env, tc.args...)
+			assertProblems(t, err, []string{tc.want})
+		})
+	}
+}
+
+// --drain-timeout (SM_DRAIN_TIMEOUT, DrainTimeout) is the worker's stop grace.
+func TestWorkerDrainTimeoutConfig(t *testing.T) {
+	t.Parallel()
+	c, _, err := parseWorkerConfig(append(append([]string(nil), workerBase...), "--drain-timeout", "2m"), envMap(nil))
+	if err != nil || c.StopTimeout != 2*time.Minute {
+		t.Fatalf("--drain-timeout 2m: %v, %v", c.StopTimeout, err)
+	}
+	file := writeFile(t, `{"NodeSetting":{"DrainTimeout":"45s"}}`)
+	c, _, err = parseWorkerConfig(append([]string{"--config", file}, workerBase...), envMap(nil))
+	if err != nil || c.StopTimeout != 45*time.Second {
+		t.Fatalf("file DrainTimeout 45s: %v, %v", c.StopTimeout, err)
+	}
+	_, _, err = parseWorkerConfig(workerBase, envMap(map[string]string{"SM_DRAIN_TIMEOUT": "0s"}))
+	assertProblems(t, err, []string{"env SM_DRAIN_TIMEOUT: 0s is out of range (1s to 24h0m0s)"})
 }
 
 func TestWorkerRequired(t *testing.T) {

@@ -40,6 +40,9 @@ type option struct {
 	// looseEnvBool: an env value means true unless it is exactly "false"
 	// (ScheduleMaster's SMCORE_AUTOR); flags and files stay strict.
 	looseEnvBool bool
+	// fileObject, when set, turns a JSON object (or array) given in the
+	// config file into the option's text; without it only scalars are read.
+	fileObject func(raw json.RawMessage) (string, error)
 
 	raw   rawFlag
 	src   source
@@ -308,10 +311,12 @@ func (o *options) loadFile(path string) (map[string]string, []string) {
 		return nil, []string{fmt.Sprintf("config file %s: section %q must be a JSON object", path, o.section)}
 	}
 	known := map[string]bool{}
+	byKey := map[string]*option{}
 	var knownList []string
 	for _, opt := range o.list {
 		if opt.key != "" {
 			known[strings.ToLower(opt.key)] = true
+			byKey[strings.ToLower(opt.key)] = opt
 			knownList = append(knownList, opt.key)
 		}
 	}
@@ -337,6 +342,10 @@ func (o *options) loadFile(path string) (map[string]string, []string) {
 			continue
 		}
 		v, ok, err := jsonScalar(entries[k])
+		if opt := byKey[lk]; err != nil && opt != nil && opt.fileObject != nil && isJSONContainer(entries[k]) {
+			v, err = opt.fileObject(entries[k])
+			ok = err == nil
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", label, err))
 			continue
@@ -346,6 +355,12 @@ func (o *options) loadFile(path string) (map[string]string, []string) {
 		}
 	}
 	return out, problems
+}
+
+// isJSONContainer reports whether raw is a JSON object or array.
+func isJSONContainer(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
 // jsonScalar turns a JSON string, number or boolean into flag text; null means unset.

@@ -14,11 +14,9 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
-// Time limits of the worker's shutdown.
-const (
-	workerStopTimeout     = 30 * time.Second
-	workerHTTPStopTimeout = 10 * time.Second
-)
+// workerHTTPStopTimeout bounds the end of the worker API's server, after
+// the worker has drained (--drain-timeout) and stopped.
+const workerHTTPStopTimeout = 10 * time.Second
 
 // runWorker serves the worker API, registers with the master (in auto mode)
 // and, on ctx end, stops scheduling, tells the master and stops serving.
@@ -78,7 +76,8 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 		mode = "manual"
 	}
 	log.Info("worker serving", "listen", ln.Addr().String(), "host", cfg.Host(), "identity", cfg.Identity,
-		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell)
+		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell, "labels", cfg.Labels.String(),
+		"drain_timeout", cfg.StopTimeout)
 
 	// Run starts the worker (and registers it); it ends with Stop below,
 	// which first ends a registration still retrying, so that going offline
@@ -96,7 +95,9 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workerStopTimeout)
+	// The drain gives the runs in progress --drain-timeout; the rest of the
+	// stop (reports, the offline call) has StopSlack.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.StopTimeout+worker.StopSlack)
 	defer cancel()
 	if err := w.Stop(sctx); err != nil {
 		// The master will notice through failed health probes instead.
