@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
 // Kind says why the engine refused something; handlers map it to an HTTP status.
@@ -162,7 +163,7 @@ func KindOf(err error) Kind {
 		return e.Kind
 	case errors.As(err, &fe), errors.Is(err, protocol.ErrInvalid):
 		return KindInvalid
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), store.IsUnreachable(err):
 		return KindUnavailable
 	}
 	return 0
@@ -170,7 +171,7 @@ func KindOf(err error) Kind {
 
 // UnavailableMsg is the sentence of a request the database did not answer in
 // time.
-const UnavailableMsg = "the database did not answer in time; retrying"
+const UnavailableMsg = "the database did not answer in time or refused the connection; retrying"
 
 // UnavailableRetryAfter is when a caller refused for KindUnavailable may try
 // again: a hang is seldom over sooner.

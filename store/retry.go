@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -139,4 +140,20 @@ func isTx(db bun.IDB) bool {
 		return true
 	}
 	return false
+}
+
+// UnreachableError is a connection to the database that could not be made.
+type UnreachableError struct{ Err error }
+
+func (e *UnreachableError) Error() string { return "database unreachable: " + e.Err.Error() }
+
+// Unwrap returns the dial error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// IsUnreachable reports whether err says the database could not be reached:
+// a connection it refused (UnreachableError), or one the driver found broken
+// and dropped. Callers answer "unavailable, try again", not a server error.
+func IsUnreachable(err error) bool {
+	var ue *UnreachableError
+	return err != nil && (errors.As(err, &ue) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn))
 }

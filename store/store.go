@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -120,10 +121,26 @@ func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 		}
 		db = bun.NewDB(sqldb, sqlitedialect.New())
 	case MySQL:
-		sqldb, err := sql.Open("mysql", dsn.Conn)
+		cfg, err := mysql.ParseDSN(dsn.Conn)
 		if err != nil {
 			return nil, fmt.Errorf("store: open mysql: %w", err)
 		}
+		// A connection the database refuses is marked, so that callers
+		// answer "unavailable, try again" (IsUnreachable), not a server
+		// error; any other dial error (a worker's, say) is not.
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, &UnreachableError{Err: err}
+			}
+			return c, nil
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("store: open mysql: %w", err)
+		}
+		sqldb := sql.OpenDB(conn)
 		sqldb.SetMaxOpenConns(32)
 		sqldb.SetMaxIdleConns(16)
 		sqldb.SetConnMaxLifetime(5 * time.Minute)
