@@ -33,7 +33,8 @@ const (
 	// requestDeadline bounds a page, fragment or API read (GET) and a login
 	// or logout as a whole. Other writes have no overall deadline: they may
 	// call workers (each call bounded by --call-timeout) and are gated by
-	// authDeadline.
+	// authDeadline; each of their database calls is bounded by the store
+	// (store.IOTimeout on MySQL), past which they answer 503.
 	requestDeadline = 10 * time.Second
 )
 

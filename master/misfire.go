@@ -119,6 +119,12 @@ func (a *misfireAccountant) accountTask(ctx context.Context, row *store.MisfireT
 				from = row.StrandedSince.Time
 			}
 		}
+		// The executor may have died before the master saw it go (its
+		// down_since is its last good probe): fires after that with a run
+		// record ran, so the window starts after the latest of them.
+		if !row.LastFire.IsZero() && !row.LastFire.Time.Before(from) {
+			from = row.LastFire.Time // Fires counts strictly after it
+		}
 		if from.After(now) {
 			from = now
 		}

@@ -352,3 +352,60 @@ func TestIngestCatchUpRunKeepsItsCountAndLeavesAnEvent(t *testing.T) {
 		}
 	})
 }
+
+// An executor the health checks take offline died after its last good
+// probe, not when the checks gave up on it: the outage window starts there
+// (after the latest fire that has a run record), so the fires between its
+// death and its detection are accounted for too; the same moment is what a
+// restarted worker is told (down_since) so neither side counts a fire twice.
+func TestMisfireWindowOfADeadExecutorStartsAtItsLastGoodProbe(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		id := strandableTask(t, e, protocol.MisfireSkip)
+		seen := time.Now().UTC().Add(-90 * time.Second).Truncate(time.Second)
+		e.exec("UPDATE nodes SET last_seen = ? WHERE name = ?", seen, "w1")
+		// Its last reported run is 5 s after that probe.
+		lastRun := seen.Add(5 * time.Second)
+		e.exec("INSERT INTO runs (id, task_id, node, scheduled_at, started_at, ended_at, duration_ms, result, attempt, http_status, output, manual, binary_output, created_at, covers) "+
+			"VALUES ('r-last', ?, 'w1', ?, ?, ?, 1, 'success', 1, 200, '', ?, ?, ?, 0)", id, lastRun, lastRun, lastRun, false, false, lastRun)
+		for range 3 {
+			if _, err := store.RecordProbeFailure(e.ctx, s.Store.DB, "w1", 3, "connection refused", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := e.node("w1")
+		if n.Status != store.StatusOffline || !n.DownSince.Equal(seen) {
+			t.Fatalf("after 3 failed probes: status %s down_since %s, want offline since the last good probe %s", n.Status, n.DownSince, seen)
+		}
+		if res := e.m.AccountMisfires(e.ctx); res.Opened != 1 {
+			t.Fatalf("stranded: %+v, want the window opened", res)
+		}
+		if from := e.window(id); !from.Equal(lastRun) {
+			t.Fatalf("window opened at %s, want %s (the last fire with a run, after the last good probe %s)", from, lastRun, seen)
+		}
+		// An admin's disable of a running node: down since that moment.
+		e.exec("UPDATE nodes SET status = ?, down_since = NULL WHERE name = ?", store.StatusRunning, "w1")
+		before := time.Now().UTC().Add(-time.Second)
+		if err := store.TransitionNode(e.ctx, s.Store.DB, "w1", store.Transition{From: []store.NodeStatus{store.StatusRunning}, To: store.StatusIdle}); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.node("w1"); n.DownSince.Before(before) {
+			t.Fatalf("disabled: down_since %s, want now", n.DownSince)
+		}
+		idleSince := e.node("w1").DownSince
+		// Idle, then offline: still down since it stopped running.
+		if err := store.TransitionNode(e.ctx, s.Store.DB, "w1", store.Transition{From: []store.NodeStatus{store.StatusIdle}, To: store.StatusOffline}); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.node("w1"); !n.DownSince.Equal(idleSince) {
+			t.Fatalf("idle then offline: down_since %s, want %s (when it stopped running)", n.DownSince, idleSince)
+		}
+		if err := store.TransitionNode(e.ctx, s.Store.DB, "w1", store.Transition{From: []store.NodeStatus{store.StatusOffline}, To: store.StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.node("w1"); !n.DownSince.IsZero() {
+			t.Fatalf("running again: down_since %s, want none", n.DownSince)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/subtle"
@@ -188,7 +189,8 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	// seen it down (a restart faster than the health checks).
 	resp := protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}
 	if old != nil && old.Status != store.StatusRunning {
-		since := old.UpdatedAt.UTC()
+		// Where the master's misfire windows for its tasks begin.
+		since := cmp.Or(old.DownSince, old.UpdatedAt).UTC()
 		resp.DownNoticed, resp.DownSince = true, &since
 	}
 	return resp, nil

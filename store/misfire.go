@@ -24,9 +24,13 @@ type MisfireTask struct {
 	// RunnableSince is the earliest updated_at among the running executors:
 	// when the task could run again, at the latest. Zero when none runs.
 	RunnableSince bun.NullTime `bun:"runnable_since"`
-	// StrandedSince is the latest updated_at among all its executors: when
-	// the last of them stopped running, when none runs. Zero without executors.
+	// StrandedSince is the latest time among all its executors since which
+	// each is down (down_since, else updated_at): when the last of them
+	// stopped running, when none runs. Zero without executors.
 	StrandedSince bun.NullTime `bun:"stranded_since"`
+	// LastFire is the fire of the task's latest run record (manual runs
+	// aside): an outage window never reaches back to a fire that has one.
+	LastFire bun.NullTime `bun:"last_fire"`
 }
 
 // MisfireTasks returns the tasks the misfire accounting must look at: those
@@ -40,7 +44,8 @@ func MisfireTasks(ctx context.Context, db bun.IDB, ids []string) ([]MisfireTask,
 		ColumnExpr("t.misfire_accounted_until AS accounted_until").
 		ColumnExpr("(SELECT COUNT(*) FROM task_executors AS te JOIN nodes AS n ON n.name = te.node WHERE te.task_id = t.id AND n.status = ?) AS running", StatusRunning).
 		ColumnExpr("(SELECT MIN(n.updated_at) FROM task_executors AS te JOIN nodes AS n ON n.name = te.node WHERE te.task_id = t.id AND n.status = ?) AS runnable_since", StatusRunning).
-		ColumnExpr("(SELECT MAX(n.updated_at) FROM task_executors AS te JOIN nodes AS n ON n.name = te.node WHERE te.task_id = t.id) AS stranded_since").
+		ColumnExpr("(SELECT MAX(COALESCE(n.down_since, n.updated_at)) FROM task_executors AS te JOIN nodes AS n ON n.name = te.node WHERE te.task_id = t.id) AS stranded_since").
+		ColumnExpr("(SELECT MAX(r.scheduled_at) FROM runs AS r WHERE r.task_id = t.id AND r.manual = ?) AS last_fire", false).
 		Where("t.status <> ?", TaskDeleted).
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("t.misfire_accounted_until IS NOT NULL").
@@ -58,7 +63,7 @@ func MisfireTasks(ctx context.Context, db bun.IDB, ids []string) ([]MisfireTask,
 	for i := range rows {
 		r := &rows[i]
 		r.UpdatedAt = r.UpdatedAt.UTC()
-		for _, nt := range []*bun.NullTime{&r.AccountedUntil, &r.RunnableSince, &r.StrandedSince} {
+		for _, nt := range []*bun.NullTime{&r.AccountedUntil, &r.RunnableSince, &r.StrandedSince, &r.LastFire} {
 			if !nt.IsZero() {
 				nt.Time = nt.Time.UTC()
 			}

@@ -68,6 +68,10 @@ type Node struct {
 	Priority       int        `bun:"priority"`
 	MaxConcurrency int        `bun:"max_concurrency"`
 	LastSeen       time.Time  `bun:"last_seen,nullzero"`
+	// DownSince is, for a node that stopped running, since when it is down:
+	// its last successful probe when the health checks took it offline,
+	// else the moment it stopped. Zero while it runs (or never stopped).
+	DownSince time.Time `bun:"down_since,nullzero"`
 	Failures       int        `bun:"failures"`
 	BootID         string     `bun:"boot_id"`
 	Mode           string     `bun:"mode"`
@@ -211,8 +215,16 @@ func TransitionNode(ctx context.Context, db bun.IDB, name string, t Transition) 
 
 // transitionNode is TransitionNode once its fence holds.
 func transitionNode(ctx context.Context, db bun.IDB, name string, t Transition) error {
-	q := db.NewUpdate().Model((*Node)(nil)).
-		Set("status = ?", t.To).Set("updated_at = ?", time.Now().UTC()).
+	now := time.Now().UTC()
+	// down_since first: MySQL evaluates the assignments left to right with
+	// the values already assigned, SQLite with the old ones.
+	q := db.NewUpdate().Model((*Node)(nil))
+	if t.To == StatusRunning {
+		q = q.Set("down_since = NULL")
+	} else {
+		q = q.Set("down_since = CASE WHEN status = ? OR down_since IS NULL THEN ? ELSE down_since END", StatusRunning, now)
+	}
+	q = q.Set("status = ?", t.To).Set("updated_at = ?", now).
 		Where("name = ?", name).Where("status IN (?)", bun.In(t.From))
 	if t.Secret != nil {
 		q = q.Set("secret = ?", *t.Secret)
@@ -279,7 +291,7 @@ func UpsertRegisteredNode(ctx context.Context, db bun.IDB, n *Node) error {
 		n.ID, n.CreatedAt, n.UpdatedAt = old.ID, old.CreatedAt, now
 		_, err = db.NewUpdate().Model(n).
 			Column("machine_name", "protocol", "host", "secret", "status", "desired_status", "priority",
-				"max_concurrency", "last_seen", "failures", "boot_id", "mode", "reason", "labels", "updated_at").
+				"max_concurrency", "last_seen", "failures", "boot_id", "mode", "reason", "labels", "down_since", "updated_at").
 			WherePK().Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("store: register node %q: %w", n.Name, err)
@@ -298,7 +310,7 @@ func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey stri
 		Set("machine_name = ?", n.MachineName).Set("protocol = ?", n.Protocol).Set("host = ?", n.Host).
 		Set("secret = ?", n.Secret).Set("boot_id = ?", n.BootID).Set("node_key = ?", n.NodeKey).
 		Set("priority = ?", n.Priority).Set("max_concurrency = ?", n.MaxConcurrency).
-		Set("labels = ?", cmp.Or(n.Labels, "{}")).
+		Set("labels = ?", cmp.Or(n.Labels, "{}")).Set("down_since = NULL").
 		Set("status = ?", StatusRunning).Set("desired_status = ?", StatusRunning).
 		Set("failures = 0").Set("reason = ?", "").Set("last_seen = ?", now).Set("updated_at = ?", now).
 		Where("name = ?", n.Name).Where("type = ?", TypeWorker).Where("mode = ?", ModeAuto).
@@ -393,6 +405,9 @@ func recordProbeFailure(ctx context.Context, db bun.IDB, name string, maxFailure
 		return false, fmt.Errorf("store: record probe failure: %w", err)
 	}
 	res, err = db.NewUpdate().Model((*Node)(nil)).
+		// Down since its last good probe: it died somewhere after it.
+		Set("down_since = CASE WHEN status = ? THEN COALESCE(last_seen, ?) WHEN down_since IS NULL THEN ? ELSE down_since END",
+			StatusRunning, now, now).
 		Set("status = ?", StatusOffline).Set("failures = 0").
 		Set("reason = ?", fmt.Sprintf("offline after %d failed health checks: %s", maxFailures, reason)).
 		Set("updated_at = ?", now).

@@ -51,6 +51,10 @@ type DSN struct {
 	Conn string
 }
 
+// IOTimeout bounds each read from and write to a MySQL connection unless
+// the DSN sets readTimeout or writeTimeout: no database call hangs for ever.
+const IOTimeout = 30 * time.Second
+
 // String hides the password so a DSN can be logged.
 func (d DSN) String() string {
 	if d.Dialect == SQLite {
@@ -124,6 +128,16 @@ func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 		cfg, err := mysql.ParseDSN(dsn.Conn)
 		if err != nil {
 			return nil, fmt.Errorf("store: open mysql: %w", err)
+		}
+		// Every database call has an overall bound, writes included: a
+		// server that accepts and never answers (frozen, blackholed) turns
+		// into an error after it, which callers answer as "unavailable"
+		// (IsUnreachable). A DSN that sets its own timeouts keeps them.
+		if cfg.ReadTimeout == 0 {
+			cfg.ReadTimeout = IOTimeout
+		}
+		if cfg.WriteTimeout == 0 {
+			cfg.WriteTimeout = IOTimeout
 		}
 		// A connection the database refuses is marked, so that callers
 		// answer "unavailable, try again" (IsUnreachable), not a server
