@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/buildinfo"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
@@ -61,8 +62,9 @@ type masterHealthResponse struct {
 
 // masterHealth answers probes of the master itself.
 func (s *server) masterHealth(c *gin.Context) {
+	build := buildinfo.Get()
 	c.JSON(http.StatusOK, masterHealthResponse{
-		HealthResponse: protocol.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: protocol.StateScheduling},
+		HealthResponse: protocol.HealthResponse{Node: s.m.Identity(), BootID: s.m.BootID(), Status: protocol.StateScheduling, Version: &build},
 		Leader:         s.m.IsLeader(),
 	})
 }

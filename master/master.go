@@ -402,6 +402,22 @@ func (m *Master) LeaderEpoch() int64 { return m.lease.epoch() }
 func (m *Master) Leader(ctx context.Context) (string, error) { return m.lease.holder(ctx) }
 
 // Ready says whether this master should be sent traffic: nil when its
-// database answers within a short time and no other master process holds its
-// identity; else an error whose sentence says which.
-func (m *Master) Ready(ctx context.Context) error { return m.lease.ready(ctx, m.st.DB.PingContext) }
+// database answers within a short time, has every migration of this build
+// and no other master process holds its identity; else an error whose
+// sentence says which. Migrations a newer build applied do not count
+// against it: in a rolling upgrade the old masters serve on until replaced.
+func (m *Master) Ready(ctx context.Context) error {
+	if err := m.lease.ready(ctx, m.st.DB.PingContext); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	st, err := m.st.MigrationStatus(ctx)
+	if err != nil {
+		return wrapf(KindState, err, "the database's migrations cannot be read; retrying")
+	}
+	if p := st.Pending(); len(p) > 0 {
+		return Errorf(KindState, "the database lacks %d migration(s) of this build (first: %s): run \"schedulemaster migrate\" or restart this master", len(p), p[0])
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/schedulemaster-go/schedulemaster/buildinfo"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -89,8 +90,21 @@ func NewMetrics() *Metrics {
 		x.runSeconds.WithLabelValues(r)
 	}
 	x.reg.MustRegister(x.firesClaimed, x.claims, x.claimSeconds, x.runs, x.runSeconds, x.probeSeconds, x.probeFailures,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoGauge())
 	return x
+}
+
+// buildInfoGauge is sm_build_info: always 1, with the running build in its
+// labels (version, commit, go_version), so that dashboards show which
+// version each process runs and alerts see a mixed-version cluster. The
+// worker serves the same metric.
+func buildInfoGauge() prometheus.Collector {
+	b := buildinfo.Get()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "sm_build_info",
+		Help:        "Always 1; the labels say which build of ScheduleMaster this process runs.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "go_version": b.GoVersion},
+	}, func() float64 { return 1 })
 }
 
 // Handler serves the metrics in the Prometheus text format. A collector that

@@ -202,6 +202,20 @@ func (a *Accounts) ResetPassword(ctx context.Context, name, password string) err
 	return a.patchUser(ctx, "user.password_reset", name, UserPatch{Password: &password}, false)
 }
 
+// ResetPasswordRandom is ResetPassword with a random password of the kind
+// the first start gives user admin, returned so that the caller shows it once
+// (`schedulemaster user reset-password`).
+func (a *Accounts) ResetPasswordRandom(ctx context.Context, name string) (string, error) {
+	pw, err := randomPassword(randomPasswordLen)
+	if err != nil {
+		return "", err
+	}
+	if err := a.ResetPassword(ctx, name, pw); err != nil {
+		return "", err
+	}
+	return pw, nil
+}
+
 // SetUserDisabled disables a user (their sessions stop working at once) or
 // enables them again.
 func (a *Accounts) SetUserDisabled(ctx context.Context, name string, disabled bool) error {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/buildinfo"
 )
 
 // Header names of the master/worker protocol, kept from ScheduleMaster where it had them.
@@ -107,6 +109,9 @@ type HealthResponse struct {
 	// match; absent when it has none (and from older workers). The master
 	// reads them at every probe, so a restart with other labels counts.
 	Labels Labels `json:"labels,omitempty"`
+	// Version is the build the node runs (version, commit, build date, Go
+	// version), for operators and upgrade checks; absent from older nodes.
+	Version *buildinfo.Info `json:"version,omitempty"`
 }
 
 // Worker states reported by /health.

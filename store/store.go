@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +108,28 @@ func ParseDSN(raw, dataDir string) (DSN, error) {
 
 // Open connects to the database and applies the embedded migrations under a lock.
 func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
+	s, err := Connect(ctx, dsn, log)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Migrate(ctx, log); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if dsn.Dialect == SQLite {
+		// SQLite made the -wal and -shm files meanwhile: tighten them too.
+		if err := secureSQLiteFiles(dsn.Path, log); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Connect opens the database and checks that it answers, without migrating
+// it: `schedulemaster migrate --status` reads what Open would apply. A
+// SQLite file is created (private) when missing.
+func Connect(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 	var db *bun.DB
 	switch dsn.Dialect {
 	case SQLite:
@@ -168,19 +191,7 @@ func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", dsn, err)
 	}
-	s := &Store{DB: db, Dialect: dsn.Dialect}
-	if err := s.migrate(ctx, log); err != nil {
-		db.Close()
-		return nil, err
-	}
-	if dsn.Dialect == SQLite {
-		// SQLite made the -wal and -shm files meanwhile: tighten them too.
-		if err := secureSQLiteFiles(dsn.Path, log); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	return s, nil
+	return &Store{DB: db, Dialect: dsn.Dialect}, nil
 }
 
 // secureSQLiteFiles makes the database's directory 0700 and the database
@@ -225,18 +236,30 @@ func secureSQLiteFiles(path string, log *slog.Logger) error {
 // Close closes the database.
 func (s *Store) Close() error { return s.DB.Close() }
 
-func (s *Store) migrate(ctx context.Context, log *slog.Logger) error {
+// migrator is bun's migrator over the embedded migrations of s's dialect,
+// and those migrations.
+func (s *Store) migrator() (*migrate.Migrator, *migrate.Migrations, error) {
 	sub, err := fs.Sub(migrations.FS, string(s.Dialect))
 	if err != nil {
-		return fmt.Errorf("store: migrations: %w", err)
+		return nil, nil, fmt.Errorf("store: migrations: %w", err)
 	}
 	ms := migrate.NewMigrations()
 	if err := ms.Discover(sub); err != nil {
-		return fmt.Errorf("store: discover migrations: %w", err)
+		return nil, nil, fmt.Errorf("store: discover migrations: %w", err)
 	}
-	m := migrate.NewMigrator(s.DB, ms, migrate.WithMarkAppliedOnSuccess(true))
+	return migrate.NewMigrator(s.DB, ms, migrate.WithMarkAppliedOnSuccess(true)), ms, nil
+}
+
+// Migrate applies the embedded migrations the database lacks, under bun's
+// migration lock (another master may be migrating the same database), and
+// returns the names of those it applied, oldest first.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) ([]string, error) {
+	m, _, err := s.migrator()
+	if err != nil {
+		return nil, err
+	}
 	if err := m.Init(ctx); err != nil {
-		return fmt.Errorf("store: init migrations: %w", err)
+		return nil, fmt.Errorf("store: init migrations: %w", err)
 	}
 	// Another master may be migrating the same database: wait for its lock.
 	deadline := time.Now().Add(60 * time.Second)
@@ -246,11 +269,11 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("store: migration lock held for over 60s (if no other master is starting, delete the row in bun_migration_locks): %w", err)
+			return nil, fmt.Errorf("store: migration lock held for over 60s (if no other master is starting, delete the row in bun_migration_locks): %w", err)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -261,12 +284,104 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger) error {
 	}()
 	group, err := m.Migrate(ctx)
 	if err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
+		return nil, fmt.Errorf("store: migrate: %w", err)
 	}
+	var applied []string
 	if !group.IsZero() {
 		log.Info("database migrated", "group", group.String())
+		for _, mg := range group.Migrations {
+			applied = append(applied, mg.Name+"_"+mg.Comment)
+		}
+		slices.Sort(applied)
 	}
-	return nil
+	return applied, nil
+}
+
+// MigrationState is one migration and whether the database has it.
+type MigrationState struct {
+	// Name is the file name without ".up.sql", e.g. 20261122000001_init.
+	Name string
+	// AppliedAt is when it was applied; zero while it is pending.
+	AppliedAt time.Time
+}
+
+// Applied reports whether the database has the migration.
+func (m MigrationState) Applied() bool { return !m.AppliedAt.IsZero() }
+
+// MigrationStatus is what the database has of the embedded migrations.
+type MigrationStatus struct {
+	// Known are the migrations of this binary, oldest first, applied or not.
+	Known []MigrationState
+	// Unknown are migrations the database has and this binary does not: a
+	// newer version migrated it.
+	Unknown []MigrationState
+}
+
+// Pending are the names of the known migrations the database lacks.
+func (st MigrationStatus) Pending() []string {
+	var out []string
+	for _, m := range st.Known {
+		if !m.Applied() {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// MigrationStatus reads which embedded migrations the database has, without
+// changing anything: a database never migrated has them all pending.
+func (s *Store) MigrationStatus(ctx context.Context) (MigrationStatus, error) {
+	var st MigrationStatus
+	m, all, err := s.migrator()
+	if err != nil {
+		return st, err
+	}
+	exists, err := s.tableExists(ctx, migrationsTable)
+	if err != nil {
+		return st, fmt.Errorf("store: read migrations: %w", err)
+	}
+	// Without the table (a database never migrated) every migration is pending.
+	applied := map[string]migrate.Migration{}
+	if exists {
+		rows, err := m.AppliedMigrations(ctx)
+		if err != nil {
+			return st, fmt.Errorf("store: read migrations: %w", err)
+		}
+		for _, r := range rows {
+			applied[r.Name] = r
+		}
+	}
+	for _, mg := range all.Sorted() {
+		ms := MigrationState{Name: mg.Name + "_" + mg.Comment}
+		if r, ok := applied[mg.Name]; ok {
+			delete(applied, mg.Name)
+			ms.AppliedAt = r.MigratedAt
+			if ms.AppliedAt.IsZero() {
+				ms.AppliedAt = time.Unix(0, 0).UTC() // applied, time not recorded
+			}
+		}
+		st.Known = append(st.Known, ms)
+	}
+	for name, r := range applied {
+		st.Unknown = append(st.Unknown, MigrationState{Name: name, AppliedAt: r.MigratedAt})
+	}
+	slices.SortFunc(st.Unknown, func(a, b MigrationState) int { return strings.Compare(a.Name, b.Name) })
+	return st, nil
+}
+
+// migrationsTable is where bun records the applied migrations.
+const migrationsTable = "bun_migrations"
+
+// tableExists reports whether the database has the named table.
+func (s *Store) tableExists(ctx context.Context, table string) (bool, error) {
+	var n int
+	var err error
+	if s.Dialect == SQLite {
+		err = s.DB.NewRaw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(ctx, &n)
+	} else {
+		err = s.DB.NewRaw("SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", table).Scan(ctx, &n)
+	}
+	return n > 0, err
 }
 
 // isDuplicate reports whether err is a unique-key violation in either dialect.

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -276,8 +275,7 @@ func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer, start
 	}
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownProcessGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Start()
 	if err == nil {

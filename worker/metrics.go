@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/schedulemaster-go/schedulemaster/buildinfo"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -79,8 +80,20 @@ func newMetrics(stats func() ReportStats) *metrics {
 		}, func() float64 { return float64(stats().Overflow) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoGauge(),
 	)
 	return x
+}
+
+// buildInfoGauge is sm_build_info, the same metric as the master's: always
+// 1, with the running build in its labels.
+func buildInfoGauge() prometheus.Collector {
+	b := buildinfo.Get()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "sm_build_info",
+		Help:        "Always 1; the labels say which build of ScheduleMaster this process runs.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "go_version": b.GoVersion},
+	}, func() float64 { return 1 })
 }
 
 // fired records a scheduled fire this worker runs, lag after its instant.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ func TestWorkerMetrics(t *testing.T) {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("exposition lacks %q", want)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^sm_build_info\{commit="[^"]+",go_version="go[^"]+",version="[^"]+"\} 1$`).MatchString(body) {
+		t.Error("exposition lacks sm_build_info with its labels")
 	}
 	st := r.stats()
 	if st.Pending != 3 || st.UnsentBytes <= 0 || st.UnsentBytes != st.JournalBytes || !strings.Contains(body, "sm_worker_report_spool_bytes ") {

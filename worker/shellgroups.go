@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -156,7 +155,7 @@ func (g *shellGroups) reapOne(path string, now time.Time) (protocol.RunReport, b
 	// The leader is ours (same start time), or gone: a pid stays reserved
 	// while it names a process group, so a group with this id is the
 	// remainder of ours.
-	err = syscall.Kill(-e.PID, syscall.SIGKILL)
+	err = killProcessGroup(e.PID)
 	if start == "" {
 		if err == nil {
 			g.log.Warn("killed the commands a shell task started before the previous worker process died",

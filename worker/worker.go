@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
+	"github.com/schedulemaster-go/schedulemaster/buildinfo"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -251,8 +252,9 @@ func (w *Worker) Health() protocol.HealthResponse {
 		state = protocol.StateIdle
 	}
 	shell := w.cfg.AllowShell
+	build := buildinfo.Get()
 	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell,
-		Degraded: w.reports.health.reason(), Labels: w.cfg.Labels}
+		Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.

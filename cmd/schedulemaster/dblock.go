@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // errSQLiteInUse refuses a second master on one SQLite file.
@@ -45,9 +44,9 @@ func lockFile(path, what string, inUse error) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s lock file: %w", what, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if held, err := tryLockFile(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if held {
 			return nil, fmt.Errorf("%w (lock %s is held)", inUse, path)
 		}
 		return nil, fmt.Errorf("%s lock file %s: %w", what, path, err)

@@ -1,6 +1,7 @@
 // Command schedulemaster is the one binary of ScheduleMaster: `master` serves the
 // console and the master API, `worker` runs tasks for a master, `token create`
-// makes an API token.
+// makes an API token; `migrate`, `user reset-password` and `healthcheck` are
+// for operators.
 package main
 
 import (
@@ -12,8 +13,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
+
+	"github.com/schedulemaster-go/schedulemaster/buildinfo"
+
 	// Task time zones must resolve the same on every host, with or without
 	// a system tz database (scratch images, Windows).
 	_ "time/tzdata"
@@ -27,7 +30,7 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
+	os.Exit(runIO(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv))
 }
 
 const usageText = `usage: schedulemaster <command> [flags]
@@ -36,7 +39,11 @@ commands:
   master        serve the admin console and the master API (owns the database)
   worker        run tasks for a master on this machine
   token create  create an API token for the open API and print it once
-  version       print the version
+  migrate       apply the database migrations (--status: list them, change nothing)
+  user reset-password NAME
+                set a new password for a user (random, printed once; or --stdin)
+  healthcheck   exit 0 when the local master's /ready (or --url) answers 200
+  version       print the version, commit, build date and Go version
   help [cmd]    print this help, or the flags of a command
 
 Every flag also has an SM_* env var and a key in the --config JSON file.
@@ -45,6 +52,16 @@ Run "schedulemaster <command> -h" for its flags.
 
 // run is main without the process: tests call it with their own args and env.
 func run(args []string, stdout, stderr io.Writer, lookupEnv lookupEnvFunc) int {
+	return runIO(args, eofReader{}, stdout, stderr, lookupEnv)
+}
+
+// eofReader is an empty standard input.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// runIO is run with a standard input (user reset-password --stdin reads it).
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv lookupEnvFunc) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usageText)
 		return exitUsage
@@ -75,8 +92,43 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv lookupEnvFunc) int {
 			return configFailed(stdout, stderr, "token create", o, tokenSynopsis, err)
 		}
 		return runCommand(stderr, func(ctx context.Context, log *slog.Logger) error { return runTokenCreate(ctx, cfg, stdout, log) })
+	case "migrate":
+		cfg, o, err := parseMigrateConfig(rest, lookupEnv)
+		if err != nil {
+			return configFailed(stdout, stderr, "migrate", o, migrateSynopsis, err)
+		}
+		return runCommand(stderr, func(ctx context.Context, log *slog.Logger) error { return runMigrate(ctx, cfg, stdout, log) })
+	case "user":
+		if len(rest) == 0 || rest[0] != "reset-password" {
+			fmt.Fprintf(stderr, "schedulemaster user: want \"user reset-password NAME\"\n\n")
+			var c resetPasswordConfig
+			resetPasswordOptions(&c).usage(stderr, resetPasswordSynopsis)
+			return exitUsage
+		}
+		cfg, o, err := parseResetPasswordConfig(rest[1:], lookupEnv)
+		if err != nil {
+			return configFailed(stdout, stderr, "user reset-password", o, resetPasswordSynopsis, err)
+		}
+		return runCommand(stderr, func(ctx context.Context, log *slog.Logger) error {
+			return runResetPassword(ctx, cfg, stdin, stdout, log)
+		})
+	case "healthcheck":
+		cfg, o, err := parseHealthcheckConfig(rest, lookupEnv)
+		if err != nil {
+			code := configFailed(stdout, stderr, "healthcheck", o, healthcheckSynopsis, err)
+			if code == exitUsage {
+				// Docker reserves exit code 2 of a HEALTHCHECK: unhealthy is 1.
+				code = exitFailure
+			}
+			return code
+		}
+		if err := runHealthcheck(context.Background(), cfg, stdout); err != nil {
+			fmt.Fprintf(stderr, "schedulemaster healthcheck: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, versionString())
+		fmt.Fprint(stdout, buildinfo.Get().String())
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
@@ -141,24 +193,18 @@ func commandHelp(stdout, stderr io.Writer, cmd string) int {
 	case "token":
 		var c tokenConfig
 		tokenOptions(&c).usage(stdout, tokenSynopsis)
+	case "migrate":
+		var c migrateConfig
+		migrateOptions(&c).usage(stdout, migrateSynopsis)
+	case "user":
+		var c resetPasswordConfig
+		resetPasswordOptions(&c).usage(stdout, resetPasswordSynopsis)
+	case "healthcheck":
+		var c healthcheckConfig
+		healthcheckOptions(&c).usage(stdout, healthcheckSynopsis)
 	default:
 		fmt.Fprintf(stderr, "schedulemaster help: unknown command %q\n\n%s", cmd, usageText)
 		return exitUsage
 	}
 	return exitOK
-}
-
-// versionString reads the version from the build info, so no global is needed.
-func versionString() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "schedulemaster (unknown version)"
-	}
-	s := "schedulemaster " + bi.Main.Version
-	for _, kv := range bi.Settings {
-		if kv.Key == "vcs.revision" {
-			s += " " + kv.Value
-		}
-	}
-	return s + " " + bi.GoVersion
 }

@@ -88,6 +88,10 @@ type options struct {
 	ignoredKeys []string
 	configOpt   *option
 	configPath  string
+	// maxArgs is how many arguments may follow the flags (user
+	// reset-password NAME); args holds them after parse.
+	maxArgs int
+	args    []string
 }
 
 func newOptions(cmd, section string) *options {
@@ -184,8 +188,10 @@ func (o *options) parse(args []string, lookupEnv func(string) (string, bool)) ([
 		return nil, &configError{problems: []string{err.Error()}, showUsage: true}
 	}
 	var problems []string
-	if rest := o.fs.Args(); len(rest) > 0 {
-		problems = append(problems, fmt.Sprintf("unexpected argument %q (flags come as --name value)", rest[0]))
+	if rest := o.fs.Args(); len(rest) > o.maxArgs {
+		problems = append(problems, fmt.Sprintf("unexpected argument %q (flags come as --name value)", rest[o.maxArgs]))
+	} else {
+		o.args = rest
 	}
 	set := map[string]bool{}
 	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -77,7 +77,13 @@ const testClusterKey = "process-test-cluster-key-0123456789"
 // returns the process and the submatches of ready.
 func startProc(t *testing.T, name string, ready *regexp.Regexp, args ...string) (*proc, []string) {
 	t.Helper()
-	p := &proc{t: t, name: name, cmd: exec.Command(binPath, args...), done: make(chan struct{})}
+	return startProcBin(t, binPath, name, ready, args...)
+}
+
+// startProcBin is startProc with another build of the binary.
+func startProcBin(t *testing.T, bin, name string, ready *regexp.Regexp, args ...string) (*proc, []string) {
+	t.Helper()
+	p := &proc{t: t, name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
