@@ -68,7 +68,7 @@ func (c *dbConfig) existingSQLite() error {
 func (c *dbConfig) connect(ctx context.Context, log *slog.Logger) (*store.Store, error) {
 	st, err := store.Connect(ctx, c.DSN, log)
 	if err != nil {
-		return nil, fmt.Errorf("database %s does not answer: %w", c.DSN, err)
+		return nil, fmt.Errorf("the database does not answer: %w", err) // the error names it
 	}
 	return st, nil
 }

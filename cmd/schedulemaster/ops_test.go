@@ -241,7 +241,7 @@ func TestMigrateCommand(t *testing.T) {
 			{[]string{"migrate", "--db", "mysql://nodb@tcp(127.0.0.1:1)/"}, nil, exitUsage, "flag --db: the MySQL DSN names no database"},
 			{[]string{"migrate"}, []string{"SM_DB=postgres://x/y"}, exitUsage, "env SM_DB: unknown scheme"},
 			{[]string{"migrate", "--status", "--db", "mysql://root@tcp(127.0.0.1:1)/x"}, nil, exitFailure,
-				"database mysql://root@tcp(127.0.0.1:1)/x"},
+				"the database does not answer: store: connect to mysql://root@tcp(127.0.0.1:1)/x"},
 			{[]string{"migrate", "--db", "mysql://root:secret@tcp(127.0.0.1:1)/x"}, nil, exitFailure, "connection refused"},
 			{[]string{"migrate", "extra"}, nil, exitUsage, `unexpected argument "extra"`},
 		} {
