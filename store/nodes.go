@@ -72,10 +72,10 @@ type Node struct {
 	// its last successful probe when the health checks took it offline,
 	// else the moment it stopped. Zero while it runs (or never stopped).
 	DownSince time.Time `bun:"down_since,nullzero"`
-	Failures       int        `bun:"failures"`
-	BootID         string     `bun:"boot_id"`
-	Mode           string     `bun:"mode"`
-	Reason         string     `bun:"reason"`
+	Failures  int       `bun:"failures"`
+	BootID    string    `bun:"boot_id"`
+	Mode      string    `bun:"mode"`
+	Reason    string    `bun:"reason"`
 	// NodeKey is the hex Ed25519 public key an auto node proved on its first
 	// registration; empty until then, for manual nodes and after Reset identity.
 	NodeKey string `bun:"node_key"`
@@ -321,6 +321,7 @@ func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey stri
 		}
 		return fmt.Errorf("store: register node %q: %w", n.Name, err)
 	}
+	n.UpdatedAt = now
 	return nil
 }
 

@@ -349,6 +349,12 @@ func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error
 		// last fires too would record it twice.
 		w.runner.fires.retain(map[string]bool{})
 	}
+	// The fires between the master's window end and now (the answer's
+	// way back) are this worker's to count, for the tasks given here only.
+	if req.DownNoticed && req.RunningSince != nil {
+		w.runner.fires.handUp(*req.RunningSince)
+		defer w.runner.fires.handUp(time.Time{})
+	}
 	err := w.runner.replace(req.Tasks)
 	w.log.Info("scheduling started", "tasks", w.runner.count())
 	if err != nil {
@@ -661,7 +667,8 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	// A task that cannot be scheduled is logged by Startup; the node still registers.
-	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks, DownNoticed: resp.DownNoticed, DownSince: resp.DownSince})
+	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks, DownNoticed: resp.DownNoticed, DownSince: resp.DownSince,
+		RunningSince: resp.RunningSince})
 	w.mu.Lock()
 	w.master = resp.Master
 	if w.cfg.WorkerOf != "" {
