@@ -685,7 +685,7 @@ func NodeLive(vm NodeLiveVM) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(vm.Tasks) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "<p class=\"empty muted\" id=\"no-node-tasks\">No task names this node as an executor.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "<p class=\"empty muted\" id=\"no-node-tasks\">No task names this node as an executor or selects it by its labels.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
