@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -175,5 +176,8 @@ func (s *server) poolsRedirect(ctx context.Context, label string, fromDetail boo
 		}
 	}
 	key, _, _ := strings.Cut(label, "=")
+	if (protocol.Labels{key: "x"}).Validate() != nil {
+		return "/pools" // a refused pool's key may be anything
+	}
 	return withQuery("/pools", url.Values{"key": {key}})
 }

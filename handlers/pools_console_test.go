@@ -64,9 +64,17 @@ func TestPoolsPage(t *testing.T) {
 		t.Error("no flash after revoke")
 	}
 	// Refusals: a bad pool, revoking what is not approved, a bad key, an unknown pool.
-	e.postForm(admin, "/pools/approve", url.Values{"pool": {"pool=a b"}})
-	if _, page = e.do(admin, "GET", "/pools", "", nil); !strings.Contains(page, "flash-error") {
-		t.Error("no error flash after approving a bad pool")
+	for _, bad := range []string{"pool=a b", strings.Repeat("k", 100000) + "=v", "pool=a,zone=b", ""} {
+		resp := e.postForm(admin, "/pools/approve", url.Values{"pool": {bad}})
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || len(loc) > 100 {
+			t.Errorf("approve %.20q: %d to %.100q", bad, resp.StatusCode, loc)
+		}
+		if _, page = e.do(admin, "GET", "/pools", "", nil); !strings.Contains(page, "flash-error") {
+			t.Errorf("no error flash after approving %.20q", bad)
+		}
+	}
+	if pools, _ := e.m.Pools(context.Background(), "pool"); len(pools) != 2 {
+		t.Errorf("refused approvals made pools: %d", len(pools))
 	}
 	if status, page = e.do(admin, "GET", "/pools?key=bad+key!", "", nil); status != 400 || !strings.Contains(page, `id="error-key"`) {
 		t.Errorf("bad key: %d", status)
