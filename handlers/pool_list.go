@@ -81,7 +81,7 @@ func (s *server) listPools(c *gin.Context) {
 		s.render(c, http.StatusBadRequest, views.PoolsPage(vm))
 		return
 	}
-	events, err := s.poolEvents(c, pools, poolEventsListed)
+	events, err := s.poolEvents(c, pools, nodes, poolEventsListed)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -120,9 +120,10 @@ func poolURL(label string) string { return "/pools/" + label }
 
 // poolEvents returns, by pool label, the recent events of members joining
 // and leaving: registrations, recoveries, offline, deletions and label
-// changes of its members, and label changes that name the pool (a node that
-// joined or left by its labels). Newest first, at most shown each.
-func (s *server) poolEvents(c *gin.Context, pools []master.Pool, shown int) (map[string][]master.Event, error) {
+// changes of the nodes that carry or declare the pool's label (a worker an
+// admin moved out declares it still), and label changes that name it.
+// Newest first, at most shown each.
+func (s *server) poolEvents(c *gin.Context, pools []master.Pool, nodes []master.Node, shown int) (map[string][]master.Event, error) {
 	out := map[string][]master.Event{}
 	if len(pools) == 0 {
 		return out, nil
@@ -132,11 +133,16 @@ func (s *server) poolEvents(c *gin.Context, pools []master.Pool, shown int) (map
 	if err != nil {
 		return nil, err
 	}
-	memberOf := map[string][]string{}
-	for _, p := range pools {
-		for _, m := range p.Members {
-			memberOf[m.Name] = append(memberOf[m.Name], p.Label)
+	related := map[string]map[string]bool{} // node -> the key=value labels it carries or declares
+	for i := range nodes {
+		n := &nodes[i]
+		set := map[string]bool{}
+		for _, l := range []protocol.Labels{master.NodeLabels(n), master.DeclaredLabels(n)} {
+			for k, v := range l {
+				set[k+"="+v] = true
+			}
 		}
+		related[n.Name] = set
 	}
 	for _, e := range evs {
 		if _, ok := poolEventActions[e.Action]; !ok {
@@ -146,7 +152,7 @@ func (s *server) poolEvents(c *gin.Context, pools []master.Pool, shown int) (map
 			if len(out[p.Label]) >= shown {
 				continue
 			}
-			if slices.Contains(memberOf[e.Target], p.Label) || (e.Action == "node.labels" && namesLabel(e.Detail, p.Label)) {
+			if related[e.Target][p.Label] || (e.Action == "node.labels" && namesLabel(e.Detail, p.Label)) {
 				out[p.Label] = append(out[p.Label], e)
 			}
 		}

@@ -43,7 +43,12 @@ func (s *server) showPool(c *gin.Context) {
 		s.tasksError(c, err)
 		return
 	}
-	events, err := s.poolEvents(c, []master.Pool{*p}, poolEventsShown)
+	nodes, err := s.m.ListNodes(c.Request.Context())
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	events, err := s.poolEvents(c, []master.Pool{*p}, nodes, poolEventsShown)
 	if err != nil {
 		s.serverError(c, err)
 		return
