@@ -33,7 +33,7 @@ ARG PKG=github.com/schedulemaster-go/schedulemaster/buildinfo
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X ${PKG}.version=${VERSION} -X ${PKG}.commit=${COMMIT} -X ${PKG}.date=${DATE}" \
       -o /rootfs/usr/local/bin/schedulemaster ./cmd/schedulemaster \
- && mkdir -p /rootfs/etc/ssl/certs /rootfs/var/lib/schedulemaster /rootfs/tmp \
+ && mkdir -p /rootfs/etc/ssl/certs /rootfs/var/lib/schedulemaster /rootfs/tmp && chmod 1777 /rootfs/tmp \
  && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
  && cp deploy/image/etc/passwd deploy/image/etc/group /rootfs/etc/
 
