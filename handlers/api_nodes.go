@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
@@ -27,12 +29,18 @@ type apiNode struct {
 	Failures       int        `json:"failures"`
 	Mode           string     `json:"mode"`
 	Reason         string     `json:"reason"`
+	// Labels are the labels in force: the worker's, overridden by the
+	// admin's; DeclaredLabels and AdminLabels are the two sides.
+	Labels         protocol.Labels `json:"labels"`
+	DeclaredLabels protocol.Labels `json:"declared_labels"`
+	AdminLabels    protocol.Labels `json:"admin_labels"`
 }
 
 func toAPINode(n *master.Node) apiNode {
 	a := apiNode{
 		Name: n.Name, Type: n.Type, Status: int(n.Status), Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
+		Labels: master.NodeLabels(n), DeclaredLabels: master.DeclaredLabels(n), AdminLabels: master.AdminLabels(n),
 	}
 	if !n.LastSeen.IsZero() {
 		t := n.LastSeen.UTC()
@@ -48,9 +56,10 @@ const (
 	apiNodesMaxLimit     = 1000
 )
 
-// apiListNodes answers GET /api/v1/nodes?limit=&offset= with one page of the
-// nodes (by name) as a JSON array; X-Total-Count carries the number of all
-// nodes, so the array stays what clients already read.
+// apiListNodes answers GET /api/v1/nodes?limit=&offset=&selector= with one
+// page of the nodes (by name) as a JSON array; X-Total-Count carries the
+// number of all nodes (those the selector selects, when given), so the array
+// stays what clients already read.
 func (s *server) apiListNodes(c *gin.Context) {
 	limit, offset := apiNodesDefaultLimit, 0
 	if v := c.Query("limit"); v != "" {
@@ -69,10 +78,19 @@ func (s *server) apiListNodes(c *gin.Context) {
 		}
 		offset = n
 	}
-	nodes, err := s.m.ListNodes(c.Request.Context())
+	ctx := c.Request.Context()
+	nodes, err := s.m.ListNodes(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return
+	}
+	if sel, ok := c.GetQuery("selector"); ok && strings.TrimSpace(sel) != "" {
+		match, err := s.m.MatchSelector(ctx, sel)
+		if err != nil {
+			s.apiError(c, err)
+			return
+		}
+		nodes = selectedNodes(nodes, match)
 	}
 	c.Header("X-Total-Count", strconv.Itoa(len(nodes)))
 	page := nodes[min(offset, len(nodes)):min(offset+limit, len(nodes))]
@@ -81,6 +99,21 @@ func (s *server) apiListNodes(c *gin.Context) {
 		out[i] = toAPINode(&page[i])
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// selectedNodes keeps the nodes a selector's match names, in order.
+func selectedNodes(nodes []master.Node, match *master.SelectorMatch) []master.Node {
+	in := make(map[string]bool, len(match.Running)+len(match.Others))
+	for _, n := range append(slices.Clone(match.Running), match.Others...) {
+		in[n] = true
+	}
+	out := nodes[:0:0]
+	for _, n := range nodes {
+		if in[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // apiGetNode answers GET /api/v1/nodes/{name}?health_since=, with its health history.
@@ -100,6 +133,8 @@ type apiCreateNodeBody struct {
 	Protocol       string `json:"protocol"`
 	Priority       *int   `json:"priority"`
 	MaxConcurrency *int   `json:"max_concurrency"`
+	// Labels, when given, are the node's admin labels.
+	Labels protocol.Labels `json:"labels"`
 }
 
 // apiCreateNode answers POST /api/v1/nodes with the new manual node.
@@ -118,12 +153,21 @@ func (s *server) apiCreateNode(c *gin.Context) {
 	if b.MaxConcurrency != nil {
 		cfg.MaxConcurrency = *b.MaxConcurrency
 	}
+	if !s.labelsFit(c, b.Labels) {
+		return
+	}
 	n, err := s.m.CreateNode(c.Request.Context(), cfg)
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
 	s.log.Info("node added", "node", n.Name, "user", currentUser(c).Name)
+	if b.Labels != nil {
+		if n, err = s.m.SetNodeLabels(c.Request.Context(), n.Name, b.Labels); err != nil {
+			s.apiError(c, err)
+			return
+		}
+	}
 	c.JSON(http.StatusCreated, toAPINode(n))
 }
 

@@ -86,7 +86,7 @@ func (s *server) delayedVM(c *gin.Context, id string, flash *views.Flash) (views
 		Layout: l, Flash: flash, ID: d.ID, Status: d.Status, SourceApp: d.SourceApp, Topic: d.Topic, ContentKey: d.ContentKey,
 		Due: utcText(d.DueAt), Late: d.Late, LateBy: d.LateBy, NotifyURL: d.NotifyURL, ContentType: d.ContentType,
 		NotifyBody: d.NotifyBody, Retries: d.Retries, Attempts: d.Attempts, Executors: strings.Join(d.Executors, ", "),
-		Keepers: strings.Join(d.Keepers, ", "), Node: d.Node, LastError: d.LastError, CreatedBy: d.CreatedBy,
+		Selector: d.Selector, Keepers: strings.Join(d.Keepers, ", "), Node: d.Node, LastError: d.LastError, CreatedBy: d.CreatedBy,
 		Created: utcText(d.CreatedAt), Fired: optUTC(d.FiredAt), Finished: optUTC(d.FinishedAt),
 		CanCancel: !l.ReadOnly && d.Status == master.DelayedPending, Live: live,
 	}

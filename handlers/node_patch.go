@@ -15,13 +15,19 @@ type apiPatchNodeBody struct {
 	Protocol       *string `json:"protocol"`
 	Priority       *int    `json:"priority"`
 	MaxConcurrency *int    `json:"max_concurrency"`
+	// Labels, when given, replace the node's admin labels.
+	Labels protocol.Labels `json:"labels"`
 }
 
 // apiPatchNode answers PATCH /api/v1/nodes/{name}: an admin's edit of a
-// worker node, the only way its priority rises above the default.
+// worker node, the only way its priority rises above the default; labels,
+// when given, replace its admin labels after the edit.
 func (s *server) apiPatchNode(c *gin.Context) {
 	var b apiPatchNodeBody
 	if !bindJSON(c, &b) {
+		return
+	}
+	if !s.labelsFit(c, b.Labels) {
 		return
 	}
 	name := c.Param("name")
@@ -43,11 +49,20 @@ func (s *server) apiPatchNode(c *gin.Context) {
 	if b.MaxConcurrency != nil {
 		cfg.MaxConcurrency = *b.MaxConcurrency
 	}
-	n, err = s.m.UpdateNode(c.Request.Context(), name, cfg)
-	if err != nil {
-		s.apiError(c, err)
-		return
+	// A body with labels alone changes the labels alone (and records no edit).
+	if b.Host != nil || b.Protocol != nil || b.Priority != nil || b.MaxConcurrency != nil || b.Labels == nil {
+		n, err = s.m.UpdateNode(c.Request.Context(), name, cfg)
+		if err != nil {
+			s.apiError(c, err)
+			return
+		}
+		s.log.Info("node edited", "node", name, "user", currentUser(c).Name)
 	}
-	s.log.Info("node edited", "node", name, "user", currentUser(c).Name)
+	if b.Labels != nil {
+		if n, err = s.m.SetNodeLabels(c.Request.Context(), name, b.Labels); err != nil {
+			s.apiError(c, err)
+			return
+		}
+	}
 	c.JSON(http.StatusOK, toAPINode(n))
 }

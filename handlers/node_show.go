@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -25,21 +28,53 @@ const nodeTaskLimit = 500
 // showNode shows one node: its state, the tasks it executes, its recent runs
 // and its health history. htmx gets the live part only.
 func (s *server) showNode(c *gin.Context) {
-	name := c.Param("name")
+	if isHX(c) {
+		s.nodeLive(c)
+		return
+	}
+	s.renderNodePage(c, http.StatusOK, c.Param("name"), nil)
+}
+
+// renderNodePage shows the node page with status; edit, when not nil,
+// changes the view model first (the labels form's error).
+func (s *server) renderNodePage(c *gin.Context, status int, name string, edit func(*views.NodePageVM)) {
 	live, n, err := s.nodeLiveVM(c, name)
 	if err != nil {
 		s.tasksError(c, err)
 		return
 	}
-	if isHX(c) {
-		s.render(c, http.StatusOK, views.NodeLive(live))
-		return
-	}
 	l := s.layout(c, "Node "+n.Name, "nodes")
-	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: !l.ReadOnly,
+	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: !l.ReadOnly, Flash: s.takeFlash(c),
 		CanEdit:    n.Type == master.TypeWorker && n.Mode != master.ModePending && master.NodeAllows(n.Status, master.NodeEdit),
-		CanApprove: n.Mode == master.ModePending, Live: live}
-	s.render(c, http.StatusOK, views.NodePage(vm))
+		CanApprove: n.Mode == master.ModePending, CanLabel: n.Type == master.TypeWorker,
+		LabelsForm: labelsText(master.AdminLabels(n)), Live: live}
+	if edit != nil {
+		edit(&vm)
+	}
+	s.render(c, status, views.NodePage(vm))
+}
+
+// labelsText writes labels for the labels field: "k=v, k=v", by key.
+func labelsText(l protocol.Labels) string {
+	return strings.ReplaceAll(l.String(), ",", ", ")
+}
+
+// nodeLabelRows are a node's labels in force, each with where it comes from.
+func nodeLabelRows(n *master.Node) []views.NodeLabelRow {
+	declared, admin := master.DeclaredLabels(n), master.AdminLabels(n)
+	inForce := master.NodeLabels(n)
+	rows := make([]views.NodeLabelRow, 0, len(inForce))
+	for _, k := range slices.Sorted(maps.Keys(inForce)) {
+		r := views.NodeLabelRow{Key: k, Value: inForce[k], From: "worker"}
+		if v, ok := admin[k]; ok {
+			r.From = "admin"
+			if w, ok := declared[k]; ok && w != v {
+				r.Overrides = k + "=" + w
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // nodeLive is the live fragment of the node page.
@@ -69,6 +104,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 		Leader: n.Type == master.TypeMaster && n.Name == leader, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Reason: n.Reason, MachineName: n.MachineName,
 		Degraded:     n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
+		Labels:       nodeLabelRows(n),
 		RunsURL:      withQuery("/runs", runListQuery(views.RunFilterVM{Node: n.Name}, 0)),
 		RowsURL:      nodePath(n.Name) + "/live",
 		PollInterval: s.poll, UpdatedAt: now.UTC().Format("15:04:05") + " UTC",

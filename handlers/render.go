@@ -118,6 +118,7 @@ func (s *server) errorPage(c *gin.Context, status int, msg string) {
 var consoleSections = map[string]string{
 	"dashboard": "the dashboard", "nodes": "nodes", "tasks": "tasks", "runs": "tasks", "events": "the event log",
 	"users": "users", "settings": "settings", "tokens": "API tokens", "account": "your account",
+	"pools": "pools",
 }
 
 // backLink is where an error page leads back to: the page the user came from

@@ -36,7 +36,7 @@ func settingsGood() url.Values {
 		"health_interval": {"5s"}, "health_timeout": {"1s"}, "max_failures": {"4"},
 		"default_http_timeout": {"20s"}, "run_retention_days": {"7"},
 		"smtp_host": {""}, "smtp_port": {"587"}, "smtp_from": {""}, "smtp_username": {""}, "smtp_password": {""},
-		"smtp_tls": {"starttls"}, "webhook_url": {""}, "public_url": {""},
+		"smtp_tls": {"starttls"}, "webhook_url": {""}, "public_url": {""}, "prune_offline_after": {"24h"},
 	}
 }
 

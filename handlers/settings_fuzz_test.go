@@ -61,6 +61,7 @@ func FuzzSettingsForm(f *testing.F) {
 		for i, v := range []string{hi, ht, mf, dt, rr, host, port, from, user, tls, hook, public, pw} {
 			form.Set(settingsFuzzFields[i], v)
 		}
+		form.Set("prune_offline_after", "24h")
 		resp, err := c.PostForm(srv.URL+"/settings", form)
 		if err != nil {
 			t.Fatal(err)

@@ -179,6 +179,6 @@ func settingsForm(st master.Settings) views.SettingsForm {
 		SMTPHost: st.SMTPHost, SMTPPort: strconv.Itoa(st.SMTPPort), SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername,
 		// Passwords in URLs are masked; saving the mask keeps them.
 		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
-		ApproveNewNodes: st.ApproveNewNodes,
+		ApproveNewNodes: st.ApproveNewNodes, PruneOfflineAfter: form.FormatDays(st.PruneOfflineAfter),
 	}
 }

@@ -182,6 +182,9 @@ func taskRow(t *master.Task, now time.Time) views.TaskRow {
 		Executors: strings.Join(t.Executors, ", "), Status: int(t.Status), StatusName: t.Status.String(),
 		LastResult: t.LastResult, RunCount: t.RunCount, Actions: taskActions(t.Status),
 	}
+	if t.Selector != "" {
+		r.Executors = strings.TrimPrefix(r.Executors+", selector "+t.Selector, ", ")
+	}
 	r.Schedule, r.ScheduleZone = scheduleParts(&t.TaskDef)
 	r.LastRun, r.LastRunAt = lastRunText(t, now)
 	r.NextRun, r.NextRunAt = nextRunText(t, now)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"net/http"
 	"sort"
 	"time"
@@ -52,6 +53,19 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 		return views.TaskVM{}, err
 	}
 	vm.Health = taskHealthVM(health[t.ID])
+	if vm.Selector = t.Selector; len(t.Selected) > 0 {
+		nodes, err := s.m.ListNodes(ctx)
+		if err != nil {
+			return views.TaskVM{}, err
+		}
+		status := make(map[string]string, len(nodes))
+		for _, n := range nodes {
+			status[n.Name] = n.Status.String()
+		}
+		for _, name := range t.Selected {
+			vm.Selected = append(vm.Selected, views.NodeOption{Name: name, StatusName: cmp.Or(status[name], "unknown")})
+		}
+	}
 	vm.Schedule, vm.ScheduleZone = scheduleParts(&t.TaskDef)
 	vm.LastRun, vm.LastRunAt = lastRunText(t, now)
 	vm.NextRun, vm.NextRunAt = nextRunText(t, now)

@@ -190,8 +190,11 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	resp := protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}
 	if old != nil && old.Status != store.StatusRunning {
 		// Where the master's misfire windows for its tasks begin.
-		since := cmp.Or(old.DownSince, old.UpdatedAt).UTC()
+		since, up := cmp.Or(old.DownSince, old.UpdatedAt).UTC(), n.UpdatedAt.UTC()
 		resp.DownNoticed, resp.DownSince = true, &since
+		if !up.IsZero() {
+			resp.RunningSince = &up
+		}
 	}
 	return resp, nil
 }

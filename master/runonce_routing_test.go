@@ -270,3 +270,46 @@ func TestBroadcastShardsFollowTheRunningExecutors(t *testing.T) {
 		tg.waitShards(t, at, "0/3", "1/3", "2/3")
 	})
 }
+
+// A broadcast task that selects a pool shards its work among the members
+// running at the fire's moment: a member that joins (an admin label) makes
+// thirds at once, one that leaves (its label removed) halves again, and the
+// worker outside the pool never gets a shard.
+func TestBroadcastShardsFollowThePoolsMembers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	routedWorkers(e, map[string]int{"a": 1, "b": 1, "c": 1, "x": 1})
+	for _, n := range []string{"a", "b"} {
+		if _, err := e.m.SetNodeLabels(e.ctx, n, protocol.Labels{"pool": "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := newShardTarget(t)
+	routedRunTask(e, protocol.RoutingBroadcast, func(in *master.TaskInput) {
+		in.Executors, in.Selector = nil, "pool=p"
+		in.Schedule = protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"}
+		in.HTTP.URL = tg.URL + "/?i={{SHARD_INDEX}}&n={{SHARD_TOTAL}}"
+	})
+	at := tg.waitShards(t, 0, "0/2", "1/2")
+	if _, err := e.m.SetNodeLabels(e.ctx, "c", protocol.Labels{"pool": "p"}); err != nil {
+		t.Fatal(err)
+	}
+	at = tg.waitShards(t, at, "0/3", "1/3", "2/3")
+	if _, err := e.m.SetNodeLabels(e.ctx, "a", protocol.Labels{}); err != nil {
+		t.Fatal(err)
+	}
+	settled := tg.waitShards(t, at, "0/2", "1/2")
+	settled = tg.waitShards(t, settled, "0/2", "1/2")
+	for _, h := range tg.since(settled) {
+		if strings.HasSuffix(h, "/3") {
+			t.Fatalf("fires after a left still had thirds: %v", tg.since(settled))
+		}
+	}
+	// x, outside the pool, would have made a share of its own: every fire
+	// since is halves only.
+	for _, h := range tg.since(settled) {
+		if !strings.HasSuffix(h, "/2") {
+			t.Fatalf("a fire of a non-member or a stale shard: %v", tg.since(settled))
+		}
+	}
+}

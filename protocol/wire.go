@@ -157,6 +157,11 @@ type StartupRequest struct {
 	// itself) loses no fire and counts none twice. Without it (an older
 	// master) the worker counts none.
 	DownSince *time.Time `json:"down_since,omitempty"`
+	// RunningSince, with DownNoticed, is when the master recorded this node
+	// running again: its misfire windows for the node's tasks end there. The
+	// fires after it that come before the worker schedules the task again
+	// (the time the answer takes) are the worker's to count.
+	RunningSince *time.Time `json:"running_since,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/worker/register (auto-registration).
@@ -180,9 +185,11 @@ type RegisterRequest struct {
 type RegisterResponse struct {
 	Master string     `json:"master"`
 	Tasks  []TaskSpec `json:"tasks"`
-	// DownNoticed and DownSince are StartupRequest's for the tasks above.
-	DownNoticed bool       `json:"down_noticed,omitempty"`
-	DownSince   *time.Time `json:"down_since,omitempty"`
+	// DownNoticed, DownSince and RunningSince are StartupRequest's for the
+	// tasks above.
+	DownNoticed  bool       `json:"down_noticed,omitempty"`
+	DownSince    *time.Time `json:"down_since,omitempty"`
+	RunningSince *time.Time `json:"running_since,omitempty"`
 }
 
 // ErrorResponse is the JSON error body of every API.

@@ -321,6 +321,7 @@ func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey stri
 		}
 		return fmt.Errorf("store: register node %q: %w", n.Name, err)
 	}
+	n.UpdatedAt = now
 	return nil
 }
 

@@ -67,6 +67,7 @@ type DelayedVM struct {
 	Retries     int
 	Attempts    int
 	Executors   string
+	Selector    string
 	Keepers     string
 	Node        string
 	LastError   string
@@ -110,8 +111,9 @@ type DelayedFields struct {
 	NotifyBody  string
 	Retries     string
 	Keepers     string
+	Selector    string
 }
 
 // DelayedFormFields lists the fields the delayed form shows errors next to.
 var DelayedFormFields = []string{"source_app", "topic", "content_key", "delay", "at", "notify_url", "content_type",
-	"notify_body", "retries", "executors", "keepers"}
+	"notify_body", "retries", "executors", "selector", "keepers"}

@@ -43,3 +43,8 @@ func orDeleted(title string) string {
 	}
 	return "“" + title + "”"
 }
+
+// poolPath is a pool's page, "/pools/key=value". Label keys and values hold
+// only URL-safe characters; a key's prefix keeps its '/', which the route
+// reads as part of the pool.
+func poolPath(key, value string) string { return "/pools/" + key + "=" + value }

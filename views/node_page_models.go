@@ -63,7 +63,23 @@ type NodePageVM struct {
 	CanEdit     bool
 	// CanApprove: the node waits for an admin's approval.
 	CanApprove bool
-	Live       NodeLiveVM
+	// CanLabel: a worker, whose admin labels may be set.
+	CanLabel bool
+	// LabelsForm is the admin labels field ("k=v, k=v"), as stored or as
+	// typed; LabelsError what is wrong with what was typed.
+	LabelsForm  string
+	LabelsError string
+	Flash       *Flash
+	Live        NodeLiveVM
+}
+
+// NodeLabelRow is one of a node's labels in force.
+type NodeLabelRow struct {
+	Key, Value string
+	// From is "worker" (declared with --labels) or "admin" (set here).
+	From string
+	// Overrides is the worker's own "key=value" an admin label replaces.
+	Overrides string
 }
 
 // NodeLiveVM is the live part of the node page: its state, tasks, recent
@@ -82,8 +98,10 @@ type NodeLiveVM struct {
 	Failures       int
 	Reason         string
 	// Degraded: the node answers but is degraded (Reason says why).
-	Degraded     bool
-	MachineName  string
+	Degraded    bool
+	MachineName string
+	// Labels are its labels in force, by key.
+	Labels       []NodeLabelRow
 	Tasks        []NodeTaskRow
 	Runs         []RunListRow
 	RunsURL      string // the runs page filtered by this node

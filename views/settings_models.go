@@ -15,6 +15,9 @@ type SettingsForm struct {
 	WebhookURL         string
 	PublicURL          string
 	ApproveNewNodes    bool
+	// PruneOfflineAfter is how long an auto-registered worker may stay
+	// offline before it is deleted ("24h", "7d", "0" for never).
+	PruneOfflineAfter string
 }
 
 // PinnedValue is a health setting fixed by the process configuration: the

@@ -1,5 +1,11 @@
 package views
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // TaskActions says which actions a task's status allows.
 type TaskActions struct {
 	Start   bool
@@ -17,7 +23,7 @@ type TaskRow struct {
 	Title      string
 	Type       string
 	Schedule   string // e.g. "cron */5 * * * * *", "every 2s"
-	Executors  string // comma-separated node names
+	Executors  string // comma-separated node names, and the selector
 	Status     int
 	StatusName string
 	LastRun    string // relative, e.g. "3s ago", or "never"
@@ -129,6 +135,10 @@ type TaskFields struct {
 	ShellEnv     string // KEY=value lines
 	ShellDir     string
 
+	// Selector is the task's label selector: the workers it selects are
+	// executors too.
+	Selector string
+
 	// Timezone is the task's IANA zone ("" is UTC): its cron expression and
 	// the form's times read the wall clock there.
 	Timezone string
@@ -229,6 +239,10 @@ type TaskVM struct {
 	Misfire     string // skip or run_once
 	Params      []KV
 	Executors   []string
+	// Selector is its label selector ("" for none); Selected the workers it
+	// selects now, with their state.
+	Selector    string
+	Selected    []NodeOption
 	Keepers     []string
 	Children    []TaskLink
 	HTTP        *TaskHTTPView
@@ -306,4 +320,48 @@ type SchedulePreviewVM struct {
 type PreviewFire struct {
 	Local string
 	UTC   string
+}
+
+// SelectorPreviewVM is what a selector matches now, for the task form.
+type SelectorPreviewVM struct {
+	// Blank: no selector typed yet.
+	Blank bool
+	// Error says what is wrong with the selector, pointing at the character.
+	Error string
+	// Selector is the canonical spelling.
+	Selector string
+	// Running and Others are the first names of the running workers it
+	// matches and of those that do not run now; More* count the rest.
+	Running, Others           []string
+	MoreRunning, MoreOthers   int
+	RunningCount, OthersCount int
+}
+
+// MatchText reads "matches 2 running nodes: a, b".
+func (vm SelectorPreviewVM) MatchText() string {
+	s := "matches " + plural(vm.RunningCount, "running node", "running nodes")
+	if vm.RunningCount > 0 {
+		s += ": " + nameList(vm.Running, vm.MoreRunning)
+	}
+	return s
+}
+
+// OthersText reads "and 1 node not running now: c".
+func (vm SelectorPreviewVM) OthersText() string {
+	return "and " + plural(vm.OthersCount, "node", "nodes") + " not running now: " + nameList(vm.Others, vm.MoreOthers)
+}
+
+func nameList(names []string, more int) string {
+	s := strings.Join(names, ", ")
+	if more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

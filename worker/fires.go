@@ -86,6 +86,10 @@ type lastFires struct {
 	// this node down from then on: protocol.StartupRequest.DownSince); zero
 	// when the worker counts every missed fire.
 	until time.Time
+	// upSince: while a Startup schedules its tasks, when the master's
+	// misfire windows for them ended (protocol.StartupRequest.RunningSince);
+	// the fires after it, before a task is scheduled again, ran nowhere.
+	upSince time.Time
 
 	dirty atomic.Bool
 }
@@ -225,6 +229,21 @@ func (l *lastFires) handOver(since time.Time) {
 	l.mu.Unlock()
 }
 
+// handUp sets (zero: clears) when the master's misfire windows for the
+// tasks being scheduled ended.
+func (l *lastFires) handUp(since time.Time) {
+	l.mu.Lock()
+	l.upSince = since
+	l.mu.Unlock()
+}
+
+// upFrom returns handUp's time.
+func (l *lastFires) upFrom() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.upSince
+}
+
 // keep holds the last fire of a task leaving the schedule as the process stops.
 func (l *lastFires) keep(tj *taskJob) {
 	ns := tj.lastFire.Load()
@@ -352,6 +371,7 @@ func writeFileAtomic(path string, v any) error {
 // Called under r.mu for a task just scheduled; it reports whether the task
 // had a last fire from the previous process.
 func (r *runner) restarted(tj *taskJob, now time.Time) bool {
+	r.handedUp(tj)
 	last, notBefore, until, ok := r.fires.take(tj.spec.ID)
 	if !ok {
 		return false
@@ -402,6 +422,38 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last, back))
 	}()
 	return true
+}
+
+// handedUp applies the task's misfire policy to the fires between the end
+// of the master's misfire window for it (it recorded this node running
+// again) and now, when the task is scheduled again: the registration's
+// answer was on its way, and nobody ran them. A task this worker does not
+// run alone, or a paused one, is left alone (see restarted).
+func (r *runner) handedUp(tj *taskJob) {
+	up := r.fires.upFrom()
+	spec := tj.current()
+	if up.IsZero() || spec.Executors > 1 || spec.Paused {
+		return
+	}
+	c := tj.plan.Fires(up, tj.since.Add(-time.Nanosecond), maxMissedCount)
+	if c.N == 0 {
+		return
+	}
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		if spec.Misfire == protocol.MisfireRunOnce {
+			r.log.Info("misfire while the master handed the task back: catch-up run", "task", spec.ID, "first_missed", c.First, "missed", c.N)
+			r.runCatchUp(spec, catchUp{n: c.N, first: c.First, last: c.Last, more: c.More})
+			return
+		}
+		why := fmt.Sprintf("misfire: the fire at %s came while the master was giving this worker its tasks back", c.First.Format(time.RFC3339))
+		if c.N > 1 {
+			why = fmt.Sprintf("misfire: %d fires from %s to %s came while the master was giving this worker its tasks back",
+				c.N, c.First.Format(time.RFC3339), c.Last.Format(time.RFC3339))
+		}
+		r.reports.add(skippedReport(r.node(), &queuedFire{spec: spec, fire: c.First, id: newRunID()}, why))
+	}()
 }
 
 // missedKey and missedCount cache a count of missed fires while a restarted

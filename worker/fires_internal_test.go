@@ -494,3 +494,53 @@ func TestRunOnceRefusesABadCatchUp(t *testing.T) {
 		t.Fatalf("RunOnce with a negative catch-up: %v, want ErrInvalid", err)
 	}
 }
+
+// The master's misfire window for a node's task ends when it records the
+// node running again (RunningSince); the fires after that and before the
+// worker schedules the task (the registration's answer on its way) are the
+// worker's to record, once, and only for the tasks of that Startup.
+func TestStartupCountsTheFiresAfterRunningSince(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(target.Close)
+	m := newRunsMaster(t)
+	cfg := Config{Identity: "w1", Protocol: "http", IP: "127.0.0.1", Port: 1, Priority: 1, MaxConcurrency: 10,
+		MasterURL: m.srv.URL, ClusterKey: "restart-test-cluster-key-0123456789", DataDir: t.TempDir()}
+	w, err := New(cfg, testutil.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go w.Run(context.Background()) // until Stop
+	defer w.Stop(context.Background())
+	every := protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Second)}
+	gap := httpSpec("gap", target.URL, every)
+	// The master recorded the node running half a second after a fire, three
+	// fires ago (the last one this very second, before the Startup).
+	up := time.Now().Truncate(time.Second).Add(-2500 * time.Millisecond)
+	down := up.Add(-time.Minute)
+	before := time.Now()
+	if err := w.Startup(context.Background(), protocol.StartupRequest{Tasks: []protocol.TaskSpec{gap}, DownNoticed: true,
+		DownSince: &down, RunningSince: &up}); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	waitFor(t, "the misfire record", func() bool { return len(misfireRuns(m.runs("gap"))) == 1 })
+	rec := misfireRuns(m.runs("gap"))[0]
+	// The whole seconds after up and before the task was scheduled.
+	lo, hi := int(before.Sub(up)/time.Second), int(after.Sub(up)/time.Second)+1
+	var n int
+	if _, err := fmt.Sscanf(rec.Output, "misfire: %d fires from", &n); err != nil || n < lo || n > hi ||
+		!strings.Contains(rec.Output, "giving this worker its tasks back") ||
+		!rec.ScheduledAt.After(up) || rec.ScheduledAt.After(up.Add(time.Second)) {
+		t.Fatalf("misfire record %q at %s, want %d to %d fires from the first after %s", rec.Output, rec.ScheduledAt, lo, hi, up)
+	}
+	// A task started later is not counted from RunningSince again.
+	later := httpSpec("later", target.URL, every)
+	if err := w.StartTask(later); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a run of the later task", func() bool { return len(m.runs("later")) > 0 })
+	if n := len(misfireRuns(m.runs("later"))); n != 0 {
+		t.Fatalf("%d misfire records for a task started after the Startup", n)
+	}
+}

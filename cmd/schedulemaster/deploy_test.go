@@ -325,8 +325,8 @@ func TestSystemdUnits(t *testing.T) {
 	if got := worker.one(t, "StateDirectory"); got != "schedulemaster/worker-%i" {
 		t.Errorf("worker StateDirectory=%q", got)
 	}
-	if got := worker.one(t, "EnvironmentFile"); got != "/etc/schedulemaster/worker-%i.env" {
-		t.Errorf("worker EnvironmentFile=%q, want the instance's file, required", got)
+	if got := worker["Service"]["EnvironmentFile"]; !slices.Equal(got, []string{"-/etc/schedulemaster/worker.env", "-/etc/schedulemaster/worker-%i.env"}) {
+		t.Errorf("worker EnvironmentFile=%q, want the machine's file then the instance's", got)
 	}
 	if got := master.one(t, "EnvironmentFile"); got != "-/etc/schedulemaster/master.env" {
 		t.Errorf("master EnvironmentFile=%q", got)

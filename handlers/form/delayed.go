@@ -18,11 +18,12 @@ func Delayed(v url.Values) (views.DelayedFields, master.DelayedInput) {
 		SourceApp: v.Get("source_app"), Topic: v.Get("topic"), ContentKey: v.Get("content_key"),
 		Delay: trim("delay"), At: trim("at"), NotifyURL: v.Get("notify_url"), ContentType: trim("content_type"),
 		NotifyBody: v.Get("notify_body"), Retries: trim("retries"), Keepers: v.Get("keepers"),
+		Selector: v.Get("selector"),
 	}
 	in := master.DelayedInput{
 		SourceApp: f.SourceApp, Topic: f.Topic, ContentKey: f.ContentKey, At: timeUTC(f.At),
 		NotifyURL: f.NotifyURL, NotifyBody: f.NotifyBody, ContentType: f.ContentType,
-		Executors: v["executors"], Keepers: List(f.Keepers),
+		Executors: v["executors"], Selector: f.Selector, Keepers: List(f.Keepers),
 	}
 	if f.Delay != "" {
 		in.Delay, _ = json.Marshal(f.Delay)

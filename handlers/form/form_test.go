@@ -113,3 +113,37 @@ func TestDelayedForm(t *testing.T) {
 		t.Fatalf("delayed %+v fields %+v", in, f)
 	}
 }
+
+func TestDaysAndLabelsAndSelector(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "0": 0, "36h": 36 * time.Hour} {
+		d, ok := form.Days(in)
+		if !ok || d != want {
+			t.Errorf("Days(%q) = %s %v, want %s", in, d, ok, want)
+		}
+		if back, _ := form.Days(form.FormatDays(d)); back != d {
+			t.Errorf("FormatDays(%s) = %q does not read back", d, form.FormatDays(d))
+		}
+	}
+	for _, bad := range []string{"", "x", "1.5d", "-1d", "d", "99999999999d"} {
+		if _, ok := form.Days(bad); ok {
+			t.Errorf("Days(%q) accepted", bad)
+		}
+	}
+	if l, msg := form.Labels(" pool=billing , zone=eu-1 "); msg != "" || l.String() != "pool=billing,zone=eu-1" {
+		t.Errorf("Labels: %v %q", l, msg)
+	}
+	if _, msg := form.Labels("pool"); msg == "" {
+		t.Error("Labels accepted an item without '='")
+	}
+	f, in, _ := form.Task(url.Values{"selector": {"pool=billing"}})
+	if f.Selector != "pool=billing" || in.Selector != "pool=billing" {
+		t.Errorf("task form selector: %q %q", f.Selector, in.Selector)
+	}
+	if got := form.TaskFieldsOf(&master.Task{Selector: "pool=x"}).Selector; got != "pool=x" {
+		t.Errorf("TaskFieldsOf selector %q", got)
+	}
+	if f, in := form.Delayed(url.Values{"selector": {"pool=billing"}}); f.Selector != "pool=billing" || in.Selector != "pool=billing" {
+		t.Errorf("delayed form selector: %q %q", f.Selector, in.Selector)
+	}
+}

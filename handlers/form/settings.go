@@ -22,7 +22,7 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 		DefaultHTTPTimeout: get("default_http_timeout"), RunRetentionDays: get("run_retention_days"),
 		SMTPHost: get("smtp_host"), SMTPPort: get("smtp_port"), SMTPFrom: get("smtp_from"), SMTPUsername: get("smtp_username"),
 		SMTPTLS: get("smtp_tls"), WebhookURL: get("webhook_url"), PublicURL: get("public_url"),
-		ApproveNewNodes: get("approve_new_nodes") == "1",
+		ApproveNewNodes: get("approve_new_nodes") == "1", PruneOfflineAfter: get("prune_offline_after"),
 	}
 	fe := protocol.FieldErrors{}
 	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
@@ -48,6 +48,11 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 	num("max_failures", f.MaxFailures, &st.MaxFailures)
 	dur("default_http_timeout", f.DefaultHTTPTimeout, &st.DefaultHTTPTimeout)
 	num("run_retention_days", f.RunRetentionDays, &st.RunRetentionDays)
+	if d, ok := Days(f.PruneOfflineAfter); ok {
+		st.PruneOfflineAfter = d
+	} else {
+		fe["prune_offline_after"] = "must be 0 (never), a number of days such as 7d, or a Go duration such as 24h or 36h"
+	}
 	if f.SMTPPort == "" {
 		st.SMTPPort = master.DefaultSettings().SMTPPort
 	} else {
@@ -63,4 +68,31 @@ func SMTPPassword(v url.Values, stored string) string {
 		return p
 	}
 	return stored
+}
+
+// Days reads a duration written as a Go duration ("24h"), a number of
+// whole days ("7d") or "0".
+func Days(v string) (time.Duration, bool) {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, false
+		}
+		return time.Duration(days) * 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(v)
+	return d, err == nil
+}
+
+// FormatDays writes a duration the way Days reads it: whole days from two
+// days up as "7d", else as a short Go duration ("24h", "0").
+func FormatDays(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= 2*day && d%day == 0 {
+		return strconv.Itoa(int(d/day)) + "d"
+	}
+	if d == 0 {
+		return "0"
+	}
+	return duration(d)
 }

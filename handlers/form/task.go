@@ -29,7 +29,7 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 		HTTPContentType: trim("http_content_type"),
 		ShellCommand:    get("shell_command"), ShellArgs: get("shell_args"), ShellEnv: get("shell_env"), ShellDir: trim("shell_dir"),
 		Timezone: trim("timezone"), Overlap: trim("overlap"), Routing: trim("routing"), RoutingKey: trim("routing_key"),
-		Misfire: trim("misfire"),
+		Misfire: trim("misfire"), Selector: get("selector"),
 	}
 	in := master.TaskInput{
 		TaskDef: protocol.TaskDef{
@@ -40,6 +40,7 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 			Misfire: f.Misfire,
 		},
 		Executors: v["executors"],
+		Selector:  f.Selector,
 		Keepers:   List(f.Keepers),
 		Children:  v["children"],
 	}
@@ -104,6 +105,7 @@ func TaskFieldsOf(stored *master.Task) views.TaskFields {
 		Cron: t.Schedule.Cron, At: FormatTimeIn(t.Schedule.At, loc), StartAt: FormatTimeIn(t.StartAt, loc), EndAt: FormatTimeIn(t.EndAt, loc),
 		Timeout: duration(time.Duration(t.Timeout)), Retries: strconv.Itoa(t.Retries),
 		Params: JoinPairs(t.Params, "="), Keepers: strings.Join(t.Keepers, ", "), HTTPMethod: "GET",
+		Selector: t.Selector,
 	}
 	if t.Schedule.Every > 0 {
 		f.Every = duration(time.Duration(t.Schedule.Every))
