@@ -592,6 +592,12 @@ type RunRejected struct {
 type ClaimRequest struct {
 	TaskID string    `json:"task_id"`
 	FireAt time.Time `json:"fire_at"`
+	// RunID is the report id the fire's first report will carry if this
+	// node wins it. The master keeps it with the claim, so that a winner
+	// that dies before it reports (kill -9 during a run too short for a
+	// start notice) leaves a run recorded lost under that id, which its
+	// report replaces should it come after all. Empty from older workers.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // ClaimResponse says whether this node won the fire, and which node did.
