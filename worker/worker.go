@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -73,6 +74,9 @@ func (c Config) NodeConfig() protocol.NodeConfig {
 
 // Worker is one running worker node.
 type Worker struct {
+	// regFlight is closed when the registration in flight (if any) ends.
+	regFlight atomic.Pointer[chan struct{}]
+
 	cfg     Config
 	log     *slog.Logger
 	client  *http.Client
@@ -391,10 +395,25 @@ func (w *Worker) shutdown(ctx context.Context, keep bool) error {
 // StartTask schedules a task (idempotent: a started task is updated in place).
 func (w *Worker) StartTask(spec protocol.TaskSpec) error {
 	if !w.isScheduling() {
-		return ErrNotScheduling
+		// The master may push a task the moment it has recorded this node
+		// running, while the registration's answer (and with it the
+		// schedule) is still on its way: wait for it, briefly.
+		if ch := w.regFlight.Load(); ch != nil {
+			select {
+			case <-*ch:
+			case <-time.After(registrationWait):
+			}
+		}
+		if !w.isScheduling() {
+			return ErrNotScheduling
+		}
 	}
 	return w.runner.start(spec)
 }
+
+// registrationWait bounds how long a pushed task waits for a registration
+// in flight: well within the master's call timeout.
+const registrationWait = 3 * time.Second
 
 // StopTask removes a task; stopping a task that is not here is fine.
 func (w *Worker) StopTask(id string) { w.runner.stop(id) }
@@ -661,6 +680,14 @@ func (w *Worker) register(ctx context.Context) error {
 		// take its own name again.
 		protocol.HeaderNodeSignature: protocol.SignRegistration(w.nodeKey, req.Node.Name, ts, nonce, body),
 	}
+	// While the registration is in flight, a task pushed by a master that
+	// has recorded it waits for it (StartTask).
+	flight := make(chan struct{})
+	w.regFlight.Store(&flight)
+	defer func() {
+		close(flight)
+		w.regFlight.CompareAndSwap(&flight, nil)
+	}()
 	var resp protocol.RegisterResponse
 	used, err := w.call(ctx, protocol.PathMasterRegister, headers, body, &resp)
 	if err != nil {
