@@ -36,6 +36,8 @@ commands:
   master        serve the admin console and the master API (owns the database)
   worker        run tasks for a master on this machine
   token create  create an API token for the open API and print it once
+  apply         make a master's tasks match a YAML document (configuration as code)
+  export        write a master's tasks as that document
   version       print the version
   help [cmd]    print this help, or the flags of a command
 
@@ -75,6 +77,15 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv lookupEnvFunc) int {
 			return configFailed(stdout, stderr, "token create", o, tokenSynopsis, err)
 		}
 		return runCommand(stderr, func(ctx context.Context, log *slog.Logger) error { return runTokenCreate(ctx, cfg, stdout, log) })
+	case "apply", "export":
+		cfg, o, err := parseApplyConfig(rest, lookupEnv, cmd == "export")
+		if err != nil {
+			return configFailed(stdout, stderr, cmd, o, map[string]string{"apply": applySynopsis, "export": exportSynopsis}[cmd], err)
+		}
+		if cmd == "export" {
+			return runExport(cfg, stdout, stderr)
+		}
+		return runApply(cfg, os.Stdin, stdout, stderr, lookupEnv)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
@@ -141,6 +152,9 @@ func commandHelp(stdout, stderr io.Writer, cmd string) int {
 	case "token":
 		var c tokenConfig
 		tokenOptions(&c).usage(stdout, tokenSynopsis)
+	case "apply", "export":
+		var c applyConfig
+		applyOptions(&c, cmd == "export").usage(stdout, map[string]string{"apply": applySynopsis, "export": exportSynopsis}[cmd])
 	default:
 		fmt.Fprintf(stderr, "schedulemaster help: unknown command %q\n\n%s", cmd, usageText)
 		return exitUsage
