@@ -217,6 +217,13 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.DELETE("/delayed/:id", s.requireAdmin, s.apiCancelDelayed)
 	api.POST("/delayed/:id/cancel", s.requireAdmin, s.apiCancelDelayed)
 
+	// Configuration as code: documents of every task, up to the document bound.
+	apiConfig := apiBase.Group("", s.guardBody(master.MaxDocumentBytes), s.requireUser(true))
+	apiConfig.GET("/export", s.apiExport)
+	apiConfig.POST("/apply", s.requireAdmin, s.apiApply)
+	// The OpenAPI document of these routes: open, like /health.
+	apiBase.GET("/openapi.json", s.openAPI)
+
 	apiTasks := apiBase.Group("/tasks", s.guardBody(maxTaskBody), s.requireUser(true))
 	apiTasks.GET("", s.apiListTasks)
 	apiTasks.POST("", s.requireAdmin, s.apiCreateTask)

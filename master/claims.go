@@ -79,6 +79,9 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 	if !isRunID(req.TaskID, maxTaskIDLen) {
 		return protocol.ClaimResponse{}, Errorf(KindInvalid, "task_id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxTaskIDLen)
 	}
+	if req.RunID != "" && !isRunID(req.RunID, maxRunIDLen) {
+		return protocol.ClaimResponse{}, Errorf(KindInvalid, "run_id must be 1-%d letters, digits, '.', '_', ':' or '-'", maxRunIDLen)
+	}
 	// Counted as background work, so Stop waits for the claim's database
 	// writes before the store closes.
 	done, ok := c.life.track()
@@ -99,9 +102,18 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 		return protocol.ClaimResponse{}, c.refuseClaim(node.Name, t.ID, fire, err)
 	}
 	// A fire decided already (the winner's claim came first) is answered at once.
-	winner, err := store.FireClaimWinner(ctx, c.db, t.ID, fire)
-	if err != nil || winner != "" {
-		return claimAnswer(node.Name, winner, err)
+	held, err := store.GetFireClaim(ctx, c.db, t.ID, fire)
+	if err != nil {
+		return claimAnswer(node.Name, "", err)
+	}
+	if held != nil {
+		if held.Node == node.Name && req.RunID != "" && held.RunID != req.RunID {
+			// The winner claims its fire again under another run id: it
+			// never heard that it won (so did not run it) and reports
+			// the fire now under this one (a misfire record, a catch-up).
+			err = store.SetClaimRun(ctx, c.db, t.ID, fire, node.Name, req.RunID)
+		}
+		return claimAnswer(node.Name, held.Node, err)
 	}
 	if t.Status != store.TaskRunning {
 		return protocol.ClaimResponse{}, nil // paused or stopped: nobody runs this fire
@@ -140,7 +152,7 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 	}
 	wctx, cancel := c.life.detached(ctx, wait)
 	defer cancel()
-	winner, err = store.ClaimFire(wctx, c.db, t.ID, fire, node.Name)
+	winner, err := store.ClaimFire(wctx, c.db, t.ID, fire, node.Name, req.RunID)
 	return claimAnswer(node.Name, winner, err)
 }
 

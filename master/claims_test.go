@@ -3,6 +3,7 @@ package master_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,6 +211,58 @@ func TestClaimDeadExecutorDoesNotHoldTheFire(t *testing.T) {
 		resp, err = e.m.Claim(e.ctx, e.node("z"), protocol.ClaimRequest{TaskID: id, FireAt: claimBase.Add(time.Hour)})
 		if !errors.Is(err, master.ErrForbidden) || resp.Won {
 			t.Fatalf("non-executor claim: %+v %v, want ErrForbidden", resp, err)
+		}
+	})
+}
+
+// A claim keeps the run id the winner's report will carry (the latest the
+// winner named): a winner that goes offline before it reports (killed
+// during a short run) leaves that run recorded lost, not missing. A run id
+// that is not one is refused.
+func TestClaimedFireUnreportedAtOfflineIsLost(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		e := newEnv(t, s)
+		id := runningTask(t, e, map[string]int{"x": 1, "y": 1})
+		cands := []master.Candidate{{Name: "x", Weight: 1}, {Name: "y", Weight: 1}}
+		fire := fireRankedFirst(t, id, "x", cands)
+		for _, bad := range []string{"run id", "r\x00n", strings.Repeat("r", 65), "run/1"} {
+			resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: fire, RunID: bad})
+			if !errors.Is(err, master.ErrInvalid) || resp.Won {
+				t.Fatalf("claim with run_id %q: %+v %v, want ErrInvalid", bad, resp, err)
+			}
+		}
+		if e.claimsOf("x") != 0 {
+			t.Fatal("a refused claim was recorded")
+		}
+		resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: fire, RunID: "run-of-x-1"})
+		if err != nil || !resp.Won {
+			t.Fatalf("claim: %+v %v", resp, err)
+		}
+		// The loser's claim names nothing; the winner's claim again under
+		// another id (it never heard it won, and records the fire now as a
+		// misfire) names that one.
+		if resp, err := e.m.Claim(e.ctx, e.node("y"), protocol.ClaimRequest{TaskID: id, FireAt: fire, RunID: "run-of-y"}); err != nil || resp.Won {
+			t.Fatalf("y's late claim: %+v %v", resp, err)
+		}
+		if resp, err := e.m.Claim(e.ctx, e.node("x"), protocol.ClaimRequest{TaskID: id, FireAt: fire, RunID: "run-of-x-2"}); err != nil || !resp.Won {
+			t.Fatalf("x's claim again: %+v %v", resp, err)
+		}
+		// x stops before it reported the run (it would have, had it drained).
+		if err := e.m.Offline(e.ctx, "x", e.node("x").Secret); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.m.GetRun(e.ctx, "run-of-x-2")
+		if err != nil {
+			t.Fatalf("the claimed fire's run after x went offline: %v", err)
+		}
+		if r.Result != store.ResultLost || r.Node != "x" || r.TaskID != id || !r.ScheduledAt.Equal(fire) || !strings.Contains(r.Output, "offline") {
+			t.Fatalf("the claimed fire's run: %+v, want lost on x at %s saying why", r, fire)
+		}
+		for _, other := range []string{"run-of-x-1", "run-of-y"} {
+			if _, err := e.m.GetRun(e.ctx, other); !errors.Is(err, master.ErrNotFound) {
+				t.Errorf("run %s: %v, want none: the claim names one run", other, err)
+			}
 		}
 	})
 }

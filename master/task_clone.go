@@ -39,6 +39,7 @@ func (m *Master) CloneTask(ctx context.Context, id, by string) (*Task, error) {
 	}
 	in := TaskInput{TaskDef: src.TaskDef, Executors: src.Executors, Selector: src.Selector, Keepers: src.Keepers, Children: src.Children}
 	in.Title = CloneTitle(src.Title)
+	in.Key = "" // a key names one task
 	t, err := m.CreateTask(ctx, in, by)
 	if err == nil {
 		m.log.Info("task cloned", "from", id, "task", t.ID, "by", by)

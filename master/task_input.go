@@ -81,7 +81,8 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 	return m.GetTask(ctx, row.ID)
 }
 
-// UpdateTask replaces a stopped task's definition.
+// UpdateTask replaces a stopped task's definition. An input without a key
+// keeps the task's key (the console's form does not show it).
 func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Task, err error) {
 	defer func() { m.events.record(ctx, "task.edit", store.TargetTask, id, err, "“"+in.Title+"”") }()
 	defer m.locks.lock("task:" + id)()
@@ -93,10 +94,15 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 		return nil, Errorf(KindState, "task %s is %s; stop it before editing", id, cur.Status)
 	}
 	in.ID = id
+	// The console's form carries no key: an edit that sends none keeps it.
+	var stored protocol.TaskDef
+	storedOK := json.Unmarshal([]byte(cur.Spec), &stored) == nil
+	if strings.TrimSpace(in.Key) == "" && storedOK {
+		in.Key = stored.Key
+	}
 	// Secrets are shown masked; an edit that sends the mask back keeps them,
 	// unless the URL now points to another host.
-	var stored protocol.TaskDef
-	if json.Unmarshal([]byte(cur.Spec), &stored) == nil {
+	if storedOK {
 		if err := keepSecretsForSameHost(&in.TaskDef, &stored); err != nil {
 			return nil, err
 		}
@@ -130,37 +136,147 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	return m.GetTask(ctx, id)
 }
 
-// checkTaskInput validates everything about a task input and builds its row.
-func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
-	if in.Timeout == 0 {
-		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
-	}
-	in.Normalize()
-	fe := protocol.FieldErrors{}
-	if err := in.Validate(time.Now()); err != nil && !Merge(fe, err) {
-		return nil, err
-	}
+// taskCheck is what checking task inputs reads besides the input: the nodes,
+// what workers said about shell tasks, the users, the children graph and the
+// task keys. checkTaskInput reads them for one input; Apply reads them once
+// for a whole document and overlays the document's own tasks.
+type taskCheck struct {
+	nodes  []store.Node
+	byName map[string]store.Node
+	shell  map[string]int  // by node name, probed when first needed
+	users  map[string]bool // by name, looked up when first needed
+	// graph holds the children of every task that is not deleted, by id;
+	// nil until a task with children is checked.
+	graph map[string][]string
+	// keys maps each task key to its task's id; nil: looked up key by key.
+	keys map[string]string
+}
+
+// newTaskCheck reads the nodes; the rest is read when needed.
+func (m *Master) newTaskCheck(ctx context.Context) (*taskCheck, error) {
 	nodes, err := store.ListNodes(ctx, m.st.DB)
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]store.Node{}
+	chk := &taskCheck{nodes: nodes, byName: map[string]store.Node{}, shell: map[string]int{}, users: map[string]bool{}}
 	for _, n := range nodes {
-		byName[n.Name] = n
+		chk.byName[n.Name] = n
 	}
+	return chk, nil
+}
+
+// shellOf is shellAllowed for nodes, each asked at most once per check.
+func (m *Master) shellOf(ctx context.Context, chk *taskCheck, nodes []store.Node) map[string]int {
+	var ask []store.Node
+	for _, n := range nodes {
+		if _, ok := chk.shell[n.Name]; !ok {
+			ask = append(ask, n)
+		}
+	}
+	for name, v := range m.shellAllowed(ctx, ask) {
+		chk.shell[name] = v
+	}
+	for _, n := range ask {
+		if _, ok := chk.shell[n.Name]; !ok {
+			chk.shell[n.Name] = shellUnknown
+		}
+	}
+	return chk.shell
+}
+
+// loadGraph reads the children of every task that is not deleted.
+func (m *Master) loadGraph(ctx context.Context, chk *taskCheck) error {
+	if chk.graph != nil {
+		return nil
+	}
+	all, err := store.TaskChildren(ctx, m.st.DB)
+	if err != nil {
+		return err
+	}
+	chk.graph = make(map[string][]string, len(all))
+	for id, js := range all {
+		var ch []string
+		_ = json.Unmarshal([]byte(js), &ch)
+		chk.graph[id] = ch
+	}
+	return nil
+}
+
+// keyOwner returns the id of the task that holds key other than id, if any.
+func (m *Master) keyOwner(ctx context.Context, chk *taskCheck, key, id string) (string, error) {
+	if chk.keys != nil {
+		if owner, ok := chk.keys[key]; ok && owner != id {
+			return owner, nil
+		}
+		return "", nil
+	}
+	specs, err := store.TaskSpecsWithKey(ctx, m.st.DB, key)
+	if err != nil {
+		return "", err
+	}
+	for other, spec := range specs {
+		var d protocol.TaskDef
+		if other != id && json.Unmarshal([]byte(spec), &d) == nil && d.Key == key {
+			return other, nil
+		}
+	}
+	return "", nil
+}
+
+// normalizeTaskInput fills the defaults of a task input and writes each of
+// its fields one way (trimmed text, one spelling of the selector, lists
+// without repeats), so two inputs meaning the same task compare equal.
+func (m *Master) normalizeTaskInput(in *TaskInput) {
+	if in.Timeout == 0 {
+		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
+	}
+	in.Normalize()
 	in.Selector = strings.TrimSpace(in.Selector)
 	if in.Selector != "" {
-		sel, err := protocol.ParseSelector(in.Selector)
-		switch {
-		case err != nil:
-			fe["selector"] = err.Error()
-		case sel.Empty():
-			in.Selector = ""
-		default:
-			in.Selector = sel.String() // one spelling, so equal selectors compare equal
+		if sel, err := protocol.ParseSelector(in.Selector); err == nil {
+			if sel.Empty() {
+				in.Selector = ""
+			} else {
+				in.Selector = sel.String() // one spelling, so equal selectors compare equal
+			}
 		}
 	}
 	in.Executors = dedupe(in.Executors)
+	in.Keepers = dedupe(in.Keepers)
+	in.Children = dedupe(in.Children)
+}
+
+// checkTaskInput validates everything about a task input and builds its row.
+func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
+	chk, err := m.newTaskCheck(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.normalizeTaskInput(in)
+	return m.checkTaskInputWith(ctx, in, chk)
+}
+
+// checkTaskInputWith is checkTaskInput for a normalized input, against chk.
+func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *taskCheck) (*store.Task, error) {
+	fe := protocol.FieldErrors{}
+	if err := in.Validate(time.Now()); err != nil && !Merge(fe, err) {
+		return nil, err
+	}
+	if in.Key != "" && fe["key"] == "" {
+		owner, err := m.keyOwner(ctx, chk, in.Key, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		if owner != "" {
+			fe["key"] = fmt.Sprintf("%q is the key of task %s already", in.Key, owner)
+		}
+	}
+	nodes, byName := chk.nodes, chk.byName
+	if in.Selector != "" {
+		if _, err := protocol.ParseSelector(in.Selector); err != nil {
+			fe["selector"] = err.Error()
+		}
+	}
 	for _, e := range in.Executors {
 		n, ok := byName[e]
 		switch {
@@ -183,7 +299,7 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 		}
 		if shell {
 			// Only workers that run shell tasks may get one.
-			allows := m.shellAllowed(ctx, running)
+			allows := m.shellOf(ctx, chk, running)
 			kept := running[:0:0]
 			for _, n := range running {
 				if allows[n.Name] != shellRefused {
@@ -214,7 +330,7 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 		for _, e := range in.Executors {
 			execs = append(execs, byName[e])
 		}
-		allows := m.shellAllowed(ctx, execs)
+		allows := m.shellOf(ctx, chk, execs)
 		// Refused only when each one says no: one that is down (or older)
 		// may run shell, and is asked again at Start.
 		var refused []string
@@ -232,35 +348,35 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 				" " + wasWere(len(refused)) + " started without --allow-shell; restart " + which + " with --allow-shell or choose a worker that was"
 		}
 	}
-	in.Keepers = dedupe(in.Keepers)
 	for _, k := range in.Keepers {
-		if _, err := store.GetUser(ctx, m.st.DB, k); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				fe["keepers"] = fmt.Sprintf("unknown user %q", k)
-				continue
+		known, seen := chk.users[k]
+		if !seen {
+			if _, err := store.GetUser(ctx, m.st.DB, k); err != nil {
+				if !errors.Is(err, store.ErrNotFound) {
+					return nil, err
+				}
+			} else {
+				known = true
 			}
-			return nil, err
+			chk.users[k] = known
+		}
+		if !known {
+			fe["keepers"] = fmt.Sprintf("unknown user %q", k)
 		}
 	}
-	in.Children = dedupe(in.Children)
 	if len(in.Children) > 0 {
-		all, err := store.TaskChildren(ctx, m.st.DB)
-		if err != nil {
+		if err := m.loadGraph(ctx, chk); err != nil {
 			return nil, err
 		}
-		graph := map[string][]string{}
-		for id, js := range all {
-			var ch []string
-			_ = json.Unmarshal([]byte(js), &ch)
-			graph[id] = ch
-		}
+		graph := chk.graph
+		mine, had := graph[in.ID]
 		graph[in.ID] = in.Children
 		for _, c := range in.Children {
 			if c == in.ID {
 				fe["children"] = "a task cannot be its own child"
 				break
 			}
-			if _, ok := all[c]; !ok {
+			if _, ok := graph[c]; !ok {
 				fe["children"] = fmt.Sprintf("unknown task %q", c)
 				break
 			}
@@ -269,6 +385,11 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 			if cyc := findCycle(graph, in.ID); cyc != nil {
 				fe["children"] = "these children form a cycle: " + strings.Join(cyc, " → ")
 			}
+		}
+		if had { // the graph stays what chk was given: the caller decides what is stored
+			graph[in.ID] = mine
+		} else {
+			delete(graph, in.ID)
 		}
 	}
 	if len(fe) > 0 {

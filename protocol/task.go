@@ -87,7 +87,11 @@ type ShellSpec struct {
 
 // TaskDef is a task's definition as the master stores it and pushes it to workers.
 type TaskDef struct {
-	ID          string            `json:"id"`
+	ID string `json:"id"`
+	// Key is an optional stable name that configuration as code (master's
+	// Apply) matches the task by, so its title may change; at most one task
+	// that is not deleted holds a key.
+	Key         string            `json:"key,omitempty"`
 	Title       string            `json:"title"`
 	Description string            `json:"description"`
 	Type        string            `json:"type"`
@@ -180,12 +184,14 @@ type TaskSpec struct {
 var (
 	headerNameRE = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
 	paramKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	taskKeyRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 	methods      = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
 )
 
 // Normalize fills defaults (method GET, timeout) and trims text fields.
 func (d *TaskDef) Normalize() {
 	d.Title = strings.TrimSpace(d.Title)
+	d.Key = strings.TrimSpace(d.Key)
 	d.Overlap = strings.ToLower(strings.TrimSpace(d.Overlap))
 	if d.Overlap == "" {
 		d.Overlap = OverlapAllow
@@ -227,6 +233,9 @@ func (d *TaskDef) Validate(now time.Time) error {
 		fe["title"] = "is required"
 	case len(d.Title) > MaxTitleLen:
 		fe["title"] = fmt.Sprintf("is longer than %d characters", MaxTitleLen)
+	}
+	if d.Key != "" && !taskKeyRE.MatchString(d.Key) {
+		fe["key"] = "must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit"
 	}
 	if len(d.Description) > 4000 {
 		fe["description"] = "is longer than 4000 characters"
@@ -356,6 +365,7 @@ func (d *TaskDef) validateText(fe FieldErrors) {
 		}
 	}
 	check("id", d.ID)
+	check("key", d.Key)
 	check("title", d.Title)
 	check("description", d.Description)
 	check("schedule.cron", d.Schedule.Cron)
@@ -592,6 +602,12 @@ type RunRejected struct {
 type ClaimRequest struct {
 	TaskID string    `json:"task_id"`
 	FireAt time.Time `json:"fire_at"`
+	// RunID is the report id the fire's first report will carry if this
+	// node wins it. The master keeps it with the claim, so that a winner
+	// that dies before it reports (kill -9 during a run too short for a
+	// start notice) leaves a run recorded lost under that id, which its
+	// report replaces should it come after all. Empty from older workers.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // ClaimResponse says whether this node won the fire, and which node did.

@@ -280,20 +280,46 @@ func endRun(ctx context.Context, db bun.IDB, r *Run) (bool, error) {
 }
 
 // LoseRunsOf marks the runs in progress on node as lost: it went offline or
-// restarted, so they will not end as reported. A final report that arrives
-// later (a worker cut off, not dead) still replaces them. It returns how
-// many runs it marked.
+// restarted, so they will not end as reported. It also records as lost the
+// fires node claimed, due by now, whose run it has not reported (by the run
+// id its claim named): a run too short for a start notice would otherwise
+// die unseen with a killed worker. A final report that arrives later (a
+// worker cut off, not dead, or restarted with its journal) still replaces
+// them. It returns how many runs it marked or recorded.
 func LoseRunsOf(ctx context.Context, db bun.IDB, node, why string) (int, error) {
 	now := time.Now().UTC()
+	output := why + "; the run's result is unknown (a report that arrives later replaces this)"
 	res, err := db.NewUpdate().Model((*Run)(nil)).
-		Set("result = ?", ResultLost).Set("ended_at = ?", now).
-		Set("output = ?", why+"; the run's result is unknown (a report that arrives later replaces this)").
+		Set("result = ?", ResultLost).Set("ended_at = ?", now).Set("output = ?", output).
 		Where("node = ?", node).Where("result = ?", ResultRunning).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark runs of %q lost: %w", node, err)
 	}
 	n, _ := res.RowsAffected()
-	return int(n), nil
+	unreported, err := loseUnreportedClaims(ctx, db, node, output, now)
+	return int(n) + unreported, err
+}
+
+// loseUnreportedClaims records a lost run for each fire node claimed, due
+// by now, with no run under the id its claim named. One statement; a report
+// stored concurrently makes it fail on the duplicate id, and the next
+// attempt leaves that fire out.
+func loseUnreportedClaims(ctx context.Context, db bun.IDB, node, output string, now time.Time) (int, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := db.NewRaw(`INSERT INTO runs (id, task_id, node, scheduled_at, started_at, ended_at, duration_ms,
+			result, attempt, http_status, output, manual, binary_output, created_at, covers)
+			SELECT c.run_id, c.task_id, c.node, c.fire_at, c.fire_at, ?, 0, ?, 1, 0, ?, ?, ?, ?, 0
+			FROM locks AS c WHERE c.node = ? AND c.run_id <> '' AND c.fire_at <= ?
+			AND NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = c.run_id)`,
+			now, ResultLost, output, false, false, now, node, now).Exec(ctx)
+		if err == nil {
+			n, _ := res.RowsAffected()
+			return int(n), nil
+		}
+		if !isDuplicate(err) || attempt == 3 {
+			return 0, fmt.Errorf("store: record unreported claimed runs of %q lost: %w", node, err)
+		}
+	}
 }
 
 // runStat is what a batch adds to one task's counters.
@@ -451,24 +477,28 @@ type Claim struct {
 	FireAt    time.Time `bun:"fire_at,pk"`
 	Node      string    `bun:"node"`
 	CreatedAt time.Time `bun:"created_at"`
+	// RunID is the report id the winner gives the fire's first report (""
+	// from older workers); see LoseRunsOf.
+	RunID string `bun:"run_id"`
 }
 
 // ClaimFire records node as the winner of a fire unless one is recorded
-// already; it returns the winner. Outside a transaction the insert is run
+// already, with runID, the id its first report will carry; it returns the
+// winner. Outside a transaction the insert is run
 // again after a retryable error (Retry). When the database keeps refusing it
 // as a deadlock, which is how Galera reports a claim that lost certification
 // to another node's claim of the same fire, it counts as a lost race: the
 // winner when it can be read already, else "" (the claimant does not run
 // the fire). Other errors that persist (a Galera node that is not ready)
 // are errors, so the claimant asks another master.
-func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node string) (string, error) {
+func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node, runID string) (string, error) {
 	if isTx(db) {
-		return claimFire(ctx, db, taskID, fire, node)
+		return claimFire(ctx, db, taskID, fire, node, runID)
 	}
 	var winner string
 	err := Retry(ctx, func(ctx context.Context) error {
 		var err error
-		winner, err = claimFire(ctx, db, taskID, fire, node)
+		winner, err = claimFire(ctx, db, taskID, fire, node, runID)
 		return err
 	})
 	if err != nil && ctx.Err() == nil && isLostToConcurrentWrite(err) {
@@ -482,8 +512,8 @@ func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, n
 }
 
 // claimFire is one attempt of ClaimFire.
-func claimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node string) (string, error) {
-	l := &Claim{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC()}
+func claimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node, runID string) (string, error) {
+	l := &Claim{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC(), RunID: runID}
 	_, err := db.NewInsert().Model(l).Exec(ctx)
 	if err == nil {
 		return node, nil
@@ -513,6 +543,30 @@ func FireClaimWinner(ctx context.Context, db bun.IDB, taskID string, fire time.T
 		return "", nil
 	}
 	return nodes[0], nil
+}
+
+// GetFireClaim returns the claim of a fire, or nil when none is recorded.
+func GetFireClaim(ctx context.Context, db bun.IDB, taskID string, fire time.Time) (*Claim, error) {
+	var claims []Claim
+	err := db.NewSelect().Model(&claims).Where("task_id = ?", taskID).Where("fire_at = ?", fire.UTC()).Limit(1).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: read fire claim: %w", err)
+	}
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	return &claims[0], nil
+}
+
+// SetClaimRun makes node's claim of a fire name runID, the report id of the
+// run it will report for it now.
+func SetClaimRun(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node, runID string) error {
+	_, err := db.NewUpdate().Model((*Claim)(nil)).Set("run_id = ?", runID).
+		Where("task_id = ?", taskID).Where("fire_at = ?", fire.UTC()).Where("node = ?", node).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: name the run of a fire claim: %w", err)
+	}
+	return nil
 }
 
 // LastClaimWinner returns the node that claimed the latest fire of a task

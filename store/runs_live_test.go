@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +113,84 @@ func TestRunsInProgressAreReplacedByTheirEnd(t *testing.T) {
 		// The worker was only cut off: its report still lands.
 		if got := insert(end("d", "w1", store.ResultFailed)); len(got) != 1 || get("d").Result != store.ResultFailed || get("d").Output != "done" || count() != 5 {
 			t.Fatalf("end after lost: %d fresh, d %s %q, count %d", len(got), get("d").Result, get("d").Output, count())
+		}
+	})
+}
+
+// A fire a node claimed, due, whose run it never reported (a run too short
+// for a start notice, caught by a kill -9) is recorded lost under the run id
+// its claim named when LoseRunsOf runs for that node; a fire reported, a fire
+// not due yet, a claim without a run id and another node's claim are left
+// alone; a second pass records nothing more; and the worker's report, should
+// it come after all, replaces the lost run and is counted once.
+func TestLoseRunsOfRecordsClaimedFiresNeverReported(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx, db := storetest.Ctx(t), s.Store.DB
+		now := time.Now().UTC().Truncate(time.Second)
+		task := store.Task{ID: "t1", Title: "t", Type: "http", Spec: "{}", Keepers: "[]", Children: "[]", CreatedAt: now, UpdatedAt: now}
+		if _, err := db.NewInsert().Model(&task).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		claim := func(sec int, node, runID string) time.Time {
+			t.Helper()
+			fire := now.Add(time.Duration(sec) * time.Second)
+			if w, err := store.ClaimFire(ctx, db, "t1", fire, node, runID); err != nil || w != node {
+				t.Fatalf("claim of %s by %s: %q %v", fire, node, w, err)
+			}
+			return fire
+		}
+		report := func(id, node string, fire time.Time) []store.Run {
+			t.Helper()
+			fresh, err := store.StoreRuns(ctx, db, []store.Run{{ID: id, TaskID: "t1", Node: node, ScheduledAt: fire,
+				StartedAt: fire, EndedAt: fire.Add(time.Millisecond), DurationMS: 1, Result: store.ResultSuccess, Attempt: 1, Output: "ok"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fresh
+		}
+		unreported := claim(-3, "w1", "run-unreported")
+		reported := claim(-2, "w1", "run-reported")
+		report("run-reported", "w1", reported)
+		claim(-1, "w1", "")          // an older worker's claim: no run id
+		claim(60, "w1", "run-ahead") // not due yet
+		claim(-4, "w2", "run-of-w2") // another node's
+		const why = "the worker went offline (failed health checks) during this run"
+
+		n, err := store.LoseRunsOf(ctx, db, "w1", why)
+		if err != nil || n != 1 {
+			t.Fatalf("LoseRunsOf w1: %d, %v; want 1 (the unreported fire)", n, err)
+		}
+		r, err := store.GetRun(ctx, db, "run-unreported")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Result != store.ResultLost || r.Node != "w1" || r.TaskID != "t1" || !r.ScheduledAt.Equal(unreported) ||
+			r.Attempt != 1 || !strings.Contains(r.Output, why) || !strings.Contains(r.Output, "unknown") {
+			t.Fatalf("lost run of the unreported fire: %+v", r)
+		}
+		if got, _ := store.GetRun(ctx, db, "run-reported"); got == nil || got.Result != store.ResultSuccess {
+			t.Fatalf("reported run after LoseRunsOf: %+v", got)
+		}
+		for _, id := range []string{"run-ahead", "run-of-w2"} {
+			if _, err := store.GetRun(ctx, db, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("run %s: %v, want none recorded", id, err)
+			}
+		}
+		if n, err := store.LoseRunsOf(ctx, db, "w1", why); err != nil || n != 0 {
+			t.Fatalf("second LoseRunsOf: %d, %v; want nothing more", n, err)
+		}
+
+		// The worker was cut off, not dead: its report lands and replaces it.
+		if fresh := report("run-unreported", "w1", unreported); len(fresh) != 1 {
+			t.Fatalf("late report: %d fresh, want 1", len(fresh))
+		}
+		if r, _ := store.GetRun(ctx, db, "run-unreported"); r == nil || r.Result != store.ResultSuccess || r.Output != "ok" {
+			t.Fatalf("after the late report: %+v", r)
+		}
+		tk, err := store.GetTask(ctx, db, "t1")
+		if err != nil || tk.RunCount != 2 {
+			t.Fatalf("run count %d (%v), want 2: the lost record is not counted, its report once", tk.RunCount, err)
 		}
 	})
 }

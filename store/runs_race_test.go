@@ -98,7 +98,7 @@ func TestClaimFireDeadlockIsALostRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Rollback()
-	if w, err := store.ClaimFire(ctx, first, task, fire, "w0"); err != nil || w != "w0" {
+	if w, err := store.ClaimFire(ctx, first, task, fire, "w0", ""); err != nil || w != "w0" {
 		t.Fatalf("first claim: %q %v", w, err)
 	}
 	type answer struct {
@@ -108,7 +108,7 @@ func TestClaimFireDeadlockIsALostRace(t *testing.T) {
 	answers := make(chan answer, 2)
 	for _, node := range []string{"w1", "w2"} {
 		go func() {
-			w, err := store.ClaimFire(ctx, db, task, fire, node)
+			w, err := store.ClaimFire(ctx, db, task, fire, node, "")
 			answers <- answer{w, err}
 		}()
 	}

@@ -35,7 +35,7 @@ func newFanOutRunner(t *testing.T) *fanOutRunner {
 	f.runner = &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(100),
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: 100 * time.Millisecond,
-		claim: func(_ context.Context, id string, fire time.Time) (bool, error) {
+		claim: func(_ context.Context, id string, fire time.Time, _ runID) (bool, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.claims = append(f.claims, id+"@"+fire.Format(time.RFC3339))

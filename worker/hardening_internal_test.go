@@ -114,7 +114,7 @@ func TestRunnerStartWhileFiringDoesNotRace(t *testing.T) {
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1),
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: context.Background(),
-		claim: func(context.Context, string, time.Time) (bool, error) { return false, nil },
+		claim: func(context.Context, string, time.Time, runID) (bool, error) { return false, nil },
 	}
 	var err error
 	r.sched, err = newTestScheduler()

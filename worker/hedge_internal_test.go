@@ -67,7 +67,7 @@ func TestClaimHedgesToTheNextMasterWhenTheCurrentHangs(t *testing.T) {
 	w.masters.claimHedge = 100 * time.Millisecond
 
 	start := time.Now()
-	won, err := w.claimFire(context.Background(), "t1", time.Now().Truncate(time.Second))
+	won, err := w.claimFire(context.Background(), "t1", time.Now().Truncate(time.Second), newRunID())
 	took := time.Since(start)
 	if err != nil || !won {
 		t.Fatalf("claim with the current master hanging: won %v, err %v", won, err)
@@ -90,7 +90,7 @@ func TestClaimHedgesToTheNextMasterWhenTheCurrentHangs(t *testing.T) {
 	}
 	// The next claim goes to the master that answered, without the delay.
 	start = time.Now()
-	if won, err := w.claimFire(context.Background(), "t1", time.Now().Truncate(time.Second)); err != nil || !won {
+	if won, err := w.claimFire(context.Background(), "t1", time.Now().Truncate(time.Second), newRunID()); err != nil || !won {
 		t.Fatalf("second claim: won %v, err %v", won, err)
 	}
 	if took := time.Since(start); took >= w.masters.claimHedge || hung.calls.Load() != 1 {
@@ -107,7 +107,7 @@ func TestHedgeOnlyWhenNeeded(t *testing.T) {
 	w := testWorkerWith(t, serve(t, fast)+","+serve(t, other))
 	w.masters.claimHedge = time.Second
 	for range 5 {
-		if won, err := w.claimFire(context.Background(), "t1", time.Now()); err != nil || !won {
+		if won, err := w.claimFire(context.Background(), "t1", time.Now(), newRunID()); err != nil || !won {
 			t.Fatalf("claim: won %v, err %v", won, err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestHedgeOnlyWhenNeeded(t *testing.T) {
 	w2 := testWorkerWith(t, furls[0]+","+serve(t, good))
 	w2.masters.claimHedge = 10 * time.Second
 	start := time.Now()
-	if won, err := w2.claimFire(context.Background(), "t1", time.Now()); err != nil || !won {
+	if won, err := w2.claimFire(context.Background(), "t1", time.Now(), newRunID()); err != nil || !won {
 		t.Fatalf("claim after a 503: won %v, err %v", won, err)
 	}
 	if took := time.Since(start); took > 2*time.Second || good.calls.Load() != 1 {
@@ -155,7 +155,7 @@ func TestHedgeEveryMasterHanging(t *testing.T) {
 	w.masters.claimHedge = 20 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := w.claimFire(ctx, "t1", time.Now()); err == nil {
+	if _, err := w.claimFire(ctx, "t1", time.Now(), newRunID()); err == nil {
 		t.Fatal("a claim with every master hanging succeeded")
 	}
 	if a.calls.Load() != 1 || b.calls.Load() != 1 {

@@ -26,7 +26,7 @@ func newLiveRunner(t *testing.T, noticeAfter time.Duration) (*runner, *reportSin
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(100), shell: true,
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: 50 * time.Millisecond,
-		claim: func(context.Context, string, time.Time) (bool, error) { return true, nil },
+		claim: func(context.Context, string, time.Time, runID) (bool, error) { return true, nil },
 	}
 	r.live.noticeAfter = noticeAfter // set before the loop starts: it reads the field
 	done := make(chan struct{})

@@ -56,7 +56,7 @@ func (r *runner) misfired(spec protocol.TaskSpec, fire time.Time, err error) {
 	}
 	l.mu.Unlock()
 	if flush {
-		r.reports.add(misfireReport(r.node(), m))
+		r.reports.add(misfireReport(r.node(), m, r.newRunID()))
 	}
 }
 
@@ -75,7 +75,10 @@ func (r *runner) claimed(taskID string) {
 		return
 	}
 	go func() {
-		won, err := r.claim(r.ctx, taskID, m.first)
+		// The record it makes, a catch-up run or a skipped one, is the
+		// fire's report: it carries the claim's run id.
+		id := r.newRunID()
+		won, err := r.claim(r.ctx, taskID, m.first, id)
 		if err != nil {
 			// The master went away again: the window goes on.
 			r.reopen(m)
@@ -86,10 +89,10 @@ func (r *runner) claimed(taskID string) {
 		}
 		if m.spec.Misfire == protocol.MisfireRunOnce {
 			r.log.Info("misfire: catch-up run", "task", taskID, "first_missed", m.first, "missed", m.count)
-			r.runCatchUp(m.spec, catchUp{n: m.count, first: m.first, last: m.last})
+			r.runCatchUp(m.spec, catchUp{n: m.count, first: m.first, last: m.last}, id)
 			return
 		}
-		r.reports.add(misfireReport(r.node(), m))
+		r.reports.add(misfireReport(r.node(), m, id))
 	}()
 }
 
@@ -108,12 +111,12 @@ func (r *runner) reopen(m *missed) {
 }
 
 // misfireReport is the skipped run that stands for a window of misfires.
-func misfireReport(node string, m *missed) protocol.RunReport {
+func misfireReport(node string, m *missed, id runID) protocol.RunReport {
 	why := fmt.Sprintf("misfire: no master reachable to claim this fire (%s)", m.err)
 	if m.count > 1 {
 		why = fmt.Sprintf("misfire: no master reachable to claim %d fires from %s to %s (%s)",
 			m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339), m.err)
 	}
-	q := &queuedFire{spec: m.spec, fire: m.first, id: newRunID()}
+	q := &queuedFire{spec: m.spec, fire: m.first, id: id}
 	return skippedReport(node, q, why)
 }

@@ -16,15 +16,17 @@ import (
 
 // flakyMaster is the claim end of a master that can be unreachable: while
 // down, claims fail as a dead connection would; up, every claim is won. It
-// notes the fires it refused and the fires it granted.
+// notes the fires it refused and the fires it granted, with the run id each
+// granted claim named.
 type flakyMaster struct {
 	mu      sync.Mutex
 	down    bool
 	refused []time.Time
 	granted []time.Time
+	runs    map[int64]string // granted fire (UnixNano) -> run id of its claim
 }
 
-func (f *flakyMaster) claim(_ context.Context, _ string, fire time.Time) (bool, error) {
+func (f *flakyMaster) claim(_ context.Context, _ string, fire time.Time, run runID) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
@@ -32,7 +34,30 @@ func (f *flakyMaster) claim(_ context.Context, _ string, fire time.Time) (bool, 
 		return false, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 	}
 	f.granted = append(f.granted, fire)
+	if f.runs == nil {
+		f.runs = map[int64]string{}
+	}
+	f.runs[fire.UnixNano()] = run.String()
 	return true, nil
+}
+
+// runOf returns the run id the claim granted for fire named ("" if none).
+func (f *flakyMaster) runOf(fire time.Time) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runs[fire.UnixNano()]
+}
+
+// checkClaimedRunIDs fails unless every report is the one its fire's claim
+// named: the master records a claimed fire never reported as lost under that
+// id, and the report that comes after all replaces it.
+func checkClaimedRunIDs(t *testing.T, master *flakyMaster, runs []protocol.RunReport) {
+	t.Helper()
+	for _, run := range runs {
+		if want := master.runOf(run.ScheduledAt); want == "" || run.ID != want {
+			t.Errorf("report %s of the fire at %s: its claim named run id %q", run.ID, run.ScheduledAt.Format(time.TimeOnly), want)
+		}
+	}
 }
 
 func (f *flakyMaster) set(down bool) {
@@ -123,6 +148,9 @@ func TestMisfireSkipRecordsOneSkippedRunWithTheCount(t *testing.T) {
 	if !s.ScheduledAt.Equal(refused[0]) {
 		t.Fatalf("misfire record scheduled at %s, want the first missed fire %s", s.ScheduledAt, refused[0])
 	}
+	// The misfire record answers the claim of the first missed fire, each
+	// run the claim of its fire: each carries the run id its claim named.
+	checkClaimedRunIDs(t, master, runs)
 	for _, run := range byResult(runs, protocol.ResultSuccess) {
 		if !run.ScheduledAt.After(refused[len(refused)-1]) {
 			t.Fatalf("a missed fire ran under skip: %+v", run)
@@ -173,6 +201,7 @@ func TestMisfireRunOnceRunsOneCatchUp(t *testing.T) {
 	if catchUp != 1 {
 		t.Fatalf("%d catch-up runs at %s, want 1 (granted %v)", catchUp, first, granted)
 	}
+	checkClaimedRunIDs(t, master, sink.all())
 	if n := len(misfireRuns(sink.all())); n != 0 {
 		t.Fatalf("%d misfire skipped records under run_once", n)
 	}

@@ -75,8 +75,8 @@ type catchUp struct {
 // runCatchUp runs one catch-up run for the missed fires c, scheduled at the
 // first of them; its reports carry the count (RunReport.Covers) and say it
 // in their output's first line.
-func (r *runner) runCatchUp(spec protocol.TaskSpec, c catchUp) {
-	q := r.newQueuedFire(&spec, c.first, false, r.newRunID(), nil)
+func (r *runner) runCatchUp(spec protocol.TaskSpec, c catchUp, id runID) {
+	q := r.newQueuedFire(&spec, c.first, false, id, nil)
 	q.catchUp = &c
 	if !r.admit(q) {
 		return
@@ -86,7 +86,17 @@ func (r *runner) runCatchUp(spec protocol.TaskSpec, c catchUp) {
 
 // runWith is run with the task's prepared HTTP request.
 func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *taskPrep) {
-	q := r.newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl)
+	r.runQueued(r.newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl))
+}
+
+// runAs runs a scheduled fire whose first report carries id, the one its
+// claim named.
+func (r *runner) runAs(spec protocol.TaskSpec, fire time.Time, id runID, tmpl *taskPrep) {
+	r.runQueued(r.newQueuedFire(&spec, fire, false, id, tmpl))
+}
+
+// runQueued runs q under its task's overlap policy.
+func (r *runner) runQueued(q *queuedFire) {
 	if !r.admit(q) {
 		return
 	}

@@ -106,7 +106,7 @@ func newOverlapRunner(t *testing.T, target *slowTarget, overlap string, retries 
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(100),
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: 100 * time.Millisecond,
-		claim: func(context.Context, string, time.Time) (bool, error) { return true, nil },
+		claim: func(context.Context, string, time.Time, runID) (bool, error) { return true, nil },
 	}
 	var err error
 	if r.sched, err = newTestScheduler(); err != nil {

@@ -34,7 +34,7 @@ func TestBroadcastRunsWithoutClaimAndTellsTheShard(t *testing.T) {
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(100), shell: true,
 		http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: 100 * time.Millisecond,
-		claim: func(context.Context, string, time.Time) (bool, error) { claims.Add(1); return false, nil },
+		claim: func(context.Context, string, time.Time, runID) (bool, error) { claims.Add(1); return false, nil },
 	}
 	var err error
 	if r.sched, err = newTestScheduler(); err != nil {

@@ -240,7 +240,10 @@ type runner struct {
 	limit   *limiter
 	http    *http.Client
 	reports *reporter
-	claim   func(ctx context.Context, taskID string, fire time.Time) (bool, error)
+	// claim asks a master whether this node runs a fire; run is the report
+	// id its first report will carry, kept with the claim (see
+	// protocol.ClaimRequest.RunID).
+	claim   func(ctx context.Context, taskID string, fire time.Time, run runID) (bool, error)
 	shell   bool
 	backoff time.Duration // first retry delay; doubles per attempt
 
@@ -640,10 +643,11 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 		return // no claim once the worker drains: another executor takes it
 	}
 	spec := tj.current()
+	id := r.newRunID()
 	if spec.Routing == protocol.RoutingBroadcast {
 		spec = sharded(spec) // every executor runs every fire: no claim
 	} else if spec.Executors > 1 {
-		won, err := r.claim(r.ctx, spec.ID, fire)
+		won, err := r.claim(r.ctx, spec.ID, fire, id)
 		if err != nil {
 			r.log.Warn("fire not claimed: master unreachable; another executor may run it", "task", spec.ID, "fire", fire, "err", err)
 			r.misfired(spec, fire, err)
@@ -654,7 +658,7 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 			return
 		}
 	}
-	r.runWith(spec, fire, false, tj.httpReq)
+	r.runAs(spec, fire, id, tj.httpReq)
 }
 
 // acquire takes a concurrency slot, waiting at most timeout for one.

@@ -74,7 +74,7 @@ func benchmarkFire(b *testing.B, url string, tasks int) {
 	r := &runner{
 		log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(100),
 		http: &http.Client{Transport: tr}, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: time.Second,
-		claim: func(context.Context, string, time.Time) (bool, error) { return true, nil },
+		claim: func(context.Context, string, time.Time, runID) (bool, error) { return true, nil },
 	}
 	var err error
 	if r.sched, err = newTestScheduler(); err != nil {

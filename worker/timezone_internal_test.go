@@ -37,7 +37,7 @@ func TestRunnerCronTimezoneDST(t *testing.T) {
 			r := &runner{
 				log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1), sched: sched,
 				http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: context.Background(),
-				claim: func(context.Context, string, time.Time) (bool, error) { return false, nil },
+				claim: func(context.Context, string, time.Time, runID) (bool, error) { return false, nil },
 			}
 			spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "tz", Title: "t", Type: protocol.TaskHTTP,
 				Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "30 2 * * *"}, Timezone: "Europe/Berlin",
@@ -111,7 +111,7 @@ func TestGocronRunsThePlan(t *testing.T) {
 			r := &runner{
 				log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1), sched: sched,
 				http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: context.Background(),
-				claim: func(context.Context, string, time.Time) (bool, error) { return false, nil },
+				claim: func(context.Context, string, time.Time, runID) (bool, error) { return false, nil },
 			}
 			spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "p", Title: "t", Type: protocol.TaskHTTP,
 				Schedule: c.sch, Timezone: c.tz, StartAt: c.start, EndAt: c.end,

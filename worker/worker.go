@@ -493,9 +493,10 @@ func (w *Worker) authHeaders() map[string]string {
 	return map[string]string{protocol.HeaderNode: w.node.Name, protocol.HeaderSecret: w.secret}
 }
 
-// claimFire asks the master whether this node runs the given fire.
-func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time) (bool, error) {
-	body, err := json.Marshal(protocol.ClaimRequest{TaskID: taskID, FireAt: fire})
+// claimFire asks the master whether this node runs the given fire; run is
+// the report id the fire's first report will carry.
+func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time, run runID) (bool, error) {
+	body, err := json.Marshal(protocol.ClaimRequest{TaskID: taskID, FireAt: fire, RunID: run.String()})
 	if err != nil {
 		return false, err
 	}

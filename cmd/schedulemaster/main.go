@@ -43,6 +43,8 @@ commands:
   user reset-password NAME
                 set a new password for a user (random, printed once; or --stdin)
   healthcheck   exit 0 when the local master's /ready (or --url) answers 200
+  apply         make a master's tasks match a YAML document (configuration as code)
+  export        write a master's tasks as that document
   version       print the version, commit, build date and Go version
   help [cmd]    print this help, or the flags of a command
 
@@ -127,6 +129,15 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv l
 			return exitFailure
 		}
 		return exitOK
+	case "apply", "export":
+		cfg, o, err := parseApplyConfig(rest, lookupEnv, cmd == "export")
+		if err != nil {
+			return configFailed(stdout, stderr, cmd, o, map[string]string{"apply": applySynopsis, "export": exportSynopsis}[cmd], err)
+		}
+		if cmd == "export" {
+			return runExport(cfg, stdout, stderr)
+		}
+		return runApply(cfg, stdin, stdout, stderr, lookupEnv)
 	case "version", "-version", "--version":
 		fmt.Fprint(stdout, buildinfo.Get().String())
 		return exitOK
@@ -202,6 +213,9 @@ func commandHelp(stdout, stderr io.Writer, cmd string) int {
 	case "healthcheck":
 		var c healthcheckConfig
 		healthcheckOptions(&c).usage(stdout, healthcheckSynopsis)
+	case "apply", "export":
+		var c applyConfig
+		applyOptions(&c, cmd == "export").usage(stdout, map[string]string{"apply": applySynopsis, "export": exportSynopsis}[cmd])
 	default:
 		fmt.Fprintf(stderr, "schedulemaster help: unknown command %q\n\n%s", cmd, usageText)
 		return exitUsage

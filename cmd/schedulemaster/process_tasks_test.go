@@ -34,6 +34,11 @@ func newTarget(t *testing.T) *target {
 			case <-time.After(5 * time.Second):
 			case <-r.Context().Done():
 			}
+		case "/held": // a run in flight for a while, within a fire every second
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-r.Context().Done():
+			}
 		default:
 			fmt.Fprintln(w, "ok", r.URL.Path)
 		}

@@ -1,0 +1,639 @@
+package handlers
+
+// The OpenAPI document (openapi.json) is generated from the table below and
+// the Go types the handlers answer with, so its schemas are the answers'
+// own. Regenerate it after changing a route or an answer:
+//
+//	SM_UPDATE_OPENAPI=1 go test -run TestOpenAPIDocumentIsGenerated ./handlers
+//
+// TestOpenAPIDocumentIsGenerated fails while the committed file differs;
+// handlers_test's TestOpenAPICoversRoutes and TestOpenAPIValidatesAnswers
+// hold the document to the router and to real answers.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// apiOp is one operation of the document.
+type apiOp struct {
+	method, path string // path as OpenAPI writes it: /api/v1/nodes/{name}
+	tag          string
+	summary      string
+	auth         string // "user" (any signed-in user), "admin", "open", "cluster"
+	query        []apiParam
+	body         any // a value of the request body's type; nil: no body
+	bodyYAML     bool
+	example      string // a request body that the schema accepts
+	status       int    // success status
+	also         []int  // other success statuses with the same body
+	resp         any    // a value of the answer's type; nil: no body
+	respYAML     bool
+	respInput    bool // the answer is a document a request may send back: nothing is required
+	loose        bool // the answer may carry fields not named here (probes)
+	deprecated   bool
+	errors       []int
+	notes        string
+}
+
+type apiParam struct {
+	name, typ, desc string
+}
+
+// Answers built from gin.H in the handlers, typed here as they are written.
+type (
+	listOf[T any] struct {
+		Items []T `json:"items"`
+		Total int `json:"total"`
+	}
+	poolsAnswer struct {
+		Key   string        `json:"key"`
+		Pools []master.Pool `json:"pools"`
+	}
+	runOutputAnswer struct {
+		ID           string `json:"id"`
+		Result       string `json:"result"`
+		InProgress   bool   `json:"in_progress"`
+		Output       string `json:"output"`
+		BinaryOutput bool   `json:"binary_output"`
+		OutputBytes  *int64 `json:"output_bytes,omitempty"`
+		Waiting      string `json:"waiting,omitempty"`
+		Killing      bool   `json:"killing,omitempty"`
+		Unavailable  string `json:"unavailable,omitempty"`
+	}
+	killAnswer struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	bulkBody struct {
+		Action string   `json:"action"`
+		IDs    []string `json:"ids"`
+	}
+	bulkAnswer struct {
+		Results []master.BulkResult `json:"results"`
+	}
+	offlineAnswer struct {
+		Status string `json:"status"`
+	}
+	readyAnswer struct {
+		Ready bool   `json:"ready"`
+		Node  string `json:"node,omitempty"`
+		Error string `json:"error,omitempty"`
+	}
+	errorAnswer struct {
+		Error  string               `json:"error"`
+		Fields protocol.FieldErrors `json:"fields,omitempty"`
+	}
+	openAPIAnswer map[string]any
+)
+
+var apiPageParams = []apiParam{
+	{"limit", "integer", "page size, 1 to 500 (default 50)"},
+	{"offset", "integer", "rows to skip, 0 or more"},
+}
+
+func withPage(ps ...apiParam) []apiParam { return append(ps, apiPageParams...) }
+
+const taskExample = `{"title":"ping billing","type":"http","schedule":{"kind":"cron","cron":"*/5 * * * *"},
+"http":{"method":"POST","url":"https://billing.example/ping","headers":{"X-A":"1"}},"timeout":"30s","retries":2,
+"params":{"region":"eu"},"executors":["w1"],"keepers":["admin"],"children":[]}`
+
+// openAPIOps lists every JSON route of the master.
+var openAPIOps = []apiOp{
+	// Nodes.
+	{method: "GET", path: "/api/v1/nodes", tag: "nodes", summary: "List nodes, by name", auth: "user",
+		query: []apiParam{{"limit", "integer", "page size, 1 to 1000 (default 500)"}, {"offset", "integer", "nodes to skip"},
+			{"selector", "string", "only the nodes a label selector selects"}},
+		status: 200, resp: []apiNode{}, errors: []int{400}, notes: "X-Total-Count carries the number of all (selected) nodes."},
+	{method: "POST", path: "/api/v1/nodes", tag: "nodes", summary: "Add a manual worker node", auth: "admin",
+		body: apiCreateNodeBody{}, example: `{"name":"w3","host":"10.0.0.7:30001","protocol":"http","priority":2,"max_concurrency":20,"labels":{"pool":"billing"}}`,
+		status: 201, resp: apiNode{}, errors: []int{400, 409}},
+	{method: "GET", path: "/api/v1/nodes/{name}", tag: "nodes", summary: "A node with its health checks", auth: "user",
+		query:  []apiParam{{"health_since", "string", "RFC 3339; health checks since then (default an hour ago; a day is kept)"}},
+		status: 200, resp: apiNodeDetail{}, errors: []int{400, 404}},
+	{method: "PATCH", path: "/api/v1/nodes/{name}", tag: "nodes", summary: "Edit a worker node: the fields given change", auth: "admin",
+		body: apiPatchNodeBody{}, example: `{"priority":5,"labels":{"pool":"batch"}}`,
+		status: 200, resp: apiNode{}, errors: []int{400, 404, 409}},
+	{method: "DELETE", path: "/api/v1/nodes/{name}", tag: "nodes", summary: "Delete a node that does not run", auth: "admin",
+		status: 204, errors: []int{404, 409}},
+	{method: "POST", path: "/api/v1/nodes/{name}/connect", tag: "nodes", summary: "Connect a manual node", auth: "admin",
+		status: 200, resp: apiNode{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/nodes/{name}/enable", tag: "nodes", summary: "Let a node run its tasks", auth: "admin",
+		status: 200, resp: apiNode{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/nodes/{name}/disable", tag: "nodes", summary: "Stop a node running its tasks", auth: "admin",
+		status: 200, resp: apiNode{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/nodes/{name}/reset-identity", tag: "nodes", summary: "Forget the node key bound to the name", auth: "admin",
+		status: 200, resp: apiNode{}, errors: []int{404, 409}},
+	{method: "POST", path: "/api/v1/nodes/{name}/approve", tag: "nodes", summary: "Let in a node that waits for approval", auth: "admin",
+		status: 200, resp: apiNode{}, errors: []int{404}},
+	{method: "PUT", path: "/api/v1/nodes/{name}/labels", tag: "nodes", summary: "Set the node's admin labels ({} removes them)", auth: "admin",
+		body: apiNodeLabelsBody{}, example: `{"labels":{"pool":"billing","zone":"eu-1"}}`,
+		status: 200, resp: apiNode{}, errors: []int{400, 404}},
+
+	// Previews.
+	{method: "GET", path: "/api/v1/schedules/preview", tag: "tasks", summary: "The next fires of a schedule", auth: "user",
+		query: []apiParam{{"kind", "string", "cron, interval or once"}, {"cron", "string", "cron expression (kind cron)"},
+			{"every", "string", "Go duration (kind interval)"}, {"at", "string", "RFC 3339 (kind once)"},
+			{"tz", "string", "IANA time zone (default UTC)"}, {"n", "integer", "how many fires"}},
+		status: 200, resp: SchedulePreview{}, errors: []int{400}},
+	{method: "GET", path: "/api/v1/selectors/preview", tag: "pools", summary: "The workers a label selector selects now", auth: "user",
+		query:  []apiParam{{"selector", "string", "label selector, e.g. pool=billing,zone!=eu"}},
+		status: 200, resp: master.SelectorMatch{}, errors: []int{400}},
+
+	// Pools.
+	{method: "GET", path: "/api/v1/pools", tag: "pools", summary: "The pools one label key forms", auth: "user",
+		query:  []apiParam{{"key", "string", "label key (default pool)"}},
+		status: 200, resp: poolsAnswer{}, errors: []int{400}},
+	{method: "GET", path: "/api/v1/pools/{pool}", tag: "pools", summary: "One pool (key=value; a key's prefix may hold '/')", auth: "user",
+		status: 200, resp: master.Pool{}, errors: []int{400}},
+	{method: "POST", path: "/api/v1/pools/{pool}/approve", tag: "pools", summary: "Approve a pool: its new workers join without per-node approval", auth: "admin",
+		status: 200, resp: master.Pool{}, errors: []int{400, 404}},
+	{method: "DELETE", path: "/api/v1/pools/{pool}/approve", tag: "pools", summary: "Withdraw a pool's approval", auth: "admin",
+		status: 204, errors: []int{400, 404}},
+
+	// Runs.
+	{method: "GET", path: "/api/v1/runs", tag: "runs", summary: "Runs of every task, newest first", auth: "user",
+		query: withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
+			apiParam{"state", "string", "another name of result"}, apiParam{"node", "string", "worker name"},
+			apiParam{"task", "string", "task id"}, apiParam{"since", "string", "RFC 3339"}, apiParam{"until", "string", "RFC 3339, excluded"}),
+		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
+	{method: "GET", path: "/api/v1/runs/{id}", tag: "runs", summary: "One run with its whole output", auth: "user",
+		status: 200, resp: apiRun{}, errors: []int{404}},
+	{method: "GET", path: "/api/v1/runs/{id}/output", tag: "runs", summary: "A run's output, so far while it is in progress", auth: "user",
+		status: 200, resp: runOutputAnswer{}, errors: []int{404}},
+	{method: "POST", path: "/api/v1/runs/{id}/kill", tag: "runs", summary: "End a run in progress as killed", auth: "admin",
+		status: 202, resp: killAnswer{}, errors: []int{404, 409, 502}},
+
+	// Users and tokens.
+	{method: "GET", path: "/api/v1/users", tag: "users", summary: "Every user, by name", auth: "user",
+		status: 200, resp: []apiUser{}},
+	{method: "POST", path: "/api/v1/users", tag: "users", summary: "Add a user", auth: "admin",
+		body: apiCreateUserBody{}, example: `{"username":"carol","password":"a long passphrase","role":"viewer","email":"carol@example.com"}`,
+		status: 201, resp: apiUser{}, errors: []int{400, 409}},
+	{method: "GET", path: "/api/v1/users/{username}", tag: "users", summary: "One user", auth: "user",
+		status: 200, resp: apiUser{}, errors: []int{404}},
+	{method: "PATCH", path: "/api/v1/users/{username}", tag: "users", summary: "Change a user: all changes or none", auth: "admin",
+		body: apiPatchUserBody{}, example: `{"role":"admin","disabled":false}`,
+		status: 200, resp: apiUser{}, errors: []int{400, 404, 409}},
+	{method: "GET", path: "/api/v1/tokens", tag: "users", summary: "API tokens (never their values)", auth: "user",
+		status: 200, resp: []apiToken{}},
+	{method: "POST", path: "/api/v1/tokens", tag: "users", summary: "Create an API token of the caller; its value is shown once", auth: "admin",
+		body: tokenCreateBody{}, example: `{"name":"deploy","expires_at":"2030-01-31T18:00:00Z"}`,
+		status: 201, resp: apiToken{}, errors: []int{400}},
+	{method: "DELETE", path: "/api/v1/tokens/{id}", tag: "users", summary: "Revoke an API token", auth: "admin",
+		status: 200, resp: apiToken{}, errors: []int{404, 409}},
+
+	// Events.
+	{method: "GET", path: "/api/v1/events", tag: "events", summary: "The event log, newest first", auth: "user",
+		query: withPage(apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
+			apiParam{"target_type", "string", "node, task, user, token, settings or delayed"},
+			apiParam{"target", "string", "a target's name or id, or part of a task's title"},
+			apiParam{"outcome", "string", "ok or error"}, apiParam{"from", "string", "RFC 3339"}, apiParam{"to", "string", "RFC 3339, excluded"}),
+		status: 200, resp: listOf[apiEvent]{}, errors: []int{400}},
+
+	// Delayed tasks.
+	{method: "POST", path: "/api/v1/delayed", tag: "delayed", summary: "Create a delayed task (200: the pending one of the same key)", auth: "admin",
+		body: master.DelayedInput{}, example: `{"source_app":"shop","topic":"order.remind","content_key":"order-42","delay":"30m",
+"notify_url":"https://shop.example/hook","notify_body":"{\"order\":42}","content_type":"application/json","retries":3,"executors":["w1"]}`,
+		status: 201, also: []int{200}, resp: apiDelayed{}, errors: []int{400}},
+	{method: "GET", path: "/api/v1/delayed", tag: "delayed", summary: "Delayed tasks, newest first", auth: "user",
+		query: withPage(apiParam{"status", "string", "pending, running, done, failed or cancelled"},
+			apiParam{"topic", "string", ""}, apiParam{"source_app", "string", ""}),
+		status: 200, resp: listOf[master.Delayed]{}, errors: []int{400}},
+	{method: "GET", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "A delayed task with its runs", auth: "user",
+		status: 200, resp: apiDelayed{}, errors: []int{404}},
+	{method: "DELETE", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "Cancel a pending delayed task", auth: "admin",
+		status: 200, resp: apiDelayed{}, errors: []int{404, 409}},
+	{method: "POST", path: "/api/v1/delayed/{id}/cancel", tag: "delayed", summary: "Cancel a pending delayed task", auth: "admin",
+		status: 200, resp: apiDelayed{}, errors: []int{404, 409}},
+
+	// Configuration as code.
+	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of every task, as YAML", auth: "user",
+		status: 200, respYAML: true, respInput: true, resp: master.Document{},
+		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values."},
+	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks match a document; answers the plan", auth: "admin",
+		query: []apiParam{{"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
+		body:  master.Document{}, bodyYAML: true,
+		example: `{"version":1,"dry_run":true,"tasks":[{"key":"ping","title":"ping billing","type":"http","state":"running",
+"schedule":{"kind":"interval","every":"1m"},"http":{"url":"https://billing.example/ping"},"executors":["w1"]}]}`,
+		status: 200, resp: master.Plan{}, errors: []int{400, 409, 413, 502},
+		notes: "A refused document answers 400 naming every task and field, nothing changed. A change that fails midway answers its status with the plan and its error."},
+	{method: "GET", path: "/api/v1/openapi.json", tag: "config", summary: "This document", auth: "open",
+		status: 200, resp: openAPIAnswer{}},
+
+	// Tasks.
+	{method: "GET", path: "/api/v1/tasks", tag: "tasks", summary: "Tasks, newest first", auth: "user",
+		query: withPage(apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
+			apiParam{"node", "string", "executor name"}),
+		status: 200, resp: listOf[master.Task]{}, errors: []int{400}},
+	{method: "POST", path: "/api/v1/tasks", tag: "tasks", summary: "Create a stopped task", auth: "admin",
+		body: master.TaskInput{}, example: taskExample, status: 201, resp: master.Task{}, errors: []int{400}},
+	{method: "POST", path: "/api/v1/tasks/bulk", tag: "tasks", summary: "Pause, resume, stop or delete many tasks, each on its own", auth: "admin",
+		body: bulkBody{}, example: `{"action":"pause","ids":["0b8c…","3f2a…"]}`, status: 200, resp: bulkAnswer{}, errors: []int{400}},
+	{method: "GET", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "One task (secrets masked) with its health", auth: "user",
+		status: 200, resp: master.Task{}, errors: []int{404}},
+	{method: "PUT", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Replace a stopped task's definition", auth: "admin",
+		body: master.TaskInput{}, example: taskExample, status: 200, resp: master.Task{}, errors: []int{400, 404, 409}},
+	{method: "DELETE", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Stop and delete a task; its runs stay", auth: "admin",
+		status: 204, errors: []int{404, 502}},
+	{method: "POST", path: "/api/v1/tasks/{id}/start", tag: "tasks", summary: "Start a stopped task on its running executors", auth: "admin",
+		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/tasks/{id}/stop", tag: "tasks", summary: "Stop a task everywhere", auth: "admin",
+		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/tasks/{id}/pause", tag: "tasks", summary: "Keep the schedule, skip the runs", auth: "admin",
+		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/tasks/{id}/resume", tag: "tasks", summary: "Resume a paused task", auth: "admin",
+		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/tasks/{id}/run", tag: "tasks", summary: "Run once now (X-SM-Node names where)", auth: "admin",
+		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
+	{method: "POST", path: "/api/v1/tasks/{id}/clone", tag: "tasks", summary: "Store a stopped copy", auth: "admin",
+		status: 201, resp: master.Task{}, errors: []int{400, 404}},
+	{method: "GET", path: "/api/v1/tasks/{id}/runs", tag: "runs", summary: "A task's runs, newest first", auth: "user",
+		query:  withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"}),
+		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
+
+	// The cluster API workers call.
+	{method: "POST", path: protocol.PathMasterRegister, tag: "cluster", summary: "A worker registers (cluster-key MAC)", auth: "cluster",
+		body: protocol.RegisterRequest{}, example: `{"node":{"name":"w1","protocol":"http","host":"10.0.0.5:30001","priority":1,"max_concurrency":20},
+"machine_name":"host-1","secret":"` + strings.Repeat("ab", 32) + `","boot_id":"b-1","node_key":"` + strings.Repeat("cd", 32) + `"}`,
+		status: 200, resp: protocol.RegisterResponse{}, errors: []int{400, 401, 403}},
+	{method: "POST", path: protocol.PathMasterOffline, tag: "cluster", summary: "A worker says it stops (node secret)", auth: "cluster",
+		status: 200, resp: offlineAnswer{}, errors: []int{401}},
+	{method: "POST", path: protocol.PathMasterClaim, tag: "cluster", summary: "An executor claims one fire (node secret)", auth: "cluster",
+		body: protocol.ClaimRequest{}, example: `{"task_id":"0b8c","fire_at":"2030-01-02T03:04:05Z"}`,
+		status: 200, resp: protocol.ClaimResponse{}, errors: []int{400, 401, 403, 503}},
+	{method: "POST", path: protocol.PathMasterLock, tag: "cluster", summary: "The old path of claims", auth: "cluster", deprecated: true,
+		body: protocol.ClaimRequest{}, example: `{"task_id":"0b8c","fire_at":"2030-01-02T03:04:05Z"}`,
+		status: 200, resp: protocol.ClaimResponse{}, errors: []int{400, 401, 403, 503}},
+	{method: "POST", path: protocol.PathMasterRuns, tag: "cluster", summary: "A batch of run reports (node secret)", auth: "cluster",
+		body: protocol.RunsRequest{}, example: `{"runs":[{"id":"r1","task_id":"0b8c","node":"w1","scheduled_at":"2030-01-02T03:04:05Z",
+"started_at":"2030-01-02T03:04:05Z","ended_at":"2030-01-02T03:04:06Z","duration_ms":1000,"result":"success","attempt":1,
+"http_status":200,"exit_code":null,"output":"ok","manual":false}]}`,
+		status: 200, resp: protocol.RunsResponse{}, errors: []int{400, 401, 413}},
+
+	// Probes.
+	{method: "GET", path: "/health", tag: "probes", summary: "200 while the process serves", auth: "open",
+		status: 200, resp: masterHealthResponse{}, loose: true},
+	{method: "GET", path: "/ready", tag: "probes", summary: "200 when the database answers and this master is not fenced, else 503", auth: "open",
+		status: 200, also: []int{503}, resp: readyAnswer{}, loose: true},
+}
+
+// schemaGen writes JSON Schemas (2020-12, as OpenAPI 3.1 reads them) of Go
+// types as encoding/json writes and reads them.
+type schemaGen struct {
+	components map[string]any
+	types      map[string]reflect.Type // the type of each component, to tell apart types of one name
+}
+
+var (
+	timeType     = reflect.TypeFor[time.Time]()
+	durationType = reflect.TypeFor[protocol.Duration]()
+	rawType      = reflect.TypeFor[json.RawMessage]()
+)
+
+// name is the component name of a struct type: apiNode -> Node; a request
+// schema (input) has nothing required and ends in Input unless it says so.
+func (g *schemaGen) name(t reflect.Type, input bool) string {
+	n := t.Name()
+	if i := strings.IndexByte(n, '['); i >= 0 { // listOf[handlers.apiRun]
+		inner := n[i+1 : len(n)-1]
+		inner = inner[strings.LastIndexByte(inner, '.')+1:]
+		n = strings.TrimPrefix(inner, "api") + "List"
+	}
+	if alias, ok := componentNames[n]; ok {
+		n = alias
+	}
+	n = strings.TrimPrefix(n, "api")
+	n = strings.ToUpper(n[:1]) + n[1:]
+	if input && !strings.HasSuffix(n, "Input") && !strings.HasSuffix(n, "Body") && !strings.HasSuffix(n, "Request") {
+		n += "Input"
+	}
+	if other, ok := g.types[n]; ok && other != t {
+		pkg := t.PkgPath()[strings.LastIndexByte(t.PkgPath(), '/')+1:]
+		n = strings.ToUpper(pkg[:1]) + pkg[1:] + n
+	}
+	g.types[n] = t
+	return n
+}
+
+// componentNames names the components whose type's name would mislead.
+var componentNames = map[string]string{"apiDelayed": "DelayedWithRuns"}
+
+// schema returns the schema of t, a $ref for named structs.
+func (g *schemaGen) schema(t reflect.Type, input bool) map[string]any {
+	switch {
+	case t == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case t == durationType:
+		return map[string]any{"type": "string", "description": "a Go duration: 30s, 5m, 1h30m"}
+	case t == rawType:
+		return map[string]any{}
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return nullable(g.schema(t.Elem(), input))
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Slice:
+		// A nil slice is written null.
+		return map[string]any{"type": []any{"array", "null"}, "items": g.schema(t.Elem(), input)}
+	case reflect.Map:
+		return map[string]any{"type": []any{"object", "null"}, "additionalProperties": g.schema(t.Elem(), input)}
+	case reflect.Struct:
+		if t.Name() == "" {
+			return g.object(t, input)
+		}
+		name := g.name(t, input)
+		if _, ok := g.components[name]; !ok {
+			g.components[name] = map[string]any{} // a placeholder while fields refer back
+			g.components[name] = g.object(t, input)
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	panic(fmt.Sprintf("openapi: no schema for %s", t))
+}
+
+func nullable(s map[string]any) map[string]any {
+	if typ, ok := s["type"].(string); ok {
+		out := map[string]any{}
+		for k, v := range s {
+			out[k] = v
+		}
+		out["type"] = []any{typ, "null"}
+		return out
+	}
+	if _, ok := s["type"].([]any); ok {
+		return s // already nullable
+	}
+	if len(s) == 0 {
+		return s
+	}
+	return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+}
+
+// object writes a struct's fields as encoding/json does: embedded structs
+// flattened, "-" left out, omitempty fields not required.
+func (g *schemaGen) object(t reflect.Type, input bool) map[string]any {
+	props := map[string]any{}
+	var required []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" {
+				ft := f.Type
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft)
+					continue
+				}
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if _, dup := props[name]; dup {
+				continue // the outer field wins, as in encoding/json
+			}
+			props[name] = g.schema(f.Type, input)
+			if !input && !strings.Contains(opts, "omitempty") {
+				required = append(required, name)
+			}
+		}
+	}
+	walk(t)
+	out := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		slices.Sort(required)
+		out["required"] = required
+	}
+	return out
+}
+
+var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// buildOpenAPI writes the document.
+func buildOpenAPI() ([]byte, error) {
+	g := &schemaGen{components: map[string]any{}, types: map[string]reflect.Type{}}
+	g.components["Error"] = g.object(reflect.TypeFor[errorAnswer](), false)
+	paths := map[string]map[string]any{}
+	errResponses := map[string]any{}
+	for _, op := range openAPIOps {
+		o := map[string]any{"tags": []string{op.tag}, "summary": op.summary,
+			"operationId": operationID(op.method, op.path)}
+		if op.notes != "" {
+			o["description"] = op.notes
+		}
+		if op.deprecated {
+			o["deprecated"] = true
+		}
+		switch op.auth {
+		case "open", "cluster":
+			o["security"] = []any{}
+		case "admin":
+			o["description"] = strings.TrimSpace("Admins only. " + op.notes)
+		}
+		var params []any
+		for _, m := range pathParamRE.FindAllStringSubmatch(op.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range op.query {
+			p := map[string]any{"name": q.name, "in": "query", "schema": map[string]any{"type": q.typ}}
+			if q.desc != "" {
+				p["description"] = q.desc
+			}
+			params = append(params, p)
+		}
+		if len(params) > 0 {
+			o["parameters"] = params
+		}
+		if op.body != nil {
+			s := g.schema(reflect.TypeOf(op.body), true)
+			content := map[string]any{"application/json": map[string]any{"schema": s, "example": json.RawMessage(op.example)}}
+			if op.bodyYAML {
+				content["application/yaml"] = map[string]any{"schema": s}
+			}
+			o["requestBody"] = map[string]any{"required": true, "content": content}
+		}
+		responses := map[string]any{}
+		for _, st := range append([]int{op.status}, op.also...) {
+			r := map[string]any{"description": httpText(st)}
+			if op.resp != nil {
+				s := g.schema(reflect.TypeOf(op.resp), op.respInput)
+				if op.loose {
+					s = loosen(g, s)
+				}
+				switch {
+				case op.respYAML:
+					r["content"] = map[string]any{"application/yaml": map[string]any{"schema": s}}
+				case reflect.TypeOf(op.resp) == reflect.TypeFor[openAPIAnswer]():
+					r["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
+				default:
+					r["content"] = map[string]any{"application/json": map[string]any{"schema": s}}
+				}
+			}
+			responses[fmt.Sprint(st)] = r
+		}
+		errs := op.errors
+		switch op.auth {
+		case "user":
+			errs = append(errs, 401)
+		case "admin":
+			errs = append(errs, 401, 403)
+		}
+		if op.auth != "open" {
+			errs = append(errs, 500, 503)
+		}
+		for _, st := range errs {
+			responses[fmt.Sprint(st)] = map[string]any{"$ref": fmt.Sprintf("#/components/responses/Error%d", st)}
+			errResponses[fmt.Sprintf("Error%d", st)] = map[string]any{"description": httpText(st),
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}
+		}
+		o["responses"] = responses
+		if paths[op.path] == nil {
+			paths[op.path] = map[string]any{}
+		}
+		paths[op.path][strings.ToLower(op.method)] = o
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":   "ScheduleMaster master API",
+			"version": "1",
+			"description": "The master's JSON API: the open API for scripts (/api/v1, a bearer token or a console session), " +
+				"the cluster API its workers call (/api/worker, authenticated by the cluster key's MAC or the node's secret), " +
+				"and the probes. Generated from the handlers' Go types (handlers/openapi_gen_test.go).",
+		},
+		"tags": []any{
+			map[string]any{"name": "nodes", "description": "Masters and workers"},
+			map[string]any{"name": "tasks", "description": "Scheduled tasks; secrets are shown masked"},
+			map[string]any{"name": "runs", "description": "Runs of tasks"},
+			map[string]any{"name": "pools", "description": "Workers grouped by a label"},
+			map[string]any{"name": "delayed", "description": "One-time notifications at a due time"},
+			map[string]any{"name": "users", "description": "Users and API tokens"},
+			map[string]any{"name": "events", "description": "Who did what"},
+			map[string]any{"name": "config", "description": "Configuration as code: export and apply"},
+			map[string]any{"name": "cluster", "description": "Called by workers, not by scripts: registration is signed with the " +
+				"cluster key (headers sm_node, sm_timestamp, sm_nonce, sm_signature, and sm_node_signature with the node key); the " +
+				"other calls carry the node's name and secret (sm_node, sm_secret)."},
+			map[string]any{"name": "probes", "description": "For load balancers and orchestrators; open"},
+		},
+		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}},
+		"paths":    paths,
+		"components": map[string]any{
+			"schemas":   g.components,
+			"responses": errResponses,
+			"securitySchemes": map[string]any{
+				"bearer":  map[string]any{"type": "http", "scheme": "bearer", "description": "An API token (smt_…)"},
+				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionName, "description": "The console's session cookie (POST /login)"},
+			},
+		},
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// loosen lets a probe's answer carry more fields than named (another
+// version of the master may add some).
+func loosen(g *schemaGen, s map[string]any) map[string]any {
+	ref, _ := s["$ref"].(string)
+	name := strings.TrimPrefix(ref, "#/components/schemas/")
+	if c, ok := g.components[name].(map[string]any); ok {
+		delete(c, "additionalProperties")
+	}
+	return s
+}
+
+func operationID(method, path string) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(method))
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '-' || r == '.' || r == '{' || r == '}' || r == '_' }) {
+		if part == "api" || part == "v1" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+func httpText(status int) string {
+	switch status {
+	case 200:
+		return "OK"
+	case 201:
+		return "Created"
+	case 202:
+		return "Accepted"
+	case 204:
+		return "No Content"
+	case 400:
+		return "Bad input: the error names the fields"
+	case 401:
+		return "Not signed in, or a bad token"
+	case 403:
+		return "The caller's role does not allow it"
+	case 404:
+		return "Not found"
+	case 409:
+		return "Not allowed in the current state, or a duplicate"
+	case 413:
+		return "The body is too large"
+	case 500:
+		return "The master failed; its log says why"
+	case 502:
+		return "A worker call failed; the error names the node"
+	case 503:
+		return "The database did not answer in time (Retry-After)"
+	}
+	return fmt.Sprint(status)
+}
+
+// TestOpenAPIDocumentIsGenerated fails while openapi.json is not what the
+// table and the types give; SM_UPDATE_OPENAPI=1 rewrites it.
+func TestOpenAPIDocumentIsGenerated(t *testing.T) {
+	t.Parallel()
+	want, err := buildOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("SM_UPDATE_OPENAPI") == "1" {
+		if err := os.WriteFile("openapi.json", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(want, openAPIDoc) {
+		t.Fatal("handlers/openapi.json is out of date: run SM_UPDATE_OPENAPI=1 go test -run TestOpenAPIDocumentIsGenerated ./handlers")
+	}
+}

@@ -1,0 +1,550 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// ApplyOptions says how Apply runs.
+type ApplyOptions struct {
+	// DryRun plans and changes nothing.
+	DryRun bool
+	// Prune deletes the tasks the document does not hold.
+	Prune bool
+	// By is who applies: the creator of new tasks.
+	By string
+}
+
+// What a plan does to a task.
+const (
+	PlanCreate    = "create"
+	PlanUpdate    = "update"
+	PlanUnchanged = "unchanged"
+	PlanDelete    = "delete"
+)
+
+// Plan is what Apply does, or did, to make the master match a document.
+type Plan struct {
+	DryRun bool `json:"dry_run"`
+	Prune  bool `json:"prune"`
+	// Changes lists a change per task: the document's tasks, children
+	// before their parents, then the deletions.
+	Changes   []PlanChange `json:"changes"`
+	Create    int          `json:"create"`
+	Update    int          `json:"update"`
+	Unchanged int          `json:"unchanged"`
+	Delete    int          `json:"delete"`
+	// Applied says every change was made (false for a dry run).
+	Applied bool `json:"applied"`
+	// Error says which change failed: the ones before it were made (Done),
+	// the ones after it were not.
+	Error string `json:"error,omitempty"`
+}
+
+// PlanChange is the change of one task.
+type PlanChange struct {
+	Action string `json:"action"`
+	Key    string `json:"key,omitempty"`
+	Title  string `json:"title"`
+	// ID is the task's id; a task a dry run would create has none yet.
+	ID string `json:"id,omitempty"`
+	// Fields names what an update changes (never the values: some are
+	// secrets).
+	Fields []string `json:"fields,omitempty"`
+	// State is the task's state after the change, "stopped → running" when
+	// the change moves it.
+	State string `json:"state,omitempty"`
+	// Restart says a running or paused task whose definition changes is
+	// stopped, updated and brought back to its state: tasks are edited only
+	// while stopped.
+	Restart bool `json:"restart,omitempty"`
+	// Done says the change was made (an unchanged task is done at once).
+	Done  bool   `json:"done"`
+	Error string `json:"error,omitempty"`
+}
+
+// applyStep is a change with what making it needs.
+type applyStep struct {
+	change *PlanChange
+	in     TaskInput // the desired task; Children hold ids, placeholders for new tasks
+	from   string    // the state now ("" for a new task)
+	to     string    // the desired state
+	def    bool      // the definition changes
+}
+
+// placeholder stands for the id of a task the apply creates.
+func placeholder(i int) string { return "new:" + strconv.Itoa(i) }
+
+// Apply makes the master's tasks match doc: it creates the tasks doc holds
+// that the master lacks, updates those that differ, leaves the others alone
+// and, with Prune, deletes the tasks doc does not hold. A task of the
+// document is the master's task with the same key or, without a key, the
+// same title (a keyed task of the document also takes over the one task of
+// its title that has no key). The whole document is checked first, every
+// task through the checks of CreateTask and UpdateTask, and a refusal names
+// every task and field at fault with nothing changed. A running or paused
+// task whose definition changes is stopped, updated and brought back to its
+// state (Restart in the plan). A change that fails (a worker refuses a
+// start) stops the apply there: the plan says what was done, and the error
+// which change failed.
+func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*Plan, error) {
+	defer m.locks.lock("apply")()
+	plan, steps, err := m.planApply(ctx, doc, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.DryRun {
+		return plan, nil
+	}
+	created := map[string]string{} // placeholder -> id
+	for _, s := range steps {
+		if err := m.applyStep(ctx, s, created, opts.By); err != nil {
+			msg := Message(err)
+			if KindOf(err) == 0 {
+				msg = "the master failed (its log says why)" // a Go error chain stays in the log
+			}
+			s.change.Error = msg
+			plan.Error = fmt.Sprintf("%s %s: %s", s.change.Action, changeName(s.change), msg)
+			m.log.Warn("apply stopped", "change", s.change.Action, "task", s.change.ID, "err", err)
+			return plan, err
+		}
+		s.change.Done = true
+	}
+	plan.Applied = true
+	m.log.Info("document applied", "create", plan.Create, "update", plan.Update, "unchanged", plan.Unchanged,
+		"delete", plan.Delete, "by", opts.By)
+	return plan, nil
+}
+
+func changeName(c *PlanChange) string {
+	if c.Key != "" {
+		return "key " + c.Key
+	}
+	return "“" + c.Title + "”"
+}
+
+// applyStep makes one change.
+func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string]string, by string) error {
+	c := s.change
+	switch c.Action {
+	case PlanUnchanged:
+		return nil
+	case PlanDelete:
+		return m.DeleteTask(ctx, c.ID)
+	}
+	in := s.in
+	in.Children = slices.Clone(in.Children)
+	for i, ch := range in.Children {
+		if id, ok := created[ch]; ok {
+			in.Children[i] = id
+		}
+	}
+	from := s.from
+	if c.Action == PlanCreate {
+		ph := in.ID
+		in.ID = ""
+		t, err := m.CreateTask(ctx, in, by)
+		if err != nil {
+			return err
+		}
+		created[ph], c.ID, from = t.ID, t.ID, StateStopped
+	} else if s.def {
+		if from != StateStopped {
+			if _, err := m.StopTask(ctx, c.ID); err != nil {
+				return err
+			}
+			from = StateStopped
+		}
+		if _, err := m.UpdateTask(ctx, c.ID, in); err != nil {
+			return err
+		}
+	}
+	return m.reachState(ctx, c.ID, from, s.to)
+}
+
+// reachState moves a task from one state to another.
+func (m *Master) reachState(ctx context.Context, id, from, to string) error {
+	var err error
+	switch {
+	case from == to:
+	case to == StateStopped:
+		_, err = m.StopTask(ctx, id)
+	case from == StateStopped:
+		if _, err = m.StartTask(ctx, id); err == nil && to == StatePaused {
+			_, err = m.PauseTask(ctx, id)
+		}
+	case to == StatePaused:
+		_, err = m.PauseTask(ctx, id)
+	default:
+		_, err = m.ResumeTask(ctx, id)
+	}
+	return err
+}
+
+// planApply matches and checks the document and lists its changes in the
+// order they are made.
+func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions) (*Plan, []*applyStep, error) {
+	if len(doc.Tasks) > MaxDocumentTasks {
+		return nil, nil, Errorf(KindTooLarge, "the document holds %d tasks: at most %d in one apply", len(doc.Tasks), MaxDocumentTasks)
+	}
+	fe := protocol.FieldErrors{}
+	tasks := doc.Tasks
+	keys, titles := map[string]int{}, map[string]int{}
+	for i := range tasks {
+		t := &tasks[i]
+		t.Key, t.Title = strings.TrimSpace(t.Key), strings.TrimSpace(t.Title)
+		t.State = strings.ToLower(strings.TrimSpace(t.State))
+		name := docName(i, t)
+		switch t.State {
+		case "", StateRunning, StatePaused, StateStopped:
+		default:
+			fe[name+".state"] = fmt.Sprintf("%q is not running, paused or stopped", clipText(t.State, 40))
+		}
+		if t.ID != "" {
+			fe[name+".id"] = "a document carries no ids: tasks are matched by key, or by title"
+		}
+		switch {
+		case t.Key != "":
+			if j, dup := keys[t.Key]; dup {
+				fe[name+".key"] = fmt.Sprintf("tasks[%d] has this key too", j)
+			}
+			keys[t.Key] = i
+		case t.Title == "":
+			fe[name+".title"] = "is required"
+		default:
+			if j, dup := titles[t.Title]; dup {
+				fe[name+".title"] = fmt.Sprintf("tasks[%d] has this title too: give them keys to tell them apart", j)
+			}
+			titles[t.Title] = i
+		}
+	}
+
+	// Match the document's tasks with the master's.
+	all, err := m.allTasks(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byKey, byTitle := map[string][]*Task{}, map[string][]*Task{}
+	for _, t := range all {
+		if t.Key != "" {
+			byKey[t.Key] = append(byKey[t.Key], t)
+		} else {
+			byTitle[t.Title] = append(byTitle[t.Title], t)
+		}
+	}
+	ids := func(ts []*Task) string {
+		out := make([]string, len(ts))
+		for i, t := range ts {
+			out[i] = t.ID
+		}
+		return strings.Join(out, ", ")
+	}
+	cur := make([]*Task, len(tasks))
+	claimed := map[string]int{}
+	for i := range tasks {
+		t := &tasks[i]
+		name := docName(i, t)
+		var found []*Task
+		field := "title"
+		if t.Key != "" {
+			found, field = byKey[t.Key], "key"
+		}
+		if len(found) == 0 {
+			found, field = byTitle[t.Title], "title"
+		}
+		switch {
+		case len(found) > 1:
+			fe[name+"."+field] = fmt.Sprintf("%d tasks of the master have this %s (%s): give them keys, or delete all but one",
+				len(found), field, ids(found))
+			continue
+		case len(found) == 0:
+			continue
+		}
+		if j, dup := claimed[found[0].ID]; dup {
+			fe[name] = fmt.Sprintf("matches the same task of the master as tasks[%d] (%s)", j, found[0].ID)
+			continue
+		}
+		claimed[found[0].ID] = i
+		cur[i] = found[0]
+	}
+	idOf := make([]string, len(tasks))
+	for i := range tasks {
+		if cur[i] != nil {
+			idOf[i] = cur[i].ID
+		} else {
+			idOf[i] = placeholder(i)
+		}
+	}
+	// Children name other tasks of the document, by key or by title.
+	children := make([][]string, len(tasks))
+	for i := range tasks {
+		t := &tasks[i]
+		for _, ref := range t.Children {
+			ref = strings.TrimSpace(ref)
+			j, ok := keys[ref]
+			if !ok {
+				j, ok = titles[ref]
+			}
+			if !ok {
+				fe[docName(i, t)+".children"] = fmt.Sprintf("no task of the document has the key (or title) %q", clipText(ref, 60))
+				continue
+			}
+			children[i] = append(children[i], idOf[j])
+		}
+	}
+	if len(fe) > 0 {
+		return nil, nil, documentInvalid(fe)
+	}
+
+	// Check every task that changes, against the master as it will be.
+	chk, err := m.newTaskCheck(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.loadGraph(ctx, chk); err != nil {
+		return nil, nil, err
+	}
+	chk.keys = map[string]string{}
+	for _, t := range all {
+		if _, kept := claimed[t.ID]; !kept && opts.Prune {
+			delete(chk.graph, t.ID)
+		} else if !kept && t.Key != "" {
+			chk.keys[t.Key] = t.ID
+		}
+	}
+	for i := range tasks {
+		chk.graph[idOf[i]] = children[i]
+		if tasks[i].Key != "" {
+			chk.keys[tasks[i].Key] = idOf[i]
+		}
+	}
+	plan := &Plan{DryRun: opts.DryRun, Prune: opts.Prune, Changes: []PlanChange{}}
+	steps := make([]*applyStep, len(tasks))
+	names := map[string]string{} // id -> the document's name, for messages
+	for i := range tasks {
+		names[idOf[i]] = tasks[i].ident()
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		name := docName(i, t)
+		in := TaskInput{TaskDef: t.TaskDef, Executors: slices.Clone(t.Executors), Selector: t.Selector,
+			Keepers: slices.Clone(t.Keepers), Children: children[i]}
+		in.ID = idOf[i]
+		m.normalizeTaskInput(&in)
+		s := &applyStep{change: &PlanChange{Key: t.Key, Title: t.Title}, in: in, to: t.State}
+		c := s.change
+		if cur[i] == nil {
+			c.Action, c.ID = PlanCreate, ""
+			if s.to == "" {
+				s.to = StateStopped
+			}
+			c.State = s.to
+		} else {
+			old := cur[i]
+			c.ID, s.from = old.ID, old.Status.String()
+			if s.to == "" {
+				s.to = s.from
+			}
+			if err := keepSecretsForSameHost(&s.in.TaskDef, &old.TaskDef); err != nil {
+				fe[name] = Message(err)
+				continue
+			}
+			if len(s.in.Executors) == 0 && s.in.Selector == "" {
+				// None named and no selector: the executors the master
+				// picked when it created the task stay.
+				s.in.Executors = slices.Clone(old.Executors)
+			}
+			c.Fields = diffTask(&s.in, old)
+			s.def = len(c.Fields) > 0
+			if s.from != s.to {
+				c.Fields = append(c.Fields, "state")
+				c.State = s.from + " → " + s.to
+			} else {
+				c.State = s.to
+			}
+			c.Restart = s.def && s.from != StateStopped
+			c.Action = PlanUpdate
+			if len(c.Fields) == 0 {
+				c.Action, c.Done = PlanUnchanged, true
+			}
+		}
+		if c.Action != PlanUnchanged && (c.Action == PlanCreate || s.def) {
+			probe := s.in
+			probe.Executors = slices.Clone(s.in.Executors)
+			if _, err := m.checkTaskInputWith(ctx, &probe, chk); err != nil {
+				if !mergePrefixed(fe, name, err) {
+					return nil, nil, err
+				}
+			}
+		}
+		steps[i] = s
+	}
+	if len(fe) > 0 {
+		// Messages name tasks by id; a document's tasks by their names.
+		var pairs []string
+		for _, id := range slices.SortedFunc(maps.Keys(names), func(a, b string) int { return len(b) - len(a) }) {
+			pairs = append(pairs, id, "“"+names[id]+"”") // longest first: new:12 before new:1
+		}
+		r := strings.NewReplacer(pairs...)
+		for k, v := range fe {
+			fe[k] = r.Replace(v)
+		}
+		return nil, nil, documentInvalid(fe)
+	}
+
+	// Children before their parents, so each parent names tasks that exist.
+	var ordered []*applyStep
+	state := make([]int, len(tasks)) // 0 new, 1 visiting, 2 done
+	index := map[string]int{}
+	for i := range tasks {
+		index[idOf[i]] = i
+	}
+	var visit func(i int)
+	visit = func(i int) {
+		if state[i] != 0 {
+			return // a cycle was refused above: 1 cannot be met again
+		}
+		state[i] = 1
+		for _, c := range children[i] {
+			if j, ok := index[c]; ok {
+				visit(j)
+			}
+		}
+		state[i] = 2
+		ordered = append(ordered, steps[i])
+	}
+	for i := range tasks {
+		visit(i)
+	}
+	if opts.Prune {
+		for _, t := range all {
+			if _, kept := claimed[t.ID]; !kept {
+				ordered = append(ordered, &applyStep{change: &PlanChange{Action: PlanDelete, Key: t.Key, Title: t.Title, ID: t.ID,
+					State: t.Status.String()}})
+			}
+		}
+	}
+	plan.Changes = make([]PlanChange, len(ordered))
+	for i, s := range ordered {
+		plan.Changes[i] = *s.change
+		s.change = &plan.Changes[i] // the apply marks what it did in the plan
+		switch s.change.Action {
+		case PlanCreate:
+			plan.Create++
+		case PlanUpdate:
+			plan.Update++
+		case PlanUnchanged:
+			plan.Unchanged++
+		case PlanDelete:
+			plan.Delete++
+		}
+	}
+	if opts.DryRun {
+		for i := range plan.Changes {
+			plan.Changes[i].Done = false
+		}
+	}
+	return plan, ordered, nil
+}
+
+// mergePrefixed adds the field errors err carries to fe under name, or its
+// sentence when it is another refusal; it reports false for an unexpected
+// error (the database), which the caller returns as it is.
+func mergePrefixed(fe protocol.FieldErrors, name string, err error) bool {
+	var more protocol.FieldErrors
+	if errors.As(err, &more) {
+		for k, v := range more {
+			fe[name+"."+k] = v
+		}
+		return true
+	}
+	if KindOf(err) == KindInvalid {
+		fe[name] = Message(err)
+		return true
+	}
+	return false
+}
+
+// canonDef is a definition as compared: no id, an empty list or map the
+// same as none.
+func canonDef(d protocol.TaskDef) protocol.TaskDef {
+	d.ID = ""
+	if len(d.Params) == 0 {
+		d.Params = nil
+	}
+	if len(d.SecretParams) == 0 {
+		d.SecretParams = nil
+	}
+	if d.HTTP != nil {
+		h := *d.HTTP
+		if len(h.Headers) == 0 {
+			h.Headers = nil
+		}
+		if len(h.SecretHeaders) == 0 {
+			h.SecretHeaders = nil
+		}
+		d.HTTP = &h
+	}
+	if d.Shell != nil {
+		s := *d.Shell
+		if len(s.Args) == 0 {
+			s.Args = nil
+		}
+		if len(s.Env) == 0 {
+			s.Env = nil
+		}
+		d.Shell = &s
+	}
+	return d
+}
+
+// diffTask names the fields in which the desired task differs from the
+// stored one.
+func diffTask(in *TaskInput, old *Task) []string {
+	stored := old.TaskDef
+	stored.Normalize()
+	a, _ := json.Marshal(canonDef(in.TaskDef))
+	b, _ := json.Marshal(canonDef(stored))
+	var am, bm map[string]json.RawMessage
+	_ = json.Unmarshal(a, &am)
+	_ = json.Unmarshal(b, &bm)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(am)) {
+		if !bytes.Equal(am[k], bm[k]) {
+			out = append(out, k)
+		}
+	}
+	for k := range bm {
+		if _, ok := am[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sameSet := func(x, y []string) bool {
+		x, y = slices.Clone(x), slices.Clone(y)
+		slices.Sort(x)
+		slices.Sort(y)
+		return slices.Equal(slices.Compact(x), slices.Compact(y))
+	}
+	if !sameSet(in.Executors, old.Executors) {
+		out = append(out, "executors")
+	}
+	if in.Selector != old.Selector {
+		out = append(out, "selector")
+	}
+	if !sameSet(in.Keepers, old.Keepers) {
+		out = append(out, "keepers")
+	}
+	if !sameSet(in.Children, old.Children) {
+		out = append(out, "children")
+	}
+	return out
+}

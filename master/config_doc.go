@@ -1,0 +1,524 @@
+// Configuration as code: the document that holds the desired state of the
+// tasks (Export writes it, Apply makes a master match it), how it is read
+// from YAML or JSON, and its ${ENV:NAME} references.
+
+package master
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// Bounds of a document, checked before anything else reads it.
+const (
+	// MaxDocumentBytes bounds a document's text.
+	MaxDocumentBytes = 8 << 20
+	// MaxDocumentTasks bounds the tasks of one document (one apply).
+	MaxDocumentTasks = 5000
+	// maxDocumentNodes bounds the YAML nodes read, aliases counted each time
+	// they are used, so a "billion laughs" of anchors stops early.
+	maxDocumentNodes = 1_000_000
+	// maxDocumentDepth bounds nesting; a task is 4 levels deep.
+	maxDocumentDepth = 32
+)
+
+// DocumentVersion is the version of the document format Export writes and
+// Apply reads.
+const DocumentVersion = 1
+
+// Task states a document may ask for.
+const (
+	StateRunning = "running"
+	StatePaused  = "paused"
+	StateStopped = "stopped"
+)
+
+// Document is the desired state of a master's tasks.
+type Document struct {
+	Version int       `json:"version"`
+	Tasks   []DocTask `json:"tasks"`
+	// DryRun and Prune are options of an apply request sent as part of its
+	// body (POST /api/v1/apply); Export never writes them.
+	DryRun bool `json:"dry_run,omitempty"`
+	Prune  bool `json:"prune,omitempty"`
+}
+
+// DocTask is one task of a document: its definition without id, who
+// executes it, its keepers, its children (by the key, or title, of other
+// tasks of the document) and the state it should be in ("" keeps an
+// existing task's state and creates a new one stopped).
+type DocTask struct {
+	protocol.TaskDef
+	Executors []string `json:"executors,omitempty"`
+	Selector  string   `json:"selector,omitempty"`
+	Keepers   []string `json:"keepers,omitempty"`
+	Children  []string `json:"children,omitempty"`
+	State     string   `json:"state,omitempty"`
+}
+
+// ident is what a document task is matched by: its key, or its title.
+func (t *DocTask) ident() string {
+	if k := strings.TrimSpace(t.Key); k != "" {
+		return k
+	}
+	return strings.TrimSpace(t.Title)
+}
+
+// name names a document task in messages: tasks[3] “Nightly export”.
+func docName(i int, t *DocTask) string {
+	s := fmt.Sprintf("tasks[%d]", i)
+	if t == nil {
+		return s
+	}
+	if k := strings.TrimSpace(t.Key); k != "" {
+		s += " (key " + clipText(k, 60) + ")"
+	} else if tt := strings.TrimSpace(t.Title); tt != "" {
+		s += " “" + clipText(tt, 60) + "”"
+	}
+	return s
+}
+
+func clipText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+// envRefName is the name of an environment variable a reference may name.
+var envRefName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+const (
+	envRefOpen   = "${ENV:"
+	envRefEscape = "$${ENV:" // stands for the text ${ENV: itself
+)
+
+// EscapeEnvRefs writes s so that a document reader reads it back as it is:
+// every ${ENV: in it becomes $${ENV:.
+func EscapeEnvRefs(s string) string {
+	return strings.ReplaceAll(s, envRefOpen, envRefEscape)
+}
+
+// expandRefs reads the references of one string value. With lookup nil a
+// reference is an error (the master never fills references from its own
+// environment: that would hand its secrets to whoever writes a document)
+// and escapes are undone; with lookup set each reference becomes its
+// variable's value, escaped, so the result is again a document's text.
+// missing collects the names lookup does not know.
+func expandRefs(s string, lookup func(string) (string, bool), missing map[string]bool) (string, error) {
+	if !strings.Contains(s, envRefOpen) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], envRefEscape):
+			if lookup == nil {
+				b.WriteString(envRefOpen)
+			} else {
+				b.WriteString(envRefEscape)
+			}
+			i += len(envRefEscape)
+		case strings.HasPrefix(s[i:], envRefOpen):
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return "", errors.New("holds ${ENV: without its closing }")
+			}
+			name := s[i+len(envRefOpen) : i+end]
+			if !envRefName.MatchString(name) {
+				return "", fmt.Errorf("${ENV:%s}: %q is not an environment variable name (letters, digits and '_')", clipText(name, 40), clipText(name, 40))
+			}
+			if lookup == nil {
+				return "", fmt.Errorf("${ENV:%s} is a reference to an environment variable: fill it in before sending (schedulemaster apply fills references from its own environment)", name)
+			}
+			v, ok := lookup(name)
+			if !ok {
+				missing[name] = true
+			}
+			b.WriteString(EscapeEnvRefs(v))
+			i += end + 1
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String(), nil
+}
+
+// docReader turns a YAML (or JSON) node tree into plain values, bounded.
+type docReader struct {
+	nodes   int
+	lookup  func(string) (string, bool)
+	missing map[string]bool
+	// rewrite, with lookup set, writes each filled value back into the tree.
+	rewrite bool
+}
+
+type docError struct {
+	path string
+	msg  string
+}
+
+func (e *docError) Error() string {
+	if e.path == "" {
+		return e.msg
+	}
+	return e.path + ": " + e.msg
+}
+
+// value converts n into nil, bool, json.Number, string, []any or
+// map[string]any.
+func (r *docReader) value(n *yaml.Node, path string, depth int) (any, error) {
+	r.nodes++
+	if r.nodes > maxDocumentNodes {
+		return nil, &docError{path, fmt.Sprintf("the document has more than %d values (aliases counted each time they are used)", maxDocumentNodes)}
+	}
+	if depth > maxDocumentDepth {
+		return nil, &docError{path, fmt.Sprintf("nested more than %d levels deep", maxDocumentDepth)}
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return r.value(n.Content[0], path, depth)
+	case yaml.AliasNode:
+		return r.value(n.Alias, path, depth+1)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for i, c := range n.Content {
+			v, err := r.value(c, fmt.Sprintf("%s[%d]", path, i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := map[string]any{}
+		if err := r.mapping(n, path, depth, out, map[string]bool{}); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		return r.scalar(n, path)
+	}
+	return nil, &docError{path, "is not a value"}
+}
+
+// mapping adds n's keys to out; "<<" merges other mappings in, their keys
+// giving way to those written out.
+func (r *docReader) mapping(n *yaml.Node, path string, depth int, out map[string]any, own map[string]bool) error {
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.ShortTag() != "!!str") {
+			return &docError{path, fmt.Sprintf("line %d: a key must be text", k.Line)}
+		}
+		key := k.Value
+		if !utf8.ValidString(key) || strings.ContainsRune(key, 0) {
+			return &docError{path, "a key holds a NUL byte or invalid UTF-8"}
+		}
+		sub := joinPath(path, key)
+		if own[key] {
+			return &docError{sub, fmt.Sprintf("line %d: given twice", k.Line)}
+		}
+		own[key] = true
+		val, err := r.value(v, sub, depth+1)
+		if err != nil {
+			return err
+		}
+		out[key] = val
+	}
+	for _, m := range merges {
+		r.nodes++
+		src := m
+		if src.Kind == yaml.AliasNode {
+			src = src.Alias
+		}
+		var list []*yaml.Node
+		switch src.Kind {
+		case yaml.MappingNode:
+			list = []*yaml.Node{src}
+		case yaml.SequenceNode:
+			for _, c := range src.Content {
+				if c.Kind == yaml.AliasNode {
+					c = c.Alias
+				}
+				list = append(list, c)
+			}
+		}
+		for _, mm := range list {
+			if mm.Kind != yaml.MappingNode {
+				return &docError{path, "<< must merge a mapping or a list of mappings"}
+			}
+			merged := map[string]any{}
+			if err := r.mapping(mm, path, depth+1, merged, map[string]bool{}); err != nil {
+				return err
+			}
+			for k, v := range merged {
+				if _, ok := out[k]; !ok {
+					out[k] = v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	key = clipText(key, 60)
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func (r *docReader) scalar(n *yaml.Node, path string) (any, error) {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, &docError{path, fmt.Sprintf("%q is not true or false", clipText(n.Value, 40))}
+		}
+		return b, nil
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err != nil {
+			return nil, &docError{path, fmt.Sprintf("%q is not a whole number that fits", clipText(n.Value, 40))}
+		}
+		return json.Number(strconv.FormatInt(i, 10)), nil
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil || f != f || f > 1e300 || f < -1e300 {
+			return nil, &docError{path, fmt.Sprintf("%q is not a finite number", clipText(n.Value, 40))}
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+	case "!!str", "!!timestamp":
+		s := n.Value
+		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+			return nil, &docError{path, "holds a NUL byte or invalid UTF-8"}
+		}
+		out, err := expandRefs(s, r.lookup, r.missing)
+		if err != nil {
+			return nil, &docError{path, err.Error()}
+		}
+		if r.rewrite && out != s {
+			n.Value, n.Tag, n.Style = out, "!!str", yaml.DoubleQuotedStyle
+		}
+		return out, nil
+	}
+	return nil, &docError{path, fmt.Sprintf("the tag %s is not accepted", clipText(n.Tag, 40))}
+}
+
+// readTree checks a document's text and parses it into a node tree.
+func readTree(data []byte) (*yaml.Node, error) {
+	switch {
+	case len(data) > MaxDocumentBytes:
+		return nil, Errorf(KindTooLarge, "the document is larger than %d MiB", MaxDocumentBytes>>20)
+	case !utf8.Valid(data):
+		return nil, Errorf(KindInvalid, "the document is not valid UTF-8")
+	case bytes.IndexByte(data, 0) >= 0:
+		return nil, Errorf(KindInvalid, "the document holds a NUL byte")
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, Errorf(KindInvalid, "the document is empty")
+	}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, Errorf(KindInvalid, "the document is not valid YAML or JSON: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); err == nil {
+		return nil, Errorf(KindInvalid, "the file holds more than one YAML document (---): put every task in one")
+	}
+	return &root, nil
+}
+
+// ParseDocument reads a document (YAML, or JSON, which is YAML too). A
+// ${ENV:NAME} reference left in it is an error naming where it is: the
+// master never reads its own environment for a document; $${ENV: stands for
+// the text ${ENV:. Unknown fields, a task with an id, repeated keys and values of
+// the wrong type are errors naming the task and field.
+func ParseDocument(data []byte) (*Document, error) {
+	root, err := readTree(data)
+	if err != nil {
+		return nil, err
+	}
+	r := &docReader{}
+	v, err := r.value(root, "", 0)
+	if err != nil {
+		return nil, Errorf(KindInvalid, "%s", err.Error())
+	}
+	return decodeDocument(v)
+}
+
+// FillDocument fills the ${ENV:NAME} references of a document's text from
+// lookup and returns the text to send to a master, as YAML. Every name
+// lookup does not know is an error, all named at once, so nothing is sent
+// with a hole in it. The filled values are escaped: a value holding ${ENV:
+// stays text.
+func FillDocument(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	root, err := readTree(data)
+	if err != nil {
+		return nil, err
+	}
+	r := &docReader{lookup: lookup, missing: map[string]bool{}, rewrite: true}
+	v, err := r.value(root, "", 0)
+	if err != nil {
+		return nil, Errorf(KindInvalid, "%s", err.Error())
+	}
+	if len(r.missing) > 0 {
+		names := make([]string, 0, len(r.missing))
+		for n := range r.missing {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, Errorf(KindInvalid, "the environment has no %s: set %s before applying (the document refers to %s as ${ENV:NAME})",
+			strings.Join(names, ", "), itThem(len(names)), itThem(len(names)))
+	}
+	if _, err := decodeDocument(v); err != nil {
+		return nil, err
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		return nil, fmt.Errorf("master: write the filled document: %w", err)
+	}
+	return out, nil
+}
+
+func itThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// decodeDocument decodes plain values into a Document, task by task, so an
+// error names the task.
+func decodeDocument(v any) (*Document, error) {
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil, Errorf(KindInvalid, "the document must be a mapping with version and tasks")
+	}
+	doc := &Document{Version: DocumentVersion}
+	for k, val := range top {
+		switch k {
+		case "version":
+			n, ok := val.(json.Number)
+			if !ok || n.String() != strconv.Itoa(DocumentVersion) {
+				return nil, Errorf(KindInvalid, "version: this master reads version %d documents", DocumentVersion)
+			}
+		case "dry_run", "prune":
+			b, ok := val.(bool)
+			if !ok {
+				return nil, Errorf(KindInvalid, "%s: must be true or false", k)
+			}
+			if k == "dry_run" {
+				doc.DryRun = b
+			} else {
+				doc.Prune = b
+			}
+		case "tasks":
+		default:
+			return nil, Errorf(KindInvalid, "%s: unknown field (a document has version and tasks)", clipText(k, 60))
+		}
+	}
+	var list []any
+	switch t := top["tasks"].(type) {
+	case nil:
+	case []any:
+		list = t
+	default:
+		return nil, Errorf(KindInvalid, "tasks: must be a list of tasks")
+	}
+	if len(list) > MaxDocumentTasks {
+		return nil, Errorf(KindTooLarge, "the document holds %d tasks: at most %d in one apply", len(list), MaxDocumentTasks)
+	}
+	doc.Tasks = make([]DocTask, len(list))
+	fe := protocol.FieldErrors{}
+	for i, raw := range list {
+		m, ok := raw.(map[string]any)
+		if !ok {
+			fe[fmt.Sprintf("tasks[%d]", i)] = "must be a mapping of a task's fields"
+			continue
+		}
+		if _, has := m["id"]; has {
+			fe[fmt.Sprintf("tasks[%d].id", i)] = "a document carries no ids: tasks are matched by key, or by title"
+			continue
+		}
+		js, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("master: document: %w", err)
+		}
+		var t DocTask
+		if err := protocol.DecodeStrict(js, &t); err != nil {
+			fe[docName(i, probeName(m))] = jsonMessage(err)
+			continue
+		}
+		doc.Tasks[i] = t
+	}
+	if len(fe) > 0 {
+		return nil, documentInvalid(fe)
+	}
+	return doc, nil
+}
+
+// probeName is a task's key and title, read from its raw fields for messages.
+func probeName(m map[string]any) *DocTask {
+	t := &DocTask{}
+	t.Key, _ = m["key"].(string)
+	t.Title, _ = m["title"].(string)
+	return t
+}
+
+// jsonMessage words a decoding error of encoding/json for people.
+func jsonMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "a field"
+		}
+		return fmt.Sprintf("%s: %s cannot be %s", field, te.Value, te.Type.String())
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// documentInvalid is the refusal of a document: every problem, by object
+// and field, in the sentence and in Fields.
+func documentInvalid(fe protocol.FieldErrors) error {
+	const shown = 10
+	keys := make([]string, 0, len(fe))
+	for k := range fe {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for i, k := range keys {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-shown))
+			break
+		}
+		parts = append(parts, k+": "+fe[k])
+	}
+	return &Error{Kind: KindInvalid, Msg: "the document was not applied, nothing changed: " + strings.Join(parts, "; "), Fields: fe}
+}
