@@ -328,7 +328,7 @@ func (g *schemaGen) name(t reflect.Type, input bool) string {
 }
 
 // componentNames names the components whose type's name would mislead.
-var componentNames = map[string]string{"apiDelayed": "DelayedWithRuns"}
+var componentNames = map[string]string{"apiDelayed": "DelayedWithRuns", "Info": "BuildInfo"}
 
 // schema returns the schema of t, a $ref for named structs.
 func (g *schemaGen) schema(t reflect.Type, input bool) map[string]any {
