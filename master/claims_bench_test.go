@@ -60,7 +60,9 @@ func BenchmarkClaim(b *testing.B) {
 				b.Cleanup(func() { m2.Stop(context.Background()) })
 				masters := []*master.Master{m, m2}
 				ctx := context.Background()
-				base := time.Now().Truncate(time.Second).Add(time.Hour)
+				// Past fires: a claim may name a fire up to MaxClaimAge
+				// back, but at most MaxClaimAhead ahead.
+				base := time.Now().Truncate(time.Second).Add(-2 * time.Hour)
 				lat := make([]time.Duration, 0, b.N*len(nodes))
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {

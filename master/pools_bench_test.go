@@ -2,8 +2,8 @@ package master_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,27 +59,47 @@ func BenchmarkPooledClaim(b *testing.B) {
 					}
 					ids[i] = tk.ID
 				}
-				base := time.Now().Truncate(time.Second).Add(time.Minute)
+				base := time.Now().Truncate(time.Second).Add(-2 * time.Hour)
 				moved := 0
+				// members of each pool, kept as the churn moves workers, so
+				// that a member claims (a refused non-member would be cheap).
+				members := make([][]string, pools)
+				for i := range workers {
+					members[i%pools] = append(members[i%pools], nodes[i].Name)
+				}
+				poolOf := func(name string) int {
+					for p := range members {
+						if slices.Contains(members[p], name) {
+							return p
+						}
+					}
+					return -1
+				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if churn && i%10 == 0 {
 						b.StopTimer()
 						w := nodes[moved%workers]
 						moved++
-						if _, err := m.SetNodeLabels(ctx, w.Name, protocol.Labels{"pool": fmt.Sprintf("p%d", moved%pools)}); err != nil {
+						to := moved % pools
+						if _, err := m.SetNodeLabels(ctx, w.Name, protocol.Labels{"pool": fmt.Sprintf("p%d", to)}); err != nil {
 							b.Fatal(err)
+						}
+						if from := poolOf(w.Name); from != to {
+							members[from] = slices.DeleteFunc(members[from], func(n string) bool { return n == w.Name })
+							members[to] = append(members[to], w.Name)
 						}
 						b.StartTimer()
 					}
 					task := i % tasks
 					// A member of the task's pool claims.
 					fire := base.Add(time.Duration(i/tasks) * time.Second)
-					n, err := store.GetNode(ctx, st.DB, nodes[(task%pools)+pools*(i%7)].Name)
+					mine := members[task%pools]
+					n, err := store.GetNode(ctx, st.DB, mine[i%len(mine)])
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := m.Claim(ctx, n, protocol.ClaimRequest{TaskID: ids[task], FireAt: fire}); err != nil && !isForbidden(err) {
+					if _, err := m.Claim(ctx, n, protocol.ClaimRequest{TaskID: ids[task], FireAt: fire}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -87,6 +107,3 @@ func BenchmarkPooledClaim(b *testing.B) {
 		}
 	}
 }
-
-// isForbidden: a worker that churn moved out of the task's pool is refused.
-func isForbidden(err error) bool { return errors.Is(err, master.ErrForbidden) }
