@@ -16,6 +16,9 @@ type Accounts struct {
 	events *eventLog
 	logins *loginThrottle
 	life   *lifecycle
+	// directory, when set, checks the passwords of users without a local
+	// one (Config.Directory).
+	directory PasswordDirectory
 }
 
 // Accounts is the engine's accounts service.

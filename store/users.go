@@ -20,14 +20,17 @@ const (
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID           int64     `bun:"id,pk,autoincrement"`
-	Username     string    `bun:"username"`
-	PasswordHash string    `bun:"password_hash"`
-	Role         string    `bun:"role"`
-	Email        string    `bun:"email"` // where failure notifications go when the user keeps a task
-	Disabled     bool      `bun:"disabled"`
-	CreatedAt    time.Time `bun:"created_at"`
-	UpdatedAt    time.Time `bun:"updated_at"`
+	ID           int64  `bun:"id,pk,autoincrement"`
+	Username     string `bun:"username"`
+	PasswordHash string `bun:"password_hash"`
+	Role         string `bun:"role"`
+	Email        string `bun:"email"` // where failure notifications go when the user keeps a task
+	Disabled     bool   `bun:"disabled"`
+	// AuthMethod is "" for a local user (password hash here), or the
+	// external method (e.g. "ldap") that created the user and signs them in.
+	AuthMethod string    `bun:"auth_method"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
 }
 
 // CountUsers returns how many users exist.

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/schedulemaster-go/schedulemaster/ldapauth"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -61,6 +62,10 @@ type masterConfig struct {
 	// Limits of the HTTP server; zero means the default (see httpLimits).
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                         int
+
+	// LDAP is the directory for console sign-in; nil means local users only.
+	LDAP     *ldapauth.Config
+	ldapOpts *ldapOptions
 }
 
 // TLS reports whether the master serves HTTPS.
@@ -90,6 +95,8 @@ func masterOptions(c *masterConfig) *options {
 	o.add(&option{name: "tls-key", key: "TLSKey", dst: &c.TLSKey, usage: "TLS private key file"})
 	o.add(&option{name: "trusted-proxies", key: "TrustedProxies", dst: &c.TrustedProxies,
 		usage: "comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the client is the TCP peer)"})
+	c.ldapOpts = &ldapOptions{}
+	addLDAPOptions(o, c.ldapOpts)
 	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: defReadTimeout.String(), dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
 		usage: "time to read one request, body included (a trickling client is cut off after it)"})
 	return o
@@ -146,6 +153,11 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 		bad("trusted-proxies", "%s", msg)
 	} else {
 		c.Proxies = proxies
+	}
+	if ldapCfg, msgs := c.ldapOpts.ldapConfig(o); len(msgs) > 0 {
+		problems = append(problems, msgs...)
+	} else {
+		c.LDAP = ldapCfg
 	}
 	c.HealthIntervalSet = o.explicit("health-interval")
 	c.HealthTimeoutSet = o.explicit("health-timeout")
