@@ -302,22 +302,50 @@ func (n *GaleraNode) signal(sig syscall.Signal, frozen bool) {
 // Restart starts a killed node again and waits until it is synced: it
 // recovers its position from InnoDB first (mariadbd --wsrep-recover, as
 // mysqld_safe does), so it rejoins by IST instead of a full state transfer.
+//
+// On a loaded machine a rejoin can fail in Galera itself ("Sending JOIN
+// failed: Connection was closed" after the IST, leaving the node in a
+// non-primary view for good); as an operator would, the node is then killed
+// and started again, up to three times.
 func (n *GaleraNode) Restart(t testing.TB) {
 	t.Helper()
-	n.Kill()
-	n.prepareDataDir(t)
-	logFile := filepath.Join(n.g.base, fmt.Sprintf("recover%d.log", n.Index))
-	args := append(n.args(), "--wsrep-recover", "--log-error="+logFile)
-	if out, err := exec.Command("mariadbd", args...).CombinedOutput(); err != nil {
-		t.Fatalf("galera: node %d: mariadbd --wsrep-recover: %v\n%s", n.Index, err, out)
+	for attempt := 1; ; attempt++ {
+		n.Kill()
+		n.prepareDataDir(t)
+		logFile := filepath.Join(n.g.base, fmt.Sprintf("recover%d.log", n.Index))
+		args := append(n.args(), "--wsrep-recover", "--log-error="+logFile)
+		if out, err := exec.Command("mariadbd", args...).CombinedOutput(); err != nil {
+			t.Fatalf("galera: node %d: mariadbd --wsrep-recover: %v\n%s", n.Index, err, out)
+		}
+		b, _ := os.ReadFile(logFile)
+		m := recoveredRE.FindAllSubmatch(b, -1)
+		if m == nil {
+			t.Fatalf("galera: node %d: no recovered position in\n%s", n.Index, b)
+		}
+		n.start(t, "--wsrep-start-position="+string(m[len(m)-1][1]))
+		if attempt == 3 {
+			n.waitSynced(t, 60*time.Second)
+			return
+		}
+		if n.synced(30 * time.Second) {
+			return
+		}
+		t.Logf("galera: node %d did not rejoin within 30s (attempt %d); starting it again", n.Index, attempt)
 	}
-	b, _ := os.ReadFile(logFile)
-	m := recoveredRE.FindAllSubmatch(b, -1)
-	if m == nil {
-		t.Fatalf("galera: node %d: no recovered position in\n%s", n.Index, b)
+}
+
+// synced waits up to timeout for the node to be synced with a primary
+// component and reports whether it is.
+func (n *GaleraNode) synced(timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !n.running() {
+			return false
+		}
+		if st, err := n.Status(); err == nil && st["wsrep_ready"] == "ON" && st["wsrep_local_state_comment"] == "Synced" {
+			return true
+		}
 	}
-	n.start(t, "--wsrep-start-position="+string(m[len(m)-1][1]))
-	n.waitSynced(t, 60*time.Second)
+	return false
 }
 
 var recoveredRE = regexp.MustCompile(`WSREP: Recovered position: (\S+)`)
