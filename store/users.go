@@ -20,14 +20,19 @@ const (
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID           int64     `bun:"id,pk,autoincrement"`
-	Username     string    `bun:"username"`
-	PasswordHash string    `bun:"password_hash"`
-	Role         string    `bun:"role"`
-	Email        string    `bun:"email"` // where failure notifications go when the user keeps a task
-	Disabled     bool      `bun:"disabled"`
-	CreatedAt    time.Time `bun:"created_at"`
-	UpdatedAt    time.Time `bun:"updated_at"`
+	ID           int64  `bun:"id,pk,autoincrement"`
+	Username     string `bun:"username"`
+	PasswordHash string `bun:"password_hash"`
+	Role         string `bun:"role"`
+	Email        string `bun:"email"` // where failure notifications go when the user keeps a task
+	// AuthMethod is how the user signs in: "" for a local password, or the
+	// external method ("oidc") that created the user; such users have no password.
+	AuthMethod string `bun:"auth_method"`
+	// ExternalSubject is the identity provider's subject of an external user.
+	ExternalSubject string    `bun:"external_subject"`
+	Disabled        bool      `bun:"disabled"`
+	CreatedAt       time.Time `bun:"created_at"`
+	UpdatedAt       time.Time `bun:"updated_at"`
 }
 
 // CountUsers returns how many users exist.
@@ -154,6 +159,14 @@ func SetUserPassword(ctx context.Context, db bun.IDB, username, hash string) err
 			return err
 		}
 		return DeleteUserSessions(ctx, tx, username)
+	})
+}
+
+// SetUserExternal sets an external user's email and subject (kept as the
+// identity provider says them at each sign-in); an unknown user gives ErrNotFound.
+func SetUserExternal(ctx context.Context, db bun.IDB, username, email, subject string) error {
+	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("email = ?", email).Set("external_subject = ?", subject)
 	})
 }
 
