@@ -90,9 +90,14 @@ type oidcEnv struct {
 
 func newOIDCEnv(t *testing.T, edit func(*handlers.OIDCConfig)) *oidcEnv {
 	t.Helper()
+	return newOIDCEnvOn(t, storetest.OpenSQLite(t), edit)
+}
+
+// newOIDCEnvOn is newOIDCEnv on the store given.
+func newOIDCEnvOn(t *testing.T, ns storetest.NamedStore, edit func(*handlers.OIDCConfig)) *oidcEnv {
+	t.Helper()
 	ctx := storetest.Ctx(t)
 	log := storetest.Logger(t)
-	ns := storetest.OpenSQLite(t)
 	oe := &oidcEnv{}
 
 	var opHandler, smHandler http.Handler
@@ -251,7 +256,11 @@ func (oe *oidcEnv) signedIn(c *http.Client) bool {
 
 func TestOIDCCodeFlowSignsInWithRoleFromGroups(t *testing.T) {
 	t.Parallel()
-	oe := newOIDCEnv(t, nil)
+	storetest.Run(t, testOIDCCodeFlow)
+}
+
+func testOIDCCodeFlow(t *testing.T, ns storetest.NamedStore) {
+	oe := newOIDCEnvOn(t, ns, nil)
 	oe.op.setGroups("id-alice", "staff", "sm-admins")
 
 	c := oe.client()
@@ -281,6 +290,11 @@ func TestOIDCCodeFlowSignsInWithRoleFromGroups(t *testing.T) {
 	resp := oe.postForm(oe.client(), "/login", url.Values{"username": {"alice"}, "password": {oidcPassword}})
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("password login of an OIDC user: status %d, want 401", resp.StatusCode)
+	}
+
+	// Nor can an admin give them one.
+	if err := oe.m.Accounts().ResetPassword(context.Background(), "alice", "a-local-password-1"); master.KindOf(err) != master.KindState {
+		t.Fatalf("password for an OIDC user: %v, want a KindState refusal", err)
 	}
 
 	// The role follows the groups at every sign-in.
@@ -403,7 +417,11 @@ func TestOIDCRefusesUserInNoMappedGroup(t *testing.T) {
 
 func TestOIDCRefusesClashWithLocalUser(t *testing.T) {
 	t.Parallel()
-	oe := newOIDCEnv(t, nil)
+	storetest.Run(t, testOIDCClash)
+}
+
+func testOIDCClash(t *testing.T, ns storetest.NamedStore) {
+	oe := newOIDCEnvOn(t, ns, nil)
 	oe.addUser("dave", "dave-password-1", store.RoleViewer)
 	oe.op.setGroups("id-dave", "sm-admins")
 	c := oe.client()

@@ -61,6 +61,9 @@ type masterConfig struct {
 	// Limits of the HTTP server; zero means the default (see httpLimits).
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                         int
+
+	// OIDC is sign-on with an OpenID Connect provider (config_oidc.go).
+	OIDC oidcConfig
 }
 
 // TLS reports whether the master serves HTTPS.
@@ -92,6 +95,7 @@ func masterOptions(c *masterConfig) *options {
 		usage: "comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the client is the TCP peer)"})
 	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: defReadTimeout.String(), dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
 		usage: "time to read one request, body included (a trickling client is cut off after it)"})
+	addOIDCOptions(o, &c.OIDC)
 	return o
 }
 
@@ -147,6 +151,7 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 	} else {
 		c.Proxies = proxies
 	}
+	problems = append(problems, c.OIDC.validate(o)...)
 	c.HealthIntervalSet = o.explicit("health-interval")
 	c.HealthTimeoutSet = o.explicit("health-timeout")
 	c.MaxFailuresSet = o.explicit("max-failures")
