@@ -338,8 +338,8 @@ func TestChartMinimalValues(t *testing.T) {
 	if slices.Contains(c.Args, "--allow-shell") || c.Image != "schedulemaster:0.1.0" {
 		t.Errorf("default pool: args %v image %s (no shell by default)", c.Args, c.Image)
 	}
-	if g := *w.Spec.Template.Spec.TerminationGracePeriodSeconds; g != 50 {
-		t.Errorf("worker grace %d, want drain 30 + 20", g)
+	if g := *w.Spec.Template.Spec.TerminationGracePeriodSeconds; g != 60 {
+		t.Errorf("worker grace %d, want drain 30 + 30", g)
 	}
 	if u := envOf(c, "SM_MASTER"); u == nil || u.Value != "http://sm-schedulemaster-master:30000" {
 		t.Errorf("SM_MASTER %+v", u)
@@ -469,8 +469,8 @@ workers:
 		if w.shell != strings.HasSuffix(c.Image, "-worker-shell") {
 			t.Errorf("pool %s: image %s", pool, c.Image)
 		}
-		if g := *d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != 140 {
-			t.Errorf("pool %s: grace %d, want 120 + 20", pool, g)
+		if g := *d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != 150 {
+			t.Errorf("pool %s: grace %d, want 120 + 30", pool, g)
 		}
 	}
 	if ns := r.deployments["sm-schedulemaster-worker-billing"].Spec.Template.Spec.NodeSelector; ns["disk"] != "ssd" {
@@ -517,7 +517,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"no secrets", ``, "secrets.clusterKey is required"},
 		{"no DSN", `secrets: {clusterKey: chart-test-cluster-key-0123456789}`, "secrets.databaseDSN is required"},
 		{"short key", `secrets: {clusterKey: short, databaseDSN: "mysql://a:b@tcp(h:3306)/d"}`, "16 characters"},
-		{"grace under drain", minimalValues + `workers: {drainTimeoutSeconds: 60, terminationGracePeriodSeconds: 70}`, "must exceed workers.drainTimeoutSeconds + 15"},
+		{"grace under drain", minimalValues + `workers: {drainTimeoutSeconds: 60, terminationGracePeriodSeconds: 80}`, "must exceed workers.drainTimeoutSeconds + 25"},
 		{"pool name", minimalValues + `workers: {pools: [{name: Billing_1}]}`, "must be a DNS label"},
 		{"pool twice", minimalValues + `workers: {pools: [{name: a}, {name: a}]}`, `pool "a" is given twice`},
 		{"pool label", minimalValues + `workers: {pools: [{name: a, labels: {pool: b}}]}`, "pool is set from the pool's name"},

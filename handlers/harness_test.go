@@ -31,12 +31,16 @@ type env struct {
 	srv *httptest.Server
 }
 
-func newEnv(t *testing.T, ns storetest.NamedStore) *env {
+func newEnv(t *testing.T, ns storetest.NamedStore, edit ...func(*master.Config)) *env {
 	t.Helper()
 	ctx := storetest.Ctx(t)
 	log := storetest.Logger(t)
-	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
-		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, ns.Store, log)
+	cfg := master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	m := master.New(cfg, ns.Store, log)
 	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,6 +36,13 @@ func (s *server) login(c *gin.Context) {
 	u, err := s.m.Accounts().Login(c.Request.Context(), ip, username, password)
 	switch master.KindOf(err) {
 	case 0, master.KindUnavailable:
+		if errors.Is(err, master.ErrDirectoryUnavailable) {
+			s.log.Error("login: the directory cannot be reached", "username", username, "err", err)
+			c.Header("Retry-After", dbRetryAfter)
+			vm.Error = "The sign-on directory (LDAP) cannot be reached. Try again in a minute; local accounts still work."
+			s.render(c, http.StatusServiceUnavailable, views.LoginPage(vm))
+			return
+		}
 		if err != nil {
 			s.log.Error("login: the database cannot be reached", "err", err)
 			c.Header("Retry-After", dbRetryAfter)
@@ -48,6 +56,13 @@ func (s *server) login(c *gin.Context) {
 		vm.Error = fmt.Sprintf("Too many failed logins. Try again in %s.", wait.Round(time.Second))
 		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(c, http.StatusTooManyRequests, views.LoginPage(vm))
+		return
+	case master.KindForbidden:
+		// The password was right but the sign-in is refused (no mapped
+		// group, a local user of that name): the engine's sentence says why.
+		s.log.Warn("login refused", "username", username, "ip", ip, "err", master.Message(err))
+		vm.Error = master.Message(err)
+		s.render(c, http.StatusForbidden, views.LoginPage(vm))
 		return
 	default:
 		s.log.Warn("failed login", "username", username, "ip", ip)

@@ -30,8 +30,8 @@ type OIDCConfig struct {
 	DisplayName  string // the button says "Sign in with <DisplayName>"
 	Scopes       []string
 	// UsernameClaim and GroupsClaim name the ID token claims read.
+	// The groups' roles are the engine's (master.Config.OIDC).
 	UsernameClaim, GroupsClaim string
-	Roles                      master.GroupRoles
 	// HTTPClient talks to the provider (nil: http.DefaultClient); Now is the
 	// clock tokens are checked against (nil: time.Now). Both are for tests.
 	HTTPClient *http.Client
@@ -200,17 +200,17 @@ func (s *server) oidcCallback(c *gin.Context) {
 		s.oidcRefuse(c, http.StatusUnauthorized, "The identity provider's answer could not be read.")
 		return
 	}
-	id := master.ExternalIdentity{Method: "oidc", Subject: idt.Subject,
+	id := master.ExternalIdentity{Method: master.MethodOIDC, Subject: idt.Subject,
 		Username: claimString(claims, s.oidc.cfg.UsernameClaim), Email: claimString(claims, "email"),
 		Groups: claimStrings(claims, s.oidc.cfg.GroupsClaim)}
-	u, err := s.m.Accounts().SignInExternal(c.Request.Context(), id, s.oidc.cfg.Roles)
+	u, err := s.m.Accounts().SignInExternal(c.Request.Context(), id)
 	if err != nil {
 		var me *master.Error
 		if !errors.As(err, &me) {
 			s.serverError(c, err)
 			return
 		}
-		s.oidcRefuse(c, http.StatusForbidden, "You cannot sign in: "+me.Msg+".")
+		s.oidcRefuse(c, http.StatusForbidden, "You cannot sign in: "+master.Message(err)+".")
 		return
 	}
 	if err := s.startSession(c, u); err != nil {

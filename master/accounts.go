@@ -16,6 +16,11 @@ type Accounts struct {
 	events *eventLog
 	logins *loginThrottle
 	life   *lifecycle
+	// directory, when set, checks the passwords of users without a local
+	// one (Config.Directory).
+	directory PasswordDirectory
+	// oidcRoles maps OIDC groups to roles (Config.OIDC); nil: OIDC is off.
+	oidcRoles *GroupRoles
 }
 
 // Accounts is the engine's accounts service.

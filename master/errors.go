@@ -139,6 +139,14 @@ var (
 
 // ErrIdentityInUse refuses the start of a master whose identity's node row is
 // heartbeated by another live master process.
+// ErrDirectoryRefused is a directory's answer to an unknown user or a wrong
+// password (one answer for both, as for local users).
+var ErrDirectoryRefused = errors.New("master: the directory refused the user name or password")
+
+// ErrDirectoryUnavailable is a directory (LDAP) that cannot be reached or
+// did not answer in time: not a wrong password.
+var ErrDirectoryUnavailable = errors.New("master: the directory cannot be reached")
+
 var ErrIdentityInUse = errors.New("master: identity held by a live master")
 
 // Errorf returns a refusal of kind k whose sentence is the formatted text.

@@ -4,122 +4,166 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"unicode/utf8"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// ExternalIdentity is a person an identity provider vouches for (OIDC
-// today): the provider has checked who they are, the engine decides what
-// they may do.
+// MethodLDAP is the sign-in method of users from an LDAP directory.
+const MethodLDAP = "ldap"
+
+// MethodOIDC is the sign-in method of users from an OpenID Connect provider.
+const MethodOIDC = "oidc"
+
+// ExternalIdentity is a person an identity provider (an LDAP directory, later
+// OIDC) vouches for: Method names the provider, Subject is its stable id (an
+// LDAP DN), Groups the provider's groups, mapped to a role by GroupRoles.
 type ExternalIdentity struct {
-	Method   string // "oidc"
-	Subject  string // the provider's stable id of the person
-	Username string // the name the user gets here, from a configured claim
-	Email    string
-	Groups   []string
+	Method, Subject, Username, Email string
+	Groups                           []string
 }
 
-// GroupRoles maps an identity provider's groups to today's roles: a member
-// of AdminGroup is admin, else a member of any of ViewerGroups is viewer,
-// else the person is refused.
+// GroupRoles maps a provider's groups to a cluster role: a member of any
+// Admin group is admin, else of any Viewer group viewer, else nothing.
+// Groups compare case-insensitively (LDAP DNs do).
 type GroupRoles struct {
-	AdminGroup   string
-	ViewerGroups []string
+	Admin, Viewer []string
 }
 
-// Role returns the role for groups, or "" when none is mapped.
+// Role is the role groups grant, or "" for none.
 func (g GroupRoles) Role(groups []string) string {
-	if g.AdminGroup != "" && slices.Contains(groups, g.AdminGroup) {
-		return store.RoleAdmin
-	}
-	for _, v := range g.ViewerGroups {
-		if v != "" && slices.Contains(groups, v) {
-			return store.RoleViewer
+	in := func(list []string) bool {
+		for _, want := range list {
+			for _, have := range groups {
+				if strings.EqualFold(strings.TrimSpace(want), strings.TrimSpace(have)) {
+					return true
+				}
+			}
 		}
+		return false
+	}
+	switch {
+	case in(g.Admin):
+		return store.RoleAdmin
+	case in(g.Viewer):
+		return store.RoleViewer
 	}
 	return ""
 }
 
-// SignInExternal signs in a person an identity provider vouched for. The
-// role comes from their groups by roles on every sign-in (no mapped group:
-// refused with a sentence); the user is created on first sign-in, without a
-// local password. A local user of the same name, or one created by another
-// method, is never taken over. It records user.login (or its refusal) with
-// the method, and returns the user the session is for.
-func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity, roles GroupRoles) (*store.User, error) {
-	detail := "method " + id.Method
-	ctx = WithActor(ctx, id.Username)
+// PasswordDirectory checks a user name and password against an external
+// directory (LDAP). Authenticate returns ErrDirectoryRefused for an unknown
+// user or a wrong password (one answer for both) and ErrDirectoryUnavailable,
+// wrapped, when the directory cannot answer.
+type PasswordDirectory interface {
+	Method() string
+	Roles() GroupRoles
+	Authenticate(ctx context.Context, username, password string) (*ExternalIdentity, error)
+}
+
+// externalRoles returns the group mapping of method, if one is configured.
+func (a *Accounts) externalRoles(method string) (GroupRoles, bool) {
+	if a.directory != nil && a.directory.Method() == method {
+		return a.directory.Roles(), true
+	}
+	if method == MethodOIDC && a.oidcRoles != nil {
+		return *a.oidcRoles, true
+	}
+	return GroupRoles{}, false
+}
+
+// SignInExternal signs in a person an identity provider vouched for: it
+// creates the user just in time (local name rules apply), sets the role the
+// groups map to on every sign-in, and records user.login with the method. A
+// local user of the same name (or one of another method) is refused, so a
+// directory entry never takes over a local account; so is a person in no
+// mapped group (KindForbidden, with a sentence).
+func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*store.User, error) {
 	refuse := func(err error) (*store.User, error) {
-		a.log.Warn("external sign-in refused", "method", id.Method, "username", id.Username, "err", err)
-		a.events.record(ctx, "user.login", store.TargetUser, id.Username, err, detail)
+		a.log.Warn("external sign-in refused", "method", id.Method, "username", id.Username, "err", Message(err))
+		a.events.record(ctx, "user.login", store.TargetUser, id.Username, err, "method "+id.Method)
 		return nil, err
 	}
-	if id.Method == "" || id.Subject == "" || len(id.Subject) > 255 || !utf8.ValidString(id.Subject) {
-		return refuse(Errorf(KindInvalid, "the identity provider sent no usable subject"))
+	mapping, ok := a.externalRoles(id.Method)
+	if !ok {
+		return nil, Errorf(KindInvalid, "sign-in method %q is not configured", id.Method)
 	}
 	if msg := CheckUsername(id.Username); msg != "" {
-		ctx = WithActor(ctx, "system")
-		return refuse(Errorf(KindInvalid, "the username the identity provider sent (%q) %s", truncate(id.Username, 64), msg))
+		return refuse(Errorf(KindForbidden, "the %s user name %q cannot be a ScheduleMaster user name: it %s", id.Method, id.Username, msg))
+	}
+	role := mapping.Role(id.Groups)
+	if role == "" {
+		return refuse(Errorf(KindForbidden, "%s is in no %s group that grants a ScheduleMaster role (admin or viewer); ask your directory's administrator", id.Username, id.Method))
 	}
 	email := strings.TrimSpace(id.Email)
 	if CheckEmail(email) != "" {
-		email = "" // an address we cannot mail is not a reason to refuse the person
-	}
-	role := roles.Role(id.Groups)
-	if role == "" {
-		return refuse(Errorf(KindForbidden, "%s is in none of the groups allowed to use ScheduleMaster; ask an administrator to add you to one", id.Username))
+		email = "" // the directory's address is a convenience, not a reason to refuse
 	}
 	u, err := store.GetUser(ctx, a.db, id.Username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		row := &store.User{Username: id.Username, Role: role, Email: email, AuthMethod: id.Method, ExternalSubject: id.Subject}
+		row := &store.User{Username: id.Username, Role: role, Email: email, AuthMethod: id.Method}
+		if id.Method == MethodOIDC {
+			row.ExternalSubject = id.Subject // the name stays this person's
+		}
 		if err := store.CreateUser(ctx, a.db, row); err != nil {
 			if errors.Is(err, store.ErrDuplicate) {
-				return refuse(Errorf(KindDuplicate, "user %s was created at the same moment; sign in again", id.Username))
+				// Created meanwhile (another sign-in, or an admin): decide again.
+				return a.SignInExternal(ctx, id)
 			}
 			return nil, err
 		}
-		a.log.Info("user created on first sign-in", "method", id.Method, "username", id.Username, "role", role)
-		a.events.record(ctx, "user.create", store.TargetUser, id.Username, nil, "role "+role+", "+detail)
+		a.log.Info("user created", "username", id.Username, "role", role, "by", id.Method)
+		a.events.record(ctx, "user.create", store.TargetUser, id.Username, nil, fmt.Sprintf("role %s, by %s sign-in", role, id.Method))
 		u = row
 	case err != nil:
 		return nil, err
 	case u.AuthMethod != id.Method:
-		return refuse(Errorf(KindDuplicate, "a user named %s already exists and does not sign in with %s; an administrator must rename one of them", id.Username, id.Method))
-	case u.ExternalSubject != "" && u.ExternalSubject != id.Subject:
-		return refuse(Errorf(KindDuplicate, "user %s belongs to another person of the identity provider", id.Username))
+		return refuse(Errorf(KindForbidden, "a local user named %s already exists, so the %s account of that name cannot sign in; an admin can rename or delete the local user", id.Username, id.Method))
+	case id.Method == MethodOIDC && u.ExternalSubject != "" && u.ExternalSubject != id.Subject:
+		// The provider gave this name to another person: never take over the first one's account.
+		return refuse(Errorf(KindForbidden, "user %s belongs to another person of the %s provider; an admin can rename or delete it", id.Username, id.Method))
 	case u.Disabled:
-		return refuse(Errorf(KindForbidden, "user %s is disabled", id.Username))
+		return refuse(Errorf(KindUnauthorized, "wrong username or password"))
 	default:
 		if u.Role != role {
 			if err := store.UpdateUserRole(ctx, a.db, u.Username, role); err != nil {
-				if errors.Is(err, store.ErrLastAdmin) {
-					return refuse(Errorf(KindState, "%s is the only enabled admin and is no longer in the admin group; make another user admin first", id.Username))
-				}
-				return nil, fmt.Errorf("master: user %s: %w", id.Username, err)
+				return refuse(userRefusal(err, u.Username))
 			}
-			a.events.record(ctx, "user.update", store.TargetUser, id.Username, nil, "role "+role+", from the groups of "+id.Method)
+			a.events.record(ctx, "user.update", store.TargetUser, u.Username, nil, fmt.Sprintf("role %s, from %s groups", role, id.Method))
 			u.Role = role
 		}
-		if u.Email != email || u.ExternalSubject != id.Subject {
-			if err := store.SetUserExternal(ctx, a.db, u.Username, email, id.Subject); err != nil {
-				return nil, fmt.Errorf("master: user %s: %w", id.Username, err)
+		if email != "" && u.Email != email {
+			if err := store.SetUserEmail(ctx, a.db, u.Username, email); err != nil {
+				return nil, err
 			}
-			u.Email, u.ExternalSubject = email, id.Subject
+			u.Email = email
 		}
 	}
-	a.log.Info("login", "method", id.Method, "username", id.Username, "role", role)
-	a.events.record(ctx, "user.login", store.TargetUser, id.Username, nil, detail)
+	a.log.Info("external sign-in", "method", id.Method, "username", u.Username, "role", u.Role)
+	a.events.record(ctx, "user.login", store.TargetUser, u.Username, nil, "method "+id.Method)
 	return u, nil
 }
 
-// truncate cuts s to at most n bytes for a message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// loginDirectory checks a password against the configured directory under
+// the ticket already reserved: a wrong password keeps the reservation, a
+// directory that cannot answer gives it back (no password was checked) and is
+// KindUnavailable with ErrDirectoryUnavailable, so nobody reads it as a
+// wrong password.
+func (a *Accounts) loginDirectory(ctx context.Context, t *loginTicket, now time.Time, username, password string) (*store.User, error) {
+	id, err := a.directory.Authenticate(ctx, username, password)
+	switch {
+	case errors.Is(err, ErrDirectoryRefused):
+		a.logins.failed(ctx, now)
+		return nil, Errorf(KindUnauthorized, "wrong username or password")
+	case err != nil:
+		a.logins.succeeded(ctx, t, now)
+		a.log.Error("login: the directory cannot answer", "method", a.directory.Method(), "err", err)
+		return nil, &Error{Kind: KindUnavailable, Err: errors.Join(ErrDirectoryUnavailable, err),
+			Msg: fmt.Sprintf("the %s directory cannot be reached; try again in a minute (local accounts still work)", strings.ToUpper(a.directory.Method()))}
 	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
+	// The password was right: whatever the mapping says, it costs no attempt.
+	a.logins.succeeded(ctx, t, now)
+	return a.SignInExternal(ctx, *id)
 }

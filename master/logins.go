@@ -163,7 +163,9 @@ func (l *loginThrottle) checkPassword(hash []byte, password string) bool {
 func (a *Accounts) PasswordChecks() int64 { return a.logins.checks.Load() }
 
 // Login checks a user's password from a client address under the shared
-// throttle and returns the user. A wrong name or password, or a disabled
+// throttle and returns the user. With a Directory configured, a user with no
+// local account (or one the directory created) is checked by the directory
+// under the same throttle (see loginDirectory). A wrong name or password, or a disabled
 // user, is KindUnauthorized with one sentence for all (an unknown user takes
 // as long as a known one); a spent window is KindLimited with RetryAfter.
 func (a *Accounts) Login(ctx context.Context, ip, username, password string) (*store.User, error) {
@@ -178,9 +180,20 @@ func (a *Accounts) Login(ctx context.Context, ip, username, password string) (*s
 	if err != nil {
 		return nil, err
 	}
-	u, err := store.GetUser(ctx, a.db, username)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+	var u *store.User
+	// A name the local rules refuse (a NUL, invalid UTF-8) names no user and
+	// is not sent to the database, whose driver may choke on it.
+	if CheckUsername(username) == "" {
+		var err error
+		if u, err = store.GetUser(ctx, a.db, username); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	// A local user (one with a local password) is checked here only, so a
+	// directory entry never signs in as a local account and local accounts
+	// work while the directory is down; anyone else goes to the directory.
+	if a.directory != nil && (u == nil || u.AuthMethod == a.directory.Method()) {
+		return a.loginDirectory(ctx, t, now, username, password)
 	}
 	hash := dummyHash
 	if u != nil {

@@ -25,12 +25,13 @@ type User struct {
 	PasswordHash string `bun:"password_hash"`
 	Role         string `bun:"role"`
 	Email        string `bun:"email"` // where failure notifications go when the user keeps a task
-	// AuthMethod is how the user signs in: "" for a local password, or the
-	// external method ("oidc") that created the user; such users have no password.
+	Disabled     bool   `bun:"disabled"`
+	// AuthMethod is "" for a local user (password hash here), or the
+	// external method (e.g. "ldap", "oidc") that created the user and signs them in.
 	AuthMethod string `bun:"auth_method"`
-	// ExternalSubject is the identity provider's subject of an external user.
+	// ExternalSubject is the OIDC provider's subject of an OIDC user: the
+	// name stays bound to that person.
 	ExternalSubject string    `bun:"external_subject"`
-	Disabled        bool      `bun:"disabled"`
 	CreatedAt       time.Time `bun:"created_at"`
 	UpdatedAt       time.Time `bun:"updated_at"`
 }

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/schedulemaster-go/schedulemaster/ldapauth"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -64,6 +65,9 @@ type masterConfig struct {
 
 	// OIDC is sign-on with an OpenID Connect provider (config_oidc.go).
 	OIDC oidcConfig
+	// LDAP is the directory for console sign-in; nil means local users only.
+	LDAP     *ldapauth.Config
+	ldapOpts *ldapOptions
 }
 
 // TLS reports whether the master serves HTTPS.
@@ -93,6 +97,8 @@ func masterOptions(c *masterConfig) *options {
 	o.add(&option{name: "tls-key", key: "TLSKey", dst: &c.TLSKey, usage: "TLS private key file"})
 	o.add(&option{name: "trusted-proxies", key: "TrustedProxies", dst: &c.TrustedProxies,
 		usage: "comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the client is the TCP peer)"})
+	c.ldapOpts = &ldapOptions{}
+	addLDAPOptions(o, c.ldapOpts)
 	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: defReadTimeout.String(), dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
 		usage: "time to read one request, body included (a trickling client is cut off after it)"})
 	addOIDCOptions(o, &c.OIDC)
@@ -152,6 +158,11 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 		c.Proxies = proxies
 	}
 	problems = append(problems, c.OIDC.validate(o)...)
+	if ldapCfg, msgs := c.ldapOpts.ldapConfig(o); len(msgs) > 0 {
+		problems = append(problems, msgs...)
+	} else {
+		c.LDAP = ldapCfg
+	}
 	c.HealthIntervalSet = o.explicit("health-interval")
 	c.HealthTimeoutSet = o.explicit("health-timeout")
 	c.MaxFailuresSet = o.explicit("max-failures")

@@ -159,6 +159,17 @@ func (c oidcConfig) handlerOIDC(defaultBase string) *handlers.OIDCConfig {
 	}
 	return &handlers.OIDCConfig{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: string(c.ClientSecret),
 		RedirectURL: redirect, DisplayName: c.Name, Scopes: c.Scopes,
-		UsernameClaim: c.UsernameClaim, GroupsClaim: c.GroupsClaim,
-		Roles: master.GroupRoles{AdminGroup: c.AdminGroup, ViewerGroups: c.ViewerGroups}}
+		UsernameClaim: c.UsernameClaim, GroupsClaim: c.GroupsClaim}
+}
+
+// roles is the engine's group mapping of OIDC sign-in, nil without OIDC.
+func (c oidcConfig) roles() *master.GroupRoles {
+	if c.Issuer == "" {
+		return nil
+	}
+	r := master.GroupRoles{Viewer: c.ViewerGroups}
+	if c.AdminGroup != "" {
+		r.Admin = []string{c.AdminGroup}
+	}
+	return &r
 }

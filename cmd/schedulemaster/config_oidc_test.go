@@ -29,7 +29,8 @@ func TestOIDCConfigSources(t *testing.T) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
 	h := o.handlerOIDC("http://10.0.0.5:30000")
-	if h.RedirectURL != "http://10.0.0.5:30000/login/oidc/callback" || h.ClientSecret != oidcTestSecret || h.Roles.AdminGroup != "sm-admins" {
+	if h.RedirectURL != "http://10.0.0.5:30000/login/oidc/callback" || h.ClientSecret != oidcTestSecret ||
+		!reflect.DeepEqual(o.roles().Admin, []string{"sm-admins"}) {
 		t.Fatalf("handler config: %+v", h)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers"
+	"github.com/schedulemaster-go/schedulemaster/ldapauth"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -63,7 +64,18 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		advertise = advertiseFor(ln.Addr())
 	}
 
+	var directory master.PasswordDirectory // a nil *ldapauth.Directory must stay a nil interface
+	if cfg.LDAP != nil {
+		d, err := ldapauth.New(*cfg.LDAP)
+		if err != nil {
+			return err
+		}
+		directory = d
+		log.Info("LDAP sign-in on", "ldap", cfg.LDAP.String())
+	}
 	m := master.New(master.Config{
+		Directory:     directory,
+		OIDC:          cfg.OIDC.roles(),
 		Identity:      cfg.Identity,
 		Cluster:       cfg.Cluster,
 		ClusterKey:    cfg.ClusterKey,    // empty: the stored one

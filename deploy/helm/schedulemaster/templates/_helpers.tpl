@@ -48,15 +48,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s:%s" .Values.shellImage.repository (default (printf "%s-worker-shell" .Chart.AppVersion) .Values.shellImage.tag) -}}
 {{- end -}}
 
-{{/* The workers' grace period: given, or the drain timeout plus 20 s. */}}
+{{/* The workers' grace period: given, or the drain timeout plus 30 s. */}}
 {{- define "sm.workerGrace" -}}
 {{- $drain := int .Values.workers.drainTimeoutSeconds -}}
-{{- $grace := add $drain 20 -}}
+{{- $grace := add $drain 30 -}}
 {{- if .Values.workers.terminationGracePeriodSeconds -}}
 {{- $grace = int .Values.workers.terminationGracePeriodSeconds -}}
 {{- end -}}
-{{- if le $grace (add $drain 15) -}}
-{{- fail (printf "workers.terminationGracePeriodSeconds (%d) must exceed workers.drainTimeoutSeconds + 15 (%d): a worker's stop takes up to the drain timeout plus 15 s" $grace (add $drain 15)) -}}
+{{- if le $grace (add $drain 25) -}}
+{{- fail (printf "workers.terminationGracePeriodSeconds (%d) must exceed workers.drainTimeoutSeconds + 25 (%d): a worker's stop takes up to the drain timeout plus 25 s (its last reports and offline notice, then its API server)" $grace (add $drain 25)) -}}
 {{- end -}}
 {{- $grace -}}
 {{- end -}}
