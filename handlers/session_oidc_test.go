@@ -292,6 +292,11 @@ func testOIDCCodeFlow(t *testing.T, ns storetest.NamedStore) {
 		t.Fatalf("password login of an OIDC user: status %d, want 401", resp.StatusCode)
 	}
 
+	// The name stays bound to the provider's subject.
+	other := master.ExternalIdentity{Method: master.MethodOIDC, Subject: "someone-else", Username: "alice", Groups: []string{"sm-admins"}}
+	if _, err := oe.m.Accounts().SignInExternal(context.Background(), other); master.KindOf(err) != master.KindForbidden {
+		t.Fatalf("another subject as alice: %v, want a KindForbidden refusal", err)
+	}
 	// Nor can an admin give them one.
 	if err := oe.m.Accounts().ResetPassword(context.Background(), "alice", "a-local-password-1"); master.KindOf(err) != master.KindState {
 		t.Fatalf("password for an OIDC user: %v, want a KindState refusal", err)
