@@ -32,6 +32,8 @@ type MasterDeps struct {
 	// X-Forwarded-For and X-Real-IP are believed; empty means none, and the
 	// client address is always the TCP peer.
 	TrustedProxies []string
+	// OIDC enables sign-on with an OpenID Connect provider; nil: none.
+	OIDC *OIDCConfig
 }
 
 type server struct {
@@ -40,6 +42,7 @@ type server struct {
 	sessions *sessions.CookieStore
 	poll     string
 	metrics  http.Handler // the master's Prometheus metrics; nil: none
+	oidc     *oidcClient  // nil: no OIDC sign-on
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
@@ -53,6 +56,9 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		d.PollInterval = 2 * time.Second
 	}
 	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String()}
+	if d.OIDC != nil {
+		s.oidc = &oidcClient{cfg: *d.OIDC}
+	}
 	if mx := d.Master.Metrics(); mx != nil {
 		s.metrics = mx.Handler(d.Log)
 	}
@@ -101,6 +107,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	open.GET("/login", s.showLogin)
 	open.POST("/login", s.login)
 	open.POST("/logout", s.logout)
+	open.GET(PathOIDCStart, s.oidcStart)
+	open.GET(PathOIDCCallback, s.oidcCallback)
 
 	ui := console.Group("/", s.guardBody(maxFormBody), s.requireUser(false))
 	ui.GET("/", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/dashboard") })

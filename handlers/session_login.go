@@ -17,7 +17,7 @@ import (
 )
 
 func (s *server) showLogin(c *gin.Context) {
-	s.render(c, http.StatusOK, views.LoginPage(views.LoginVM{Next: safeNext(c.Query("next"))}))
+	s.render(c, http.StatusOK, views.LoginPage(views.LoginVM{Next: safeNext(c.Query("next")), OIDCName: s.oidcName()}))
 }
 
 // login checks the password (bcrypt), throttles failures per client and
@@ -26,7 +26,7 @@ func (s *server) login(c *gin.Context) {
 	username := strings.TrimSpace(c.PostForm("username"))
 	password := c.PostForm("password")
 	next := safeNext(c.PostForm("next"))
-	vm := views.LoginVM{Username: username, Next: next}
+	vm := views.LoginVM{Username: username, Next: next, OIDCName: s.oidcName()}
 	ip := c.ClientIP()
 	if username == "" || password == "" || len(username) > 64 || len(password) > 256 {
 		vm.Error = "Enter a username and a password."

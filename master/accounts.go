@@ -19,6 +19,8 @@ type Accounts struct {
 	// directory, when set, checks the passwords of users without a local
 	// one (Config.Directory).
 	directory PasswordDirectory
+	// oidcRoles maps OIDC groups to roles (Config.OIDC); nil: OIDC is off.
+	oidcRoles *GroupRoles
 }
 
 // Accounts is the engine's accounts service.

@@ -13,6 +13,9 @@ import (
 // MethodLDAP is the sign-in method of users from an LDAP directory.
 const MethodLDAP = "ldap"
 
+// MethodOIDC is the sign-in method of users from an OpenID Connect provider.
+const MethodOIDC = "oidc"
+
 // ExternalIdentity is a person an identity provider (an LDAP directory, later
 // OIDC) vouches for: Method names the provider, Subject is its stable id (an
 // LDAP DN), Groups the provider's groups, mapped to a role by GroupRoles.
@@ -64,6 +67,9 @@ func (a *Accounts) externalRoles(method string) (GroupRoles, bool) {
 	if a.directory != nil && a.directory.Method() == method {
 		return a.directory.Roles(), true
 	}
+	if method == MethodOIDC && a.oidcRoles != nil {
+		return *a.oidcRoles, true
+	}
 	return GroupRoles{}, false
 }
 
@@ -98,6 +104,9 @@ func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*st
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		row := &store.User{Username: id.Username, Role: role, Email: email, AuthMethod: id.Method}
+		if id.Method == MethodOIDC {
+			row.ExternalSubject = id.Subject // the name stays this person's
+		}
 		if err := store.CreateUser(ctx, a.db, row); err != nil {
 			if errors.Is(err, store.ErrDuplicate) {
 				// Created meanwhile (another sign-in, or an admin): decide again.
@@ -112,6 +121,9 @@ func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*st
 		return nil, err
 	case u.AuthMethod != id.Method:
 		return refuse(Errorf(KindForbidden, "a local user named %s already exists, so the %s account of that name cannot sign in; an admin can rename or delete the local user", id.Username, id.Method))
+	case id.Method == MethodOIDC && u.ExternalSubject != "" && u.ExternalSubject != id.Subject:
+		// The provider gave this name to another person: never take over the first one's account.
+		return refuse(Errorf(KindForbidden, "user %s belongs to another person of the %s provider; an admin can rename or delete it", id.Username, id.Method))
 	case u.Disabled:
 		return refuse(Errorf(KindUnauthorized, "wrong username or password"))
 	default:

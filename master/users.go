@@ -264,6 +264,11 @@ func (a *Accounts) patchUser(ctx context.Context, action, name string, p UserPat
 	}
 	var hash string
 	if p.Password != nil {
+		if u, err := store.GetUser(ctx, a.db, name); err == nil && u.AuthMethod != "" {
+			err := Errorf(KindState, "%s signs in with %s and has no local password", name, u.AuthMethod)
+			a.events.record(ctx, action, store.TargetUser, name, err, detail)
+			return err
+		}
 		h, err := HashPassword(*p.Password)
 		if err != nil {
 			return err
@@ -317,6 +322,9 @@ func (a *Accounts) patchUser(ctx context.Context, action, name string, p UserPat
 // current_password, new_password and new_password_confirm. On success u
 // carries the new hash.
 func (a *Accounts) ChangeOwnPassword(ctx context.Context, u *store.User, ip, current, next, confirm string) error {
+	if u.AuthMethod != "" {
+		return Errorf(KindState, "you sign in with %s and have no local password to change", u.AuthMethod)
+	}
 	fe := protocol.FieldErrors{}
 	var wrong error
 	var ticket *loginTicket

@@ -27,10 +27,13 @@ type User struct {
 	Email        string `bun:"email"` // where failure notifications go when the user keeps a task
 	Disabled     bool   `bun:"disabled"`
 	// AuthMethod is "" for a local user (password hash here), or the
-	// external method (e.g. "ldap") that created the user and signs them in.
-	AuthMethod string    `bun:"auth_method"`
-	CreatedAt  time.Time `bun:"created_at"`
-	UpdatedAt  time.Time `bun:"updated_at"`
+	// external method (e.g. "ldap", "oidc") that created the user and signs them in.
+	AuthMethod string `bun:"auth_method"`
+	// ExternalSubject is the OIDC provider's subject of an OIDC user: the
+	// name stays bound to that person.
+	ExternalSubject string    `bun:"external_subject"`
+	CreatedAt       time.Time `bun:"created_at"`
+	UpdatedAt       time.Time `bun:"updated_at"`
 }
 
 // CountUsers returns how many users exist.
@@ -157,6 +160,14 @@ func SetUserPassword(ctx context.Context, db bun.IDB, username, hash string) err
 			return err
 		}
 		return DeleteUserSessions(ctx, tx, username)
+	})
+}
+
+// SetUserExternal sets an external user's email and subject (kept as the
+// identity provider says them at each sign-in); an unknown user gives ErrNotFound.
+func SetUserExternal(ctx context.Context, db bun.IDB, username, email, subject string) error {
+	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("email = ?", email).Set("external_subject = ?", subject)
 	})
 }
 

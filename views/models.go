@@ -88,6 +88,8 @@ type LoginVM struct {
 	Username string
 	Error    string
 	Next     string
+	// OIDCName is the identity provider's name on the "Sign in with" button; "": no button.
+	OIDCName string
 }
 
 // TokenRow is one API token.

@@ -63,6 +63,8 @@ type masterConfig struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                         int
 
+	// OIDC is sign-on with an OpenID Connect provider (config_oidc.go).
+	OIDC oidcConfig
 	// LDAP is the directory for console sign-in; nil means local users only.
 	LDAP     *ldapauth.Config
 	ldapOpts *ldapOptions
@@ -99,6 +101,7 @@ func masterOptions(c *masterConfig) *options {
 	addLDAPOptions(o, c.ldapOpts)
 	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: defReadTimeout.String(), dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
 		usage: "time to read one request, body included (a trickling client is cut off after it)"})
+	addOIDCOptions(o, &c.OIDC)
 	return o
 }
 
@@ -154,6 +157,7 @@ func parseMasterConfig(args []string, lookupEnv lookupEnvFunc) (masterConfig, *o
 	} else {
 		c.Proxies = proxies
 	}
+	problems = append(problems, c.OIDC.validate(o)...)
 	if ldapCfg, msgs := c.ldapOpts.ldapConfig(o); len(msgs) > 0 {
 		problems = append(problems, msgs...)
 	} else {

@@ -75,6 +75,7 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 	}
 	m := master.New(master.Config{
 		Directory:     directory,
+		OIDC:          cfg.OIDC.roles(),
 		Identity:      cfg.Identity,
 		Cluster:       cfg.Cluster,
 		ClusterKey:    cfg.ClusterKey,    // empty: the stored one
@@ -96,8 +97,16 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 		m.Stop(sctx)
 	}
 
+	base := "http://" + advertise
+	if cfg.TLS() {
+		base = "https://" + advertise
+	}
+	oidcCfg := cfg.OIDC.handlerOIDC(base)
+	if oidcCfg != nil {
+		log.Info("OIDC sign-on enabled", "issuer", oidcCfg.Issuer, "client", oidcCfg.ClientID, "redirect", oidcCfg.RedirectURL)
+	}
 	router, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log, SecureCookies: cfg.TLS(),
-		TrustedProxies: cfg.Proxies})
+		TrustedProxies: cfg.Proxies, OIDC: oidcCfg})
 	if err != nil {
 		ln.Close()
 		stopMaster()
