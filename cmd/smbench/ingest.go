@@ -236,8 +236,12 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 					if resp.StatusCode == http.StatusOK {
 						break
 					}
-					if attempt == 10 {
-						errs <- fmt.Errorf("POST %s: %d %s (10 attempts)", protocol.PathMasterRuns, resp.StatusCode, data)
+					// A worker keeps a refused batch and retries it for as long
+					// as it takes; a minute of refusals in a row means the
+					// master is stuck, not busy (10 was too few for SQLite
+					// under -race, where 10 senders share 4 ingest slots).
+					if attempt == ingestAttempts {
+						errs <- fmt.Errorf("POST %s: %d %s (%d attempts)", protocol.PathMasterRuns, resp.StatusCode, data, ingestAttempts)
 						return
 					}
 					time.Sleep(time.Second) // the reporter's first retry delay
@@ -482,3 +486,7 @@ func (b *bench) ingestScenario(ctx context.Context) []row {
 	}
 	return rows
 }
+
+// ingestAttempts bounds how often one sender posts a refused batch again,
+// a second apart.
+const ingestAttempts = 60
