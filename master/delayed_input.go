@@ -104,17 +104,10 @@ func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput
 		fe["retries"] = fmt.Sprintf("must be from 0 to %d", protocol.MaxRetries)
 	}
 
-	in.Selector = strings.TrimSpace(in.Selector)
-	if in.Selector != "" {
-		sel, err := protocol.ParseSelector(in.Selector)
-		switch {
-		case err != nil:
-			fe["selector"] = err.Error()
-		case sel.Empty():
-			in.Selector = ""
-		default:
-			in.Selector = sel.String()
-		}
+	if sel, err := canonicalSelector(in.Selector); err != nil {
+		fe["selector"] = err.Error()
+	} else {
+		in.Selector = sel
 	}
 	in.Executors = dedupe(in.Executors)
 	if len(in.Executors) > 100 {

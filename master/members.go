@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -57,6 +58,17 @@ func AdminLabels(n *Node) protocol.Labels { return labelsOf(n.AdminLabels) }
 // selectable says whether a selector may select n: an approved worker.
 func selectable(n *store.Node) bool {
 	return n.Type == store.TypeWorker && n.Mode != store.ModePending
+}
+
+// canonicalSelector is a submitted selector in its one stored spelling
+// (trimmed, requirements and values sorted; "" selects none), or the
+// parser's error, which points at the character.
+func canonicalSelector(s string) (string, error) {
+	sel, err := protocol.ParseSelector(strings.TrimSpace(s))
+	if err != nil {
+		return "", err
+	}
+	return sel.String(), nil
 }
 
 // selectorSet parses each distinct selector once per pass; a stored

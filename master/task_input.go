@@ -231,15 +231,8 @@ func (m *Master) normalizeTaskInput(in *TaskInput) {
 		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
 	}
 	in.Normalize()
-	in.Selector = strings.TrimSpace(in.Selector)
-	if in.Selector != "" {
-		if sel, err := protocol.ParseSelector(in.Selector); err == nil {
-			if sel.Empty() {
-				in.Selector = ""
-			} else {
-				in.Selector = sel.String() // one spelling, so equal selectors compare equal
-			}
-		}
+	if sel, err := canonicalSelector(in.Selector); err == nil {
+		in.Selector = sel
 	}
 	in.Executors = dedupe(in.Executors)
 	in.Keepers = dedupe(in.Keepers)
@@ -272,10 +265,8 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		}
 	}
 	nodes, byName := chk.nodes, chk.byName
-	if in.Selector != "" {
-		if _, err := protocol.ParseSelector(in.Selector); err != nil {
-			fe["selector"] = err.Error()
-		}
+	if _, err := canonicalSelector(in.Selector); err != nil {
+		fe["selector"] = err.Error()
 	}
 	for _, e := range in.Executors {
 		n, ok := byName[e]
