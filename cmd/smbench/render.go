@@ -101,9 +101,14 @@ func seedRuns(ctx context.Context, st *store.Store, nodes []string, tasks, runs 
 }
 
 // timeHandler serves path in-process (no network) and returns the median and
-// p95 of n timed requests after a warm-up, and the body size.
-func timeHandler(h http.Handler, path, cookie string, hx bool, n int) (med, p95 time.Duration, size int, err error) {
-	do := func() (time.Duration, int, error) {
+// p95 of n timed requests after a warm-up, the body size, and how many
+// answers were 503 and asked again. A 503 is the master's own answer when
+// the database does not answer within its request deadline: on a starved
+// machine (every CI package at once under -race) that is load, not a broken
+// page, so it is asked again up to three times and counted in the figure;
+// any other status is an error.
+func timeHandler(h http.Handler, path, cookie string, hx bool, n int) (med, p95 time.Duration, size, retried int, err error) {
+	once := func() (time.Duration, int, int, error) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Cookie", cookie)
 		if hx {
@@ -114,25 +119,34 @@ func timeHandler(h http.Handler, path, cookie string, hx bool, n int) (med, p95 
 		h.ServeHTTP(rec, req)
 		d := time.Since(t0)
 		if rec.Code != http.StatusOK {
-			return 0, 0, fmt.Errorf("GET %s: %d %.200s", path, rec.Code, rec.Body.String())
+			return 0, 0, rec.Code, fmt.Errorf("GET %s: %d %.200s", path, rec.Code, rec.Body.String())
 		}
-		return d, rec.Body.Len(), nil
+		return d, rec.Body.Len(), rec.Code, nil
+	}
+	do := func() (time.Duration, int, error) {
+		for try := 0; ; try++ {
+			d, s, code, err := once()
+			if err == nil || code != http.StatusServiceUnavailable || try == 3 {
+				return d, s, err
+			}
+			retried++
+		}
 	}
 	for i := 0; i < 3; i++ {
 		if _, _, err := do(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, retried, err
 		}
 	}
 	var ds []time.Duration
 	for i := 0; i < n; i++ {
 		d, s, err := do()
 		if err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, retried, err
 		}
 		ds, size = append(ds, d), s
 	}
 	s := sortDurations(ds)
-	return medianDur(ds), percentile(s, 0.95), size, nil
+	return medianDur(ds), percentile(s, 0.95), size, retried, nil
 }
 
 func (b *bench) renderScenario(ctx context.Context) []row {
@@ -191,12 +205,15 @@ func (b *bench) renderScenario(ctx context.Context) []row {
 	var rows []row
 	for _, p := range pages {
 		settle()
-		med, p95, size, err := timeHandler(h, p.path, cookie, p.hx, iters)
+		med, p95, size, retried, err := timeHandler(h, p.path, cookie, p.hx, iters)
 		if err != nil {
 			rows = append(rows, errRow(p.name, err))
 			continue
 		}
 		fig := fmt.Sprintf("median %s, p95 %s (%d requests, %s KiB)", fmtDur(med), fmtDur(p95), iters, fmtInt(size>>10))
+		if retried > 0 {
+			fig += fmt.Sprintf("; %d answered 503 (database deadline) and were asked again", retried)
+		}
 		if p.judged {
 			rows = append(rows, row{p.name, fig, "< 30 ms", verdict(med < 30*time.Millisecond)})
 		} else {
