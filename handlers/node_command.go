@@ -13,7 +13,7 @@ import (
 
 // nodeCommand refreshes the worker command line while the form is typed in.
 func (s *server) nodeCommand(c *gin.Context) {
-	if currentUser(c).Role != "admin" {
+	if !currentUser(c).ClusterAdmin() {
 		s.render(c, http.StatusOK, views.WorkerCommand(""))
 		return
 	}

@@ -80,6 +80,10 @@ func (s *server) taskAction(c *gin.Context, verb string, op func(context.Context
 			s.serverError(c, err)
 			return
 		}
+		if status == http.StatusForbidden {
+			s.forbidden(c, master.Message(err))
+			return
+		}
 		s.log.Warn("task action failed", "action", verb, "task", id, "user", currentUser(c).Name, "err", err)
 		what := "task " + id
 		if t != nil {

@@ -46,7 +46,8 @@ func (s *server) apiRevokeToken(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAPIToken(t, time.Now()))
+	names, _ := s.m.ProjectNames(c.Request.Context())
+	c.JSON(http.StatusOK, toAPIToken(t, time.Now(), names))
 }
 
 // tokenOutcome ends a token action: htmx gets the table with the message, a

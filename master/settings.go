@@ -427,11 +427,17 @@ func (m *Master) Settings() (Settings, Pinned) { return *m.settings.inForce(), m
 // UpdateSettings validates, stores and applies new settings at once. Pinned
 // health values are stored but stay overridden while this process lives.
 func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	return m.settings.update(ctx, s)
 }
 
 // PurgeRuns deletes runs that started before cutoff, a bounded batch at a
 // time so the database is never locked for long.
 func (m *Master) PurgeRuns(ctx context.Context, cutoff time.Time) (int, error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return 0, err
+	}
 	return m.retention.purge(ctx, cutoff)
 }
