@@ -164,7 +164,7 @@ var openAPIOps = []apiOp{
 
 	// Runs.
 	{method: "GET", path: "/api/v1/runs", tag: "runs", summary: "Runs of every task, newest first", auth: "user",
-		query: withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
 			apiParam{"state", "string", "another name of result"}, apiParam{"node", "string", "worker name"},
 			apiParam{"task", "string", "task id"}, apiParam{"since", "string", "RFC 3339"}, apiParam{"until", "string", "RFC 3339, excluded"}),
 		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
@@ -217,7 +217,7 @@ var openAPIOps = []apiOp{
 
 	// Events.
 	{method: "GET", path: "/api/v1/events", tag: "events", summary: "The event log, newest first", auth: "user",
-		query: withPage(apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
 			apiParam{"target_type", "string", "node, task, user, token, settings or delayed"},
 			apiParam{"target", "string", "a target's name or id, or part of a task's title"},
 			apiParam{"outcome", "string", "ok or error"}, apiParam{"from", "string", "RFC 3339"}, apiParam{"to", "string", "RFC 3339, excluded"}),
@@ -229,7 +229,7 @@ var openAPIOps = []apiOp{
 "notify_url":"https://shop.example/hook","notify_body":"{\"order\":42}","content_type":"application/json","retries":3,"executors":["w1"]}`,
 		status: 201, also: []int{200}, resp: apiDelayed{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/delayed", tag: "delayed", summary: "Delayed tasks, newest first", auth: "user",
-		query: withPage(apiParam{"status", "string", "pending, running, done, failed or cancelled"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"status", "string", "pending, running, done, failed or cancelled"},
 			apiParam{"topic", "string", ""}, apiParam{"source_app", "string", ""}),
 		status: 200, resp: listOf[master.Delayed]{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "A delayed task with its runs", auth: "user",
@@ -240,11 +240,12 @@ var openAPIOps = []apiOp{
 		status: 200, resp: apiDelayed{}, errors: []int{404, 409}},
 
 	// Configuration as code.
-	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of every task, as YAML", auth: "user",
+	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of one project's tasks, as YAML", auth: "user",
+		query:  []apiParam{{"project", "string", "the project to export (default: default)"}},
 		status: 200, respYAML: true, respInput: true, resp: master.Document{},
 		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values."},
 	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks match a document; answers the plan", auth: "project",
-		query: []apiParam{{"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
+		query: []apiParam{{"project", "string", "the project to apply to (default: default)"}, {"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
 		body:  master.Document{}, bodyYAML: true,
 		example: `{"version":1,"dry_run":true,"tasks":[{"key":"ping","title":"ping billing","type":"http","state":"running",
 "schedule":{"kind":"interval","every":"1m"},"http":{"url":"https://billing.example/ping"},"executors":["w1"]}]}`,
@@ -255,7 +256,7 @@ var openAPIOps = []apiOp{
 
 	// Tasks.
 	{method: "GET", path: "/api/v1/tasks", tag: "tasks", summary: "Tasks, newest first", auth: "user",
-		query: withPage(apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
 			apiParam{"node", "string", "executor name"}),
 		status: 200, resp: listOf[master.Task]{}, errors: []int{400}},
 	{method: "POST", path: "/api/v1/tasks", tag: "tasks", summary: "Create a stopped task", auth: "project",
