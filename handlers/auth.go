@@ -167,11 +167,15 @@ func (s *server) requireClusterReader(c *gin.Context) {
 func (s *server) requireProjectAction(a master.Action) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		proj := s.currentProject(c)
-		if proj != nil && currentUser(c).Can(proj.ID, a) {
+		switch {
+		case proj == nil:
+			s.fail(c, master.Errorf(master.KindNotFound, "project %s not found", c.Query("project")))
+			c.Abort()
+		case currentUser(c).Can(proj.ID, a):
 			c.Next()
-			return
+		default:
+			s.forbidden(c, "forbidden: your role in project "+proj.Name+" may not do this")
 		}
-		s.forbidden(c, "forbidden: your role in this project may not do this")
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // nodeCommand refreshes the worker command line while the form is typed in.
 func (s *server) nodeCommand(c *gin.Context) {
 	if !currentUser(c).ClusterAdmin() {
-		s.render(c, http.StatusOK, views.WorkerCommand(""))
+		s.forbidden(c, "forbidden: only a cluster admin adds nodes")
 		return
 	}
 	s.render(c, http.StatusOK, views.WorkerCommand(s.manualCommand(c, c.Query("name"), c.Query("host"), c.Query("protocol"))))

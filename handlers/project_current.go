@@ -26,7 +26,15 @@ func (s *server) currentProject(c *gin.Context) *master.Project {
 	}
 	var out *master.Project
 	ctx := c.Request.Context()
-	for _, name := range []string{c.Query("project"), s.projectCookieValue(c), master.DefaultProject} {
+	if name := c.Query("project"); name != "" {
+		// Named explicitly: that one or none, never another in its place.
+		if p, err := s.m.GetProject(ctx, name); err == nil {
+			out = p
+		}
+		c.Set(ctxProject, out)
+		return out
+	}
+	for _, name := range []string{s.projectCookieValue(c), master.DefaultProject} {
 		if name == "" {
 			continue
 		}

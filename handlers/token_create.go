@@ -28,6 +28,7 @@ func (s *server) createToken(c *gin.Context) {
 		in.ExpiresAt = exp
 	}
 	var plain string
+	status := http.StatusUnprocessableEntity
 	if len(fe) == 0 {
 		var err error
 		plain, _, err = s.m.Accounts().CreateToken(c.Request.Context(), currentUser(c).Name, in)
@@ -36,7 +37,7 @@ func (s *server) createToken(c *gin.Context) {
 				s.serverError(c, err)
 				return
 			}
-			fe = protocol.FieldErrors{"name": master.Message(err)}
+			fe, status = protocol.FieldErrors{"name": master.Message(err)}, errorStatus(err)
 		}
 	}
 	if len(fe) > 0 {
@@ -57,7 +58,7 @@ func (s *server) createToken(c *gin.Context) {
 			vm.ExpiresError = msg + "."
 		}
 		vm.Name, vm.ExpiresAt = name, expiresRaw
-		s.render(c, http.StatusUnprocessableEntity, views.TokensPage(vm))
+		s.render(c, status, views.TokensPage(vm))
 		return
 	}
 	s.log.Info("api token created", "name", name, "user", currentUser(c).Name)

@@ -22,8 +22,8 @@ func (s *server) revokeToken(c *gin.Context) {
 	t, err := s.m.Accounts().RevokeToken(c.Request.Context(), id)
 	if err != nil {
 		status := errorStatus(err)
-		if status == 0 {
-			s.serverError(c, err)
+		if status == 0 || status == http.StatusNotFound || status == http.StatusForbidden {
+			s.fail(c, err)
 			return
 		}
 		s.tokenOutcome(c, status, false, master.Message(err)+".")

@@ -36,7 +36,7 @@ func toAPIUser(c *gin.Context, u *master.User) apiUser {
 func (s *server) apiListUsers(c *gin.Context) {
 	us, _, err := s.m.Accounts().ListUsers(c.Request.Context(), 0, 0)
 	if err != nil {
-		s.serverError(c, err)
+		s.apiError(c, err)
 		return
 	}
 	out := make([]apiUser, len(us))

@@ -147,7 +147,13 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 	if err != nil {
 		return "", nil, err
 	}
+	// A token never gets more than whoever asks has: a token creating
+	// tokens is capped by its own scope.
+	asker := PrincipalFrom(ctx)
 	var projectID int64
+	if in.Project == "" && u.Role == RoleAdmin && asker != nil && !asker.ClusterAdmin() {
+		return "", nil, Errorf(KindForbidden, "forbidden: a token limited to one project cannot create a cluster token; name its project")
+	}
 	if in.Project != "" || u.Role != RoleAdmin {
 		p, err := projectNamed(ctx, a.db, in.Project)
 		if err != nil {
@@ -155,6 +161,9 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 		}
 		projectID = p.ID
 		has := ownerP.RoleIn(p.ID)
+		if asker != nil {
+			has = minRole(has, asker.RoleIn(p.ID))
+		}
 		if !has.Valid() {
 			return "", nil, Errorf(KindNotFound, "project %s not found", p.Name)
 		}

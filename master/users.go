@@ -127,7 +127,7 @@ func userRefusal(err error, name string) error {
 // GetUser returns one user; an unknown name is ErrNotFound.
 func (a *Accounts) GetUser(ctx context.Context, name string) (*store.User, error) {
 	if p := PrincipalFrom(ctx); p != nil && !strings.EqualFold(p.Name, name) && !mayListUsers(p) {
-		return nil, userRefusal(store.ErrNotFound, name)
+		return nil, Errorf(KindForbidden, "forbidden: only cluster admins and viewers of every project read other users")
 	}
 	u, err := store.GetUser(ctx, a.db, name)
 	if err != nil {
