@@ -173,7 +173,7 @@ type DelayedFilter struct {
 	// Projects limits the list to these projects; nil: every project.
 	Projects []int64
 	Limit    int
-	Offset    int
+	Offset   int
 }
 
 // ListDelayed returns a page of delayed tasks, newest first, and their total.

@@ -52,12 +52,12 @@ type Task struct {
 	ID string `bun:"id,pk"`
 	// ProjectID is the project the task belongs to.
 	ProjectID int64      `bun:"project_id"`
-	Title    string     `bun:"title"`
-	Type     string     `bun:"type"`
-	Status   TaskStatus `bun:"status"`
-	Spec     string     `bun:"spec"`
-	Keepers  string     `bun:"keepers"`
-	Children string     `bun:"children"`
+	Title     string     `bun:"title"`
+	Type      string     `bun:"type"`
+	Status    TaskStatus `bun:"status"`
+	Spec      string     `bun:"spec"`
+	Keepers   string     `bun:"keepers"`
+	Children  string     `bun:"children"`
 	// Selector is the task's label selector ("" for none): the running
 	// workers it selects at fire time are executors too.
 	Selector   string    `bun:"selector"`
@@ -203,7 +203,7 @@ type TaskFilter struct {
 	// Projects limits the list to these projects; nil: every project.
 	Projects []int64
 	Limit    int
-	Offset int
+	Offset   int
 }
 
 // ListTasks returns a page of tasks, newest first, and the total matching.

@@ -223,7 +223,7 @@ type RunsVM struct {
 // TaskVM is the task detail page.
 type TaskVM struct {
 	// CanClone: the user may create tasks in the task's project.
-	CanClone bool
+	CanClone    bool
 	Layout      LayoutVM
 	Flash       *Flash
 	ID          string
