@@ -46,7 +46,7 @@ var authzRoutes = map[string]string{
 	"POST /api/worker/register": clsWorker, "POST /api/worker/offline": clsWorker, "POST /api/worker/claim": clsWorker,
 	"POST /api/worker/lock": clsWorker, "POST /api/worker/runs": clsWorker,
 
-	"GET /metrics": clsSignedIn, "GET /": clsSignedIn, "GET /dashboard": clsSignedIn, "GET /dashboard/live": clsSignedIn,
+	"GET /metrics": clsReader, "GET /": clsSignedIn, "GET /dashboard": clsSignedIn, "GET /dashboard/live": clsSignedIn,
 	"GET /nodes": clsSignedIn, "GET /nodes/rows": clsSignedIn, "GET /nodes/:name": clsSignedIn, "GET /nodes/:name/live": clsSignedIn,
 	"GET /schedules/preview": clsSignedIn, "GET /selectors/preview": clsSignedIn, "GET /pools": clsSignedIn, "GET /pools/*pool": clsSignedIn,
 	"GET /runs": clsSignedIn, "GET /runs/live": clsSignedIn, "GET /tokens": clsSignedIn, "POST /tokens": clsRead,
