@@ -11,13 +11,13 @@ import (
 
 // apiProject is a project in the open API.
 type apiProject struct {
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Pools       []string  `json:"pools"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Pools       []string `json:"pools"`
 	// WebhookURL is the project's failure webhook, its password masked.
 	WebhookURL string    `json:"webhook_url"`
 	CreatedBy  string    `json:"created_by"`
-	CreatedAt   time.Time `json:"created_at"`
+	CreatedAt  time.Time `json:"created_at"`
 	// Role is the caller's role in the project now.
 	Role string `json:"role"`
 }
