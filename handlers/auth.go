@@ -93,6 +93,9 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxUser, p)
+		if p.Locale != "" {
+			s.setLocalizer(c, p.Locale)
+		}
 		// The engine authorizes every call as this principal.
 		c.Request = c.Request.WithContext(master.WithPrincipal(c.Request.Context(), p))
 		c.Next()
@@ -180,7 +183,10 @@ func (s *server) requireProjectAction(a master.Action) gin.HandlerFunc {
 }
 
 func (s *server) layout(c *gin.Context, title, active string) views.LayoutVM {
-	l := views.LayoutVM{Title: title, Active: active}
+	l := views.LayoutVM{Title: title, Active: active, Here: c.Request.URL.RequestURI()}
+	if c.Request.Method != http.MethodGet {
+		l.Here = "/" + strings.Split(strings.TrimPrefix(c.Request.URL.Path, "/"), "/")[0]
+	}
 	if p := currentUser(c); p != nil {
 		l.User, l.Role, l.Admin = p.Name, p.Role, p.ClusterAdmin()
 		l.Back = c.Request.URL.Path

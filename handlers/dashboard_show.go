@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 
 	"github.com/gin-gonic/gin"
@@ -97,7 +98,7 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []
 	}
 	for _, f := range d.Failures {
 		row := views.FailureRow{
-			RunID: f.ID, TaskID: f.TaskID, TaskTitle: f.TaskTitle, Node: f.Node, Started: ago(f.StartedAt, now),
+			RunID: f.ID, TaskID: f.TaskID, TaskTitle: f.TaskTitle, Node: f.Node, Started: ago(locale.From(ctx), f.StartedAt, now),
 			StartedAt: utcText(f.StartedAt), Result: f.Result, Excerpt: f.Excerpt,
 		}
 		switch {

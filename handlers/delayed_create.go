@@ -64,7 +64,7 @@ func (s *server) createDelayed(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		vm.FormError = master.Message(err)
+		vm.FormError = refusal(c, err)
 	}
 	if len(fe) > 0 {
 		vm.Errors = fe

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -118,7 +119,7 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	}
 	now := time.Now()
 	for i := range items {
-		vm.Rows = append(vm.Rows, delayedRow(&items[i], now))
+		vm.Rows = append(vm.Rows, delayedRow(lc(c), &items[i], now))
 	}
 	if len(items) > 0 {
 		vm.From, vm.To = f.Offset+1, f.Offset+len(items)
@@ -135,16 +136,16 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	return vm, nil
 }
 
-func delayedRow(d *master.Delayed, now time.Time) views.DelayedRow {
+func delayedRow(lc *locale.Localizer, d *master.Delayed, now time.Time) views.DelayedRow {
 	r := views.DelayedRow{
 		ID: d.ID, SourceApp: d.SourceApp, Topic: d.Topic, ContentKey: d.ContentKey, Due: utcText(d.DueAt),
 		Status: d.Status, Late: d.Late, LateBy: d.LateBy, Node: d.Node, CanCancel: d.Status == master.DelayedPending,
 		Attempts: fmt.Sprintf("%d of %d", d.Attempts, d.Retries+1),
 	}
 	if d.DueAt.After(now) {
-		r.DueRel = until(d.DueAt, now)
+		r.DueRel = lc.Until(d.DueAt, now)
 	} else {
-		r.DueRel = ago(d.DueAt, now)
+		r.DueRel = ago(lc, d.DueAt, now)
 	}
 	return r
 }

@@ -105,7 +105,7 @@ func (s *server) delayedLiveVM(c *gin.Context, d *master.Delayed) (views.Delayed
 		LiveURL: "/delayed/" + url.PathEscape(d.ID) + "/live", Runs: views.RunsVM{Total: total}}
 	now := time.Now()
 	for i := range runs {
-		vm.Runs.Rows = append(vm.Runs.Rows, runRow(&runs[i], now))
+		vm.Runs.Rows = append(vm.Runs.Rows, runRow(lc(c), &runs[i], now))
 	}
 	return vm, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers/form"
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 
 	"github.com/gin-gonic/gin"
@@ -139,7 +140,7 @@ func (s *server) listEvents(c *gin.Context) {
 	}
 	now := time.Now()
 	for i := range evs {
-		vm.Rows = append(vm.Rows, eventRow(&evs[i], now, titles, known))
+		vm.Rows = append(vm.Rows, eventRow(lc(c), &evs[i], now, titles, known))
 	}
 	vm.Total = total
 	if len(evs) > 0 {
@@ -167,9 +168,9 @@ func eventTaskIDs(evs []master.Event) []string {
 }
 
 // eventRow renders one event; nodes maps node names to "has an edit page".
-func eventRow(e *master.Event, now time.Time, titles map[string]string, nodes map[string]bool) views.EventRow {
+func eventRow(lc *locale.Localizer, e *master.Event, now time.Time, titles map[string]string, nodes map[string]bool) views.EventRow {
 	r := views.EventRow{
-		ID: e.ID, At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339), Ago: ago(e.At, now),
+		ID: e.ID, At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339), Ago: ago(lc, e.At, now),
 		Actor: e.Actor, Action: e.Action, TargetType: e.TargetType, Target: e.Target, TargetName: e.Target,
 		Outcome: e.Outcome, Detail: e.Detail, Master: e.Master,
 		ActorURL:  withQuery("/events", eventQuery(views.EventFilterVM{Actor: e.Actor}, 0)),

@@ -8,7 +8,7 @@ import (
 
 // approveNode lets a node that waits for approval in.
 func (s *server) approveNode(c *gin.Context) {
-	s.nodeAction(c, "Approve", func(ctx context.Context, name string) error {
+	s.nodeAction(c, "NodeApprove", func(ctx context.Context, name string) error {
 		_, err := s.m.ApproveNode(ctx, name)
 		return err
 	})

@@ -8,7 +8,7 @@ import (
 
 // connectNode performs the handshake with an offline node.
 func (s *server) connectNode(c *gin.Context) {
-	s.nodeAction(c, "Connect", func(ctx context.Context, name string) error {
+	s.nodeAction(c, "NodeConnect", func(ctx context.Context, name string) error {
 		_, err := s.m.ConnectNode(ctx, name)
 		return err
 	})

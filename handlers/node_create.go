@@ -2,21 +2,19 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers/form"
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
 // showNewNode shows the empty Add node form.
 func (s *server) showNewNode(c *gin.Context) {
-	vm := views.NodeFormVM{Layout: s.layout(c, "Add node", "nodes"), NodeFields: views.NodeFields{Protocol: "http", Priority: "1", MaxConcurrency: "20"}}
+	vm := views.NodeFormVM{Layout: s.layout(c, tr(c, "NodeAdd"), "nodes"), NodeFields: views.NodeFields{Protocol: "http", Priority: "1", MaxConcurrency: "20"}}
 	vm.Command = s.manualCommand(c, "", "", "http")
 	s.render(c, http.StatusOK, views.NodeFormPage(vm))
 }
@@ -28,7 +26,7 @@ func (s *server) createNode(c *gin.Context) {
 		_, err := s.m.CreateNode(c.Request.Context(), cfg)
 		if err == nil {
 			s.log.Info("node added", "node", cfg.Name, "user", currentUser(c).Name)
-			s.setFlash(c, true, fmt.Sprintf("Node %s added. Start the worker, then press Connect.", cfg.Name))
+			s.setFlash(c, true, tr(c, "FlashNodeAdded", "Name", cfg.Name))
 			c.Redirect(http.StatusSeeOther, "/nodes")
 			return
 		}
@@ -43,9 +41,9 @@ func (s *server) createNode(c *gin.Context) {
 
 // readNodeForm parses the node form; number fields that do not parse are field errors.
 func (s *server) readNodeForm(c *gin.Context, edit bool) (views.NodeFormVM, protocol.NodeConfig, protocol.FieldErrors) {
-	title := "Add node"
+	title := tr(c, "NodeAdd")
 	if edit {
-		title = "Edit node"
+		title = tr(c, "NodeEditHeading", "Name", c.Param("name"))
 	}
 	v := postForm(c)
 	if edit {
@@ -70,6 +68,6 @@ func (s *server) formError(c *gin.Context, err error, vm *views.NodeFormVM) bool
 		s.serverError(c, err)
 		return false
 	}
-	vm.FormError = master.Message(err)
+	vm.FormError = refusal(c, err)
 	return true
 }

@@ -8,7 +8,7 @@ import (
 
 // disableNode stops scheduling on a running node.
 func (s *server) disableNode(c *gin.Context) {
-	s.nodeAction(c, "Disable", func(ctx context.Context, name string) error {
+	s.nodeAction(c, "NodeDisable", func(ctx context.Context, name string) error {
 		_, err := s.m.DisableNode(ctx, name)
 		return err
 	})

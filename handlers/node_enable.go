@@ -8,7 +8,7 @@ import (
 
 // enableNode starts scheduling on an idle node.
 func (s *server) enableNode(c *gin.Context) {
-	s.nodeAction(c, "Enable", func(ctx context.Context, name string) error {
+	s.nodeAction(c, "NodeEnable", func(ctx context.Context, name string) error {
 		_, err := s.m.EnableNode(ctx, name)
 		return err
 	})

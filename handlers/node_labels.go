@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/handlers/form"
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -79,7 +78,7 @@ func (s *server) setNodeLabels(c *gin.Context) {
 			return
 		case st != 0: // a master: said at the top of its page
 			s.renderNodePage(c, st, name, func(vm *views.NodePageVM) {
-				vm.Flash = &views.Flash{Message: master.Message(err)}
+				vm.Flash = &views.Flash{Message: refusal(c, err)}
 			})
 			return
 		default:

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -44,7 +44,7 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 	if err != nil {
 		return views.NodesVM{}, err
 	}
-	l := s.layout(c, "Nodes", "nodes")
+	l := s.layout(c, tr(c, "NavNodes"), "nodes")
 	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: !l.ReadOnly,
 		PageSize: nodesPageSize, Total: len(nodes)}
 	vm.Offset, _ = strconv.Atoi(c.Query("offset"))
@@ -59,7 +59,7 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 	for i, n := range nodes {
 		names[n.Name] = true
 		if i >= vm.Offset && i < vm.Offset+nodesPageSize {
-			r := nodeRow(n, now)
+			r := nodeRow(lc(c), n, now)
 			r.Leader = n.Type == master.TypeMaster && n.Name == leader
 			vm.Rows = append(vm.Rows, r)
 		}
@@ -92,16 +92,16 @@ func freeWorkerName(taken map[string]bool) string {
 // checker gives a node it takes offline.
 var offlineAfter = regexp.MustCompile(`^offline after (\d+) failed health checks`)
 
-func nodeRow(n master.Node, now time.Time) views.NodeRow {
+func nodeRow(lc *locale.Localizer, n master.Node, now time.Time) views.NodeRow {
 	// A pending node has no secret: only Approve or Delete make sense.
 	pending := n.Mode == master.ModePending
 	isWorker := n.Type == master.TypeWorker && !pending
 	r := views.NodeRow{
 		Name: n.Name, Type: n.Type, Host: n.Host, Protocol: n.Protocol, Status: int(n.Status),
 		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
-		LastSeen: ago(n.LastSeen, now), Failures: strconv.Itoa(n.Failures), Mode: n.Mode, Reason: n.Reason,
+		LastSeen: lc.Ago(n.LastSeen, now), Failures: strconv.Itoa(n.Failures), Mode: n.Mode, Reason: n.Reason,
 		Degraded:      n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
-		FailuresTitle: "failed health checks in a row",
+		FailuresTitle: lc.T("NodeFailuresTitle"),
 		// The buttons follow the engine's state table; the master's own node has none.
 		CanConnect: isWorker && master.NodeAllows(n.Status, master.NodeConnect),
 		CanEnable:  isWorker && master.NodeAllows(n.Status, master.NodeEnable),
@@ -121,32 +121,16 @@ func nodeRow(n master.Node, now time.Time) views.NodeRow {
 	// that contradicts it, and no count for a node nobody probes.
 	if n.Status == master.StatusOffline {
 		if m := offlineAfter.FindStringSubmatch(n.Reason); m != nil {
-			r.Failures, r.FailuresTitle = m[1], "failed health checks that took it offline"
+			r.Failures, r.FailuresTitle = m[1], lc.T("NodeFailuresOfflineTitle")
 		} else if n.Failures == 0 {
-			r.Failures, r.FailuresTitle = "-", "not counted while offline"
+			r.Failures, r.FailuresTitle = "-", lc.T("NodeFailuresNotCounted")
 		}
 	}
 	return r
 }
 
-// ago renders a time as "12s ago".
-func ago(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Second:
-		return "just now"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return t.UTC().Format("2006-01-02 15:04")
-}
+// ago renders a time as "12s ago" in the reader's language.
+func ago(l *locale.Localizer, t, now time.Time) string { return l.Ago(t, now) }
 
 // renderNodesOutcome ends a node action: htmx gets the panel with the message,
 // a plain form post is redirected to the page with the message kept.
@@ -164,7 +148,8 @@ func (s *server) renderNodesOutcome(c *gin.Context, status int, ok bool, msg str
 	s.render(c, status, views.NodesPanel(vm))
 }
 
-// nodeAction runs one lifecycle action and reports its outcome.
+// nodeAction runs one lifecycle action and reports its outcome; verb is the
+// message naming the action ("NodeEnable").
 func (s *server) nodeAction(c *gin.Context, verb string, do func(ctx context.Context, name string) error) {
 	name := c.Param("name")
 	if err := do(c.Request.Context(), name); err != nil {
@@ -174,9 +159,9 @@ func (s *server) nodeAction(c *gin.Context, verb string, do func(ctx context.Con
 			return
 		}
 		s.log.Warn("node action failed", "action", verb, "node", name, "user", currentUser(c).Name, "err", err)
-		s.renderNodesOutcome(c, status, false, fmt.Sprintf("%s %s failed: %s", verb, name, master.Message(err)))
+		s.renderNodesOutcome(c, status, false, tr(c, "ActionFailed", "Verb", tr(c, verb), "Name", name, "Reason", refusal(c, err)))
 		return
 	}
 	s.log.Info("node action", "action", verb, "node", name, "user", currentUser(c).Name)
-	s.renderNodesOutcome(c, http.StatusOK, true, fmt.Sprintf("%s %s: done.", verb, name))
+	s.renderNodesOutcome(c, http.StatusOK, true, tr(c, "ActionDone", "Verb", tr(c, verb), "Name", name))
 }

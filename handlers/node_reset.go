@@ -9,7 +9,7 @@ import (
 // resetNode handles POST /nodes/:name/reset-identity: an admin clears a
 // node's key so a replaced machine can register the name again.
 func (s *server) resetNode(c *gin.Context) {
-	s.nodeAction(c, "Reset identity of", func(ctx context.Context, name string) error {
+	s.nodeAction(c, "NodeResetIdentityOf", func(ctx context.Context, name string) error {
 		_, err := s.m.ResetIdentity(ctx, name)
 		return err
 	})

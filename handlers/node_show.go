@@ -102,7 +102,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 	vm := views.NodeLiveVM{
 		Name: n.Name, Type: n.Type, Mode: n.Mode, Host: n.Protocol + "://" + n.Host, StatusName: n.Status.String(),
 		Leader: n.Type == master.TypeMaster && n.Name == leader, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
-		LastSeen: ago(n.LastSeen, now), Failures: n.Failures, Reason: n.Reason, MachineName: n.MachineName,
+		LastSeen: ago(lc(c), n.LastSeen, now), Failures: n.Failures, Reason: n.Reason, MachineName: n.MachineName,
 		Degraded:     n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
 		Labels:       nodeLabelRows(n),
 		RunsURL:      withQuery("/runs", runListQuery(views.RunFilterVM{Node: n.Name}, 0)),
@@ -118,8 +118,8 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 	}
 	for i := range tasks {
 		t := &tasks[i]
-		last, _ := lastRunText(t, now)
-		vm.Tasks = append(vm.Tasks, views.NodeTaskRow{ID: t.ID, Title: t.Title, Schedule: scheduleText(&t.TaskDef),
+		last, _ := lastRunText(lc(c), t, now)
+		vm.Tasks = append(vm.Tasks, views.NodeTaskRow{ID: t.ID, Title: t.Title, Schedule: scheduleText(lc(c), &t.TaskDef),
 			StatusName: t.Status.String(), LastResult: t.LastResult, LastRun: last})
 	}
 	runs, _, err := s.m.Reads().SearchRuns(ctx, master.RunFilter{Node: n.Name, Limit: nodeRecentRuns, CountLimit: 1})

@@ -1,13 +1,11 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -16,7 +14,7 @@ func (s *server) showEditNode(c *gin.Context) {
 	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		if st := errorStatus(err); st != 0 {
-			s.errorPage(c, st, master.Message(err))
+			s.errorPage(c, st, refusal(c, err))
 			return
 		}
 		s.serverError(c, err)
@@ -37,7 +35,7 @@ func (s *server) updateNode(c *gin.Context) {
 		_, err := s.m.UpdateNode(c.Request.Context(), vm.Name, cfg)
 		if err == nil {
 			s.log.Info("node edited", "node", vm.Name, "user", currentUser(c).Name)
-			s.setFlash(c, true, fmt.Sprintf("Node %s saved.", vm.Name))
+			s.setFlash(c, true, tr(c, "FlashNodeSaved", "Name", vm.Name))
 			c.Redirect(http.StatusSeeOther, "/nodes")
 			return
 		}

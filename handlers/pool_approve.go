@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/schedulemaster-go/schedulemaster/master"
 )
 
 // apiApprovePool answers POST /api/v1/pools/{key}={value}/approve: new
@@ -44,7 +42,7 @@ func (s *server) approvePool(c *gin.Context) {
 		s.log.Info("pool approved", "pool", label, "user", currentUser(c).Name)
 		s.setFlash(c, true, "Pool "+label+" approved: new workers declaring it join without per-node approval.")
 	case errorStatus(err) != 0:
-		s.setFlash(c, false, master.Message(err))
+		s.setFlash(c, false, refusal(c, err))
 	default:
 		s.serverError(c, err)
 		return

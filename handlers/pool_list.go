@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -77,7 +78,7 @@ func (s *server) listPools(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		vm.KeyError = master.Message(err)
+		vm.KeyError = refusal(c, err)
 		s.render(c, http.StatusBadRequest, views.PoolsPage(vm))
 		return
 	}
@@ -88,13 +89,13 @@ func (s *server) listPools(c *gin.Context) {
 	}
 	now := time.Now()
 	for i := range pools {
-		vm.Pools = append(vm.Pools, poolVM(&pools[i], events[pools[i].Label], now))
+		vm.Pools = append(vm.Pools, poolVM(lc(c), &pools[i], events[pools[i].Label], now))
 	}
 	s.render(c, http.StatusOK, views.PoolsPage(vm))
 }
 
 // poolVM is one pool as the Pools pages show it.
-func poolVM(p *master.Pool, events []master.Event, now time.Time) views.PoolVM {
+func poolVM(lc *locale.Localizer, p *master.Pool, events []master.Event, now time.Time) views.PoolVM {
 	out := views.PoolVM{Key: p.Key, Value: p.Value, Label: p.Label, URL: poolURL(p.Label), Approved: p.Approved,
 		Running: p.Running, Runs: p.Runs, Failed: p.Failed, Window: views.ShortDuration(time.Duration(p.RunWindow))}
 	for _, m := range p.Members {
@@ -108,7 +109,7 @@ func poolVM(p *master.Pool, events []master.Event, now time.Time) views.PoolVM {
 		e := &events[i]
 		meaning, _ := eventMeaning(e.Action, e.Outcome)
 		out.Events = append(out.Events, views.PoolEventRow{At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339),
-			Ago: ago(e.At, now), Node: e.Target, Action: e.Action, What: poolEventActions[e.Action], Meaning: meaning,
+			Ago: ago(lc, e.At, now), Node: e.Target, Action: e.Action, What: poolEventActions[e.Action], Meaning: meaning,
 			Detail: e.Detail, Actor: e.Actor})
 	}
 	return out

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/schedulemaster-go/schedulemaster/master"
 )
 
 // apiRevokePool answers DELETE /api/v1/pools/{key}={value}/approve with 204:
@@ -37,7 +35,7 @@ func (s *server) revokePool(c *gin.Context) {
 		s.log.Info("pool approval revoked", "pool", label, "user", currentUser(c).Name)
 		s.setFlash(c, true, "Approval of pool "+label+" revoked: its members stay; new workers declaring it wait for approval.")
 	case errorStatus(err) != 0:
-		s.setFlash(c, false, master.Message(err))
+		s.setFlash(c, false, refusal(c, err))
 	default:
 		s.serverError(c, err)
 		return

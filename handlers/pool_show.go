@@ -55,6 +55,6 @@ func (s *server) showPool(c *gin.Context) {
 	}
 	l := s.layout(c, "Pool "+p.Label, "pools")
 	vm := views.PoolPageVM{Layout: l, Flash: s.takeFlash(c), ShowActions: !l.ReadOnly,
-		Pool: poolVM(p, events[p.Label], time.Now())}
+		Pool: poolVM(lc(c), p, events[p.Label], time.Now())}
 	s.render(c, http.StatusOK, views.PoolPage(vm))
 }

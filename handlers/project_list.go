@@ -64,7 +64,7 @@ func (s *server) createProject(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		fe = protocol.FieldErrors{"name": master.Message(err)}
+		fe = protocol.FieldErrors{"name": refusal(c, err)}
 	}
 	vm, verr := s.projectsVM(c)
 	if verr != nil {
@@ -165,7 +165,7 @@ func (s *server) afterProjectChange(c *gin.Context, name string, err error, ok s
 	if errors.As(err, &fe) {
 		vm.Errors = fe
 	}
-	vm.MemberError = master.Message(err)
-	vm.Flash = &views.Flash{Message: master.Message(err)}
+	vm.MemberError = refusal(c, err)
+	vm.Flash = &views.Flash{Message: refusal(c, err)}
 	s.render(c, status, views.ProjectPage(vm))
 }

@@ -164,9 +164,9 @@ func (s *server) fail(c *gin.Context, err error) {
 		return
 	}
 	if isHX(c) {
-		c.Data(status, "text/plain; charset=utf-8", []byte(master.Message(err)))
+		c.Data(status, "text/plain; charset=utf-8", []byte(refusal(c, err)))
 		c.Abort()
 		return
 	}
-	s.errorPage(c, status, master.Message(err))
+	s.errorPage(c, status, refusal(c, err))
 }

@@ -43,6 +43,7 @@ type server struct {
 	poll     string
 	metrics  http.Handler // the master's Prometheus metrics; nil: none
 	oidc     *oidcClient  // nil: no OIDC sign-on
+	secure   bool         // cookies are Secure (TLS)
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
@@ -55,7 +56,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	if d.PollInterval <= 0 {
 		d.PollInterval = 2 * time.Second
 	}
-	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String()}
+	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String(),
+		secure: d.SecureCookies}
 	if d.OIDC != nil {
 		s.oidc = &oidcClient{cfg: *d.OIDC}
 	}
@@ -74,7 +76,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		r.ForwardedByClientIP = false
 	}
 	r.MaxMultipartMemory = 0 // multipart is refused before parsing anyway
-	r.Use(gin.Recovery(), securityHeaders)
+	r.Use(gin.Recovery(), securityHeaders, s.localize)
 	cop := http.NewCrossOriginProtection()
 
 	// Each audience has its own chain, attached to its group: the order is
@@ -115,6 +117,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	open.GET("/login", s.showLogin)
 	open.POST("/login", s.login)
 	open.POST("/logout", s.logout)
+	open.POST("/language", s.switchLanguage)
 	open.GET(PathOIDCStart, s.oidcStart)
 	open.GET(PathOIDCCallback, s.oidcCallback)
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -59,13 +60,13 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	now := time.Now()
 	vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
 	if t.LastRunAt != nil {
-		vm.LastRun = ago(*t.LastRunAt, now)
+		vm.LastRun = ago(lc(c), *t.LastRunAt, now)
 	}
 	if t.NextRunAt != nil {
 		vm.NextRun = t.NextRunAt.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
 	for i := range runs {
-		vm.Rows = append(vm.Rows, runRow(&runs[i], now))
+		vm.Rows = append(vm.Rows, runRow(lc(c), &runs[i], now))
 	}
 	if len(runs) > 0 {
 		vm.From, vm.To = offset+1, offset+len(runs)
@@ -90,9 +91,9 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	return vm, nil
 }
 
-func runRow(r *master.Run, now time.Time) views.RunRow {
+func runRow(lc *locale.Localizer, r *master.Run, now time.Time) views.RunRow {
 	row := views.RunRow{
-		ID: r.ID, StartedAt: utcText(r.StartedAt), Started: ago(r.StartedAt, now), Node: r.Node,
+		ID: r.ID, StartedAt: utcText(r.StartedAt), Started: ago(lc, r.StartedAt, now), Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(r.DurationMS), Result: r.Result,
 		Attempt: r.Attempt, Code: runCode(r), Manual: r.Manual,
 	}

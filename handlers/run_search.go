@@ -205,7 +205,7 @@ func (s *server) listRuns(c *gin.Context) {
 func (s *server) runListLive(c *gin.Context) {
 	f, fvm, fe := runFilterInput(c, false)
 	if len(fe) > 0 {
-		s.errorPage(c, http.StatusBadRequest, master.Message(fe))
+		s.errorPage(c, http.StatusBadRequest, refusal(c, fe))
 		return
 	}
 	vm, err := s.runListLiveVM(c, f, fvm)
@@ -267,7 +267,7 @@ func (s *server) runListRows(c *gin.Context, runs []master.Run) ([]views.RunList
 	now := time.Now()
 	rows := make([]views.RunListRow, len(runs))
 	for i := range runs {
-		rows[i] = views.RunListRow{RunRow: runRow(&runs[i], now), TaskID: runs[i].TaskID, TaskTitle: titles[runs[i].TaskID]}
+		rows[i] = views.RunListRow{RunRow: runRow(lc(c), &runs[i], now), TaskID: runs[i].TaskID, TaskTitle: titles[runs[i].TaskID]}
 	}
 	return rows, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -40,7 +39,7 @@ func (s *server) selectorPreview(c *gin.Context) {
 			vm.Others, vm.MoreOthers = firstNames(match.Others)
 			vm.RunningCount, vm.OthersCount = len(match.Running), len(match.Others)
 		case errorStatus(err) == http.StatusBadRequest:
-			vm.Error = master.Message(err)
+			vm.Error = refusal(c, err)
 		default:
 			s.serverError(c, err)
 			return

@@ -61,7 +61,7 @@ func (s *server) login(c *gin.Context) {
 		// The password was right but the sign-in is refused (no mapped
 		// group, a local user of that name): the engine's sentence says why.
 		s.log.Warn("login refused", "username", username, "ip", ip, "err", master.Message(err))
-		vm.Error = master.Message(err)
+		vm.Error = refusal(c, err)
 		s.render(c, http.StatusForbidden, views.LoginPage(vm))
 		return
 	default:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -26,7 +27,7 @@ func TestNodeButtonsFollowStateTable(t *testing.T) {
 		n := store.Node{Name: "w1", Type: store.TypeWorker, Protocol: "http", Host: "127.0.0.1:1",
 			Status: s, Mode: store.ModeAuto, NodeKey: "ab"}
 		var buf bytes.Buffer
-		vm := views.NodesVM{Rows: []views.NodeRow{nodeRow(n, now)}, ShowActions: true}
+		vm := views.NodesVM{Rows: []views.NodeRow{nodeRow(locale.New(locale.EN, nil), n, now)}, ShowActions: true}
 		if err := views.NodeRows(vm).Render(context.Background(), &buf); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,7 @@ func TestNodeButtonsFollowStateTable(t *testing.T) {
 	// The master's own node has no buttons, whatever its status.
 	var buf bytes.Buffer
 	m := store.Node{Name: "m", Type: store.TypeMaster, Status: store.StatusRunning}
-	if err := views.NodeRows(views.NodesVM{Rows: []views.NodeRow{nodeRow(m, now)}, ShowActions: true}).Render(context.Background(), &buf); err != nil {
+	if err := views.NodeRows(views.NodesVM{Rows: []views.NodeRow{nodeRow(locale.New(locale.EN, nil), m, now)}, ShowActions: true}).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	if dataAction.Match(buf.Bytes()) {
@@ -72,7 +73,7 @@ func TestTaskButtonsFollowStateTable(t *testing.T) {
 		}
 		slices.Sort(want)
 		var rows, page bytes.Buffer
-		if err := views.TaskRows(views.TasksVM{Rows: []views.TaskRow{taskRow(tk, now)}, ShowActions: true}).Render(context.Background(), &rows); err != nil {
+		if err := views.TaskRows(views.TasksVM{Rows: []views.TaskRow{taskRow(locale.New(locale.EN, nil), tk, now)}, ShowActions: true}).Render(context.Background(), &rows); err != nil {
 			t.Fatal(err)
 		}
 		if err := views.TaskPanel(views.TaskVM{ID: tk.ID, Title: tk.Title, Actions: taskActions(s), ShowActions: true}).Render(context.Background(), &page); err != nil {

@@ -27,7 +27,7 @@ func (s *server) bulkTasks(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		s.renderBulkRefusal(c, status, master.Message(err))
+		s.renderBulkRefusal(c, status, refusal(c, err))
 		return
 	}
 	ok, msg := bulkMessage(action, results)

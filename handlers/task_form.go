@@ -44,7 +44,7 @@ func (s *server) taskFormError(c *gin.Context, err error, vm *views.TaskFormVM) 
 		s.serverError(c, err)
 		return 0
 	}
-	vm.FormError = master.Message(err)
+	vm.FormError = refusal(c, err)
 	return st
 }
 

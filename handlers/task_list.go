@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -44,7 +44,7 @@ func (s *server) taskRows(c *gin.Context) {
 // tasksError answers a bad filter with a readable 4xx and anything else with 500.
 func (s *server) tasksError(c *gin.Context, err error) {
 	if st := errorStatus(err); st != 0 {
-		s.errorPage(c, st, master.Message(err))
+		s.errorPage(c, st, refusal(c, err))
 		return
 	}
 	s.serverError(c, err)
@@ -120,7 +120,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 		return views.TasksVM{}, err
 	}
 	for i := range tasks {
-		r := taskRow(&tasks[i], now)
+		r := taskRow(lc(c), &tasks[i], now)
 		r.Actions = roleActions(r.Actions, l.CanOperate, !l.ReadOnly)
 		if h := health[tasks[i].ID]; h != nil {
 			r.Failing, r.HealthTitle = h.Failing(), healthTitle(h)
@@ -190,18 +190,18 @@ func taskActions(s master.TaskStatus) views.TaskActions {
 	return a
 }
 
-func taskRow(t *master.Task, now time.Time) views.TaskRow {
+func taskRow(lc *locale.Localizer, t *master.Task, now time.Time) views.TaskRow {
 	r := views.TaskRow{
 		ID: t.ID, Title: t.Title, Type: t.Type,
 		Executors: strings.Join(t.Executors, ", "), Status: int(t.Status), StatusName: t.Status.String(),
 		LastResult: t.LastResult, RunCount: t.RunCount, Actions: taskActions(t.Status),
 	}
 	if t.Selector != "" {
-		r.Executors = strings.TrimPrefix(r.Executors+", selector "+t.Selector, ", ")
+		r.Executors = strings.TrimPrefix(r.Executors+", "+lc.T("TaskSelectorPrefix")+" "+t.Selector, ", ")
 	}
-	r.Schedule, r.ScheduleZone = scheduleParts(&t.TaskDef)
-	r.LastRun, r.LastRunAt = lastRunText(t, now)
-	r.NextRun, r.NextRunAt = nextRunText(t, now)
+	r.Schedule, r.ScheduleZone = scheduleParts(lc, &t.TaskDef)
+	r.LastRun, r.LastRunAt = lastRunText(lc, t, now)
+	r.NextRun, r.NextRunAt = nextRunText(lc, t, now)
 	r.NoExecutor, r.NoExecutorSince = noExecutor(t)
 	return r
 }
@@ -217,37 +217,21 @@ func noExecutor(t *master.Task) (bool, string) {
 	return true, utcText(*t.NotRunnableSince)
 }
 
-func lastRunText(t *master.Task, now time.Time) (rel, at string) {
+func lastRunText(lc *locale.Localizer, t *master.Task, now time.Time) (rel, at string) {
 	if t.LastRunAt == nil {
-		return "never", ""
+		return lc.T("TimeNever"), ""
 	}
-	return ago(*t.LastRunAt, now), t.LastRunAt.UTC().Format(time.RFC3339)
+	return ago(lc, *t.LastRunAt, now), t.LastRunAt.UTC().Format(time.RFC3339)
 }
 
-func nextRunText(t *master.Task, now time.Time) (rel, at string) {
+func nextRunText(lc *locale.Localizer, t *master.Task, now time.Time) (rel, at string) {
 	switch {
 	case t.Status == master.TaskPaused:
-		return "paused", ""
+		return lc.T("TaskStatusPaused"), ""
 	case t.NextRunAt == nil:
 		return "-", ""
 	}
-	return until(*t.NextRunAt, now), t.NextRunAt.UTC().Format(time.RFC3339)
-}
-
-// until renders a future time as "in 3s".
-func until(t, now time.Time) string {
-	d := t.Sub(now)
-	switch {
-	case d < time.Second:
-		return "now"
-	case d < time.Minute:
-		return fmt.Sprintf("in %ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("in %dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("in %dh", int(d.Hours()))
-	}
-	return utcText(t)
+	return lc.Until(*t.NextRunAt, now), t.NextRunAt.UTC().Format(time.RFC3339)
 }
 
 // utcText is the console's way of showing an absolute time.
@@ -260,8 +244,8 @@ func utcText(t time.Time) string {
 
 // scheduleText describes a schedule: "cron */5 * * * * * (Europe/Berlin)",
 // "every 2s", "once at …".
-func scheduleText(d *protocol.TaskDef) string {
-	expr, zone := scheduleParts(d)
+func scheduleText(lc *locale.Localizer, d *protocol.TaskDef) string {
+	expr, zone := scheduleParts(lc, d)
 	if zone != "" {
 		return expr + " (" + zone + ")"
 	}
@@ -270,24 +254,24 @@ func scheduleText(d *protocol.TaskDef) string {
 
 // scheduleParts is scheduleText in two parts, the expression (never to be
 // wrapped) and the cron's time zone ("" for UTC or another kind).
-func scheduleParts(d *protocol.TaskDef) (expr, zone string) {
+func scheduleParts(lc *locale.Localizer, d *protocol.TaskDef) (expr, zone string) {
 	if d.Schedule.Kind == protocol.ScheduleCron && d.Timezone != "" && d.Timezone != protocol.DefaultTimezone {
 		return "cron " + d.Schedule.Cron, d.Timezone
 	}
-	return scheduleExpr(d), ""
+	return scheduleExpr(lc, d), ""
 }
 
-func scheduleExpr(d *protocol.TaskDef) string {
+func scheduleExpr(lc *locale.Localizer, d *protocol.TaskDef) string {
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
 		return "cron " + d.Schedule.Cron
 	case protocol.ScheduleInterval:
-		return "every " + views.ShortDuration(time.Duration(d.Schedule.Every))
+		return lc.T("ScheduleEvery", "Every", lc.Duration(time.Duration(d.Schedule.Every)))
 	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
-			return "once at " + utcText(*d.Schedule.At)
+			return lc.T("ScheduleOnceAt", "At", utcText(*d.Schedule.At))
 		}
-		return "once"
+		return lc.T("ScheduleOnce")
 	}
 	return d.Schedule.Kind
 }

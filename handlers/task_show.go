@@ -68,9 +68,9 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 			vm.Selected = append(vm.Selected, views.NodeOption{Name: name, StatusName: cmp.Or(status[name], "unknown")})
 		}
 	}
-	vm.Schedule, vm.ScheduleZone = scheduleParts(&t.TaskDef)
-	vm.LastRun, vm.LastRunAt = lastRunText(t, now)
-	vm.NextRun, vm.NextRunAt = nextRunText(t, now)
+	vm.Schedule, vm.ScheduleZone = scheduleParts(lc(c), &t.TaskDef)
+	vm.LastRun, vm.LastRunAt = lastRunText(lc(c), t, now)
+	vm.NextRun, vm.NextRunAt = nextRunText(lc(c), t, now)
 	vm.NoExecutor, vm.NoExecutorSince = noExecutor(t)
 	switch {
 	case t.StartAt != nil && t.EndAt != nil:

@@ -58,7 +58,7 @@ func (s *server) updateTask(c *gin.Context) {
 			return
 		}
 		if errors.Is(err, master.ErrState) {
-			vm.Locked = master.Message(err)
+			vm.Locked = refusal(c, err)
 			s.renderTaskForm(c, http.StatusConflict, vm)
 			return
 		}

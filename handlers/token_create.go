@@ -37,7 +37,7 @@ func (s *server) createToken(c *gin.Context) {
 				s.serverError(c, err)
 				return
 			}
-			fe, status = protocol.FieldErrors{"name": master.Message(err)}, errorStatus(err)
+			fe, status = protocol.FieldErrors{"name": refusal(c, err)}, errorStatus(err)
 		}
 	}
 	if len(fe) > 0 {

@@ -40,7 +40,7 @@ func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
 		}
 		vm.Tokens = append(vm.Tokens, views.TokenRow{
 			ID: t.ID, Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.UTC().Format("2006-01-02 15:04"),
-			LastUsed: ago(t.LastUsedAt, now), Expires: expires, Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt),
+			LastUsed: ago(lc(c), t.LastUsedAt, now), Expires: expires, Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt),
 			Revoked: !t.RevokedAt.IsZero(), Project: names[t.ProjectID], Role: t.Role,
 		})
 	}

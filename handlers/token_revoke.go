@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -26,7 +25,7 @@ func (s *server) revokeToken(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		s.tokenOutcome(c, status, false, master.Message(err)+".")
+		s.tokenOutcome(c, status, false, refusal(c, err)+".")
 		return
 	}
 	s.log.Info("api token revoked", "id", id, "name", t.Name, "user", currentUser(c).Name)

@@ -71,7 +71,7 @@ func (s *server) updateUser(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		vm.FormError = "Not saved: " + master.Message(err) + "."
+		vm.FormError = "Not saved: " + refusal(c, err) + "."
 		s.render(c, status, views.UserEditPage(vm))
 		return
 	}
@@ -107,7 +107,7 @@ func (s *server) resetUserPassword(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		vm.PwFormError = master.Message(err)
+		vm.PwFormError = refusal(c, err)
 		s.render(c, status, views.UserEditPage(vm))
 		return
 	}
@@ -133,7 +133,7 @@ func (s *server) userSetDisabled(c *gin.Context, disabled bool) {
 			s.serverError(c, err)
 			return
 		}
-		s.userActionDone(c, status, "Cannot "+verb+" "+name+": "+master.Message(err)+".")
+		s.userActionDone(c, status, "Cannot "+verb+" "+name+": "+refusal(c, err)+".")
 		return
 	}
 	if disabled {

@@ -99,6 +99,8 @@ type Principal struct {
 	// not limited to one); TokenRole caps its role there ("": no cap).
 	TokenProject int64
 	TokenRole    ProjectRole
+	// Locale is the user's console language ("": follow the browser).
+	Locale string
 }
 
 // Actor names the principal in the event log: "alice", or "alice (token ci)".
@@ -283,7 +285,7 @@ func (a *Accounts) principalOf(ctx context.Context, u *store.User) (*Principal, 
 	if err != nil {
 		return nil, err
 	}
-	p := &Principal{Name: u.Username, Role: u.Role, Memberships: make(map[int64]ProjectRole, len(ms))}
+	p := &Principal{Name: u.Username, Role: u.Role, Locale: u.Locale, Memberships: make(map[int64]ProjectRole, len(ms))}
 	for id, r := range ms {
 		p.Memberships[id] = ProjectRole(r)
 	}

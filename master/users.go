@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -393,6 +394,19 @@ func (a *Accounts) ChangeOwnPassword(ctx context.Context, u *store.User, ip, cur
 	u.PasswordHash = hash
 	a.log.Info("own password changed", "username", u.Username)
 	a.events.record(ctx, "user.password_change", store.TargetUser, u.Username, nil, "")
+	return nil
+}
+
+// ChangeOwnLocale sets the console language of the user named: "" (follow
+// the browser), "en" or "zh-CN"; anything else is a field error of locale.
+func (a *Accounts) ChangeOwnLocale(ctx context.Context, name, lang string) error {
+	if !locale.ValidPreference(lang) {
+		return protocol.FieldErrors{"locale": "must be empty, en or zh-CN"}
+	}
+	if err := store.SetUserLocale(ctx, a.db, name, lang); err != nil {
+		return fmt.Errorf("master: user %s: %w", name, err)
+	}
+	a.log.Info("own language changed", "username", name, "locale", lang)
 	return nil
 }
 

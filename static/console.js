@@ -23,11 +23,22 @@
 
   function banner() { return document.getElementById("conn-status"); }
 
+  // text is a sentence of the page's language, rendered by the server into
+  // the banner's data- attributes with %NAME% where a value goes; the
+  // English fallback keeps a page without them readable.
+  function text(name, fallback, vals) {
+    var b = banner();
+    var s = (b && b.getAttribute("data-" + name)) || fallback;
+    Object.keys(vals || {}).forEach(function (k) { s = s.split("%" + k + "%").join(vals[k]); });
+    return s;
+  }
+
   function markLost(why) {
     lost = true;
     var b = banner();
     if (b) {
-      b.textContent = "Connection lost — retrying. Last good update " + clock(lastGood) + (why ? " (" + why + ")." : ".");
+      b.textContent = text("lost", "Connection lost — retrying. Last good update %TIME%%WHY%.",
+        { TIME: clock(lastGood), WHY: why ? text("why", " (%WHY%)", { WHY: why }) : "" });
       b.hidden = false;
     }
     document.querySelectorAll("[data-live]").forEach(function (e) { e.classList.add("stale"); });
@@ -63,7 +74,7 @@
     close.type = "button";
     close.className = "toast-close";
     close.setAttribute("data-dismiss", "");
-    close.setAttribute("aria-label", "Dismiss");
+    close.setAttribute("aria-label", text("dismiss-label", "Dismiss"));
     p.appendChild(close);
     box.replaceChildren(p);
   }
@@ -74,7 +85,7 @@
     var label = (btn || elt).textContent.trim();
     var who = btn ? (btn.getAttribute("data-node") || btn.getAttribute("data-user") || "") : "";
     if (who) { label += " " + who; }
-    return label ? "“" + label + "”" : "The action";
+    return label ? "“" + label + "”" : text("the-action", "The action");
   }
 
   document.addEventListener("htmx:beforeSend", function (evt) {
@@ -93,14 +104,17 @@
       // Keep the last good rows (marked stale) rather than an error text.
       d.shouldSwap = false;
       var why = st === 503 ? (d.xhr.responseText || "").trim().slice(0, 200) : "";
-      markLost(why || "the master answered " + st);
+      markLost(why || text("answered", "the master answered %STATUS%", { STATUS: st }));
       return;
     }
     if (st >= 200 && st < 400) { markGood(); }
     if (st >= 400 && type.indexOf("text/html") !== 0) {
       d.shouldSwap = false;
-      var text = (d.xhr.responseText || "").trim().slice(0, 300);
-      toast(false, actionName(d.elt) + " failed: the master answered " + st + (text ? ": " + text : "."));
+      var body = (d.xhr.responseText || "").trim().slice(0, 300);
+      toast(false, text("failed", "%ACTION% failed: the master answered %STATUS%%TEXT%", {
+        ACTION: actionName(d.elt), STATUS: st,
+        TEXT: body ? text("text", ": %TEXT%", { TEXT: body }) : text("text-end", ".")
+      }));
     }
   });
 
@@ -108,11 +122,12 @@
     var elt = evt.detail.elt;
     markLost(what);
     if (!isLive(elt)) {
-      toast(false, actionName(elt) + " did not reach the master (" + what + "): nothing was done. Try again when the connection is back.");
+      toast(false, text("unreached", "%ACTION% did not reach the master (%WHY%): nothing was done. Try again when the connection is back.",
+        { ACTION: actionName(elt), WHY: what }));
     }
   }
-  document.addEventListener("htmx:sendError", function (evt) { unreachable(evt, "no connection"); });
-  document.addEventListener("htmx:timeout", function (evt) { unreachable(evt, "no answer within 10s"); });
+  document.addEventListener("htmx:sendError", function (evt) { unreachable(evt, text("no-connection", "no connection")); });
+  document.addEventListener("htmx:timeout", function (evt) { unreachable(evt, text("no-answer", "no answer within 10s")); });
 
   document.addEventListener("click", function (evt) {
     var t = evt.target;
@@ -127,9 +142,9 @@
     if (copy) {
       var src = document.getElementById(copy.getAttribute("data-copy"));
       if (!src) { return; }
-      var text = src.textContent.trim();
+      var value = src.textContent.trim();
       var done = function (ok) {
-        copy.textContent = ok ? "Copied" : "Select and copy";
+        copy.textContent = ok ? text("copied", "Copied") : text("copy-select", "Select and copy");
         copy.setAttribute("data-copied", ok ? "yes" : "no");
         if (!ok) {
           var r = document.createRange();
@@ -140,7 +155,7 @@
         }
       };
       if (navigator.clipboard && navigator.clipboard.writeText) {
-        navigator.clipboard.writeText(text).then(function () { done(true); }, function () { done(false); });
+        navigator.clipboard.writeText(value).then(function () { done(true); }, function () { done(false); });
       } else {
         done(false);
       }
@@ -158,6 +173,14 @@
 
   var shown = 5; // names a confirmation lists before "and N more"
 
+  // text: see the first part; the banner carries the page's sentences.
+  function text(name, fallback, vals) {
+    var b = document.getElementById("conn-status");
+    var s = (b && b.getAttribute("data-" + name)) || fallback;
+    Object.keys(vals || {}).forEach(function (k) { s = s.split("%" + k + "%").join(vals[k]); });
+    return s;
+  }
+
   function rows() { return Array.prototype.slice.call(document.querySelectorAll("input.row-select")); }
 
   function update() {
@@ -169,14 +192,15 @@
     all.checked = n > 0 && n === boxes.length;
     all.indeterminate = n > 0 && n < boxes.length;
     var count = document.getElementById("bulk-count");
-    if (count) { count.textContent = n === 0 ? "none selected" : n + " selected"; }
+    if (count) { count.textContent = n === 0 ? text("none-selected", "none selected") : text("selected", "%N% selected", { N: n }); }
     var names = picked.slice(0, shown).map(function (b) { return b.getAttribute("data-title"); });
-    var list = names.join(", ") + (n > shown ? " and " + (n - shown) + " more" : "");
+    var list = names.join(text("list-sep", ", ")) + (n > shown ? " " + text("more", "and %N% more", { N: n - shown }) : "");
     document.querySelectorAll("[data-bulk]").forEach(function (btn) {
       btn.disabled = n === 0;
       var note = btn.getAttribute("data-note");
-      btn.setAttribute("hx-confirm", btn.getAttribute("data-label") + " " + n + (n === 1 ? " task: " : " tasks: ") + list + "?" +
-        (note ? " " + note : ""));
+      var ask = n === 1 ? text("confirm-one", "%ACTION% 1 task: %LIST%?", { ACTION: btn.getAttribute("data-label"), LIST: list })
+        : text("confirm-many", "%ACTION% %N% tasks: %LIST%?", { ACTION: btn.getAttribute("data-label"), N: n, LIST: list });
+      btn.setAttribute("hx-confirm", ask + (note ? " " + note : ""));
     });
   }
 

@@ -34,9 +34,12 @@ type User struct {
 	AuthMethod string `bun:"auth_method"`
 	// ExternalSubject is the OIDC provider's subject of an OIDC user: the
 	// name stays bound to that person.
-	ExternalSubject string    `bun:"external_subject"`
-	CreatedAt       time.Time `bun:"created_at"`
-	UpdatedAt       time.Time `bun:"updated_at"`
+	ExternalSubject string `bun:"external_subject"`
+	// Locale is the console language the user chose: "" follows the
+	// browser, else "en" or "zh-CN".
+	Locale    string    `bun:"locale"`
+	CreatedAt time.Time `bun:"created_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
 }
 
 // CountUsers returns how many users exist.
@@ -178,6 +181,14 @@ func SetUserExternal(ctx context.Context, db bun.IDB, username, email, subject s
 func SetUserEmail(ctx context.Context, db bun.IDB, username, email string) error {
 	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
 		return q.Set("email = ?", email)
+	})
+}
+
+// SetUserLocale sets a user's console language ("" follows the browser); an
+// unknown user gives ErrNotFound.
+func SetUserLocale(ctx context.Context, db bun.IDB, username, locale string) error {
+	return updateUser(ctx, db, username, false, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("locale = ?", locale)
 	})
 }
 

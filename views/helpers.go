@@ -1,12 +1,63 @@
 package views
 
 import (
+	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
-func statusText(code int) string {
-	return strconv.Itoa(code) + " " + http.StatusText(code)
+// statusText is "404 Not Found" in the reader's language.
+func statusText(ctx context.Context, code int) string {
+	id, ok := statusIDs[code]
+	if !ok {
+		return strconv.Itoa(code) + " " + http.StatusText(code)
+	}
+	return strconv.Itoa(code) + " " + T(ctx, id)
+}
+
+// statusIDs are the messages of the statuses an error page shows.
+var statusIDs = map[int]string{
+	http.StatusBadRequest: "Status400", http.StatusUnauthorized: "Status401", http.StatusForbidden: "Status403",
+	http.StatusNotFound: "Status404", http.StatusConflict: "Status409", http.StatusRequestEntityTooLarge: "Status413",
+	http.StatusUnprocessableEntity: "Status422", http.StatusTooManyRequests: "Status429",
+	http.StatusInternalServerError: "Status500", http.StatusBadGateway: "Status502", http.StatusServiceUnavailable: "Status503",
+}
+
+// clusterRoleName names a cluster role (admin, viewer, none).
+func clusterRoleName(ctx context.Context, role string) string {
+	switch role {
+	case "admin":
+		return T(ctx, "RoleAdmin")
+	case "viewer":
+		return T(ctx, "RoleViewer")
+	case "none":
+		return T(ctx, "RoleNone")
+	}
+	return role
+}
+
+// projectRoleName names a project role (viewer, operator, editor, owner).
+func projectRoleName(ctx context.Context, role string) string {
+	switch role {
+	case "viewer":
+		return T(ctx, "ProjectRoleViewer")
+	case "operator":
+		return T(ctx, "ProjectRoleOperator")
+	case "editor":
+		return T(ctx, "ProjectRoleEditor")
+	case "owner":
+		return T(ctx, "ProjectRoleOwner")
+	}
+	return role
+}
+
+// loginHere is the login page's own address, where the language switch returns.
+func loginHere(next string) string {
+	if next == "" {
+		return "/login"
+	}
+	return "/login?next=" + url.QueryEscape(next)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

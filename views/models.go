@@ -22,6 +22,9 @@ type LayoutVM struct {
 	Projects    []string
 	// Back is the page's path, where a project switch returns.
 	Back string
+	// Here is where the language switch returns: the page itself for a
+	// GET, else the list it belongs to.
+	Here string
 }
 
 // Flash is a one-line outcome of an action.

@@ -1,0 +1,119 @@
+package views
+
+import (
+	"context"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/schedulemaster-go/schedulemaster/locale"
+)
+
+// T renders catalog message id in the reader's language (the localizer the
+// request's context carries); kv are the template's name/value pairs.
+func T(ctx context.Context, id string, kv ...any) string { return locale.From(ctx).T(id, kv...) }
+
+// Tn renders the plural form of message id for n ({{.Count}} in the text).
+func Tn(ctx context.Context, id string, n int, kv ...any) string {
+	return locale.From(ctx).N(id, n, kv...)
+}
+
+// Lang is the reader's language, the value of <html lang>.
+func Lang(ctx context.Context) string { return locale.From(ctx).Lang() }
+
+// Dur writes a duration in the reader's language.
+func Dur(ctx context.Context, d time.Duration) string { return locale.From(ctx).Duration(d) }
+
+// langSwitchLabel names a language in itself, so a reader finds theirs.
+func langSwitchLabel(lang string) string {
+	if lang == locale.ZH {
+		return "中文"
+	}
+	return "English"
+}
+
+// scriptTexts are the sentences console.js shows, in the reader's language,
+// as data- attributes of the connection banner; %NAME% marks what the script
+// fills in.
+func scriptTexts(ctx context.Context) templ.Attributes {
+	return templ.Attributes{
+		"data-lost":          T(ctx, "ConnLost", "Time", "%TIME%", "Why", "%WHY%"),
+		"data-why":           T(ctx, "ConnWhy", "Why", "%WHY%"),
+		"data-answered":      T(ctx, "ConnAnswered", "Status", "%STATUS%"),
+		"data-no-connection": T(ctx, "ConnNoConnection"),
+		"data-no-answer":     T(ctx, "ConnNoAnswer"),
+		"data-failed":        T(ctx, "ConnActionFailed", "Action", "%ACTION%", "Status", "%STATUS%", "Text", "%TEXT%"),
+		"data-text":          T(ctx, "ConnText", "Text", "%TEXT%"),
+		"data-text-end":      T(ctx, "ConnTextEnd"),
+		"data-unreached":     T(ctx, "ConnActionUnreached", "Action", "%ACTION%", "Why", "%WHY%"),
+		"data-the-action":    T(ctx, "ConnTheAction"),
+		"data-dismiss-label": T(ctx, "Dismiss"),
+		"data-copied":        T(ctx, "Copied"),
+		"data-copy-select":   T(ctx, "CopySelect"),
+		"data-none-selected": T(ctx, "BulkNoneSelected"),
+		"data-selected":      T(ctx, "BulkSelected", "Count", "%N%"),
+		"data-more":          T(ctx, "BulkMore", "Count", "%N%"),
+		"data-confirm-one":   T(ctx, "BulkConfirmOne", "Action", "%ACTION%", "List", "%LIST%"),
+		"data-confirm-many":  T(ctx, "BulkConfirmMany", "Action", "%ACTION%", "Count", "%N%", "List", "%LIST%"),
+		"data-list-sep":      T(ctx, "ListSep"),
+	}
+}
+
+// resultName names a run's result (success, failed, timeout, skipped,
+// killed, lost, running); the badge's class keeps the English value.
+func resultName(ctx context.Context, r string) string {
+	switch r {
+	case "success":
+		return T(ctx, "ResultSuccess")
+	case "failed":
+		return T(ctx, "ResultFailed")
+	case "timeout":
+		return T(ctx, "ResultTimeout")
+	case "skipped":
+		return T(ctx, "ResultSkipped")
+	case "killed":
+		return T(ctx, "ResultKilled")
+	case "lost":
+		return T(ctx, "ResultLost")
+	case "running":
+		return T(ctx, "StatusRunningLower")
+	}
+	return r
+}
+
+// nodeStatusName names a node's status (offline, idle, running).
+func nodeStatusName(ctx context.Context, s string) string {
+	switch s {
+	case "offline":
+		return T(ctx, "NodeStatusOffline")
+	case "idle":
+		return T(ctx, "NodeStatusIdle")
+	case "running":
+		return T(ctx, "StatusRunningLower")
+	}
+	return s
+}
+
+// nodeTypeName names a node's type (master, worker).
+func nodeTypeName(ctx context.Context, t string) string {
+	switch t {
+	case "master":
+		return T(ctx, "NodeTypeMaster")
+	case "worker":
+		return T(ctx, "NodeTypeWorker")
+	}
+	return t
+}
+
+// nodeModeName names how a worker joined (auto, manual, pending).
+func nodeModeName(ctx context.Context, m string) string {
+	switch m {
+	case "auto":
+		return T(ctx, "NodeModeAuto")
+	case "manual":
+		return T(ctx, "NodeModeManual")
+	case "pending":
+		return T(ctx, "NodeModePending")
+	}
+	return m
+}
