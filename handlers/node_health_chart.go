@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -33,7 +33,7 @@ const (
 // one to now: the latency of successful probes as a line, failed probes as
 // red dots in a band above it with a faint red rule down the plot (their
 // latency is mostly the timeout, which would flatten the line).
-func healthChart(samples []master.HealthSample, now time.Time) (views.HealthChartVM, views.NodeHealthSummary) {
+func healthChart(lc *locale.Localizer, samples []master.HealthSample, now time.Time) (views.HealthChartVM, views.NodeHealthSummary) {
 	sum := views.NodeHealthSummary{Samples: len(samples), P50: "-", Max: "-", Since: "-"}
 	var okMS []int64
 	for _, s := range samples {
@@ -69,9 +69,8 @@ func healthChart(samples []master.HealthSample, now time.Time) (views.HealthChar
 	y := func(ms int64) float64 { return baseY - plotH*float64(ms)/top }
 	vm := views.HealthChartVM{
 		ViewBox: "0 0 " + num(healthW) + " " + num(healthH), Width: num(healthW), Height: num(healthH),
-		Title: "Health check latency since " + start.UTC().Format("2006-01-02 15:04") + " UTC",
-		Desc: fmt.Sprintf("Latency of each recorded health check of the node, %d checks, %d failed (red dots along the top).",
-			len(samples), sum.Failures),
+		Title:  lc.T("HealthChartTitle", "Since", start.UTC().Format("2006-01-02 15:04")+" UTC"),
+		Desc:   lc.T("HealthChartDesc", "Checks", len(samples), "Failed", sum.Failures),
 		AxisX1: num(healthLeft), AxisX2: num(healthW - healthRight), AxisY: num(baseY), Empty: len(samples) == 0,
 	}
 	for i := 0; i <= healthTicks; i++ {

@@ -134,7 +134,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}
-	vm.Chart, vm.Health = healthChart(samples, now)
+	vm.Chart, vm.Health = healthChart(lc(c), samples, now)
 	return vm, n, nil
 }
 

@@ -40,7 +40,7 @@ func (s *server) approvePool(c *gin.Context) {
 	switch {
 	case err == nil:
 		s.log.Info("pool approved", "pool", label, "user", currentUser(c).Name)
-		s.setFlash(c, true, "Pool "+label+" approved: new workers declaring it join without per-node approval.")
+		s.setFlash(c, true, tr(c, "FlashPoolApproved", "Label", label))
 	case errorStatus(err) != 0:
 		s.setFlash(c, false, refusal(c, err))
 	default:

@@ -26,10 +26,11 @@ const (
 	poolEventsShown  = 30
 )
 
-// poolEventActions are the node events that say a member joined or left.
+// poolEventActions are the node events that say a member joined or left,
+// with the message saying so.
 var poolEventActions = map[string]string{
-	"node.register": "registered", "node.recover": "came back", "node.offline": "went offline",
-	"node.delete": "was deleted", "node.labels": "labels changed",
+	"node.register": "PoolEventRegistered", "node.recover": "PoolEventRecovered", "node.offline": "PoolEventOffline",
+	"node.delete": "PoolEventDeleted", "node.labels": "PoolEventLabels",
 }
 
 // apiListPools answers GET /api/v1/pools?key=pool with the pools the values
@@ -58,7 +59,7 @@ func poolKey(c *gin.Context) string {
 func (s *server) listPools(c *gin.Context) {
 	ctx := c.Request.Context()
 	key := poolKey(c)
-	l := s.layout(c, "Pools", "pools")
+	l := s.layout(c, tr(c, "NavPools"), "pools")
 	vm := views.PoolsVM{Layout: l, Flash: s.takeFlash(c), Key: key, ShowActions: !l.ReadOnly}
 	nodes, err := s.m.ListNodes(ctx)
 	if err != nil {
@@ -97,7 +98,7 @@ func (s *server) listPools(c *gin.Context) {
 // poolVM is one pool as the Pools pages show it.
 func poolVM(lc *locale.Localizer, p *master.Pool, events []master.Event, now time.Time) views.PoolVM {
 	out := views.PoolVM{Key: p.Key, Value: p.Value, Label: p.Label, URL: poolURL(p.Label), Approved: p.Approved,
-		Running: p.Running, Runs: p.Runs, Failed: p.Failed, Window: views.ShortDuration(time.Duration(p.RunWindow))}
+		Running: p.Running, Runs: p.Runs, Failed: p.Failed, Window: lc.Duration(time.Duration(p.RunWindow))}
 	for _, m := range p.Members {
 		out.Members = append(out.Members, views.PoolMemberRow{Name: m.Name, StatusName: m.StatusName, Reason: m.Reason,
 			Runs: m.Runs, Failed: m.Failed})
@@ -109,7 +110,7 @@ func poolVM(lc *locale.Localizer, p *master.Pool, events []master.Event, now tim
 		e := &events[i]
 		meaning, _ := eventMeaning(e.Action, e.Outcome)
 		out.Events = append(out.Events, views.PoolEventRow{At: utcText(e.At), AtISO: e.At.UTC().Format(time.RFC3339),
-			Ago: ago(lc, e.At, now), Node: e.Target, Action: e.Action, What: poolEventActions[e.Action], Meaning: meaning,
+			Ago: ago(lc, e.At, now), Node: e.Target, Action: e.Action, What: lc.T(poolEventActions[e.Action]), Meaning: meaning,
 			Detail: e.Detail, Actor: e.Actor})
 	}
 	return out

@@ -33,7 +33,7 @@ func (s *server) revokePool(c *gin.Context) {
 	switch {
 	case err == nil:
 		s.log.Info("pool approval revoked", "pool", label, "user", currentUser(c).Name)
-		s.setFlash(c, true, "Approval of pool "+label+" revoked: its members stay; new workers declaring it wait for approval.")
+		s.setFlash(c, true, tr(c, "FlashPoolRevoked", "Label", label))
 	case errorStatus(err) != 0:
 		s.setFlash(c, false, refusal(c, err))
 	default:

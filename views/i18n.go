@@ -117,3 +117,27 @@ func nodeModeName(ctx context.Context, m string) string {
 	}
 	return m
 }
+
+// taskStatusName names a task's status (stopped, running, paused).
+func taskStatusName(ctx context.Context, s string) string {
+	switch s {
+	case "stopped":
+		return T(ctx, "TaskStatusStopped")
+	case "running":
+		return T(ctx, "StatusRunningLower")
+	case "paused":
+		return T(ctx, "TaskStatusPaused")
+	}
+	return s
+}
+
+// labelFromName says who set a label in force (admin, worker).
+func labelFromName(ctx context.Context, from string) string {
+	switch from {
+	case "admin":
+		return T(ctx, "LabelFromAdmin")
+	case "worker":
+		return T(ctx, "LabelFromWorker")
+	}
+	return from
+}
