@@ -29,7 +29,7 @@ func (s *server) projectsVM(c *gin.Context) (views.ProjectsVM, error) {
 		return views.ProjectsVM{}, err
 	}
 	p := currentUser(c)
-	vm := views.ProjectsVM{Layout: s.layout(c, "Projects", "projects")}
+	vm := views.ProjectsVM{Layout: s.layout(c, tr(c, "NavProjects"), "projects")}
 	for _, pr := range ps {
 		vm.Rows = append(vm.Rows, views.ProjectRow{Name: pr.Name, Description: pr.Description,
 			Pools: strings.Join(master.ProjectPools(&pr), "; "), Role: string(p.RoleIn(pr.ID))})
@@ -53,7 +53,7 @@ func (s *server) createProject(c *gin.Context) {
 	f := views.ProjectFormVM{Name: strings.TrimSpace(c.PostForm("name")), Description: c.PostForm("description"), Pools: c.PostForm("pools")}
 	p, err := s.m.CreateProject(c.Request.Context(), master.ProjectInput{Name: f.Name, Description: f.Description, Pools: projectLines(f.Pools)})
 	if err == nil {
-		s.setFlash(c, true, "Project "+p.Name+" created. Add its members here.")
+		s.setFlash(c, true, tr(c, "FlashProjectCreated", "Name", p.Name))
 		c.Redirect(http.StatusSeeOther, "/projects/"+p.Name)
 		return
 	}
@@ -96,7 +96,7 @@ func (s *server) projectVM(c *gin.Context) (views.ProjectPageVM, error) {
 	if err != nil {
 		return views.ProjectPageVM{}, err
 	}
-	vm := views.ProjectPageVM{Layout: s.layout(c, "Project "+p.Name, "projects"), Name: p.Name, Description: p.Description,
+	vm := views.ProjectPageVM{Layout: s.layout(c, tr(c, "TitleProject", "Name", p.Name), "projects"), Name: p.Name, Description: p.Description,
 		Pools: strings.Join(master.ProjectPools(p), "\n"), Roles: projectRoleNames(), WebhookURL: master.MaskURL(p.WebhookURL),
 		CanManage: currentUser(c).Can(p.ID, master.ActManage)}
 	for _, m := range ms {
@@ -114,7 +114,7 @@ func (s *server) updateProject(c *gin.Context) {
 		patch.Pools = projectLines(c.PostForm("pools"))
 	}
 	_, err := s.m.UpdateProject(c.Request.Context(), name, patch)
-	s.afterProjectChange(c, name, err, "Project "+name+" saved.")
+	s.afterProjectChange(c, name, err, tr(c, "FlashProjectSaved", "Name", name))
 }
 
 // setProjectMember adds a member or changes its role.
@@ -122,14 +122,14 @@ func (s *server) setProjectMember(c *gin.Context) {
 	name, user := c.Param("name"), strings.TrimSpace(c.PostForm("username"))
 	role := master.ProjectRole(strings.TrimSpace(c.PostForm("role")))
 	err := s.m.SetProjectMember(c.Request.Context(), name, user, role)
-	s.afterProjectChange(c, name, err, user+" is now "+string(role)+" of "+name+".")
+	s.afterProjectChange(c, name, err, tr(c, "FlashMemberSet", "User", user, "Role", views.ProjectRoleName(c.Request.Context(), string(role)), "Project", name))
 }
 
 // removeProjectMember ends a membership.
 func (s *server) removeProjectMember(c *gin.Context) {
 	name, user := c.Param("name"), c.Param("username")
 	err := s.m.RemoveProjectMember(c.Request.Context(), name, user)
-	s.afterProjectChange(c, name, err, user+" is no longer a member of "+name+".")
+	s.afterProjectChange(c, name, err, tr(c, "FlashMemberRemoved", "User", user, "Project", name))
 }
 
 // deleteProject deletes an empty project.
@@ -139,7 +139,7 @@ func (s *server) deleteProject(c *gin.Context) {
 		s.afterProjectChange(c, name, err, "")
 		return
 	}
-	s.setFlash(c, true, "Project "+name+" deleted.")
+	s.setFlash(c, true, tr(c, "FlashProjectDeleted", "Name", name))
 	c.Redirect(http.StatusSeeOther, "/projects")
 }
 

@@ -47,15 +47,15 @@ func (s *server) createToken(c *gin.Context) {
 			return
 		}
 		if msg := fe["name"]; msg != "" {
-			vm.Error = "Name " + msg + "."
+			vm.Error = tr(c, "FieldSentence", "Field", tr(c, "ColName"), "Msg", views.Refusal(c.Request.Context(), msg))
 		}
 		for _, f := range []string{"role", "project"} {
 			if msg := fe[f]; msg != "" {
-				vm.Error = msg
+				vm.Error = views.Refusal(c.Request.Context(), msg)
 			}
 		}
 		if msg := fe["expires_at"]; msg != "" {
-			vm.ExpiresError = msg + "."
+			vm.ExpiresError = msg
 		}
 		vm.Name, vm.ExpiresAt = name, expiresRaw
 		s.render(c, status, views.TokensPage(vm))
@@ -68,7 +68,7 @@ func (s *server) createToken(c *gin.Context) {
 		return
 	}
 	vm.NewToken = plain
-	vm.Flash = &views.Flash{OK: true, Message: "Token " + name + " created."}
+	vm.Flash = &views.Flash{OK: true, Message: tr(c, "FlashTokenCreated", "Name", name)}
 	s.render(c, http.StatusOK, views.TokensPage(vm))
 }
 

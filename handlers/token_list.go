@@ -31,10 +31,10 @@ func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
 	if err != nil {
 		return views.TokensVM{}, err
 	}
-	vm := views.TokensVM{Layout: s.layout(c, "API tokens", "tokens"), Roles: projectRoleNames()}
+	vm := views.TokensVM{Layout: s.layout(c, tr(c, "NavTokens"), "tokens"), Roles: projectRoleNames()}
 	now := time.Now()
 	for _, t := range ts {
-		expires := "never"
+		expires := tr(c, "TimeNever")
 		if !t.ExpiresAt.IsZero() {
 			expires = t.ExpiresAt.UTC().Format("2006-01-02 15:04") + " UTC"
 		}

@@ -15,7 +15,7 @@ import (
 func (s *server) revokeToken(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
-		s.tokenOutcome(c, http.StatusNotFound, false, "No such token.")
+		s.tokenOutcome(c, http.StatusNotFound, false, tr(c, "TokenNoSuch"))
 		return
 	}
 	t, err := s.m.Accounts().RevokeToken(c.Request.Context(), id)
@@ -25,11 +25,11 @@ func (s *server) revokeToken(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		s.tokenOutcome(c, status, false, refusal(c, err)+".")
+		s.tokenOutcome(c, status, false, tr(c, "Sentence", "Msg", refusal(c, err)))
 		return
 	}
 	s.log.Info("api token revoked", "id", id, "name", t.Name, "user", currentUser(c).Name)
-	s.tokenOutcome(c, http.StatusOK, true, "Token “"+t.Name+"” revoked: requests with it are refused from now on.")
+	s.tokenOutcome(c, http.StatusOK, true, tr(c, "FlashTokenRevoked", "Name", t.Name))
 }
 
 // apiRevokeToken revokes an API token: 200 with the token, 404 unknown, 409

@@ -37,8 +37,8 @@ func clusterRoleName(ctx context.Context, role string) string {
 	return role
 }
 
-// projectRoleName names a project role (viewer, operator, editor, owner).
-func projectRoleName(ctx context.Context, role string) string {
+// ProjectRoleName names a project role (viewer, operator, editor, owner).
+func ProjectRoleName(ctx context.Context, role string) string {
 	switch role {
 	case "viewer":
 		return T(ctx, "ProjectRoleViewer")

@@ -1,17 +1,19 @@
 package views
 
-// tokenProject names a token's project: a cluster token has none.
-func tokenProject(p string) string {
+import "context"
+
+// tokenProject names a token's project, "(cluster)" for a cluster token.
+func tokenProject(ctx context.Context, p string) string {
 	if p == "" {
-		return "(cluster)"
+		return T(ctx, "TokenClusterProject")
 	}
 	return p
 }
 
 // tokenRole names a token's role cap.
-func tokenRole(r string) string {
+func tokenRole(ctx context.Context, r string) string {
 	if r == "" {
-		return "owner's"
+		return T(ctx, "TokenOwnersRole")
 	}
-	return r
+	return ProjectRoleName(ctx, r)
 }

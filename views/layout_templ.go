@@ -580,7 +580,7 @@ func Layout(l LayoutVM) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var44 string
-					templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(projectRoleName(ctx, l.ProjectRole))
+					templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(ProjectRoleName(ctx, l.ProjectRole))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 55, Col: 83}
 					}
