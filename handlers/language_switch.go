@@ -64,3 +64,10 @@ func tr(c *gin.Context, id string, kv ...any) string { return lc(c).T(id, kv...)
 func refusal(c *gin.Context, err error) string {
 	return views.Refusal(c.Request.Context(), master.Message(err))
 }
+
+// taskStatusIDs are the messages naming a task's status.
+var taskStatusIDs = map[string]string{"stopped": "TaskStatusStopped", "running": "StatusRunningLower", "paused": "TaskStatusPaused"}
+
+// resultIDs are the messages naming a run's result.
+var resultIDs = map[string]string{"success": "ResultSuccess", "failed": "ResultFailed", "timeout": "ResultTimeout",
+	"skipped": "ResultSkipped", "killed": "ResultKilled", "lost": "ResultLost", "running": "StatusRunningLower"}

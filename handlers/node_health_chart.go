@@ -47,9 +47,9 @@ func healthChart(lc *locale.Localizer, samples []master.HealthSample, now time.T
 	if len(okMS) > 0 {
 		sorted := slices.Clone(okMS)
 		slices.Sort(sorted)
-		sum.P50 = durationMS(sorted[(len(sorted)-1)/2])
+		sum.P50 = durationMS(lc, sorted[(len(sorted)-1)/2])
 		peak = sorted[len(sorted)-1]
-		sum.Max = durationMS(peak)
+		sum.Max = durationMS(lc, peak)
 	}
 	plotW, plotH := healthW-healthLeft-healthRight, healthH-healthTop-healthBottom
 	baseY := healthTop + plotH
@@ -94,7 +94,7 @@ func healthChart(lc *locale.Localizer, samples []master.HealthSample, now time.T
 	vm.PlotTop, vm.PlotBottom = num(healthTop), num(baseY)
 	var line []string
 	for _, s := range samples {
-		p := views.HealthPoint{X: num(x(s.At)), At: utcText(s.At), Latency: durationMS(s.LatencyMS), OK: s.OK, Reason: s.Reason}
+		p := views.HealthPoint{X: num(x(s.At)), At: utcText(s.At), Latency: durationMS(lc, s.LatencyMS), OK: s.OK, Reason: s.Reason}
 		if s.OK {
 			p.Y = num(y(s.LatencyMS))
 			line = append(line, p.X+","+p.Y)

@@ -5,20 +5,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
 // killRun kills a run in progress from its page and shows the outcome there.
 func (s *server) killRun(c *gin.Context) {
 	id := c.Param("id")
-	ok, status, msg := true, http.StatusOK, "Kill sent: the run is ending and will be recorded as killed."
+	ok, status, msg := true, http.StatusOK, tr(c, "FlashKillSent")
 	if err := s.m.KillRun(c.Request.Context(), id); err != nil {
 		if status = errorStatus(err); status == 0 || status == http.StatusForbidden || status == http.StatusNotFound {
 			s.fail(c, err)
 			return
 		}
-		ok, msg = false, "Kill failed: "+master.Message(err)
+		ok, msg = false, tr(c, "FlashKillFailed", "Reason", refusal(c, err))
 		s.log.Warn("run kill refused", "run", id, "user", currentUser(c).Name, "err", err)
 	}
 	if !isHX(c) {

@@ -26,7 +26,7 @@ func (s *server) taskRuns(c *gin.Context) {
 	vm, err := s.taskVM(c, id, nil)
 	if errors.Is(err, master.ErrNotFound) && isHX(c) {
 		// Deleted meanwhile (by someone else): say so on the list.
-		s.setFlash(c, false, "The task "+id+" was deleted.")
+		s.setFlash(c, false, tr(c, "FlashTaskWasDeleted", "ID", id))
 		c.Header("HX-Redirect", "/tasks")
 		c.Status(http.StatusOK)
 		return
@@ -94,33 +94,33 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 func runRow(lc *locale.Localizer, r *master.Run, now time.Time) views.RunRow {
 	row := views.RunRow{
 		ID: r.ID, StartedAt: utcText(r.StartedAt), Started: ago(lc, r.StartedAt, now), Node: r.Node,
-		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(r.DurationMS), Result: r.Result,
-		Attempt: r.Attempt, Code: runCode(r), Manual: r.Manual,
+		ScheduledAt: utcText(r.ScheduledAt), Duration: durationMS(lc, r.DurationMS), Result: r.Result,
+		Attempt: r.Attempt, Code: runCode(lc, r), Manual: r.Manual,
 	}
 	if !protocol.Result(r.Result).Ended() {
-		row.Duration = "for " + durationMS(max(0, now.Sub(r.StartedAt).Milliseconds()))
+		row.Duration = lc.T("RunFor", "Duration", durationMS(lc, max(0, now.Sub(r.StartedAt).Milliseconds())))
 	}
 	return row
 }
 
 // runCode is "HTTP 200" for an HTTP run, "exit 1" for a shell run, or "".
-func runCode(r *master.Run) string {
+func runCode(lc *locale.Localizer, r *master.Run) string {
 	switch {
 	case r.HTTPStatus != 0:
 		return "HTTP " + strconv.Itoa(r.HTTPStatus)
 	case r.ExitCode != nil:
-		return "exit " + strconv.Itoa(*r.ExitCode)
+		return lc.T("RunExit", "Code", *r.ExitCode)
 	}
 	return ""
 }
 
 // durationMS renders a run's duration: "850ms", "2.4s", "3m12s".
-func durationMS(ms int64) string {
+func durationMS(lc *locale.Localizer, ms int64) string {
 	switch {
 	case ms < 1000:
-		return fmt.Sprintf("%dms", ms)
+		return lc.T("DurationMS", "MS", ms)
 	case ms < 60_000:
-		return fmt.Sprintf("%.1fs", float64(ms)/1000)
+		return lc.T("DurationSeconds", "S", fmt.Sprintf("%.1f", float64(ms)/1000))
 	}
-	return views.ShortDuration((time.Duration(ms) * time.Millisecond).Round(time.Second))
+	return lc.Duration((time.Duration(ms) * time.Millisecond).Round(time.Second))
 }

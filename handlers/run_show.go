@@ -1,13 +1,13 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -46,7 +46,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 	vm := views.RunVM{
 		ID: r.ID, TaskID: r.TaskID, Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), StartedAt: utcText(r.StartedAt), EndedAt: utcText(r.EndedAt),
-		Duration: durationMS(r.DurationMS), Result: r.Result, Attempt: r.Attempt, Manual: r.Manual, Output: r.Output,
+		Duration: durationMS(lc(c), r.DurationMS), Result: r.Result, Attempt: r.Attempt, Manual: r.Manual, Output: r.Output,
 		BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, Flash: flash,
 	}
 	if r.HTTPStatus != 0 {
@@ -58,7 +58,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 	if live.InProgress() {
 		vm.InProgress, vm.LiveURL = true, "/runs/"+r.ID+"/live"
 		vm.EndedAt = "-"
-		vm.Duration = "running for " + time.Since(r.StartedAt).Round(time.Second).String()
+		vm.Duration = lc(c).T("RunRunningFor", "Duration", lc(c).Duration(time.Since(r.StartedAt).Round(time.Second)))
 		p := currentUser(c)
 		vm.CanKill = p != nil && p.Can(s.m.RunProject(c.Request.Context(), live.Run), master.ActOperate) && !live.Ended
 		switch p := live.Progress; {
@@ -66,17 +66,17 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 			vm.Output, vm.BinaryOutput = p.Output, p.BinaryOutput
 			switch {
 			case p.Killing:
-				vm.LiveNote = "Kill asked: the run is ending."
+				vm.LiveNote = tr(c, "RunKillAsked")
 				vm.CanKill = false
 			case p.Waiting != "":
-				vm.LiveNote = "Live: " + p.Waiting + "."
+				vm.LiveNote = tr(c, "RunLiveWaiting", "Waiting", p.Waiting)
 			default:
-				vm.LiveNote = fmt.Sprintf("Live: %s of output so far, from node %s.", byteCount(p.OutputBytes), r.Node)
+				vm.LiveNote = tr(c, "RunLiveBytes", "Bytes", byteCount(lc(c), p.OutputBytes), "Node", r.Node)
 			}
 		case live.Ended:
-			vm.LiveNote = "The run has ended on node " + r.Node + "; its result is on its way."
+			vm.LiveNote = tr(c, "RunEndedOnWay", "Node", r.Node)
 		default:
-			vm.LiveNote = "Output so far unavailable: " + live.Unreachable
+			vm.LiveNote = tr(c, "RunOutputUnavailable", "Reason", live.Unreachable)
 		}
 	}
 	if t, err := s.m.GetTask(ctx, r.TaskID); err == nil {
@@ -85,19 +85,17 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 	// A person knows a run by its task and when it ran, not by its UUID.
 	title := vm.TaskTitle
 	if title == "" {
-		title = "Deleted task"
+		title = tr(c, "RunDeletedTaskTitle")
 	}
-	vm.Heading = title + " · run of " + utcText(r.StartedAt)
+	vm.Heading = tr(c, "RunHeading", "Title", title, "At", utcText(r.StartedAt))
 	return vm, nil
 }
 
 // byteCount writes a size for people: 512 bytes, 3.2 KiB, 1.5 MiB.
-func byteCount(n int64) string {
+func byteCount(lc *locale.Localizer, n int64) string {
 	switch {
-	case n == 1:
-		return "1 byte"
 	case n < 1024:
-		return strconv.FormatInt(n, 10) + " bytes"
+		return lc.N("Bytes", int(n))
 	case n < 1<<20:
 		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
 	}

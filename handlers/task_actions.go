@@ -14,32 +14,32 @@ import (
 
 // startTask starts a stopped task on every running executor.
 func (s *server) startTask(c *gin.Context) {
-	s.taskTransition(c, "Start", "started", s.m.StartTask)
+	s.taskTransition(c, "TaskStart", "TaskDoneStarted", s.m.StartTask)
 }
 
 // stopTask stops a running or paused task everywhere.
 func (s *server) stopTask(c *gin.Context) {
-	s.taskTransition(c, "Stop", "stopped", s.m.StopTask)
+	s.taskTransition(c, "TaskStop", "TaskDoneStopped", s.m.StopTask)
 }
 
 // pauseTask keeps a running task's schedule and skips its runs.
 func (s *server) pauseTask(c *gin.Context) {
-	s.taskTransition(c, "Pause", "paused", s.m.PauseTask)
+	s.taskTransition(c, "TaskPause", "TaskDonePaused", s.m.PauseTask)
 }
 
 // resumeTask lets a paused task run again.
 func (s *server) resumeTask(c *gin.Context) {
-	s.taskTransition(c, "Resume", "resumed", s.m.ResumeTask)
+	s.taskTransition(c, "TaskResume", "TaskDoneResumed", s.m.ResumeTask)
 }
 
 // runTask runs a task once now on one executor.
 func (s *server) runTask(c *gin.Context) {
-	s.taskAction(c, "Run once", func(ctx context.Context, t *master.Task) (string, error) {
+	s.taskAction(c, "TaskRunOnce", func(ctx context.Context, t *master.Task) (string, error) {
 		_, node, err := s.m.RunTask(ctx, t.ID)
 		if err != nil {
 			return "", err
 		}
-		return taskName(t) + ": one run sent to node " + node + ".", nil
+		return tr(c, "FlashTaskRunSent", "Title", t.Title, "Node", node), nil
 	})
 }
 
@@ -49,22 +49,21 @@ func (s *server) deleteTask(c *gin.Context) {
 		if err := s.m.DeleteTask(ctx, t.ID); err != nil {
 			return "", err
 		}
-		return taskName(t) + " deleted.", nil
+		return tr(c, "FlashTaskDone", "Title", t.Title, "Done", tr(c, "TaskDoneDeleted")), nil
 	})
 }
-
-func taskName(t *master.Task) string { return "Task “" + t.Title + "”" }
 
 func (s *server) taskTransition(c *gin.Context, verb, done string, do func(context.Context, string) (*master.Task, error)) {
 	s.taskAction(c, verb, func(ctx context.Context, t *master.Task) (string, error) {
 		if _, err := do(ctx, t.ID); err != nil {
 			return "", err
 		}
-		return taskName(t) + " " + done + ".", nil
+		return tr(c, "FlashTaskDone", "Title", t.Title, "Done", tr(c, done)), nil
 	})
 }
 
-// taskAction runs one action on the task in the path and reports its outcome
+// taskAction runs one action (verb: the message naming it) on the task in
+// the path and reports its outcome
 // where it was asked: the list (keeping its filters) or the task page (?from=detail).
 func (s *server) taskAction(c *gin.Context, verb string, op func(context.Context, *master.Task) (string, error)) {
 	id := c.Param("id")
@@ -85,11 +84,11 @@ func (s *server) taskAction(c *gin.Context, verb string, op func(context.Context
 			return
 		}
 		s.log.Warn("task action failed", "action", verb, "task", id, "user", currentUser(c).Name, "err", err)
-		what := "task " + id
+		msg := tr(c, "TaskActionFailedID", "Verb", tr(c, verb), "ID", id, "Reason", refusal(c, err))
 		if t != nil {
-			what = "task “" + t.Title + "”"
+			msg = tr(c, "TaskActionFailed", "Verb", tr(c, verb), "Title", t.Title, "Reason", refusal(c, err))
 		}
-		s.renderTaskOutcome(c, id, status, false, verb+" "+what+" failed: "+master.Message(err))
+		s.renderTaskOutcome(c, id, status, false, msg)
 		return
 	}
 	s.log.Info("task action", "action", verb, "task", id, "user", currentUser(c).Name)

@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -30,7 +30,7 @@ func (s *server) bulkTasks(c *gin.Context) {
 		s.renderBulkRefusal(c, status, refusal(c, err))
 		return
 	}
-	ok, msg := bulkMessage(action, results)
+	ok, msg := bulkMessage(lc(c), action, results)
 	s.logBulk(c, action, results)
 	s.renderTaskOutcome(c, "", http.StatusOK, ok, msg)
 }
@@ -38,7 +38,7 @@ func (s *server) bulkTasks(c *gin.Context) {
 // renderBulkRefusal shows why a bulk request was refused as a whole: the
 // list with the message, with the status (400 for a bad request).
 func (s *server) renderBulkRefusal(c *gin.Context, status int, msg string) {
-	flash := &views.Flash{Message: "Nothing was done: " + msg + "."}
+	flash := &views.Flash{Message: tr(c, "BulkNothingDone", "Reason", msg)}
 	vm, err := s.tasksVM(c, flash)
 	if err != nil {
 		c.Request.URL.RawQuery = ""
@@ -83,13 +83,22 @@ func (s *server) apiBulkTasks(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"results": results})
 }
 
-// bulkDone is the past tense of each bulk action, for the message.
-var bulkDone = map[string]string{"pause": "Paused", "resume": "Resumed", "stop": "Stopped", "delete": "Deleted"}
+// bulkTexts are the messages of each bulk action: its outcome ("Paused 3 of
+// 4"), its name in a refusal ("pause") and the rest not done ("and 2 more
+// not paused").
+var bulkTexts = map[string][3]string{
+	"pause":  {"BulkPaused", "BulkActPause", "BulkMoreNotPaused"},
+	"resume": {"BulkResumed", "BulkActResume", "BulkMoreNotResumed"},
+	"stop":   {"BulkStopped", "BulkActStop", "BulkMoreNotStopped"},
+	"delete": {"BulkDeleted", "BulkActDelete", "BulkMoreNotDeleted"},
+}
 
 // bulkMessage sums up a bulk action in one sentence, e.g. "Paused 3 of 4:
 // backup, report, sync; pause refused for ping: it is stopped; only a running
 // task can be paused". ok is whether every task was done.
-func bulkMessage(action string, results []master.BulkResult) (ok bool, msg string) {
+func bulkMessage(lc *locale.Localizer, action string, results []master.BulkResult) (ok bool, msg string) {
+	texts := bulkTexts[action]
+	verb := lc.T(texts[1])
 	var done, failed []string
 	for _, r := range results {
 		name := r.Title
@@ -103,26 +112,26 @@ func bulkMessage(action string, results []master.BulkResult) (ok bool, msg strin
 		case r.OK:
 			done = append(done, name)
 		case r.Refused:
-			failed = append(failed, action+" refused for "+name+": "+r.Error)
+			failed = append(failed, lc.T("BulkRefusedFor", "Action", verb, "Name", name, "Reason", views.RefusalIn(lc, r.Error)))
 		default:
-			failed = append(failed, action+" failed for "+name+": "+r.Error)
+			failed = append(failed, lc.T("BulkFailedFor", "Action", verb, "Name", name, "Reason", views.RefusalIn(lc, r.Error)))
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d of %d", bulkDone[action], len(done), len(results))
+	b.WriteString(lc.T(texts[0], "Done", len(done), "Total", len(results)))
 	if len(done) > 0 {
-		b.WriteString(": " + listSome(done, ", ", "more"))
+		b.WriteString(lc.T("ListColon") + listSome(done, lc.T("ListSep"), func(n int) string { return lc.T("BulkMore", "Count", n) }))
 	}
 	if len(failed) > 0 {
-		b.WriteString("; " + listSome(failed, "; ", "more not "+strings.ToLower(bulkDone[action])))
+		b.WriteString(lc.T("ListSemi") + listSome(failed, lc.T("ListSemi"), func(n int) string { return lc.T(texts[2], "Count", n) }))
 	}
 	return len(failed) == 0, b.String()
 }
 
 // listSome joins the first bulkNames items and says how many more there are.
-func listSome(items []string, sep, more string) string {
+func listSome(items []string, sep string, more func(n int) string) string {
 	if len(items) <= bulkNames {
 		return strings.Join(items, sep)
 	}
-	return strings.Join(items[:bulkNames], sep) + fmt.Sprintf("%sand %d %s", sep, len(items)-bulkNames, more)
+	return strings.Join(items[:bulkNames], sep) + sep + more(len(items)-bulkNames)
 }

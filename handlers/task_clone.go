@@ -20,7 +20,7 @@ func (s *server) showCloneTask(c *gin.Context) {
 		return
 	}
 	vm := taskFormFromTask(t)
-	vm.Layout = s.layout(c, "New task", "tasks")
+	vm.Layout = s.layout(c, tr(c, "TaskNew"), "tasks")
 	vm.ID, vm.Title, vm.CloneOf, vm.CloneOfTitle = "", master.CloneTitle(t.Title), t.ID, t.Title
 	if err := s.taskFormOptions(c.Request.Context(), &vm, t.Executors, t.Children, []int64{t.ProjectID}); err != nil {
 		s.serverError(c, err)

@@ -13,7 +13,7 @@ import (
 
 // showNewTask shows the empty task form with its defaults.
 func (s *server) showNewTask(c *gin.Context) {
-	vm := views.TaskFormVM{Layout: s.layout(c, "New task", "tasks"), TaskFields: views.TaskFields{
+	vm := views.TaskFormVM{Layout: s.layout(c, tr(c, "TaskNew"), "tasks"), TaskFields: views.TaskFields{
 		Type: "http", ScheduleKind: "cron", Timeout: "30s", Retries: "0", HTTPMethod: "GET",
 	}}
 	s.renderTaskForm(c, http.StatusOK, vm)
@@ -35,7 +35,7 @@ func (s *server) createTask(c *gin.Context) {
 		t, err := create(c.Request.Context(), in, currentUser(c).Name)
 		if err == nil {
 			s.log.Info("task added", "task", t.ID, "title", t.Title, "user", currentUser(c).Name)
-			s.setFlash(c, true, taskName(t)+" created. It is stopped: press Start to schedule it.")
+			s.setFlash(c, true, tr(c, "FlashTaskCreated", "Title", t.Title))
 			c.Redirect(http.StatusSeeOther, "/tasks/"+url.PathEscape(t.ID))
 			return
 		}

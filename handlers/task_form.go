@@ -17,9 +17,9 @@ import (
 // readTaskForm reads the task form (form.Task) into the view model, exactly
 // as typed, the engine's input and the errors of fields that do not parse.
 func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, master.TaskInput, protocol.FieldErrors) {
-	title := "New task"
+	title := tr(c, "TaskNew")
 	if edit {
-		title = "Edit task"
+		title = tr(c, "TaskEdit")
 	}
 	fields, in, fe := form.Task(postForm(c))
 	// A new task of the console goes to the current project; an edit

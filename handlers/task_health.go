@@ -2,9 +2,9 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -58,35 +58,34 @@ func percentText(rate float64) string {
 }
 
 // failingText says how many of the latest runs failed: "last 3 runs failed".
-func failingText(h *master.TaskHealth) string {
-	return "last " + plural(h.LastFailedStreak, "run") + " failed"
+func failingText(lc *locale.Localizer, h *master.TaskHealth) string {
+	return lc.N("HealthLastFailed", h.LastFailedStreak)
 }
 
 // healthTitle sums up a task's health for the list's tooltip.
-func healthTitle(h *master.TaskHealth) string {
+func healthTitle(lc *locale.Localizer, h *master.TaskHealth) string {
 	if h == nil || h.Runs == 0 {
-		return "no run yet among the last " + strconv.Itoa(master.HealthWindow)
+		return lc.T("HealthNoRunYet", "Window", master.HealthWindow)
 	}
-	return fmt.Sprintf("%s of the last %s succeeded; p50 %s, p95 %s", percentText(*h.SuccessRate), plural(h.Runs, "run"),
-		durationMS(*h.P50MS), durationMS(*h.P95MS))
+	return lc.N("HealthTitle", h.Runs, "Rate", percentText(*h.SuccessRate), "P50", durationMS(lc, *h.P50MS), "P95", durationMS(lc, *h.P95MS))
 }
 
 // taskHealthVM is the task page's health card.
-func taskHealthVM(h *master.TaskHealth) views.TaskHealthVM {
+func taskHealthVM(lc *locale.Localizer, h *master.TaskHealth) views.TaskHealthVM {
 	vm := views.TaskHealthVM{Window: h.Window, Runs: h.Runs, Skipped: h.Skipped, Failing: h.Failing()}
 	if h.Runs > 0 {
-		vm.Rate, vm.P50, vm.P95 = percentText(*h.SuccessRate), durationMS(*h.P50MS), durationMS(*h.P95MS)
+		vm.Rate, vm.P50, vm.P95 = percentText(*h.SuccessRate), durationMS(lc, *h.P50MS), durationMS(lc, *h.P95MS)
 		ok := int(*h.SuccessRate*float64(h.Runs) + 0.5)
-		vm.RunsText = fmt.Sprintf("%d of %s succeeded", ok, plural(h.Runs, "run"))
+		vm.RunsText = lc.N("HealthRunsText", h.Runs, "OK", ok)
 		if h.Skipped > 0 {
-			vm.RunsText += fmt.Sprintf("; %d skipped not counted", h.Skipped)
+			vm.RunsText += lc.T("HealthSkippedNotCounted", "Skipped", h.Skipped)
 		}
 	}
 	if vm.Failing {
-		vm.FailingText = failingText(h)
+		vm.FailingText = failingText(lc, h)
 	}
 	if len(h.Recent) > 0 {
-		vm.Chart = durationChart(h)
+		vm.Chart = durationChart(lc, h)
 	}
 	return vm
 }
@@ -95,7 +94,7 @@ func taskHealthVM(h *master.TaskHealth) views.TaskHealthVM {
 // newest at the right edge (so a few runs sit next to "newest"): green successes, red failures (with a mark above, so a
 // failure that took no time is seen), grey skipped fires, and the p50 and p95
 // levels as dashed lines.
-func durationChart(h *master.TaskHealth) views.DurationChartVM {
+func durationChart(lc *locale.Localizer, h *master.TaskHealth) views.DurationChartVM {
 	runs := h.Recent
 	slots := max(len(runs), durMinSlots)
 	plotW, plotH := durW-durLeft-durRight, durH-durTop-durBottom
@@ -111,16 +110,15 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 	scale := plotH / top
 	vm := views.DurationChartVM{
 		ViewBox: "0 0 " + num(durW) + " " + num(durH),
-		Title:   fmt.Sprintf("Durations of the last %s", plural(len(runs), "run")),
-		Desc: fmt.Sprintf("One bar per run, oldest at the left, its height the run's duration; failed runs are red and marked. %s.",
-			healthSummary(h)),
-		AxisX1: num(durLeft), AxisX2: num(durW - durRight), AxisY: num(baseY),
+		Title:   lc.N("DurationChartTitle", len(runs)),
+		Desc:    lc.T("DurationChartDesc", "Summary", healthSummary(lc, h)),
+		AxisX1:  num(durLeft), AxisX2: num(durW - durRight), AxisY: num(baseY),
 		OldestX: num(durLeft), NewestX: num(durLeft + plotW), LabelY: num(baseY + 16),
 	}
 	for i := 0; i <= durTicks; i++ {
 		v := step * i
 		y := baseY - float64(v)*scale
-		vm.Ticks = append(vm.Ticks, views.ChartTick{Y: num(y), LabelX: num(durLeft - 6), LabelY: num(y + 4), Label: durationMS(int64(v))})
+		vm.Ticks = append(vm.Ticks, views.ChartTick{Y: num(y), LabelX: num(durLeft - 6), LabelY: num(y + 4), Label: durationMS(lc, int64(v))})
 	}
 	slot := plotW / float64(slots)
 	barW := max(slot*0.7, 1)
@@ -130,7 +128,7 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 		x := durLeft + float64(first+i)*slot
 		bx := x + (slot-barW)/2
 		b := views.DurationBar{RunID: r.ID, Result: r.Result,
-			Tooltip: fmt.Sprintf("%s: %s, %s", utcText(r.StartedAt), r.Result, durationMS(r.DurationMS)),
+			Tooltip: lc.T("DurationBarTooltip", "At", utcText(r.StartedAt), "Result", lc.T(resultIDs[r.Result]), "Duration", durationMS(lc, r.DurationMS)),
 			Hit:     views.ChartRect{X: num(x), Y: num(durTop), W: num(slot), H: num(plotH), Draw: true}}
 		hgt := 3.0 // a skipped fire: a grey stub on the axis
 		switch res := protocol.Result(r.Result); {
@@ -157,7 +155,7 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 		}{{"health-p50", "p50", "2 3", *h.P50MS}, {"health-p95", "p95", "6 3", *h.P95MS}} {
 			y := baseY - float64(l.ms)*scale
 			vm.Lines = append(vm.Lines, views.DurationLine{Class: l.class, Y: num(y), LabelX: num(durW - durRight + 4), LabelY: num(y + 4),
-				Label: l.name + " " + durationMS(l.ms), Dash: l.dash})
+				Label: l.name + " " + durationMS(lc, l.ms), Dash: l.dash})
 		}
 		// Labels of levels close together would overlap: move p95's up.
 		if len(vm.Lines) == 2 {
@@ -172,10 +170,9 @@ func durationChart(h *master.TaskHealth) views.DurationChartVM {
 }
 
 // healthSummary is the chart's description in words.
-func healthSummary(h *master.TaskHealth) string {
+func healthSummary(lc *locale.Localizer, h *master.TaskHealth) string {
 	if h.Runs == 0 {
-		return "No run ran: all were skipped"
+		return lc.T("HealthAllSkipped")
 	}
-	return fmt.Sprintf("%s of %s succeeded, p50 %s, p95 %s", percentText(*h.SuccessRate), plural(h.Runs, "run"),
-		durationMS(*h.P50MS), durationMS(*h.P95MS))
+	return lc.N("HealthSummary", h.Runs, "Rate", percentText(*h.SuccessRate), "P50", durationMS(lc, *h.P50MS), "P95", durationMS(lc, *h.P95MS))
 }

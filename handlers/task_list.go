@@ -123,9 +123,9 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 		r := taskRow(lc(c), &tasks[i], now)
 		r.Actions = roleActions(r.Actions, l.CanOperate, !l.ReadOnly)
 		if h := health[tasks[i].ID]; h != nil {
-			r.Failing, r.HealthTitle = h.Failing(), healthTitle(h)
+			r.Failing, r.HealthTitle = h.Failing(), healthTitle(lc(c), h)
 			if r.Failing {
-				r.FailingTitle = failingText(h)
+				r.FailingTitle = failingText(lc(c), h)
 			}
 		}
 		vm.Rows = append(vm.Rows, r)

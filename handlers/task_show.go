@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -43,7 +44,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
 		Status: int(t.Status), StatusName: t.Status.String(),
-		Timeout: views.ShortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Routing: routingText(t.Routing, t.RoutingKey), Misfire: t.Misfire, Params: sortedKV(t.Params),
+		Timeout: lc(c).Duration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: policyText(lc(c), "Overlap", t.Overlap), Routing: routingText(lc(c), t.Routing, t.RoutingKey), Misfire: policyText(lc(c), "Misfire", t.Misfire), Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions:     roleActions(taskActions(t.Status), currentUser(c).Can(t.ProjectID, master.ActOperate), currentUser(c).Can(t.ProjectID, master.ActEdit)),
@@ -54,7 +55,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	if err != nil {
 		return views.TaskVM{}, err
 	}
-	vm.Health = taskHealthVM(health[t.ID])
+	vm.Health = taskHealthVM(lc(c), health[t.ID])
 	if vm.Selector = t.Selector; len(t.Selected) > 0 {
 		nodes, err := s.m.ListNodes(ctx)
 		if err != nil {
@@ -74,11 +75,11 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	vm.NoExecutor, vm.NoExecutorSince = noExecutor(t)
 	switch {
 	case t.StartAt != nil && t.EndAt != nil:
-		vm.Window = "from " + utcText(*t.StartAt) + " to " + utcText(*t.EndAt)
+		vm.Window = tr(c, "WindowFromTo", "From", utcText(*t.StartAt), "To", utcText(*t.EndAt))
 	case t.StartAt != nil:
-		vm.Window = "from " + utcText(*t.StartAt)
+		vm.Window = tr(c, "WindowFrom", "From", utcText(*t.StartAt))
 	case t.EndAt != nil:
-		vm.Window = "until " + utcText(*t.EndAt)
+		vm.Window = tr(c, "WindowUntil", "To", utcText(*t.EndAt))
 	}
 	for _, ch := range t.Children {
 		link := views.TaskLink{ID: ch, Title: ch}
@@ -109,9 +110,31 @@ func sortedKV(m map[string]string) []views.KV {
 func isStopped(t *master.Task) bool { return master.TaskAllows(t.Status, master.TaskEdit) }
 
 // routingText names a task's routing strategy on its page, with the key for hash.
-func routingText(routing, key string) string {
+func routingText(lc *locale.Localizer, routing, key string) string {
 	if routing == protocol.RoutingHash {
-		return "hash by " + key
+		return lc.T("RoutingHashBy", "Key", key)
 	}
-	return routing
+	return policyText(lc, "Routing", routing)
+}
+
+// policyText names a policy's value (overlap, routing, misfire) in the
+// reader's language: message kind + the value in CamelCase, e.g.
+// RoutingRoundRobin; a value without a message stays as it is.
+func policyText(lc *locale.Localizer, kind, value string) string {
+	if value == "" {
+		return ""
+	}
+	id, ok := policyIDs[kind+":"+value]
+	if !ok {
+		return value
+	}
+	return lc.T(id)
+}
+
+// policyIDs are the messages of the policies' values.
+var policyIDs = map[string]string{
+	"Routing:weighted": "RoutingWeighted", "Routing:round_robin": "RoutingRoundRobin", "Routing:failover": "RoutingFailover",
+	"Routing:least_busy": "RoutingLeastBusy", "Routing:broadcast": "RoutingBroadcast",
+	"Overlap:allow": "OverlapAllow", "Overlap:skip": "OverlapSkip", "Overlap:queue": "OverlapQueue",
+	"Misfire:skip": "MisfireSkip", "Misfire:run_once": "MisfireRunOnce",
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -20,9 +21,9 @@ func (s *server) showEditTask(c *gin.Context) {
 		return
 	}
 	vm := taskFormFromTask(t)
-	vm.Layout, vm.Edit = s.layout(c, "Edit task", "tasks"), true
+	vm.Layout, vm.Edit = s.layout(c, tr(c, "TaskEdit"), "tasks"), true
 	if !isStopped(t) {
-		vm.Locked = lockedMessage(t)
+		vm.Locked = lockedMessage(lc(c), t)
 		s.render(c, http.StatusOK, views.TaskFormPage(vm))
 		return
 	}
@@ -44,7 +45,7 @@ func (s *server) updateTask(c *gin.Context) {
 	}
 	vm, in, fe := s.readTaskForm(c, true)
 	if !isStopped(t) {
-		vm.Locked = lockedMessage(t)
+		vm.Locked = lockedMessage(lc(c), t)
 		s.renderTaskForm(c, http.StatusConflict, vm)
 		return
 	}
@@ -53,7 +54,7 @@ func (s *server) updateTask(c *gin.Context) {
 		saved, err := s.m.UpdateTask(c.Request.Context(), id, in)
 		if err == nil {
 			s.log.Info("task edited", "task", id, "user", currentUser(c).Name)
-			s.setFlash(c, true, taskName(saved)+" saved.")
+			s.setFlash(c, true, tr(c, "FlashTaskSaved", "Title", saved.Title))
 			c.Redirect(http.StatusSeeOther, "/tasks/"+url.PathEscape(id))
 			return
 		}
@@ -71,6 +72,6 @@ func (s *server) updateTask(c *gin.Context) {
 	s.renderTaskForm(c, status, vm)
 }
 
-func lockedMessage(t *master.Task) string {
-	return taskName(t) + " is " + t.Status.String() + "; stop it before editing. Only a stopped task can be edited."
+func lockedMessage(lc *locale.Localizer, t *master.Task) string {
+	return lc.T("TaskLocked", "Title", t.Title, "Status", lc.T(taskStatusIDs[t.Status.String()]))
 }

@@ -88,9 +88,9 @@ func runPath(id, action string) string {
 }
 
 // orDeleted names a task by its title, or says it was deleted.
-func orDeleted(title string) string {
+func orDeleted(ctx context.Context, title string) string {
 	if title == "" {
-		return "a deleted task"
+		return T(ctx, "RunDeletedTask")
 	}
 	return "“" + title + "”"
 }

@@ -3,6 +3,8 @@ package views
 import (
 	"context"
 	"regexp"
+
+	"github.com/schedulemaster-go/schedulemaster/locale"
 )
 
 // refusalText is one engine sentence the console says in the reader's
@@ -22,8 +24,11 @@ var refusalTexts = []refusalText{
 
 // Refusal says an engine sentence (a refusal or a field error) in the
 // reader's language when the catalogs know it, else as it is.
-func Refusal(ctx context.Context, msg string) string {
-	if Lang(ctx) == "en" || msg == "" {
+func Refusal(ctx context.Context, msg string) string { return RefusalIn(locale.From(ctx), msg) }
+
+// RefusalIn is Refusal in the language of l.
+func RefusalIn(l *locale.Localizer, msg string) string {
+	if !l.Chinese() || msg == "" {
 		return msg
 	}
 	for _, r := range refusalTexts {
@@ -35,7 +40,7 @@ func Refusal(ctx context.Context, msg string) string {
 		for i, n := range r.names {
 			kv = append(kv, n, m[i+1])
 		}
-		return T(ctx, r.id, kv...)
+		return l.T(r.id, kv...)
 	}
 	return msg
 }

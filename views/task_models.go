@@ -1,8 +1,7 @@
 package views
 
 import (
-	"fmt"
-	"strconv"
+	"context"
 	"strings"
 )
 
@@ -340,30 +339,23 @@ type SelectorPreviewVM struct {
 }
 
 // MatchText reads "matches 2 running nodes: a, b".
-func (vm SelectorPreviewVM) MatchText() string {
-	s := "matches " + plural(vm.RunningCount, "running node", "running nodes")
-	if vm.RunningCount > 0 {
-		s += ": " + nameList(vm.Running, vm.MoreRunning)
+func (vm SelectorPreviewVM) MatchText(ctx context.Context) string {
+	if vm.RunningCount == 0 {
+		return Tn(ctx, "SelectorMatchesNone", 0)
 	}
-	return s
+	return Tn(ctx, "SelectorMatches", vm.RunningCount, "Names", nameList(ctx, vm.Running, vm.MoreRunning))
 }
 
 // OthersText reads "and 1 node not running now: c".
-func (vm SelectorPreviewVM) OthersText() string {
-	return "and " + plural(vm.OthersCount, "node", "nodes") + " not running now: " + nameList(vm.Others, vm.MoreOthers)
+func (vm SelectorPreviewVM) OthersText(ctx context.Context) string {
+	return Tn(ctx, "SelectorOthers", vm.OthersCount, "Names", nameList(ctx, vm.Others, vm.MoreOthers))
 }
 
-func nameList(names []string, more int) string {
-	s := strings.Join(names, ", ")
+// nameList joins names, "and 3 more" when some are left out.
+func nameList(ctx context.Context, names []string, more int) string {
+	s := strings.Join(names, T(ctx, "ListSep"))
 	if more > 0 {
-		s += fmt.Sprintf(" and %d more", more)
+		s += " " + T(ctx, "BulkMore", "Count", more)
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
