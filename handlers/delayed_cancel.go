@@ -28,13 +28,13 @@ func (s *server) apiCancelDelayed(c *gin.Context) {
 // task's page (?from=detail).
 func (s *server) cancelDelayed(c *gin.Context) {
 	id := c.Param("id")
-	ok, status, msg := true, http.StatusOK, "Delayed task "+id+" cancelled: it will not be sent."
+	ok, status, msg := true, http.StatusOK, tr(c, "FlashDelayedCancelled", "ID", id)
 	if _, err := s.m.Delayed().CancelDelayed(c.Request.Context(), id); err != nil {
 		if status = errorStatus(err); status == 0 || status == http.StatusForbidden || status == http.StatusNotFound {
 			s.fail(c, err)
 			return
 		}
-		ok, msg = false, "Cancel failed: "+master.Message(err)
+		ok, msg = false, tr(c, "FlashCancelFailed", "Reason", refusal(c, err))
 		s.log.Warn("delayed cancel refused", "delayed", id, "user", currentUser(c).Name, "err", err)
 	}
 	fromDetail := c.Query("from") == "detail"

@@ -35,7 +35,7 @@ func (s *server) apiCreateDelayed(c *gin.Context) {
 
 // showNewDelayed shows the empty delayed task form.
 func (s *server) showNewDelayed(c *gin.Context) {
-	vm := views.DelayedFormVM{Layout: s.layout(c, "New delayed task", "delayed"), DelayedFields: views.DelayedFields{Retries: "0", ContentType: master.ContentJSON}}
+	vm := views.DelayedFormVM{Layout: s.layout(c, tr(c, "DelayedNew"), "delayed"), DelayedFields: views.DelayedFields{Retries: "0", ContentType: master.ContentJSON}}
 	s.renderDelayedForm(c, http.StatusOK, vm)
 }
 
@@ -46,12 +46,12 @@ func (s *server) createDelayed(c *gin.Context) {
 	if p := s.currentProject(c); p != nil {
 		in.Project = p.Name
 	}
-	vm := views.DelayedFormVM{Layout: s.layout(c, "New delayed task", "delayed"), DelayedFields: fields}
+	vm := views.DelayedFormVM{Layout: s.layout(c, tr(c, "DelayedNew"), "delayed"), DelayedFields: fields}
 	d, created, err := s.m.Delayed().CreateDelayed(c.Request.Context(), in, currentUser(c).Name)
 	if err == nil {
-		msg := "Delayed task created: it is sent at " + utcText(d.DueAt) + "."
+		msg := tr(c, "FlashDelayedCreated", "At", utcText(d.DueAt))
 		if !created {
-			msg = "A delayed task with this source app, topic and content key is " + d.Status + " already: here it is, unchanged."
+			msg = tr(c, "FlashDelayedExists", "Status", views.DelayedStatusName(c.Request.Context(), d.Status))
 		}
 		s.setFlash(c, true, msg)
 		c.Redirect(http.StatusSeeOther, "/delayed/"+url.PathEscape(d.ID))

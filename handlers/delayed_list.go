@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -106,7 +105,7 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	if err != nil {
 		return views.DelayedListVM{}, err
 	}
-	l := s.layout(c, "Delayed tasks", "delayed")
+	l := s.layout(c, tr(c, "DelayedTitle"), "delayed")
 	fvm := views.DelayedFilterVM{Status: f.Status, Topic: f.Topic, SourceApp: f.SourceApp}
 	vm := views.DelayedListVM{
 		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.DelayedFilterVM{}), Statuses: master.DelayedStatuses(),
@@ -140,7 +139,7 @@ func delayedRow(lc *locale.Localizer, d *master.Delayed, now time.Time) views.De
 	r := views.DelayedRow{
 		ID: d.ID, SourceApp: d.SourceApp, Topic: d.Topic, ContentKey: d.ContentKey, Due: utcText(d.DueAt),
 		Status: d.Status, Late: d.Late, LateBy: d.LateBy, Node: d.Node, CanCancel: d.Status == master.DelayedPending,
-		Attempts: fmt.Sprintf("%d of %d", d.Attempts, d.Retries+1),
+		Attempts: lc.T("DelayedAttemptsOf", "N", d.Attempts, "Of", d.Retries+1),
 	}
 	if d.DueAt.After(now) {
 		r.DueRel = lc.Until(d.DueAt, now)

@@ -81,7 +81,7 @@ func (s *server) delayedVM(c *gin.Context, id string, flash *views.Flash) (views
 	if err != nil {
 		return views.DelayedVM{}, err
 	}
-	l := s.layout(c, "Delayed task "+d.ID, "delayed")
+	l := s.layout(c, tr(c, "DelayedOne")+" "+d.ID, "delayed")
 	vm := views.DelayedVM{
 		Layout: l, Flash: flash, ID: d.ID, Status: d.Status, SourceApp: d.SourceApp, Topic: d.Topic, ContentKey: d.ContentKey,
 		Due: utcText(d.DueAt), Late: d.Late, LateBy: d.LateBy, NotifyURL: d.NotifyURL, ContentType: d.ContentType,

@@ -106,7 +106,7 @@ func (s *server) listEvents(c *gin.Context) {
 		offset = max(n, 0)
 	}
 	vm := views.EventsVM{
-		Layout: s.layout(c, "Event log", "events"), Filter: fvm, Filtered: fvm != (views.EventFilterVM{}),
+		Layout: s.layout(c, tr(c, "EventsTitle"), "events"), Filter: fvm, Filtered: fvm != (views.EventFilterVM{}),
 		Actions: eventActions, TargetTypes: eventTargetTypes,
 	}
 	if len(fe) > 0 {

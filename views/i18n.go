@@ -141,3 +141,56 @@ func labelFromName(ctx context.Context, from string) string {
 	}
 	return from
 }
+
+// DelayedStatusName names a delayed task's status.
+func DelayedStatusName(ctx context.Context, s string) string {
+	switch s {
+	case "pending":
+		return T(ctx, "DelayedPending")
+	case "running":
+		return T(ctx, "StatusRunningLower")
+	case "success":
+		return T(ctx, "ResultSuccess")
+	case "failed":
+		return T(ctx, "ResultFailed")
+	case "cancelled":
+		return T(ctx, "DelayedCancelled")
+	}
+	return s
+}
+
+// targetTypeName names the kind of object an event is about.
+func targetTypeName(ctx context.Context, t string) string {
+	switch t {
+	case "node":
+		return T(ctx, "TargetNode")
+	case "task":
+		return T(ctx, "TargetTask")
+	case "user":
+		return T(ctx, "TargetUser")
+	case "token":
+		return T(ctx, "TargetToken")
+	case "settings":
+		return T(ctx, "TargetSettings")
+	case "project":
+		return T(ctx, "TargetProject")
+	case "delayed":
+		return T(ctx, "TargetDelayed")
+	}
+	return t
+}
+
+// outcomeName is the word of an event's badge (ok, error, offline, recovered).
+func outcomeName(ctx context.Context, o string) string {
+	switch o {
+	case "ok":
+		return T(ctx, "OutcomeOK")
+	case "error":
+		return T(ctx, "OutcomeError")
+	case "offline":
+		return T(ctx, "NodeStatusOffline")
+	case "recovered":
+		return T(ctx, "OutcomeRecovered")
+	}
+	return o
+}
