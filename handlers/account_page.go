@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
@@ -32,14 +33,14 @@ func (s *server) accountVM(c *gin.Context) (*master.User, views.AccountVM, bool)
 	p := currentUser(c)
 	u, err := s.m.Accounts().GetUser(c.Request.Context(), p.Name)
 	if master.KindOf(err) == master.KindNotFound {
-		s.errorPage(c, http.StatusNotFound, "Only a logged-in user has an account page; "+p.Name+" is not a user.")
+		s.errorPage(c, http.StatusNotFound, tr(c, "AccountNotAUser", "Name", p.Name))
 		return nil, views.AccountVM{}, false
 	}
 	if err != nil {
 		s.serverError(c, err)
 		return nil, views.AccountVM{}, false
 	}
-	vm := views.AccountVM{Layout: s.layout(c, "Your account", "account"), Username: u.Username, Role: u.Role, Email: u.Email}
+	vm := views.AccountVM{Layout: s.layout(c, tr(c, "AccountTitle"), "account"), Username: u.Username, Role: u.Role, Email: u.Email, Locale: u.Locale}
 	return u, vm, true
 }
 
@@ -57,7 +58,7 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 	err := s.m.Accounts().ChangeOwnPassword(c.Request.Context(), u, ip, current, next, confirm)
 	if master.KindOf(err) == master.KindLimited {
 		wait := master.RetryAfter(err)
-		vm.PwErrors["current_password"] = fmt.Sprintf("too many wrong passwords; try again in %s", wait.Round(time.Second))
+		vm.PwErrors["current_password"] = tr(c, "AccountTooManyWrong", "Wait", lc(c).Duration(wait.Round(time.Second)))
 		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(c, http.StatusTooManyRequests, views.AccountPage(vm))
 		return
@@ -66,7 +67,7 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 		s.log.Warn("wrong current password", "username", u.Username, "ip", ip)
 	}
 	if master.Merge(vm.PwErrors, err) {
-		vm.Flash = &views.Flash{Message: "Your password was not changed."}
+		vm.Flash = &views.Flash{Message: tr(c, "AccountPasswordNotChanged")}
 		s.render(c, http.StatusUnprocessableEntity, views.AccountPage(vm))
 		return
 	}
@@ -79,7 +80,7 @@ func (s *server) changeOwnPassword(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	s.setFlash(c, true, "Your password was changed.")
+	s.setFlash(c, true, tr(c, "FlashPasswordChanged"))
 	c.Redirect(http.StatusSeeOther, "/account")
 }
 
@@ -98,7 +99,7 @@ func (s *server) changeOwnEmail(c *gin.Context) {
 	}
 	vm.EmailErrors = map[string]string{}
 	if master.Merge(vm.EmailErrors, err) {
-		vm.Flash = &views.Flash{Message: "Your email was not changed."}
+		vm.Flash = &views.Flash{Message: tr(c, "AccountEmailNotChanged")}
 		s.render(c, http.StatusUnprocessableEntity, views.AccountPage(vm))
 		return
 	}
@@ -107,9 +108,35 @@ func (s *server) changeOwnEmail(c *gin.Context) {
 		return
 	}
 	if vm.Email == "" {
-		s.setFlash(c, true, "Your email was removed.")
+		s.setFlash(c, true, tr(c, "FlashEmailRemoved"))
 	} else {
-		s.setFlash(c, true, "Your email is now "+vm.Email+".")
+		s.setFlash(c, true, tr(c, "FlashEmailNow", "Email", vm.Email))
 	}
+	c.Redirect(http.StatusSeeOther, "/account")
+}
+
+// changeOwnLocale sets the console language of one's own account: "" follows
+// the browser (the switch's cookie, then Accept-Language).
+func (s *server) changeOwnLocale(c *gin.Context) {
+	u, vm, ok := s.accountVM(c)
+	if !ok {
+		return
+	}
+	lang := strings.TrimSpace(c.PostForm("locale"))
+	err := s.m.Accounts().ChangeOwnLocale(c.Request.Context(), u.Username, lang)
+	vm.LocaleErrors = map[string]string{}
+	if master.Merge(vm.LocaleErrors, err) {
+		vm.Locale = lang
+		vm.Flash = &views.Flash{Message: tr(c, "AccountLanguageNotChanged")}
+		s.render(c, http.StatusUnprocessableEntity, views.AccountPage(vm))
+		return
+	}
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	// The answer is already in the new language: the next page reads it.
+	s.setLocalizer(c, locale.Negotiate(lang, cookieOf(c), c.GetHeader("Accept-Language")))
+	s.setFlash(c, true, tr(c, "FlashLanguageSaved"))
 	c.Redirect(http.StatusSeeOther, "/account")
 }

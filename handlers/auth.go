@@ -70,7 +70,7 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 				c.Data(http.StatusServiceUnavailable, "text/plain; charset=utf-8", []byte(dbUnavailable))
 				c.Abort()
 			default:
-				s.errorPage(c, http.StatusServiceUnavailable, "The database is unreachable; retrying. This page reloads by itself; you are still logged in.")
+				s.errorPage(c, http.StatusServiceUnavailable, tr(c, "ErrDBUnreachablePage"))
 			}
 			return
 		}

@@ -40,7 +40,7 @@ const (
 // added without deciding who may use it.
 var authzRoutes = map[string]string{
 	"GET /health": clsOpen, "GET /ready": clsOpen, "GET /static/*filepath": clsOpen, "HEAD /static/*filepath": clsOpen,
-	"GET /login": clsOpen, "POST /login": clsOpen, "POST /logout": clsOpen, "POST /language": clsOpen,
+	"GET /login": clsOpen, "POST /login": clsOpen, "POST /logout": clsOpen, "POST /language": clsOpen, "POST /account/locale": clsSignedIn,
 	"GET /login/oidc": clsOpen, "GET /login/oidc/callback": clsOpen, "GET /api/v1/openapi.json": clsOpen,
 
 	"POST /api/worker/register": clsWorker, "POST /api/worker/offline": clsWorker, "POST /api/worker/claim": clsWorker,

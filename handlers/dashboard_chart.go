@@ -1,11 +1,11 @@
 package handlers
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
@@ -23,7 +23,7 @@ const (
 
 // runsChart lays out days bars from the first UTC day: success at the bottom,
 // failed and timed out stacked on top, with a value axis of round numbers.
-func runsChart(first time.Time, days int, counts []master.DayCount) views.ChartVM {
+func runsChart(lc *locale.Localizer, first time.Time, days int, counts []master.DayCount) views.ChartVM {
 	byDay := map[string]*views.RunCounts{}
 	for _, dc := range counts {
 		c := byDay[dc.Day]
@@ -50,9 +50,8 @@ func runsChart(first time.Time, days int, counts []master.DayCount) views.ChartV
 	last := first.AddDate(0, 0, days-1)
 	vm := views.ChartVM{
 		ViewBox: "0 0 " + num(chartW) + " " + num(chartH), Width: num(chartW), Height: num(chartH),
-		Title: fmt.Sprintf("Runs per day, %s to %s (UTC)", first.Format(time.DateOnly), last.Format(time.DateOnly)),
-		Desc: fmt.Sprintf("Stacked bars per UTC day: successful runs at the bottom, failed or timed-out runs on top. %s in %d days.",
-			plural(total, "run"), days),
+		Title:  lc.T("RunsChartTitle", "From", first.Format(time.DateOnly), "To", last.Format(time.DateOnly)),
+		Desc:   lc.N("RunsChartDesc", total, "Days", days),
 		AxisX1: num(chartLeft), AxisX2: num(chartW - chartRight), AxisY: num(baseY),
 		MaxValue: top, Empty: total == 0,
 	}
@@ -71,8 +70,8 @@ func runsChart(first time.Time, days int, counts []master.DayCount) views.ChartV
 		hs, hf := float64(c.Success)*scale, float64(failed)*scale
 		cd := views.ChartDay{
 			Day: d.Format(time.DateOnly), Label: d.Format("01-02"), Counts: c,
-			Tooltip: fmt.Sprintf("%s: %s: %d success, %d failed, %d timeout, %d skipped",
-				d.Format("Mon 2006-01-02"), plural(c.Total, "run"), c.Success, c.Failed, c.Timeout, c.Skipped),
+			Tooltip: lc.N("RunsChartTooltip", c.Total, "Day", lc.Weekday(d.Weekday())+" "+d.Format(time.DateOnly),
+				"Success", c.Success, "Failed", c.Failed, "Timeout", c.Timeout, "Skipped", c.Skipped),
 			Hit:    views.ChartRect{X: num(x), Y: num(chartTop), W: num(slot), H: num(plotH), Draw: true},
 			LabelX: num(x + slot/2), LabelY: num(baseY + 18),
 		}
@@ -98,14 +97,6 @@ func niceStep(peak, ticks int) int {
 			}
 		}
 	}
-}
-
-// plural writes "1 run", "2 runs".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // num writes a coordinate with at most one decimal.

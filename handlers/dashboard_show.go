@@ -44,7 +44,7 @@ func (s *server) showDashboard(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	vm := views.DashboardVM{Layout: s.layout(c, "Dashboard", "dashboard"), Live: live, Chart: runsChart(from, chartDays, counts)}
+	vm := views.DashboardVM{Layout: s.layout(c, tr(c, "NavDashboard"), "dashboard"), Live: live, Chart: runsChart(lc(c), from, chartDays, counts)}
 	s.render(c, http.StatusOK, views.DashboardPage(vm))
 }
 

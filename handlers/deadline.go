@@ -80,6 +80,6 @@ func (s *server) unavailable(c *gin.Context, err error) {
 	default:
 		// The page renders past the deadline that ended the request.
 		c.Request = c.Request.WithContext(context.WithoutCancel(c.Request.Context()))
-		s.errorPage(c, http.StatusServiceUnavailable, "The database did not answer in time; retrying. Reload in a few seconds; you are still logged in.")
+		s.errorPage(c, http.StatusServiceUnavailable, tr(c, "ErrDBSlowPage"))
 	}
 }

@@ -17,8 +17,7 @@ const languageCookieAge = 365 * 24 * 3600
 // switch's cookie, else Accept-Language. requireUser replaces it when the
 // signed-in user chose a language on the account page.
 func (s *server) localize(c *gin.Context) {
-	cookie, _ := c.Cookie(locale.CookieName)
-	s.setLocalizer(c, locale.Negotiate("", cookie, c.GetHeader("Accept-Language")))
+	s.setLocalizer(c, locale.Negotiate("", cookieOf(c), c.GetHeader("Accept-Language")))
 	c.Next()
 }
 
@@ -71,3 +70,9 @@ var taskStatusIDs = map[string]string{"stopped": "TaskStatusStopped", "running":
 // resultIDs are the messages naming a run's result.
 var resultIDs = map[string]string{"success": "ResultSuccess", "failed": "ResultFailed", "timeout": "ResultTimeout",
 	"skipped": "ResultSkipped", "killed": "ResultKilled", "lost": "ResultLost", "running": "StatusRunningLower"}
+
+// cookieOf is the language the switch's cookie holds, "" if none.
+func cookieOf(c *gin.Context) string {
+	v, _ := c.Cookie(locale.CookieName)
+	return v
+}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -61,9 +60,9 @@ func (s *server) setNodeLabels(c *gin.Context) {
 		_, err := s.m.SetNodeLabels(c.Request.Context(), name, labels)
 		if err == nil {
 			s.log.Info("node labels set", "node", name, "labels", labels.String(), "user", currentUser(c).Name)
-			done := fmt.Sprintf("Admin labels of %s removed.", name)
+			done := tr(c, "FlashLabelsRemoved", "Name", name)
 			if len(labels) > 0 {
-				done = fmt.Sprintf("Admin labels of %s set: %s.", name, labels.String())
+				done = tr(c, "FlashLabelsSet", "Name", name, "Labels", labels.String())
 			}
 			s.setFlash(c, true, done)
 			c.Redirect(http.StatusSeeOther, nodePath(name))

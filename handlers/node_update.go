@@ -21,7 +21,7 @@ func (s *server) showEditNode(c *gin.Context) {
 		return
 	}
 	vm := views.NodeFormVM{
-		Layout: s.layout(c, "Edit node", "nodes"), Edit: true, NodeFields: views.NodeFields{Name: n.Name, Protocol: n.Protocol,
+		Layout: s.layout(c, tr(c, "NodeEditHeading", "Name", n.Name), "nodes"), Edit: true, NodeFields: views.NodeFields{Name: n.Name, Protocol: n.Protocol,
 			Host: n.Host, Priority: strconv.Itoa(n.Priority), MaxConcurrency: strconv.Itoa(n.MaxConcurrency)},
 	}
 	vm.Command = s.manualCommand(c, n.Name, n.Host, n.Protocol)

@@ -53,7 +53,7 @@ func (s *server) showPool(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	l := s.layout(c, "Pool "+p.Label, "pools")
+	l := s.layout(c, tr(c, "TitlePool", "Label", p.Label), "pools")
 	vm := views.PoolPageVM{Layout: l, Flash: s.takeFlash(c), ShowActions: !l.ReadOnly,
 		Pool: poolVM(lc(c), p, events[p.Label], time.Now())}
 	s.render(c, http.StatusOK, views.PoolPage(vm))

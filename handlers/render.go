@@ -104,21 +104,23 @@ func (s *server) notFound(c *gin.Context) {
 		c.JSON(http.StatusNotFound, protocol.ErrorResponse{Error: "no such route"})
 		return
 	}
-	s.errorPage(c, http.StatusNotFound, "There is no page at "+c.Request.URL.Path+".")
+	s.errorPage(c, http.StatusNotFound, tr(c, "ErrNoPage", "Path", c.Request.URL.Path))
 }
 
 func (s *server) errorPage(c *gin.Context, status int, msg string) {
 	back, label := backLink(c)
-	s.render(c, status, views.ErrorPage(views.ErrorVM{Layout: s.layout(c, "Error", ""), Status: status, Message: msg,
+	msg = views.Refusal(c.Request.Context(), msg)
+	s.render(c, status, views.ErrorPage(views.ErrorVM{Layout: s.layout(c, tr(c, "ErrorTitle"), ""), Status: status, Message: msg,
 		BackURL: back, BackLabel: label}))
 	c.Abort()
 }
 
-// consoleSections name the console's pages by their first path segment.
+// consoleSections name the console's pages by their first path segment:
+// the message of "Back to ...".
 var consoleSections = map[string]string{
-	"dashboard": "the dashboard", "nodes": "nodes", "tasks": "tasks", "runs": "tasks", "events": "the event log",
-	"users": "users", "settings": "settings", "tokens": "API tokens", "account": "your account",
-	"pools": "pools",
+	"dashboard": "BackToDashboard", "nodes": "BackToNodes", "tasks": "BackToTasks", "runs": "BackToTasks", "events": "BackToEvents",
+	"users": "BackToUsers", "settings": "BackToSettings", "tokens": "BackToTokens", "account": "BackToAccount",
+	"pools": "BackToPools",
 }
 
 // backLink is where an error page leads back to: the page the user came from
@@ -132,22 +134,22 @@ func backLink(c *gin.Context) (string, string) {
 		if ref.RawQuery != "" {
 			back += "?" + ref.RawQuery
 		}
-		return back, "Back to " + sectionName(ref.Path)
+		return back, tr(c, sectionName(ref.Path))
 	}
 	seg, _, _ := strings.Cut(strings.TrimPrefix(here, "/"), "/")
 	if name, ok := consoleSections[seg]; ok && seg != "runs" && here != "/"+seg {
-		return "/" + seg, "Back to " + name
+		return "/" + seg, tr(c, name)
 	}
-	return "/dashboard", "Back to the dashboard"
+	return "/dashboard", tr(c, "BackToDashboard")
 }
 
-// sectionName names the console section of a path, "the console" if none.
+// sectionName is the "Back to" message of the console section of a path.
 func sectionName(path string) string {
 	seg, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	if name, ok := consoleSections[seg]; ok {
 		return name
 	}
-	return "the console"
+	return "BackToConsole"
 }
 
 // fail answers a refused or failed request: the API's JSON error, else an

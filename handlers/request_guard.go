@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
 // Body limits, enforced before anything parses a body.
@@ -134,7 +134,7 @@ func (s *server) crossOrigin(cop *http.CrossOriginProtection) gin.HandlerFunc {
 				c.AbortWithStatusJSON(http.StatusForbidden, gin.H{"error": "cross-origin request refused"})
 				return
 			}
-			s.errorPage(c, http.StatusForbidden, "This request came from another site and was refused.")
+			s.errorPage(c, http.StatusForbidden, tr(c, "ErrCrossSite"))
 			return
 		}
 		c.Next()
@@ -281,5 +281,5 @@ func (s *server) badInput(c *gin.Context, status int, field, msg string) {
 		c.AbortWithStatusJSON(status, gin.H{"error": field + ": " + msg, "fields": protocol.FieldErrors{field: msg}})
 		return
 	}
-	s.errorPage(c, status, fmt.Sprintf("The field “%s” %s.", field, msg))
+	s.errorPage(c, status, tr(c, "ErrField", "Field", field, "Msg", views.Refusal(c.Request.Context(), msg)))
 }

@@ -165,6 +165,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.GET("/account", s.showAccount) // one's own account: viewers too
 	ui.POST("/account/password", s.changeOwnPassword)
 	ui.POST("/account/email", s.changeOwnEmail)
+	ui.POST("/account/locale", s.changeOwnLocale)
 	ui.GET("/settings", s.requireClusterReader, s.showSettings)
 	ui.POST("/settings", s.requireAdmin, s.saveSettings)
 	ui.POST("/settings/test", s.requireAdmin, s.testNotifications)

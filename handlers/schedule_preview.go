@@ -122,7 +122,7 @@ func (s *server) schedulePreview(c *gin.Context) {
 		fires, fe = previewFires(d, previewDefault, time.Now())
 	}
 	for k, v := range fe {
-		vm.Errors = append(vm.Errors, k+": "+v)
+		vm.Errors = append(vm.Errors, k+": "+views.Refusal(c.Request.Context(), v))
 	}
 	// A fresh form has no schedule yet: invite, do not scold.
 	own := map[string]string{protocol.ScheduleCron: "cron", protocol.ScheduleInterval: "every", protocol.ScheduleOnce: "at"}
@@ -132,7 +132,7 @@ func (s *server) schedulePreview(c *gin.Context) {
 	sort.Strings(vm.Errors)
 	for _, f := range fires {
 		vm.Fires = append(vm.Fires, views.PreviewFire{
-			Local: f.In(loc).Format("Mon 2006-01-02 15:04:05 MST"), UTC: f.UTC().Format(time.RFC3339)})
+			Local: lc(c).Weekday(f.In(loc).Weekday()) + " " + f.In(loc).Format("2006-01-02 15:04:05 MST"), UTC: f.UTC().Format(time.RFC3339)})
 	}
 	s.render(c, http.StatusOK, views.SchedulePreview(vm))
 }

@@ -29,7 +29,7 @@ func (s *server) login(c *gin.Context) {
 	vm := views.LoginVM{Username: username, Next: next, OIDCName: s.oidcName()}
 	ip := c.ClientIP()
 	if username == "" || password == "" || len(username) > 64 || len(password) > 256 {
-		vm.Error = "Enter a username and a password."
+		vm.Error = tr(c, "LoginEnterBoth")
 		s.render(c, http.StatusBadRequest, views.LoginPage(vm))
 		return
 	}
@@ -39,21 +39,21 @@ func (s *server) login(c *gin.Context) {
 		if errors.Is(err, master.ErrDirectoryUnavailable) {
 			s.log.Error("login: the directory cannot be reached", "username", username, "err", err)
 			c.Header("Retry-After", dbRetryAfter)
-			vm.Error = "The sign-on directory (LDAP) cannot be reached. Try again in a minute; local accounts still work."
+			vm.Error = tr(c, "LoginLDAPDown")
 			s.render(c, http.StatusServiceUnavailable, views.LoginPage(vm))
 			return
 		}
 		if err != nil {
 			s.log.Error("login: the database cannot be reached", "err", err)
 			c.Header("Retry-After", dbRetryAfter)
-			vm.Error = "The database is unreachable; retrying. Try again in a few seconds."
+			vm.Error = tr(c, "LoginDBDown")
 			s.render(c, http.StatusServiceUnavailable, views.LoginPage(vm))
 			return
 		}
 	case master.KindLimited:
 		wait := master.RetryAfter(err)
 		s.log.Warn("login throttled", "username", username, "ip", ip)
-		vm.Error = fmt.Sprintf("Too many failed logins. Try again in %s.", wait.Round(time.Second))
+		vm.Error = tr(c, "LoginTooMany", "Wait", lc(c).Duration(wait.Round(time.Second)))
 		c.Header("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(c, http.StatusTooManyRequests, views.LoginPage(vm))
 		return
@@ -66,7 +66,7 @@ func (s *server) login(c *gin.Context) {
 		return
 	default:
 		s.log.Warn("failed login", "username", username, "ip", ip)
-		vm.Error = "Wrong username or password."
+		vm.Error = tr(c, "LoginWrong")
 		s.render(c, http.StatusUnauthorized, views.LoginPage(vm))
 		return
 	}

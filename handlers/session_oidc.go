@@ -115,7 +115,7 @@ func (s *server) oidcStart(c *gin.Context) {
 	conf, _, err := s.oidc.discover(c.Request.Context())
 	if err != nil {
 		s.log.Error("oidc: discovery failed", "issuer", s.oidc.cfg.Issuer, "err", err)
-		s.oidcRefuse(c, http.StatusBadGateway, "The identity provider cannot be reached. Try again in a minute.")
+		s.oidcRefuse(c, http.StatusBadGateway, tr(c, "OIDCUnreachable"))
 		return
 	}
 	state, err1 := randomHex()
@@ -162,27 +162,27 @@ func (s *server) oidcCallback(c *gin.Context) {
 
 	if e := c.Query("error"); e != "" {
 		s.log.Warn("oidc: the provider refused", "error", truncateLog(e), "ip", c.ClientIP())
-		s.oidcRefuse(c, http.StatusUnauthorized, "The identity provider did not sign you in. Try again.")
+		s.oidcRefuse(c, http.StatusUnauthorized, tr(c, "OIDCNotSignedIn"))
 		return
 	}
 	got := c.Query("state")
 	if state == "" || time.Since(time.Unix(at, 0)) > oidcFlowTTL ||
 		subtle.ConstantTimeCompare([]byte(got), []byte(state)) != 1 {
 		s.log.Warn("oidc: state does not match this browser's sign-in", "ip", c.ClientIP())
-		s.oidcRefuse(c, http.StatusBadRequest, "This sign-in was not started in this browser, or took too long. Start again.")
+		s.oidcRefuse(c, http.StatusBadRequest, tr(c, "OIDCNotStarted"))
 		return
 	}
 	conf, idv, err := s.oidc.discover(c.Request.Context())
 	if err != nil {
 		s.log.Error("oidc: discovery failed", "issuer", s.oidc.cfg.Issuer, "err", err)
-		s.oidcRefuse(c, http.StatusBadGateway, "The identity provider cannot be reached. Try again in a minute.")
+		s.oidcRefuse(c, http.StatusBadGateway, tr(c, "OIDCUnreachable"))
 		return
 	}
 	ctx := s.oidc.ctx(c.Request.Context())
 	tok, err := conf.Exchange(ctx, c.Query("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
 		s.log.Warn("oidc: code exchange failed", "err", err, "ip", c.ClientIP())
-		s.oidcRefuse(c, http.StatusUnauthorized, "The identity provider did not confirm the sign-in. Start again.")
+		s.oidcRefuse(c, http.StatusUnauthorized, tr(c, "OIDCNotConfirmed"))
 		return
 	}
 	raw, _ := tok.Extra("id_token").(string)
@@ -192,12 +192,12 @@ func (s *server) oidcCallback(c *gin.Context) {
 	}
 	if err != nil {
 		s.log.Warn("oidc: ID token refused", "err", err, "ip", c.ClientIP())
-		s.oidcRefuse(c, http.StatusUnauthorized, "The identity provider's answer could not be verified. Start again.")
+		s.oidcRefuse(c, http.StatusUnauthorized, tr(c, "OIDCNotVerified"))
 		return
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		s.oidcRefuse(c, http.StatusUnauthorized, "The identity provider's answer could not be read.")
+		s.oidcRefuse(c, http.StatusUnauthorized, tr(c, "OIDCNotRead"))
 		return
 	}
 	id := master.ExternalIdentity{Method: master.MethodOIDC, Subject: idt.Subject,
@@ -210,7 +210,7 @@ func (s *server) oidcCallback(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		s.oidcRefuse(c, http.StatusForbidden, "You cannot sign in: "+master.Message(err)+".")
+		s.oidcRefuse(c, http.StatusForbidden, tr(c, "OIDCCannot", "Reason", refusal(c, err)))
 		return
 	}
 	if err := s.startSession(c, u); err != nil {

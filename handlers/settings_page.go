@@ -51,9 +51,9 @@ func (s *server) saveSettings(c *gin.Context) {
 		err := s.m.UpdateSettings(ctx, next)
 		if err == nil {
 			s.log.Info("settings saved", "user", currentUser(c).Name)
-			msg := "Settings saved; they are in force now."
+			msg := tr(c, "FlashSettingsSaved")
 			if pinned.HealthInterval || pinned.HealthTimeout || pinned.MaxFailures {
-				msg = "Settings saved; they are in force now, except the health values set by flag, env or config file, which win until a restart without them."
+				msg = tr(c, "FlashSettingsSavedPinned")
 			}
 			s.setFlash(c, true, msg)
 			c.Redirect(http.StatusSeeOther, "/settings")
@@ -119,7 +119,7 @@ var settingsPinnedSources = map[string]views.PinnedValue{
 func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
 	ctx := c.Request.Context()
 	cur, pinned := s.m.Settings()
-	l := s.layout(c, "Settings", "settings")
+	l := s.layout(c, tr(c, "NavSettings"), "settings")
 	vm := views.SettingsVM{Layout: l, CanEdit: !l.ReadOnly, PasswordSet: cur.SMTPPassword != "", Form: settingsForm(cur),
 		Pinned: map[string]views.PinnedValue{}}
 	if l.ReadOnly {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -34,7 +33,7 @@ func (s *server) createUser(c *gin.Context) {
 	if len(f.Errors) == 0 {
 		err := s.m.Accounts().CreateUser(c.Request.Context(), u)
 		if err == nil {
-			s.setFlash(c, true, fmt.Sprintf("User %s created (%s).", f.Username, f.Role))
+			s.setFlash(c, true, tr(c, "FlashUserCreated", "Name", f.Username, "Role", views.ClusterRoleName(c.Request.Context(), f.Role)))
 			c.Redirect(http.StatusSeeOther, "/users")
 			return
 		}
@@ -52,7 +51,7 @@ func (s *server) createUser(c *gin.Context) {
 		return
 	}
 	vm.Create = f
-	vm.Flash = &views.Flash{Message: "The user was not created: correct the fields marked below."}
+	vm.Flash = &views.Flash{Message: tr(c, "UserNotCreated")}
 	s.render(c, http.StatusUnprocessableEntity, views.UsersPage(vm))
 }
 

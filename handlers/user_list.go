@@ -33,7 +33,7 @@ func (s *server) usersVM(c *gin.Context, offset int) (views.UsersVM, error) {
 	if err != nil {
 		return views.UsersVM{}, err
 	}
-	vm := views.UsersVM{Layout: s.layout(c, "Users", "users"), Total: total}
+	vm := views.UsersVM{Layout: s.layout(c, tr(c, "NavUsers"), "users"), Total: total}
 	vm.ShowActions = !vm.Layout.ReadOnly
 	me := ""
 	if p := currentUser(c); p != nil {

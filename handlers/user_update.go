@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -27,7 +26,7 @@ func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 	name := c.Param("username")
 	u, err := s.m.Accounts().GetUser(ctx, name)
 	if master.KindOf(err) == master.KindNotFound {
-		s.errorPage(c, http.StatusNotFound, "There is no user "+name+".")
+		s.errorPage(c, http.StatusNotFound, tr(c, "UserNoSuch", "Name", name))
 		return views.UserEditVM{}, false
 	}
 	if err != nil {
@@ -40,7 +39,7 @@ func (s *server) userEditVM(c *gin.Context) (views.UserEditVM, bool) {
 		return views.UserEditVM{}, false
 	}
 	return views.UserEditVM{
-		Layout: s.layout(c, "User "+u.Username, "users"), Username: u.Username, Role: u.Role, Email: u.Email,
+		Layout: s.layout(c, tr(c, "UserHeading", "Name", u.Username), "users"), Username: u.Username, Role: u.Role, Email: u.Email,
 		Disabled: u.Disabled, Self: u.Username == currentUser(c).Name,
 		OnlyAdmin: admins == 1 && u.Role == master.RoleAdmin && !u.Disabled,
 	}, true
@@ -71,7 +70,7 @@ func (s *server) updateUser(c *gin.Context) {
 			s.serverError(c, err)
 			return
 		}
-		vm.FormError = "Not saved: " + refusal(c, err) + "."
+		vm.FormError = tr(c, "NotSaved", "Reason", refusal(c, err))
 		s.render(c, status, views.UserEditPage(vm))
 		return
 	}
@@ -79,7 +78,7 @@ func (s *server) updateUser(c *gin.Context) {
 	if email == "" {
 		email = "none"
 	}
-	s.setFlash(c, true, fmt.Sprintf("User %s saved: role %s, email %s.", vm.Username, vm.Role, email))
+	s.setFlash(c, true, tr(c, "FlashUserSaved", "Name", vm.Username, "Role", views.ClusterRoleName(c.Request.Context(), vm.Role), "Email", email))
 	c.Redirect(http.StatusSeeOther, "/users")
 }
 
@@ -97,7 +96,7 @@ func (s *server) resetUserPassword(c *gin.Context) {
 		vm.PwErrors["password_confirm"] = "does not match the new password"
 	}
 	if len(vm.PwErrors) > 0 {
-		vm.PwFormError = "The password was not changed."
+		vm.PwFormError = tr(c, "PasswordNotChanged")
 		s.render(c, http.StatusUnprocessableEntity, views.UserEditPage(vm))
 		return
 	}
@@ -111,7 +110,7 @@ func (s *server) resetUserPassword(c *gin.Context) {
 		s.render(c, status, views.UserEditPage(vm))
 		return
 	}
-	s.setFlash(c, true, "Password of "+vm.Username+" reset.")
+	s.setFlash(c, true, tr(c, "FlashPasswordReset", "Name", vm.Username))
 	c.Redirect(http.StatusSeeOther, "/users")
 }
 
@@ -123,9 +122,9 @@ func (s *server) enableUser(c *gin.Context) { s.userSetDisabled(c, false) }
 
 func (s *server) userSetDisabled(c *gin.Context, disabled bool) {
 	name := c.Param("username")
-	verb := "enable"
+	verb := tr(c, "UserVerbEnable")
 	if disabled {
-		verb = "disable"
+		verb = tr(c, "UserVerbDisable")
 	}
 	if err := s.m.Accounts().SetUserDisabled(c.Request.Context(), name, disabled); err != nil {
 		status := errorStatus(err)
@@ -133,13 +132,13 @@ func (s *server) userSetDisabled(c *gin.Context, disabled bool) {
 			s.serverError(c, err)
 			return
 		}
-		s.userActionDone(c, status, "Cannot "+verb+" "+name+": "+refusal(c, err)+".")
+		s.userActionDone(c, status, tr(c, "UserCannot", "Verb", verb, "Name", name, "Reason", refusal(c, err)))
 		return
 	}
 	if disabled {
-		s.userActionDone(c, http.StatusOK, "User "+name+" disabled: their sessions end now.")
+		s.userActionDone(c, http.StatusOK, tr(c, "FlashUserDisabled", "Name", name))
 	} else {
-		s.userActionDone(c, http.StatusOK, "User "+name+" enabled.")
+		s.userActionDone(c, http.StatusOK, tr(c, "FlashUserEnabled", "Name", name))
 	}
 }
 

@@ -24,8 +24,8 @@ var statusIDs = map[int]string{
 	http.StatusInternalServerError: "Status500", http.StatusBadGateway: "Status502", http.StatusServiceUnavailable: "Status503",
 }
 
-// clusterRoleName names a cluster role (admin, viewer, none).
-func clusterRoleName(ctx context.Context, role string) string {
+// ClusterRoleName names a cluster role (admin, viewer, none).
+func ClusterRoleName(ctx context.Context, role string) string {
 	switch role {
 	case "admin":
 		return T(ctx, "RoleAdmin")

@@ -616,7 +616,7 @@ func Layout(l LayoutVM) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var46 string
-			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(clusterRoleName(ctx, l.Role))
+			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(ClusterRoleName(ctx, l.Role))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 60, Col: 97}
 			}

@@ -1,5 +1,7 @@
 package views
 
+import "context"
+
 // SettingsForm holds the settings page's fields as typed (or as stored).
 type SettingsForm struct {
 	HealthInterval     string
@@ -62,14 +64,14 @@ func (vm SettingsVM) pinned(field string) (PinnedValue, bool) {
 	return p, ok
 }
 
-func pinnedNote(p PinnedValue) string {
-	return "set by " + p.Flag + " (flag, env " + p.Env + " or config file); the stored value below takes effect after a restart without it"
+func pinnedNote(ctx context.Context, p PinnedValue) string {
+	return T(ctx, "SettingPinned", "Flag", p.Flag, "Env", p.Env)
 }
 
-func notifyChannel(ch string) string {
+func notifyChannel(ctx context.Context, ch string) string {
 	switch ch {
 	case "email":
-		return "E-mail"
+		return T(ctx, "NotifyEmail")
 	case "webhook":
 		return "Webhook"
 	}

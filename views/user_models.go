@@ -1,6 +1,9 @@
 package views
 
-import "net/url"
+import (
+	"context"
+	"net/url"
+)
 
 // UserRow is one line of the users table.
 type UserRow struct {
@@ -60,6 +63,9 @@ type AccountVM struct {
 	Email       string
 	EmailErrors map[string]string
 	PwErrors    map[string]string
+	// Locale is the language the user chose ("": follow the browser).
+	Locale       string
+	LocaleErrors map[string]string
 }
 
 // userPath is /users/NAME[/action]; usernames are [A-Za-z0-9._-], escaped anyway.
@@ -75,14 +81,14 @@ func userPath(name, action string) string {
 func UserPath(name, action string) string { return userPath(name, action) }
 
 // roleLabel is how a role reads in the console.
-func roleLabel(role string) string {
+func roleLabel(ctx context.Context, role string) string {
 	switch role {
 	case "admin":
-		return "admin (may change things)"
+		return T(ctx, "RoleAdminLabel")
 	case "viewer":
-		return "viewer (read only)"
+		return T(ctx, "RoleViewerLabel")
 	}
-	return role
+	return ClusterRoleName(ctx, role)
 }
 
 func userBoolText(b bool) string {
