@@ -483,3 +483,23 @@ func TestAuthorizationHidesButtonsPerRole(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIBodyWithoutJSONContentType: curl -d sends a JSON body typed as a
+// form; the API takes it when it is JSON and otherwise answers 415 naming
+// the header to send.
+func TestAPIBodyWithoutJSONContentType(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	c := e.login("admin", "admin-password-1")
+	for _, ctype := range []string{"application/x-www-form-urlencoded", "text/plain", ""} {
+		name := strings.NewReplacer("/", "-", "+", "-").Replace("p-" + strings.TrimSuffix(strings.Split(ctype+"-none", "/")[0], "-"))
+		st, body := e.do(c, "POST", "/api/v1/projects", fmt.Sprintf(`{"name":%q}`, name), map[string]string{"Content-Type": ctype})
+		if st != http.StatusCreated {
+			t.Errorf("JSON body typed %q: %d %s, want 201", ctype, st, body)
+		}
+	}
+	st, body := e.do(c, "POST", "/api/v1/projects", "name=billing", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	if st != http.StatusUnsupportedMediaType || !strings.Contains(body, "Content-Type: application/json") {
+		t.Fatalf("a form body on the API: %d %s, want 415 naming the header", st, body)
+	}
+}
