@@ -125,7 +125,11 @@ func openPostgres(conn string) (*sql.DB, error) {
 // deadline of its own on the connection: pgx bounds a call only by its
 // context, and a server that accepts and never answers (frozen,
 // blackholed) would hold a call without one for ever. A deadline pgx sets
-// (to interrupt a call whose context ended) is left alone.
+// (to interrupt a call whose context ended) is left alone. A read or write
+// that fails is marked UnreachableError (the connection broke: closed by the
+// server, reset, timed out), so that callers answer "unavailable" as for a
+// connection refused; pgx finds the cause inside (errors.As), a context's
+// end included.
 type deadlineConn struct {
 	net.Conn
 
@@ -140,7 +144,11 @@ func (c *deadlineConn) Read(b []byte) (int, error) {
 		c.Conn.SetReadDeadline(time.Now().Add(IOTimeout))
 	}
 	c.mu.Unlock()
-	return c.Conn.Read(b)
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		err = &UnreachableError{Err: err}
+	}
+	return n, err
 }
 
 // Write writes under IOTimeout unless pgx set a deadline.
@@ -150,7 +158,11 @@ func (c *deadlineConn) Write(b []byte) (int, error) {
 		c.Conn.SetWriteDeadline(time.Now().Add(IOTimeout))
 	}
 	c.mu.Unlock()
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		err = &UnreachableError{Err: err}
+	}
+	return n, err
 }
 
 // SetDeadline records that pgx set (or cleared) a deadline.

@@ -153,7 +153,8 @@ func isTx(db bun.IDB) bool {
 	return false
 }
 
-// UnreachableError is a connection to the database that could not be made.
+// UnreachableError is a connection to the database that could not be made,
+// or (PostgreSQL) one that broke.
 type UnreachableError struct{ Err error }
 
 func (e *UnreachableError) Error() string { return "database unreachable: " + e.Err.Error() }

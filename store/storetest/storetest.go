@@ -78,6 +78,21 @@ func Run(t *testing.T, fn func(t *testing.T, s NamedStore)) {
 	}
 }
 
+// ServerDialects are the dialects of database servers, which several
+// masters can share (SQLite serves one master).
+var ServerDialects = []string{string(store.MySQL), string(store.Postgres)}
+
+// RunServers is Run over ServerDialects: the tests of several masters or
+// writers on one database.
+func RunServers(t *testing.T, fn func(t *testing.T, s NamedStore)) {
+	t.Helper()
+	for _, d := range ServerDialects {
+		t.Run(d, func(t *testing.T) {
+			fn(t, Open(t, d))
+		})
+	}
+}
+
 // Open opens a fresh store of the named dialect, skipping (or failing, see
 // RequireAll) when that dialect is not configured.
 func Open(t testing.TB, dialect string) NamedStore {
