@@ -322,7 +322,7 @@ func loseUnreportedClaims(ctx context.Context, db bun.IDB, node, output string, 
 			SELECT c.run_id, c.task_id, c.node, c.fire_at, c.fire_at, ?, 0, ?, 1, 0, ?, ?, ?, ?, 0
 			FROM locks AS c WHERE c.node = ? AND c.run_id <> '' AND c.fire_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = c.run_id)`,
-			now, ResultLost, output, false, false, now, node, now).Exec(ctx)
+				now, ResultLost, output, false, false, now, node, now).Exec(ctx)
 			return err
 		})
 		if err == nil {
