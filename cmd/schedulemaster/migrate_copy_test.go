@@ -209,12 +209,16 @@ func readCopyFixture(t *testing.T, ctx context.Context, raw string) string {
 	b.WriteString("task " + task.Title + " " + task.Spec + " " + task.Keepers + " " + task.Selector + " " + ts(task.LastRunAt) +
 		" " + strconv.FormatInt(task.RunCount, 10) + " " + task.Status.String())
 	var execs []store.TaskExecutor
-	get(&execs, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("task_id = ?", "copy-task").OrderExpr("node ASC") })
+	get(&execs, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("task_id = ?", "copy-task").OrderExpr("node ASC")
+	})
 	for _, e := range execs {
 		b.WriteString(" | exec " + e.Node + " " + strconv.FormatBool(e.Selected))
 	}
 	var runs []store.Run
-	get(&runs, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("task_id = ?", "copy-task").OrderExpr("id ASC") })
+	get(&runs, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("task_id = ?", "copy-task").OrderExpr("id ASC")
+	})
 	for _, r := range runs {
 		code := "NULL"
 		if r.ExitCode != nil {
