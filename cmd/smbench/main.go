@@ -88,7 +88,7 @@ func scenarios() []scenario {
 		{"ingest", "runs recorded end to end, SQLite, MySQL and PostgreSQL", (*bench).ingestScenario},
 		{"render", "console pages with 1,000 nodes and 10,000 runs", (*bench).renderScenario},
 		{"rss", "resident memory of real worker and master processes", (*bench).rssScenario},
-		{"failover", "leader failover and claim latency with several masters on MariaDB", (*bench).failoverScenario},
+		{"failover", "leader failover and claim latency with several masters on MariaDB and PostgreSQL", (*bench).failoverScenario},
 		{"delayed", "fire lag of delayed tasks: 100,000 pending, 1,000 due in the same second", (*bench).delayedScenario},
 	}
 }
