@@ -191,6 +191,9 @@ func runLink(s Settings, runID string) string {
 // TestNotifications sends a test e-mail to email (when SMTP is set up and email
 // is not empty) and a test webhook (when set up), reporting each outcome.
 func (m *Master) TestNotifications(ctx context.Context, email string) []NotifyResult {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return []NotifyResult{{Channel: "all", Message: Message(err)}}
+	}
 	s := *m.settings.inForce()
 	var out []NotifyResult
 	switch {
