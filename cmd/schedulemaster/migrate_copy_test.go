@@ -125,7 +125,8 @@ func checkCopyReport(t *testing.T, r cliResult, code int) {
 		tables[m[1]] = true
 	}
 	for _, want := range []string{"tasks", "task_executors", "runs", "users", "api_tokens", "events", "settings", "delayed_tasks",
-		"delayed_dispatches", "nodes", "sessions", "locks", "leases", "login_failures", "node_health", "pool_approvals", "run_grants"} {
+		"delayed_dispatches", "nodes", "sessions", "locks", "leases", "login_failures", "node_health", "pool_approvals", "run_grants",
+		"projects", "project_members"} {
 		if !tables[want] {
 			t.Errorf("the report has no line for table %s:\n%s", want, r.stdout)
 		}
@@ -179,6 +180,7 @@ func fillEveryTable(t *testing.T, ctx context.Context, raw string) {
 		&store.RunGrant{TaskID: "copy-task", Node: "w3", CreatedAt: at},
 		&store.LoginFailure{Key: "ip:127.0.0.1", Failures: 2, WindowStart: at},
 		&store.Session{ID: "s-fixture", Username: "admin", CreatedAt: at, ExpiresAt: at.Add(time.Hour)},
+		&store.ProjectMember{ProjectID: store.DefaultProjectID, Username: "admin", Role: "operator", AddedBy: "admin", AddedAt: at},
 	}
 	for _, r := range rows {
 		if _, err := st.DB.NewInsert().Model(r).Exec(ctx); err != nil {
