@@ -46,7 +46,7 @@ var authzRoutes = map[string]string{
 	"POST /api/worker/register": clsWorker, "POST /api/worker/offline": clsWorker, "POST /api/worker/claim": clsWorker,
 	"POST /api/worker/lock": clsWorker, "POST /api/worker/runs": clsWorker,
 
-	"GET /metrics": clsSignedIn, "GET /": clsSignedIn, "GET /dashboard": clsSignedIn, "GET /dashboard/live": clsSignedIn,
+	"GET /metrics": clsReader, "GET /": clsSignedIn, "GET /dashboard": clsSignedIn, "GET /dashboard/live": clsSignedIn,
 	"GET /nodes": clsSignedIn, "GET /nodes/rows": clsSignedIn, "GET /nodes/:name": clsSignedIn, "GET /nodes/:name/live": clsSignedIn,
 	"GET /schedules/preview": clsSignedIn, "GET /selectors/preview": clsSignedIn, "GET /pools": clsSignedIn, "GET /pools/*pool": clsSignedIn,
 	"GET /runs": clsSignedIn, "GET /runs/live": clsSignedIn, "GET /tokens": clsSignedIn, "POST /tokens": clsRead,
@@ -434,4 +434,52 @@ func authzDo(t *testing.T, e *env, who authzCaller, method, path, body, ctype st
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, resp.Header.Get("Location"), string(b)
+}
+
+// TestAuthorizationHidesButtonsPerRole: the console shows only the buttons
+// the role may press: on a project's task list a viewer sees none, an
+// operator Start but not Edit or Delete, an editor all; node actions only
+// for cluster admins.
+func TestAuthorizationHidesButtonsPerRole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	ctx := context.Background()
+	if err := store.CreateNode(ctx, e.st.DB, &store.Node{Name: "w1", Type: store.TypeWorker, Host: "127.0.0.1:1", Protocol: "http", Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.CreateProject(ctx, master.ProjectInput{Name: "alpha", Pools: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := e.m.CreateTask(ctx, master.TaskInput{Project: "alpha", Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
+		Title: "nightly", Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"},
+		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}}}, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user        string
+		role        master.ProjectRole
+		start, edit bool
+	}{{"ann", master.ProjectViewer, false, false}, {"otto", master.ProjectOperator, true, false}, {"eddy", master.ProjectEditor, true, true}} {
+		e.addUser(c.user, "password-of-"+c.user, store.RoleNone)
+		if err := e.m.SetProjectMember(ctx, "alpha", c.user, c.role); err != nil {
+			t.Fatal(err)
+		}
+		cl := e.login(c.user, "password-of-"+c.user)
+		for _, path := range []string{"/tasks?project=alpha", "/tasks/" + tk.ID + "?project=alpha"} {
+			st, body := e.do(cl, "GET", path, "", nil)
+			if st != http.StatusOK {
+				t.Fatalf("%s GET %s: %d", c.user, path, st)
+			}
+			if got := strings.Contains(body, `data-action="start"`); got != c.start {
+				t.Errorf("%s (%s) on %s: Start shown %v, want %v", c.user, c.role, path, got, c.start)
+			}
+			if got := strings.Contains(body, `data-action="edit"`) || strings.Contains(body, `data-action="delete"`); got != c.edit {
+				t.Errorf("%s (%s) on %s: Edit/Delete shown %v, want %v", c.user, c.role, path, got, c.edit)
+			}
+		}
+		if _, body := e.do(cl, "GET", "/nodes", "", nil); strings.Contains(body, `data-action="connect"`) || strings.Contains(body, `id="new-node"`) {
+			t.Errorf("%s sees node actions on /nodes", c.user)
+		}
+	}
 }

@@ -11,11 +11,13 @@ import (
 
 // apiProject is a project in the open API.
 type apiProject struct {
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Pools       []string  `json:"pools"`
-	CreatedBy   string    `json:"created_by"`
-	CreatedAt   time.Time `json:"created_at"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Pools       []string `json:"pools"`
+	// WebhookURL is the project's failure webhook, its password masked.
+	WebhookURL string    `json:"webhook_url"`
+	CreatedBy  string    `json:"created_by"`
+	CreatedAt  time.Time `json:"created_at"`
 	// Role is the caller's role in the project now.
 	Role string `json:"role"`
 }
@@ -29,7 +31,7 @@ type apiMember struct {
 }
 
 func (s *server) toAPIProject(c *gin.Context, p *master.Project) apiProject {
-	return apiProject{Name: p.Name, Description: p.Description, Pools: master.ProjectPools(p), CreatedBy: p.CreatedBy,
+	return apiProject{Name: p.Name, Description: p.Description, Pools: master.ProjectPools(p), WebhookURL: master.MaskURL(p.WebhookURL), CreatedBy: p.CreatedBy,
 		CreatedAt: p.CreatedAt.UTC(), Role: string(currentUser(c).RoleIn(p.ID))}
 }
 

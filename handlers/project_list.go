@@ -97,7 +97,7 @@ func (s *server) projectVM(c *gin.Context) (views.ProjectPageVM, error) {
 		return views.ProjectPageVM{}, err
 	}
 	vm := views.ProjectPageVM{Layout: s.layout(c, "Project "+p.Name, "projects"), Name: p.Name, Description: p.Description,
-		Pools: strings.Join(master.ProjectPools(p), "\n"), Roles: projectRoleNames(),
+		Pools: strings.Join(master.ProjectPools(p), "\n"), Roles: projectRoleNames(), WebhookURL: master.MaskURL(p.WebhookURL),
 		CanManage: currentUser(c).Can(p.ID, master.ActManage)}
 	for _, m := range ms {
 		vm.Members = append(vm.Members, views.MemberRow{Username: m.Username, Role: m.Role, AddedBy: m.AddedBy})
@@ -108,8 +108,8 @@ func (s *server) projectVM(c *gin.Context) (views.ProjectPageVM, error) {
 // updateProject saves a project's settings from its page.
 func (s *server) updateProject(c *gin.Context) {
 	name := c.Param("name")
-	desc := c.PostForm("description")
-	patch := master.ProjectPatch{Description: &desc}
+	desc, hook := c.PostForm("description"), c.PostForm("webhook_url")
+	patch := master.ProjectPatch{Description: &desc, WebhookURL: &hook}
 	if _, ok := c.GetPostForm("pools"); ok {
 		patch.Pools = projectLines(c.PostForm("pools"))
 	}

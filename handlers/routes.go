@@ -87,7 +87,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	r.GET("/ready", s.masterReady)
 
 	// Metrics: read like the open API (bearer token or session).
-	r.GET("/metrics", s.guardText, s.requireUser(true), s.scrapeMetrics)
+	// Cluster-wide counts: for cluster admins and viewers of every project.
+	r.GET("/metrics", s.guardText, s.requireUser(true), s.requireClusterReader, s.scrapeMetrics)
 
 	// Cluster API, called by workers: authenticated by cluster-key MAC or
 	// node secret in each handler, with its own body limits and per-run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -48,6 +49,21 @@ type ProjectInput struct {
 	// Pools are the label selectors the project's tasks may run on ("*":
 	// every node); only a cluster admin sets them.
 	Pools []string `json:"pools"`
+	// WebhookURL receives the project's run failures, besides the
+	// cluster's webhook.
+	WebhookURL string `json:"webhook_url,omitempty"`
+}
+
+// checkWebhook returns what is wrong with an optional http(s) URL, or "".
+func checkWebhook(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(raw, " \t\r\n") {
+		return fmt.Sprintf("%q is not an absolute http(s) URL", raw)
+	}
+	return ""
 }
 
 // checkPools validates and normalizes a pool allowance.
@@ -171,10 +187,15 @@ func (m *Master) CreateProject(ctx context.Context, in ProjectInput) (_ *Project
 	if msg != "" {
 		fe["pools"] = msg
 	}
+	in.WebhookURL = strings.TrimSpace(in.WebhookURL)
+	if msg := checkWebhook(in.WebhookURL); msg != "" {
+		fe["webhook_url"] = msg
+	}
 	if len(fe) > 0 {
 		return nil, invalidFields(fe)
 	}
-	p := &Project{Name: in.Name, Description: strings.TrimSpace(in.Description), Pools: strings.Join(pools, "\n"), CreatedBy: ActorFrom(ctx)}
+	p := &Project{Name: in.Name, Description: strings.TrimSpace(in.Description), Pools: strings.Join(pools, "\n"), CreatedBy: ActorFrom(ctx),
+		WebhookURL: in.WebhookURL}
 	if err := store.CreateProject(ctx, m.st.DB, p); err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
 			return nil, Errorf(KindDuplicate, "a project named %s exists already", in.Name)
@@ -189,6 +210,8 @@ func (m *Master) CreateProject(ctx context.Context, in ProjectInput) (_ *Project
 type ProjectPatch struct {
 	Description *string  `json:"description,omitempty"`
 	Pools       []string `json:"pools,omitempty"`
+	// WebhookURL: "" removes it; the masked form shown keeps it.
+	WebhookURL *string `json:"webhook_url,omitempty"`
 }
 
 // UpdateProject changes a project's settings.
@@ -208,6 +231,15 @@ func (m *Master) UpdateProject(ctx context.Context, name string, patch ProjectPa
 			fe["description"] = msg
 		}
 		p.Description = strings.TrimSpace(*patch.Description)
+	}
+	if patch.WebhookURL != nil {
+		w := strings.TrimSpace(*patch.WebhookURL)
+		if w != MaskURL(p.WebhookURL) || w == "" { // the mask shown keeps the stored URL
+			if msg := checkWebhook(w); msg != "" {
+				fe["webhook_url"] = msg
+			}
+			p.WebhookURL = w
+		}
 	}
 	if patch.Pools != nil {
 		if err := requireClusterAdmin(ctx); err != nil {

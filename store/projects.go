@@ -22,10 +22,13 @@ type Project struct {
 	Description string `bun:"description"`
 	// Pools are the label selectors a cluster admin allowed the project, one
 	// per line; "*" allows every node.
-	Pools     string    `bun:"pools"`
-	CreatedBy string    `bun:"created_by"`
-	CreatedAt time.Time `bun:"created_at"`
-	UpdatedAt time.Time `bun:"updated_at"`
+	Pools string `bun:"pools"`
+	// WebhookURL receives the project's run failures, besides the
+	// cluster's webhook ("" for none).
+	WebhookURL string    `bun:"webhook_url"`
+	CreatedBy  string    `bun:"created_by"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
 }
 
 // ProjectMember gives a user a role in a project.
@@ -99,7 +102,7 @@ func CountProjects(ctx context.Context, db bun.IDB) (int, error) {
 // UpdateProject rewrites a project's description and pools.
 func UpdateProject(ctx context.Context, db bun.IDB, p *Project) error {
 	p.UpdatedAt = time.Now().UTC()
-	res, err := db.NewUpdate().Model(p).Column("description", "pools", "updated_at").WherePK().Exec(ctx)
+	res, err := db.NewUpdate().Model(p).Column("description", "pools", "webhook_url", "updated_at").WherePK().Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: update project: %w", err)
 	}

@@ -175,6 +175,7 @@ type ProjectPageVM struct {
 	Name        string
 	Description string
 	Pools       string // one per line
+	WebhookURL  string // masked
 	Members     []MemberRow
 	Roles       []string
 	CanManage   bool

@@ -3,12 +3,14 @@
 -- in project 1, "default", whose pools are every pool ("*") so nothing that
 -- ran before stops running. Project names are lower case
 -- (checked by the engine), so the unique key is case-insensitive. pools: the label selectors a cluster admin
--- allowed the project, one per line.
+-- allowed the project, one per line. webhook_url: the project's own
+-- failure webhook, besides the cluster's.
 CREATE TABLE projects (
     id BIGINT AUTO_INCREMENT PRIMARY KEY,
     name VARCHAR(64) NOT NULL UNIQUE,
     description VARCHAR(1000) NOT NULL DEFAULT '',
     pools VARCHAR(4000) NOT NULL DEFAULT '',
+    webhook_url VARCHAR(2048) NOT NULL DEFAULT '',
     created_by VARCHAR(64) NOT NULL DEFAULT '',
     created_at DATETIME(6) NOT NULL,
     updated_at DATETIME(6) NOT NULL
