@@ -106,3 +106,14 @@ func TestMigrationStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryDialectHasTheSameMigrations: a migration added for one engine
+// and not ported to the others fails here, before any database is needed.
+func TestEveryDialectHasTheSameMigrations(t *testing.T) {
+	want := embeddedMigrations(t, string(store.SQLite))
+	for _, dialect := range storetest.Dialects {
+		if got := embeddedMigrations(t, dialect); !slices.Equal(got, want) {
+			t.Errorf("%s migrations %v, want the same names as sqlite's %v", dialect, got, want)
+		}
+	}
+}
