@@ -435,3 +435,71 @@ func authzDo(t *testing.T, e *env, who authzCaller, method, path, body, ctype st
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, resp.Header.Get("Location"), string(b)
 }
+
+// TestAuthorizationHidesButtonsPerRole: the console shows only the buttons
+// the role may press: on a project's task list a viewer sees none, an
+// operator Start but not Edit or Delete, an editor all; node actions only
+// for cluster admins.
+func TestAuthorizationHidesButtonsPerRole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	ctx := context.Background()
+	if err := store.CreateNode(ctx, e.st.DB, &store.Node{Name: "w1", Type: store.TypeWorker, Host: "127.0.0.1:1", Protocol: "http", Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.CreateProject(ctx, master.ProjectInput{Name: "alpha", Pools: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := e.m.CreateTask(ctx, master.TaskInput{Project: "alpha", Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
+		Title: "nightly", Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"},
+		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}}}, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user        string
+		role        master.ProjectRole
+		start, edit bool
+	}{{"ann", master.ProjectViewer, false, false}, {"otto", master.ProjectOperator, true, false}, {"eddy", master.ProjectEditor, true, true}} {
+		e.addUser(c.user, "password-of-"+c.user, store.RoleNone)
+		if err := e.m.SetProjectMember(ctx, "alpha", c.user, c.role); err != nil {
+			t.Fatal(err)
+		}
+		cl := e.login(c.user, "password-of-"+c.user)
+		for _, path := range []string{"/tasks?project=alpha", "/tasks/" + tk.ID + "?project=alpha"} {
+			st, body := e.do(cl, "GET", path, "", nil)
+			if st != http.StatusOK {
+				t.Fatalf("%s GET %s: %d", c.user, path, st)
+			}
+			if got := strings.Contains(body, `data-action="start"`); got != c.start {
+				t.Errorf("%s (%s) on %s: Start shown %v, want %v", c.user, c.role, path, got, c.start)
+			}
+			if got := strings.Contains(body, `data-action="edit"`) || strings.Contains(body, `data-action="delete"`); got != c.edit {
+				t.Errorf("%s (%s) on %s: Edit/Delete shown %v, want %v", c.user, c.role, path, got, c.edit)
+			}
+		}
+		if _, body := e.do(cl, "GET", "/nodes", "", nil); strings.Contains(body, `data-action="connect"`) || strings.Contains(body, `id="new-node"`) {
+			t.Errorf("%s sees node actions on /nodes", c.user)
+		}
+	}
+}
+
+// TestAPIBodyWithoutJSONContentType: curl -d sends a JSON body typed as a
+// form; the API takes it when it is JSON and otherwise answers 415 naming
+// the header to send.
+func TestAPIBodyWithoutJSONContentType(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	c := e.login("admin", "admin-password-1")
+	for _, ctype := range []string{"application/x-www-form-urlencoded", "text/plain", ""} {
+		name := strings.NewReplacer("/", "-", "+", "-").Replace("p-" + strings.TrimSuffix(strings.Split(ctype+"-none", "/")[0], "-"))
+		st, body := e.do(c, "POST", "/api/v1/projects", fmt.Sprintf(`{"name":%q}`, name), map[string]string{"Content-Type": ctype})
+		if st != http.StatusCreated {
+			t.Errorf("JSON body typed %q: %d %s, want 201", ctype, st, body)
+		}
+	}
+	st, body := e.do(c, "POST", "/api/v1/projects", "name=billing", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	if st != http.StatusUnsupportedMediaType || !strings.Contains(body, "Content-Type: application/json") {
+		t.Fatalf("a form body on the API: %d %s, want 415 naming the header", st, body)
+	}
+}

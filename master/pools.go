@@ -151,7 +151,8 @@ func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := store.SelectorTasks(ctx, m.st.DB)
+	// Only the tasks of projects whoever asks may read are listed.
+	tasks, err := store.SelectorTasks(ctx, m.st.DB, readableProjects(ctx))
 	if err != nil {
 		return nil, err
 	}

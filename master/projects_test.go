@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,29 @@ func TestProjectsIsolateRolesAndPools(t *testing.T) {
 		}
 		if _, n, err := p.m.ListTasks(bea, master.TaskFilter{}); err != nil || n != 2 {
 			t.Fatalf("billing's editor lists %d tasks (%v), want 2", n, err)
+		}
+		// Pool pages list only the selecting tasks one may read.
+		byPool := inProject("billing")
+		byPool.Selector = "pool=billing"
+		if _, err := p.m.CreateTask(bea, byPool, "bea"); err != nil {
+			t.Fatal(err)
+		}
+		poolTasks := func(ctx context.Context) int {
+			pools, err := p.m.Pools(ctx, "pool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, pl := range pools {
+				n += len(pl.Tasks)
+			}
+			return n
+		}
+		if got := poolTasks(rita); got != 0 {
+			t.Fatalf("reports' owner sees %d of billing's tasks on the pools page", got)
+		}
+		if got := poolTasks(bea); got != 1 {
+			t.Fatalf("billing's editor sees %d selecting tasks on the pools page, want 1", got)
 		}
 
 		// Roles: the operator may not edit or delete, and its refusal says why.

@@ -64,7 +64,11 @@ type PoolApproval struct {
 // ApprovePool records an approval; approving a pool twice is no error.
 func ApprovePool(ctx context.Context, db bun.IDB, label, by string) error {
 	p := &PoolApproval{Label: label, CreatedBy: by, CreatedAt: time.Now().UTC()}
-	if _, err := db.NewInsert().Model(p).Exec(ctx); err != nil {
+	err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(p).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		if isDuplicate(err) {
 			return nil
 		}
@@ -162,10 +166,11 @@ type SelectorTask struct {
 }
 
 // SelectorTasks returns the tasks (not deleted) that have a selector, by id.
-func SelectorTasks(ctx context.Context, db bun.IDB) ([]SelectorTask, error) {
+// projects limits them (nil: every project).
+func SelectorTasks(ctx context.Context, db bun.IDB, projects []int64) ([]SelectorTask, error) {
 	var out []SelectorTask
-	err := db.NewSelect().Model((*Task)(nil)).Column("id", "selector", "status").
-		Where("selector <> ''").Where("status <> ?", TaskDeleted).OrderExpr("id ASC").Scan(ctx, &out)
+	err := inProjects(db.NewSelect().Model((*Task)(nil)).Column("id", "selector", "status").
+		Where("selector <> ''").Where("status <> ?", TaskDeleted), "project_id", projects).OrderExpr("id ASC").Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("store: tasks with a selector: %w", err)
 	}

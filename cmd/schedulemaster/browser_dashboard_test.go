@@ -151,7 +151,7 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 		"admin node.connect ew1 ok",
 		"admin user.login admin ok", // the browser's sign-in (method local)
 		"admin node.create ew1 ok",
-		"admin user.login admin ok", // the API client's sign-in
+		"admin user.login admin ok",   // the API client's sign-in
 		"system user.create admin ok", // the first admin, made by the master on its first start
 	}, "\n")))
 	t.Logf("event log:\n%s", got)
