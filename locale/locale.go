@@ -181,7 +181,23 @@ func Forms(lang, id string) (map[string]string, error) {
 	return nil, fmt.Errorf("locale: %s has no message %s", lang, id)
 }
 
+// rawCatalog is lang's catalog as parsed TOML, read once.
 func rawCatalog(lang string) (map[string]any, error) {
+	switch lang {
+	case EN:
+		return rawEN()
+	case ZH:
+		return rawZH()
+	}
+	return nil, fmt.Errorf("locale: no catalog %s", lang)
+}
+
+var (
+	rawEN = sync.OnceValues(func() (map[string]any, error) { return parseCatalog(EN) })
+	rawZH = sync.OnceValues(func() (map[string]any, error) { return parseCatalog(ZH) })
+)
+
+func parseCatalog(lang string) (map[string]any, error) {
 	name := "active." + lang + ".toml"
 	b, err := catalogs.ReadFile(name)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
@@ -142,29 +143,23 @@ func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResul
 	s := *n.m.settings.inForce()
 	link := runLink(s, r.ID)
 	var out []NotifyResult
-	var to []string
+	// Each keeper reads the mail in the language they chose on their
+	// account page (English when they chose none): one mail per language.
+	to := map[string][]string{}
 	for _, k := range t.Keepers {
 		u, err := store.GetUser(ctx, n.m.st.DB, k)
 		if err == nil && !u.Disabled && u.Email != "" {
-			to = append(to, u.Email)
+			lang := locale.New(u.Locale, nil).Lang()
+			to[lang] = append(to[lang], u.Email)
 		}
 	}
-	if len(to) > 0 && s.SMTPHost != "" {
-		subject := fmt.Sprintf("[ScheduleMaster] %s: %s on %s", r.Result, t.Title, r.Node)
-		body := fmt.Sprintf("Task:      %s (%s)\nNode:      %s\nResult:    %s (attempt %d)\nScheduled: %s\nStarted:   %s\nDuration:  %d ms\n",
-			t.Title, t.ID, r.Node, r.Result, r.Attempt, r.ScheduledAt.UTC().Format(time.RFC3339), r.StartedAt.UTC().Format(time.RFC3339), r.DurationMS)
-		if r.HTTPStatus != 0 {
-			body += fmt.Sprintf("HTTP:      %d\n", r.HTTPStatus)
+	for _, lang := range locale.Languages() {
+		if len(to[lang]) == 0 || s.SMTPHost == "" {
+			continue
 		}
-		if r.ExitCode != nil {
-			body += fmt.Sprintf("Exit code: %d\n", *r.ExitCode)
-		}
-		if link != "" {
-			body += "Run:       " + link + "\n"
-		}
-		body += "\nOutput (end):\n" + excerpt(r.Output) + "\n"
-		err := sendMail(ctx, s, to, subject, body)
-		out = append(out, result("email", strings.Join(to, ", "), err))
+		subject, body := failureMail(locale.New(lang, nil), t, r, link)
+		err := sendMail(ctx, s, to[lang], subject, body)
+		out = append(out, result("email", strings.Join(to[lang], ", "), err))
 	}
 	p := webhookPayload{Event: "run.failed", Task: taskBrief{ID: t.ID, Title: t.Title, Project: t.Project},
 		Run:    runBrief{ID: r.ID, Node: r.Node, Result: r.Result, Attempt: r.Attempt, ScheduledAt: r.ScheduledAt.UTC(), HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode},
@@ -178,6 +173,32 @@ func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResul
 	}
 	return out
 }
+
+// failureMail is the subject and text of a failed run's mail in l's language.
+func failureMail(l *locale.Localizer, t *Task, r store.Run, link string) (subject, body string) {
+	res := r.Result
+	if id, ok := mailResultIDs[res]; ok {
+		res = l.T(id)
+	}
+	subject = l.T("MailSubject", "Result", res, "Title", t.Title, "Node", r.Node)
+	body = l.T("MailBody", "Title", t.Title, "ID", t.ID, "Node", r.Node, "Result", res, "Attempt", r.Attempt,
+		"Scheduled", r.ScheduledAt.UTC().Format(time.RFC3339), "Started", r.StartedAt.UTC().Format(time.RFC3339), "MS", r.DurationMS) + "\n"
+	if r.HTTPStatus != 0 {
+		body += l.T("MailHTTP", "Status", r.HTTPStatus) + "\n"
+	}
+	if r.ExitCode != nil {
+		body += l.T("MailExitCode", "Code", *r.ExitCode) + "\n"
+	}
+	if link != "" {
+		body += l.T("MailRun", "Link", link) + "\n"
+	}
+	body += "\n" + l.T("MailOutput") + "\n" + excerpt(r.Output) + "\n"
+	return subject, body
+}
+
+// mailResultIDs name a run's result in a mail.
+var mailResultIDs = map[string]string{"failed": "ResultFailed", "timeout": "ResultTimeout", "killed": "ResultKilled",
+	"lost": "ResultLost", "skipped": "ResultSkipped", "success": "ResultSuccess"}
 
 func result(channel, target string, err error) NotifyResult {
 	target = MaskURL(target) // a webhook URL may hold a password
