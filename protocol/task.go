@@ -123,7 +123,22 @@ type TaskDef struct {
 	// not run (its claim could not reach a master): MisfireSkip or
 	// MisfireRunOnce.
 	Misfire string `json:"misfire"`
+	// AtCapacity says what a fire does when its worker already runs as many
+	// runs as its max concurrency: AtCapacityWait (the default) waits its
+	// turn, in order, for up to the task's timeout; AtCapacitySkip is
+	// recorded skipped at once. Either way a fire that gets no slot is
+	// recorded once, as one skipped run, and not retried.
+	AtCapacity string `json:"at_capacity"`
 }
+
+// At-capacity policies: what a fire does when its worker is full.
+const (
+	// AtCapacityWait queues the fire (first come, first served) for up to
+	// the task's timeout.
+	AtCapacityWait = "wait"
+	// AtCapacitySkip records the fire skipped at once.
+	AtCapacitySkip = "skip"
+)
 
 // Misfire policies: what happens to fires that were due while the task could
 // not run. Either way the missed fires are recorded, never only logged.
@@ -199,6 +214,10 @@ func (d *TaskDef) Normalize() {
 	d.Misfire = strings.ToLower(strings.TrimSpace(d.Misfire))
 	if d.Misfire == "" {
 		d.Misfire = MisfireSkip
+	}
+	d.AtCapacity = strings.ToLower(strings.TrimSpace(d.AtCapacity))
+	if d.AtCapacity == "" {
+		d.AtCapacity = AtCapacityWait
 	}
 	d.Schedule.Cron = strings.TrimSpace(d.Schedule.Cron)
 	d.Routing = strings.ToLower(strings.TrimSpace(d.Routing))
@@ -333,6 +352,11 @@ func (d *TaskDef) Validate(now time.Time) error {
 	case "", MisfireSkip, MisfireRunOnce: // "" is a definition Normalize has not seen: skip
 	default:
 		fe["misfire"] = fmt.Sprintf("%q is not skip or run_once", d.Misfire)
+	}
+	switch d.AtCapacity {
+	case "", AtCapacityWait, AtCapacitySkip: // "" is a definition Normalize has not seen: wait
+	default:
+		fe["at_capacity"] = fmt.Sprintf("%q is not wait or skip", d.AtCapacity)
 	}
 	switch d.Routing {
 	case "", RoutingWeighted, RoutingRoundRobin, RoutingFailover, RoutingLeastBusy, RoutingBroadcast:

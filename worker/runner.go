@@ -21,84 +21,6 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
-// limiter bounds concurrent runs on the node (--maxc); its limit can change
-// when the master sends a new configuration.
-type limiter struct {
-	mu      sync.Mutex
-	n       int
-	max     int
-	waiting int           // acquirers waiting for wake
-	wake    chan struct{} // closed (and replaced) when a slot may have freed
-}
-
-func newLimiter(max int) *limiter { return &limiter{max: max, wake: make(chan struct{})} }
-
-func (l *limiter) setMax(max int) {
-	l.mu.Lock()
-	l.max = max
-	l.wakeLocked()
-	l.mu.Unlock()
-}
-
-// wakeLocked wakes the waiting acquirers; with none, it costs nothing.
-func (l *limiter) wakeLocked() {
-	if l.waiting > 0 {
-		close(l.wake)
-		l.wake = make(chan struct{})
-	}
-}
-
-func (l *limiter) acquire(ctx context.Context) bool {
-	for {
-		l.mu.Lock()
-		if l.n < l.max {
-			l.n++
-			l.mu.Unlock()
-			return true
-		}
-		ch := l.wake
-		l.waiting++
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
-		l.mu.Lock()
-		l.waiting--
-		l.mu.Unlock()
-		if ctx.Err() != nil {
-			return false
-		}
-	}
-}
-
-// tryAcquireN takes up to n free slots, without waiting, and returns how many.
-func (l *limiter) tryAcquireN(n int) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := max(0, min(n, l.max-l.n))
-	l.n += k
-	return k
-}
-
-// tryAcquire takes a slot if one is free, without waiting.
-func (l *limiter) tryAcquire() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n < l.max {
-		l.n++
-		return true
-	}
-	return false
-}
-
-func (l *limiter) release() {
-	l.mu.Lock()
-	l.n--
-	l.wakeLocked()
-	l.mu.Unlock()
-}
-
 // taskJob is one scheduled task, a member of the fireGroup of its schedule.
 // spec never changes once the task is scheduled (fire reads it without a
 // lock); what start may update in place, the executor count and the paused
@@ -661,10 +583,14 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 	r.runAs(spec, fire, id, tj.httpReq)
 }
 
-// acquire takes a concurrency slot, waiting at most timeout for one.
-func (r *runner) acquire(timeout time.Duration) bool {
+// acquire takes a concurrency slot, waiting in turn at most timeout for one;
+// with skip (at_capacity: skip), not at all.
+func (r *runner) acquire(timeout time.Duration, skip bool) bool {
 	if r.limit.tryAcquire() {
 		return true
+	}
+	if skip {
+		return false
 	}
 	wait, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
@@ -727,7 +653,7 @@ func (r *runner) execute(q *queuedFire, first slot) {
 		}
 		r.reports.add(rep)
 		if !rep.Result.Retryable() || attempt > spec.Retries {
-			return // a killed run is not retried
+			return // a killed run is not retried, nor a fire that found no slot
 		}
 		delay := r.backoff << (attempt - 1)
 		select {
@@ -745,12 +671,17 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	timeout := time.Duration(def.Timeout)
 	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	if !pre.held {
-		if !r.acquire(timeout) {
+		skip := def.AtCapacity == protocol.AtCapacitySkip
+		if !r.acquire(timeout, skip) {
 			now := time.Now().UTC()
 			rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
-			rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
-			if r.ctx.Err() != nil {
+			switch {
+			case r.ctx.Err() != nil:
 				rep.Output = "skipped: the worker stopped before a concurrency slot was free"
+			case skip:
+				rep.Output = "skipped: the node was at its max concurrency (at_capacity: skip)"
+			default:
+				rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
 			}
 			return rep
 		}
