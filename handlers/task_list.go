@@ -266,9 +266,20 @@ func scheduleParts(d *protocol.TaskDef) (expr, zone string) {
 func scheduleExpr(d *protocol.TaskDef) string {
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
+		if protocol.HasHashed(d.Schedule.Cron) {
+			if expr, err := protocol.ExpandHashed(d.Schedule.Cron, d.ID); err == nil && d.ID != "" {
+				return "cron " + d.Schedule.Cron + " (= " + expr + ")"
+			}
+		}
 		return "cron " + d.Schedule.Cron
 	case protocol.ScheduleInterval:
-		return "every " + views.ShortDuration(time.Duration(d.Schedule.Every))
+		every := time.Duration(d.Schedule.Every)
+		if d.Schedule.Align == protocol.AlignSpread && d.ID != "" {
+			if ph := protocol.IntervalPhase(d.ID, every); ph > 0 {
+				return "every " + views.ShortDuration(every) + " at +" + views.ShortDuration(ph)
+			}
+		}
+		return "every " + views.ShortDuration(every)
 	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
 			return "once at " + utcText(*d.Schedule.At)

@@ -43,7 +43,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
 		Status: int(t.Status), StatusName: t.Status.String(),
-		Timeout: views.ShortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Routing: routingText(t.Routing, t.RoutingKey), Misfire: t.Misfire, Params: sortedKV(t.Params),
+		Timeout: views.ShortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Routing: routingText(t.Routing, t.RoutingKey), Misfire: t.Misfire, AtCapacity: t.AtCapacity, Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,

@@ -107,6 +107,9 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 			return nil, err
 		}
 	}
+	if storedOK {
+		keepAlign(&in.TaskDef, &stored)
+	}
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
@@ -134,6 +137,20 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	}
 	m.log.Info("task edited", "task", id)
 	return m.GetTask(ctx, id)
+}
+
+// keepAlign gives an edit of an interval task that names no alignment the
+// stored one, epoch for a task stored before alignments existed: a form or
+// script that does not know the field never moves a task's fire times.
+func keepAlign(in, stored *protocol.TaskDef) {
+	if in.Schedule.Kind != protocol.ScheduleInterval || strings.TrimSpace(in.Schedule.Align) != "" ||
+		stored.Schedule.Kind != protocol.ScheduleInterval {
+		return
+	}
+	in.Schedule.Align = stored.Schedule.Align
+	if in.Schedule.Align == "" {
+		in.Schedule.Align = protocol.AlignEpoch
+	}
 }
 
 // taskCheck is what checking task inputs reads besides the input: the nodes,
@@ -231,6 +248,12 @@ func (m *Master) normalizeTaskInput(in *TaskInput) {
 		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
 	}
 	in.Normalize()
+	if in.Schedule.Kind == protocol.ScheduleInterval && in.Schedule.Align == "" {
+		// A new interval task spreads unless it asks for the epoch; an
+		// edit that names no alignment has been given the stored one
+		// (keepAlign) before this.
+		in.Schedule.Align = protocol.AlignSpread
+	}
 	if sel, err := canonicalSelector(in.Selector); err == nil {
 		in.Selector = sel
 	}

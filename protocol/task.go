@@ -58,10 +58,18 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // Schedule says when a task fires.
 type Schedule struct {
-	Kind  string     `json:"kind"`
+	Kind string `json:"kind"`
+	// Cron is a cron expression; its H forms (ExpandHashed) pick stable
+	// values per task, so tasks spread over the hour or the day.
 	Cron  string     `json:"cron,omitempty"`
 	Every Duration   `json:"every,omitempty"`
 	At    *time.Time `json:"at,omitempty"`
+	// Align is, for an interval, where in the interval the task fires:
+	// AlignSpread (at its own stable offset, IntervalPhase) or AlignEpoch
+	// (at the multiples of the interval). "" reads as AlignEpoch, as every
+	// interval task made before spreading existed; the master gives a new
+	// interval task AlignSpread unless it names one.
+	Align string `json:"align,omitempty"`
 }
 
 // HTTPSpec is what an HTTP task sends. Success is a 2xx answer.
@@ -220,6 +228,7 @@ func (d *TaskDef) Normalize() {
 		d.AtCapacity = AtCapacityWait
 	}
 	d.Schedule.Cron = strings.TrimSpace(d.Schedule.Cron)
+	d.Schedule.Align = strings.ToLower(strings.TrimSpace(d.Schedule.Align))
 	d.Routing = strings.ToLower(strings.TrimSpace(d.Routing))
 	if d.Routing == "" {
 		d.Routing = RoutingWeighted
@@ -268,9 +277,11 @@ func (d *TaskDef) Validate(now time.Time) error {
 	case ScheduleCron:
 		if d.Schedule.Cron == "" {
 			fe["schedule.cron"] = "is required for a cron schedule"
-		} else if sch, err := ParseCronIn(d.Schedule.Cron, loc); err != nil {
+		} else if expr, err := ExpandHashed(d.Schedule.Cron, d.ID); err != nil {
+			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression: %v", d.Schedule.Cron, err)
+		} else if sch, err := ParseCronIn(expr, loc); err != nil {
 			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
-		} else if plan := planOf(d, loc, sch); d.EndAt != nil {
+		} else if plan := planOf(d, loc, sch, expr); d.EndAt != nil {
 			if _, ok := plan.Next(now); !ok {
 				fe["schedule.cron"] = "never fires between start_at and end_at"
 			}
@@ -279,7 +290,7 @@ func (d *TaskDef) Validate(now time.Time) error {
 		ev := time.Duration(d.Schedule.Every)
 		if msg := CheckEvery(ev); msg != "" {
 			fe["schedule.every"] = msg
-		} else if plan := planOf(d, loc, nil); d.EndAt != nil {
+		} else if plan := planOf(d, loc, nil, ""); d.EndAt != nil {
 			if _, ok := plan.Next(now); !ok {
 				plan.end = time.Time{}
 				first, _ := plan.Next(now)
@@ -302,6 +313,13 @@ func (d *TaskDef) Validate(now time.Time) error {
 		fe["schedule.kind"] = "is required: cron, interval or once"
 	default:
 		fe["schedule.kind"] = fmt.Sprintf("%q is not cron, interval or once", d.Schedule.Kind)
+	}
+	switch a := d.Schedule.Align; {
+	case a == "":
+	case d.Schedule.Kind != ScheduleInterval:
+		fe["schedule.align"] = "applies to interval schedules only (a cron schedule spreads with H, like H * * * *)"
+	case a != AlignSpread && a != AlignEpoch:
+		fe["schedule.align"] = fmt.Sprintf("%q is not spread or epoch", a)
 	}
 	if d.StartAt != nil && d.EndAt != nil && !d.EndAt.After(*d.StartAt) {
 		fe["end_at"] = "must be after start_at"

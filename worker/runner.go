@@ -60,7 +60,8 @@ type scheduleKey struct {
 	kind    string
 	cron    string
 	every   time.Duration
-	at      int64  // UnixNano of a one-time schedule
+	phase   time.Duration // a spread interval's offset (protocol.IntervalPhase)
+	at      int64         // UnixNano of a one-time schedule
 	tz      string // cron only: interval and one-time fires are instants
 	startAt int64  // UnixNano; 0 when unset or passed
 	endAt   int64
@@ -72,21 +73,28 @@ func (k scheduleKey) String() string {
 	case protocol.ScheduleCron:
 		return "cron " + k.cron + " " + k.tz
 	case protocol.ScheduleInterval:
+		if k.phase > 0 {
+			return "every " + k.every.String() + " +" + k.phase.String()
+		}
 		return "every " + k.every.String()
 	}
 	return k.kind + " " + time.Unix(0, k.at).UTC().Format(time.RFC3339)
 }
 
-// keyOf is the schedule key of d started at now. A start_at that has passed
-// changes nothing any more (interval fires are aligned to the epoch, cron
-// fires to the wall clock), so such tasks share the group of those without.
-func keyOf(d *protocol.TaskDef, now time.Time) scheduleKey {
+// keyOf is the schedule key of d, whose plan is plan, started at now. A
+// start_at that has passed changes nothing any more (interval fires are
+// aligned to the epoch plus the task's phase, cron fires to the wall clock),
+// so such tasks share the group of those without. The cron expression is the
+// plan's, H forms expanded: two tasks with "H * * * *" fire apart. Spread
+// intervals take one of at most 3600 phases per length, which bounds the
+// groups.
+func keyOf(d *protocol.TaskDef, plan *protocol.Plan, now time.Time) scheduleKey {
 	k := scheduleKey{kind: d.Schedule.Kind}
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		k.cron, k.tz = d.Schedule.Cron, d.Timezone
+		k.cron, k.tz = plan.CronExpr(), d.Timezone
 	case protocol.ScheduleInterval:
-		k.every = time.Duration(d.Schedule.Every)
+		k.every, k.phase = time.Duration(d.Schedule.Every), plan.Phase()
 	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
 			k.at = d.Schedule.At.UnixNano()
@@ -214,7 +222,7 @@ func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.T
 	}
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		def = gocron.CronJob(d.Schedule.Cron, protocol.CronHasSeconds(d.Schedule.Cron))
+		def = gocron.CronJob(plan.CronExpr(), protocol.CronHasSeconds(plan.CronExpr()))
 		// gocron runs the very schedule the master shows (the plan's), time
 		// zone and DST rules included, rather than parsing the text again.
 		opts = append(opts, gocron.WithCronImplementation(cronImpl{plan.Cron()}))
@@ -223,8 +231,8 @@ func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.T
 		}
 	case protocol.ScheduleInterval:
 		def = gocron.DurationJob(time.Duration(d.Schedule.Every))
-		// The first fire is a multiple of the interval, so that every
-		// executor fires (and claims) the same instants.
+		// The first fire is a multiple of the interval plus the task's
+		// phase, so that every executor fires (and claims) the same instants.
 		opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(first)))
 	case protocol.ScheduleOnce:
 		if d.Schedule.At.Before(now) {
@@ -314,7 +322,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
-	key := keyOf(&spec.TaskDef, now)
+	key := keyOf(&spec.TaskDef, &plan, now)
 	g := r.groups[key]
 	if g == nil {
 		if g, err = r.newGroup(key, &spec.TaskDef, &plan, now); err != nil {
