@@ -62,8 +62,8 @@ type scheduleKey struct {
 	every   time.Duration
 	phase   time.Duration // a spread interval's offset (protocol.IntervalPhase)
 	at      int64         // UnixNano of a one-time schedule
-	tz      string // cron only: interval and one-time fires are instants
-	startAt int64  // UnixNano; 0 when unset or passed
+	tz      string        // cron only: interval and one-time fires are instants
+	startAt int64         // UnixNano; 0 when unset or passed
 	endAt   int64
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 )
 
 // TestRunnerSpreadFiresAsThePlanSays: the worker's gocron jobs of spread
