@@ -182,6 +182,7 @@ type runner struct {
 	pgroups *shellGroups // shell commands in progress, listed in the data dir
 
 	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
+	unclaimed     streak        // the same, for the log: once per outage with a count
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
 
 	ids    runIDs         // run report ids
@@ -579,9 +580,15 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 	} else if spec.Executors > 1 {
 		won, err := r.claim(r.ctx, spec.ID, fire, id)
 		if err != nil {
-			r.log.Warn("fire not claimed: master unreachable; another executor may run it", "task", spec.ID, "fire", fire, "err", err)
+			if log, n := r.unclaimed.hit(time.Now()); log {
+				r.log.Warn("fires not claimed: no master reachable; another executor may run them (logged again every 5m, and when claims get through)",
+					"task", spec.ID, "fire", fire, "unclaimed_so_far", n, "err", err)
+			}
 			r.misfired(spec, fire, err)
 			return
+		}
+		if ended, n, since := r.unclaimed.end(); ended {
+			r.log.Info("fires are claimed again", "unclaimed_fires", n, "since", since)
 		}
 		r.claimed(spec.ID)
 		if !won {
