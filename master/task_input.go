@@ -67,7 +67,9 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 	}
 	row.CreatedBy = by
 	row.Status = store.TaskStopped
-	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	// Run again when a concurrent write won a lock (MariaDB deadlock,
+	// Galera conflict, SQLite busy): the transaction was rolled back whole.
+	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.CreateTask(ctx, tx, row); err != nil {
 			return err
 		}
@@ -114,7 +116,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	if err != nil {
 		return nil, err
 	}
-	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.UpdateTask(ctx, tx, row); err != nil {
 			return err
 		}
