@@ -673,6 +673,25 @@ type RunOnceRequest struct {
 	CatchUp *CatchUp `json:"catch_up,omitempty"`
 }
 
+// RunOnceBatchRequest is the body of POST /api/task/runonce/batch: at most
+// MaxRunOnceBatch runs, each as POST /api/task/runonce takes it.
+type RunOnceBatchRequest struct {
+	Runs []RunOnceRequest `json:"runs"`
+}
+
+// RunOnceBatchReply answers a batch run by run, in its order.
+type RunOnceBatchReply struct {
+	Results []RunOnceResult `json:"results"`
+}
+
+// RunOnceResult is one run of a batch: started, or refused with the status
+// and error POST /api/task/runonce would have answered.
+type RunOnceResult struct {
+	ID     string `json:"id"`
+	Status int    `json:"status"` // 202: started
+	Error  string `json:"error,omitempty"`
+}
+
 // CatchUp is what a catch-up run stands for: Fires missed fires from First
 // to Last.
 type CatchUp struct {
