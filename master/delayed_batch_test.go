@@ -75,4 +75,3 @@ func TestDelayedDueTogetherAreSentInBatches(t *testing.T) {
 		})
 	}
 }
-

@@ -38,22 +38,22 @@ const SecretMask = "********"
 
 // Worker and master API paths.
 const (
-	PathHealth         = "/health"
-	PathConnect        = "/api/server/connect"
-	PathStartup        = "/api/server/startup"
-	PathShutdown       = "/api/server/shutdown"
-	PathTaskStart      = "/api/task/start"
-	PathTaskStop       = "/api/task/stop"
-	PathTaskPause      = "/api/task/pause"
-	PathTaskResume     = "/api/task/resume"
-	PathTaskRunOnce    = "/api/task/runonce"
+	PathHealth      = "/health"
+	PathConnect     = "/api/server/connect"
+	PathStartup     = "/api/server/startup"
+	PathShutdown    = "/api/server/shutdown"
+	PathTaskStart   = "/api/task/start"
+	PathTaskStop    = "/api/task/stop"
+	PathTaskPause   = "/api/task/pause"
+	PathTaskResume  = "/api/task/resume"
+	PathTaskRunOnce = "/api/task/runonce"
 	// PathTaskRunOnceBatch runs many tasks once in one call (delayed tasks
 	// due together); a worker of an earlier version answers it 404.
 	PathTaskRunOnceBatch = "/api/task/runonce/batch"
-	PathMasterRegister = "/api/worker/register"
-	PathMasterOffline  = "/api/worker/offline"
-	PathMasterClaim    = "/api/worker/claim"
-	PathMasterRuns     = "/api/worker/runs"
+	PathMasterRegister   = "/api/worker/register"
+	PathMasterOffline    = "/api/worker/offline"
+	PathMasterClaim      = "/api/worker/claim"
+	PathMasterRuns       = "/api/worker/runs"
 	// PathMasterLock is the old name of PathMasterClaim, still served by the
 	// master for workers of earlier versions.
 	PathMasterLock = "/api/worker/lock"

@@ -108,7 +108,9 @@ type burstResult struct {
 
 // burstAt is when a burst fires: a whole second after a warm-up long enough
 // for the workers to take their tasks.
-func burstAt(warm time.Duration) time.Time { return time.Now().Add(warm).Truncate(time.Second).Add(time.Second) }
+func burstAt(warm time.Duration) time.Time {
+	return time.Now().Add(warm).Truncate(time.Second).Add(time.Second)
+}
 
 // burstWorkers runs tasks HTTP tasks with a one-time schedule at the same
 // instant, split over n in-process worker engines with max concurrency

@@ -83,12 +83,12 @@ func lagWindow(warm time.Duration) time.Time {
 // reports' started_at minus scheduled_at and the requests' arrival minus their
 // second, and hands them over at GET /stats.
 const (
-	roleEnv     = "SMBENCH_ROLE"
-	lagFromEnv  = "SMBENCH_LAG_FROM"
-	lagForEnv   = "SMBENCH_LAG_FOR"
+	roleEnv    = "SMBENCH_ROLE"
+	lagFromEnv = "SMBENCH_LAG_FROM"
+	lagForEnv  = "SMBENCH_LAG_FOR"
 	// burstAtEnv, when set, makes the peer count every request's arrival
 	// from that one instant (UnixNano): the burst scenario's fire time.
-	burstAtEnv = "SMBENCH_BURST_AT"
+	burstAtEnv  = "SMBENCH_BURST_AT"
 	lagPeerRole = "lagpeer"
 )
 
