@@ -32,11 +32,17 @@ type sendBatch struct {
 	done  chan struct{} // closed when errs is filled
 }
 
-// batches holds the open batch of each worker.
+// batches holds the open batch of each worker, and the worker processes
+// (name and boot id) found too old for batches, sent one by one.
 type batches struct {
-	mu   sync.Mutex
-	open map[string]*sendBatch
+	mu      sync.Mutex
+	open    map[string]*sendBatch
+	singles map[string]bool
 }
+
+// singleKey names a worker process for batches.singles: a restarted worker
+// (a new boot id) may take batches.
+func singleKey(n *store.Node) string { return n.Name + "/" + n.BootID }
 
 // specBytes estimates the request size of a spec: what grows with it (body,
 // URL, headers) and a margin for the rest.
@@ -57,6 +63,10 @@ func (svc *DelayedTasks) sendBatched(ctx context.Context, snd *sender, node stor
 	b := &snd.batches
 	size := specBytes(&spec)
 	b.mu.Lock()
+	if b.singles[singleKey(&node)] {
+		b.mu.Unlock()
+		return svc.sendSingle(ctx, snd, &node, spec)
+	}
 	if b.open == nil {
 		b.open = map[string]*sendBatch{}
 	}
@@ -95,34 +105,56 @@ func (svc *DelayedTasks) sendBatched(ctx context.Context, snd *sender, node stor
 
 // flushBatch sends a closed batch within one of the sender's slots and hands
 // each sending its outcome. A worker too old for batches gets the sendings
-// one by one.
+// one by one, each in a slot of its own, this batch's and all that follow.
 func (svc *DelayedTasks) flushBatch(ctx context.Context, snd *sender, sb *sendBatch) {
 	defer close(sb.done)
 	sb.errs = make([]error, len(sb.specs))
-	select {
-	case snd.slots <- struct{}{}:
-	case <-ctx.Done():
-		for i := range sb.errs {
-			sb.errs[i] = errStoppedUnsent
-		}
-		return
-	}
-	defer func() { <-snd.slots }()
-	client := svc.delayedClient()
 	if len(sb.specs) > 1 {
-		errs, err := client.TaskRunOnceBatch(ctx, &sb.node, sb.specs)
-		if err == nil {
+		errs, err := svc.sendWhole(ctx, snd, sb)
+		switch {
+		case err == nil:
 			copy(sb.errs, errs)
 			return
-		}
-		if !IsNoRoute(err) {
+		case !IsNoRoute(err):
 			for i := range sb.errs {
 				sb.errs[i] = err
 			}
 			return
 		}
+		b := &snd.batches
+		b.mu.Lock()
+		if b.singles == nil {
+			b.singles = map[string]bool{}
+		}
+		b.singles[singleKey(&sb.node)] = true
+		b.mu.Unlock()
 	}
+	var wg sync.WaitGroup
 	for i := range sb.specs {
-		sb.errs[i] = client.TaskRunOnce(ctx, &sb.node, sb.specs[i], nil)
+		wg.Go(func() { sb.errs[i] = svc.sendSingle(ctx, snd, &sb.node, sb.specs[i]) })
 	}
+	wg.Wait()
+}
+
+// sendWhole sends a batch in one call, within one of the sender's slots.
+func (svc *DelayedTasks) sendWhole(ctx context.Context, snd *sender, sb *sendBatch) ([]error, error) {
+	select {
+	case snd.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, errStoppedUnsent
+	}
+	defer func() { <-snd.slots }()
+	return svc.delayedClient().TaskRunOnceBatch(ctx, &sb.node, sb.specs)
+}
+
+// sendSingle sends one sending in a call of its own, within one of the
+// sender's slots.
+func (svc *DelayedTasks) sendSingle(ctx context.Context, snd *sender, node *store.Node, spec protocol.TaskSpec) error {
+	select {
+	case snd.slots <- struct{}{}:
+	case <-ctx.Done():
+		return errStoppedUnsent
+	}
+	defer func() { <-snd.slots }()
+	return svc.delayedClient().TaskRunOnce(ctx, node, spec, nil)
 }
