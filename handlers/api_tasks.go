@@ -100,6 +100,10 @@ func (s *server) apiListTasks(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
+	if f.Projects, err = s.apiProjectFilter(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	tasks, total, err := s.m.ListTasks(c.Request.Context(), f)
 	if err != nil {
 		s.serverError(c, err)

@@ -93,7 +93,8 @@ func (s *server) requireUser(api bool) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxUser, p)
-		c.Request = c.Request.WithContext(master.WithActor(c.Request.Context(), p.Actor()))
+		// The engine authorizes every call as this principal.
+		c.Request = c.Request.WithContext(master.WithPrincipal(c.Request.Context(), p))
 		c.Next()
 	}
 }
@@ -129,23 +130,77 @@ func currentUser(c *gin.Context) *principal {
 	return nil
 }
 
-// requireAdmin refuses every change to viewers, on pages and API alike.
+// requireAdmin refuses the cluster's changes (nodes, pools, users,
+// settings, projects) to anyone but a cluster admin, on pages and API
+// alike; the engine refuses them too.
 func (s *server) requireAdmin(c *gin.Context) {
-	if p := currentUser(c); p != nil && p.Role == master.RoleAdmin {
+	if p := currentUser(c); p != nil && p.ClusterAdmin() {
 		c.Next()
 		return
 	}
+	s.forbidden(c, "forbidden: only a cluster admin may change nodes, pools, users, settings or projects")
+}
+
+// forbidden answers 403 with msg, as JSON or a page.
+func (s *server) forbidden(c *gin.Context, msg string) {
 	if wantsJSON(c) {
-		c.AbortWithStatusJSON(http.StatusForbidden, protocol.ErrorResponse{Error: "forbidden: your role may not change anything"})
+		c.AbortWithStatusJSON(http.StatusForbidden, protocol.ErrorResponse{Error: msg})
 		return
 	}
-	s.errorPage(c, http.StatusForbidden, "Your role may not change anything.")
+	s.errorPage(c, http.StatusForbidden, msg)
+	c.Abort()
+}
+
+// requireClusterReader lets through cluster admins and viewers of every
+// project (the users list, the settings page): a member of projects only
+// has no business there.
+func (s *server) requireClusterReader(c *gin.Context) {
+	if p := currentUser(c); p != nil && (p.ClusterAdmin() || (p.Role == master.RoleViewer && p.TokenProject == 0)) {
+		c.Next()
+		return
+	}
+	s.forbidden(c, "forbidden: only cluster admins and viewers of every project may see this")
+}
+
+// requireProjectAction lets through who may do a in the request's current
+// project (the forms that create in it); the engine decides again on submit.
+func (s *server) requireProjectAction(a master.Action) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		proj := s.currentProject(c)
+		switch {
+		case proj == nil:
+			s.fail(c, master.Errorf(master.KindNotFound, "project %s not found", c.Query("project")))
+			c.Abort()
+		case currentUser(c).Can(proj.ID, a):
+			c.Next()
+		default:
+			s.forbidden(c, "forbidden: your role in project "+proj.Name+" may not do this")
+		}
+	}
 }
 
 func (s *server) layout(c *gin.Context, title, active string) views.LayoutVM {
 	l := views.LayoutVM{Title: title, Active: active}
 	if p := currentUser(c); p != nil {
-		l.User, l.Role, l.ReadOnly = p.Name, p.Role, p.Role != master.RoleAdmin
+		l.User, l.Role, l.Admin = p.Name, p.Role, p.ClusterAdmin()
+		l.Back = c.Request.URL.Path
+		if c.Request.Method != http.MethodGet || strings.Count(l.Back, "/") > 1 {
+			l.Back = "/" + strings.Split(strings.TrimPrefix(l.Back, "/"), "/")[0] // a list, not an object of the old project
+		}
+		l.ClusterReader = l.Admin || p.Role == master.RoleViewer
+		if proj := s.currentProject(c); proj != nil {
+			l.Project = proj.Name
+			l.ProjectRole = string(p.RoleIn(proj.ID))
+			l.ReadOnly = !p.Can(proj.ID, master.ActEdit)
+			l.CanOperate = p.Can(proj.ID, master.ActOperate)
+		} else {
+			l.ReadOnly = true
+		}
+		if ps, err := s.m.Projects(c.Request.Context()); err == nil {
+			for _, pr := range ps {
+				l.Projects = append(l.Projects, pr.Name)
+			}
+		}
 	}
 	return l
 }

@@ -12,7 +12,7 @@ import (
 // apiExport answers GET /api/v1/export: the desired state of the tasks as a
 // YAML document (master.Export), secrets as ${ENV:NAME} references.
 func (s *server) apiExport(c *gin.Context) {
-	out, err := s.m.Export(c.Request.Context())
+	out, err := s.m.Export(c.Request.Context(), c.Query("project"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -62,7 +62,7 @@ func (s *server) apiApply(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	plan, err := s.m.Apply(ctx, doc, master.ApplyOptions{DryRun: dry || doc.DryRun, Prune: prune || doc.Prune, By: currentUser(c).Name})
+	plan, err := s.m.Apply(ctx, doc, master.ApplyOptions{DryRun: dry || doc.DryRun, Prune: prune || doc.Prune, By: currentUser(c).Name, Project: c.Query("project")})
 	if plan == nil {
 		s.apiError(c, err)
 		return

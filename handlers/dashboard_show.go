@@ -27,7 +27,7 @@ const (
 func (s *server) showDashboard(c *gin.Context) {
 	ctx := c.Request.Context()
 	now := time.Now().UTC()
-	live, err := s.dashboardLiveVM(ctx, now)
+	live, err := s.dashboardLiveVM(ctx, now, s.currentProjectIDs(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -38,7 +38,7 @@ func (s *server) showDashboard(c *gin.Context) {
 	}
 	today := utcDay(now)
 	from := today.AddDate(0, 0, -(chartDays - 1))
-	counts, err := s.m.Reads().RunsPerDay(ctx, from, today.AddDate(0, 0, 1))
+	counts, err := s.m.Reads().RunsPerDay(ctx, from, today.AddDate(0, 0, 1), s.currentProjectIDs(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -49,7 +49,7 @@ func (s *server) showDashboard(c *gin.Context) {
 
 // dashboardLive is the fragment the dashboard polls.
 func (s *server) dashboardLive(c *gin.Context) {
-	live, err := s.dashboardLiveVM(c.Request.Context(), time.Now().UTC())
+	live, err := s.dashboardLiveVM(c.Request.Context(), time.Now().UTC(), s.currentProjectIDs(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -64,7 +64,7 @@ func utcDay(t time.Time) time.Time {
 
 // dashboardLiveVM reads the counters: a few aggregate queries, cheap enough
 // to run at every poll.
-func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.DashboardLiveVM, error) {
+func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []int64) (views.DashboardLiveVM, error) {
 	vm := views.DashboardLiveVM{PollInterval: dashboardPoll, UpdatedAt: utcText(now)}
 	// Workers only: a master runs no task, so it is no running node here.
 	nodes, err := s.m.ListNodes(ctx)
@@ -80,7 +80,7 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time) (views.Dash
 		}
 		vm.NodesTotal++
 	}
-	d, err := s.m.Reads().ReadDashboard(ctx, now, dashboardFailures)
+	d, err := s.m.Reads().ReadDashboard(ctx, now, dashboardFailures, projects)
 	if err != nil {
 		return vm, err
 	}

@@ -30,8 +30,8 @@ func (s *server) cancelDelayed(c *gin.Context) {
 	id := c.Param("id")
 	ok, status, msg := true, http.StatusOK, "Delayed task "+id+" cancelled: it will not be sent."
 	if _, err := s.m.Delayed().CancelDelayed(c.Request.Context(), id); err != nil {
-		if status = errorStatus(err); status == 0 {
-			s.serverError(c, err)
+		if status = errorStatus(err); status == 0 || status == http.StatusForbidden || status == http.StatusNotFound {
+			s.fail(c, err)
 			return
 		}
 		ok, msg = false, "Cancel failed: "+master.Message(err)

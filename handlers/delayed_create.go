@@ -43,6 +43,9 @@ func (s *server) showNewDelayed(c *gin.Context) {
 // or shows the form again with inline errors and what was typed.
 func (s *server) createDelayed(c *gin.Context) {
 	fields, in := form.Delayed(postForm(c))
+	if p := s.currentProject(c); p != nil {
+		in.Project = p.Name
+	}
 	vm := views.DelayedFormVM{Layout: s.layout(c, "New delayed task", "delayed"), DelayedFields: fields}
 	d, created, err := s.m.Delayed().CreateDelayed(c.Request.Context(), in, currentUser(c).Name)
 	if err == nil {

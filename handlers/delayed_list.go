@@ -33,6 +33,10 @@ func (s *server) apiListDelayed(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
+	if f.Projects, err = s.apiProjectFilter(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	items, total, err := s.m.Delayed().ListDelayed(c.Request.Context(), f)
 	if err != nil {
 		s.apiError(c, err)
@@ -92,11 +96,12 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	}
 	f.Limit = 50
 	ctx := c.Request.Context()
+	f.Projects = s.currentProjectIDs(c)
 	items, total, err := s.m.Delayed().ListDelayed(ctx, f)
 	if err != nil {
 		return views.DelayedListVM{}, err
 	}
-	counts, err := s.m.Delayed().DelayedCounts(ctx)
+	counts, err := s.m.Delayed().DelayedCounts(ctx, f.Projects)
 	if err != nil {
 		return views.DelayedListVM{}, err
 	}
@@ -104,7 +109,7 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	fvm := views.DelayedFilterVM{Status: f.Status, Topic: f.Topic, SourceApp: f.SourceApp}
 	vm := views.DelayedListVM{
 		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.DelayedFilterVM{}), Statuses: master.DelayedStatuses(),
-		Total: total, PollInterval: s.poll, ShowActions: !l.ReadOnly,
+		Total: total, PollInterval: s.poll, ShowActions: l.CanOperate,
 	}
 	for _, st := range master.DelayedStatuses() {
 		if counts[st] > 0 {

@@ -88,7 +88,7 @@ func (s *server) delayedVM(c *gin.Context, id string, flash *views.Flash) (views
 		NotifyBody: d.NotifyBody, Retries: d.Retries, Attempts: d.Attempts, Executors: strings.Join(d.Executors, ", "),
 		Selector: d.Selector, Keepers: strings.Join(d.Keepers, ", "), Node: d.Node, LastError: d.LastError, CreatedBy: d.CreatedBy,
 		Created: utcText(d.CreatedAt), Fired: optUTC(d.FiredAt), Finished: optUTC(d.FinishedAt),
-		CanCancel: !l.ReadOnly && d.Status == master.DelayedPending, Live: live,
+		CanCancel: currentUser(c).Can(d.ProjectID, master.ActOperate) && d.Status == master.DelayedPending, Live: live,
 	}
 	if d.NextAt != nil {
 		vm.NextAt = utcText(*d.NextAt)

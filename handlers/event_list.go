@@ -114,6 +114,9 @@ func (s *server) listEvents(c *gin.Context) {
 		return
 	}
 	f.Limit, f.Offset = eventsPerPage, offset
+	// The console shows the current project's events and, to who may read
+	// every project, the cluster's.
+	f.Projects, f.Cluster = s.currentProjectIDs(c), true
 	ctx := c.Request.Context()
 	evs, total, err := s.m.Reads().ListEventsFor(ctx, f, isAdmin(c))
 	if err != nil {
@@ -252,6 +255,10 @@ func (s *server) apiListEvents(c *gin.Context) {
 		return
 	}
 	f.Limit, f.Offset = limit, offset
+	if f.Projects, err = s.apiProjectFilter(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	evs, total, err := s.m.Reads().ListEventsFor(c.Request.Context(), f, isAdmin(c))
 	if err != nil {
 		s.serverError(c, err)
@@ -269,5 +276,5 @@ func (s *server) apiListEvents(c *gin.Context) {
 // data (e-mail addresses) in the event log.
 func isAdmin(c *gin.Context) bool {
 	p := currentUser(c)
-	return p != nil && p.Role == master.RoleAdmin
+	return p != nil && p.ClusterAdmin()
 }

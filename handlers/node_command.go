@@ -13,8 +13,8 @@ import (
 
 // nodeCommand refreshes the worker command line while the form is typed in.
 func (s *server) nodeCommand(c *gin.Context) {
-	if currentUser(c).Role != "admin" {
-		s.render(c, http.StatusOK, views.WorkerCommand(""))
+	if !currentUser(c).ClusterAdmin() {
+		s.forbidden(c, "forbidden: only a cluster admin adds nodes")
 		return
 	}
 	s.render(c, http.StatusOK, views.WorkerCommand(s.manualCommand(c, c.Query("name"), c.Query("host"), c.Query("protocol"))))

@@ -45,7 +45,7 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 		return views.NodesVM{}, err
 	}
 	l := s.layout(c, "Nodes", "nodes")
-	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: !l.ReadOnly,
+	vm := views.NodesVM{Layout: l, Flash: flash, PollInterval: s.poll, ShowActions: l.Admin,
 		PageSize: nodesPageSize, Total: len(nodes)}
 	vm.Offset, _ = strconv.Atoi(c.Query("offset"))
 	vm.Offset = min(max(vm.Offset, 0), max(len(nodes)-1, 0))
@@ -70,7 +70,7 @@ func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, err
 			vm.Counts[n.Status]++
 		}
 	}
-	if !l.ReadOnly {
+	if l.Admin {
 		vm.AutoCommand = autoWorkerCommand(masterURL(c), s.m.ClusterKey(), freeWorkerName(names))
 	}
 	return vm, nil

@@ -44,7 +44,7 @@ func (s *server) renderNodePage(c *gin.Context, status int, name string, edit fu
 		return
 	}
 	l := s.layout(c, "Node "+n.Name, "nodes")
-	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: !l.ReadOnly, Flash: s.takeFlash(c),
+	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: l.Admin, Flash: s.takeFlash(c),
 		CanEdit:    n.Type == master.TypeWorker && n.Mode != master.ModePending && master.NodeAllows(n.Status, master.NodeEdit),
 		CanApprove: n.Mode == master.ModePending, CanLabel: n.Type == master.TypeWorker,
 		LabelsForm: labelsText(master.AdminLabels(n)), Live: live}

@@ -31,7 +31,7 @@ type apiOp struct {
 	method, path string // path as OpenAPI writes it: /api/v1/nodes/{name}
 	tag          string
 	summary      string
-	auth         string // "user" (any signed-in user), "admin", "open", "cluster"
+	auth         string // "user" (any signed-in user), "admin" (cluster admins), "project" (a role in the object's project), "open", "cluster"
 	query        []apiParam
 	body         any // a value of the request body's type; nil: no body
 	bodyYAML     bool
@@ -164,7 +164,7 @@ var openAPIOps = []apiOp{
 
 	// Runs.
 	{method: "GET", path: "/api/v1/runs", tag: "runs", summary: "Runs of every task, newest first", auth: "user",
-		query: withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
 			apiParam{"state", "string", "another name of result"}, apiParam{"node", "string", "worker name"},
 			apiParam{"task", "string", "task id"}, apiParam{"since", "string", "RFC 3339"}, apiParam{"until", "string", "RFC 3339, excluded"}),
 		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
@@ -172,7 +172,7 @@ var openAPIOps = []apiOp{
 		status: 200, resp: apiRun{}, errors: []int{404}},
 	{method: "GET", path: "/api/v1/runs/{id}/output", tag: "runs", summary: "A run's output, so far while it is in progress", auth: "user",
 		status: 200, resp: runOutputAnswer{}, errors: []int{404}},
-	{method: "POST", path: "/api/v1/runs/{id}/kill", tag: "runs", summary: "End a run in progress as killed", auth: "admin",
+	{method: "POST", path: "/api/v1/runs/{id}/kill", tag: "runs", summary: "End a run in progress as killed", auth: "project",
 		status: 202, resp: killAnswer{}, errors: []int{404, 409, 502}},
 
 	// Users and tokens.
@@ -188,42 +188,64 @@ var openAPIOps = []apiOp{
 		status: 200, resp: apiUser{}, errors: []int{400, 404, 409}},
 	{method: "GET", path: "/api/v1/tokens", tag: "users", summary: "API tokens (never their values)", auth: "user",
 		status: 200, resp: []apiToken{}},
-	{method: "POST", path: "/api/v1/tokens", tag: "users", summary: "Create an API token of the caller; its value is shown once", auth: "admin",
+	{method: "POST", path: "/api/v1/tokens", tag: "users", summary: "Create an API token of the caller; its value is shown once", auth: "project",
 		body: tokenCreateBody{}, example: `{"name":"deploy","expires_at":"2030-01-31T18:00:00Z"}`,
 		status: 201, resp: apiToken{}, errors: []int{400}},
-	{method: "DELETE", path: "/api/v1/tokens/{id}", tag: "users", summary: "Revoke an API token", auth: "admin",
+	{method: "DELETE", path: "/api/v1/tokens/{id}", tag: "users", summary: "Revoke an API token", auth: "project",
 		status: 200, resp: apiToken{}, errors: []int{404, 409}},
+
+	// Projects.
+	{method: "GET", path: "/api/v1/projects", tag: "projects", summary: "The projects the caller may read, with the caller's role", auth: "user",
+		status: 200, resp: []apiProject{}},
+	{method: "POST", path: "/api/v1/projects", tag: "projects", summary: "Create a project", auth: "admin",
+		body: master.ProjectInput{}, example: `{"name":"billing","description":"Billing team","pools":["pool=billing"]}`,
+		status: 201, resp: apiProject{}, errors: []int{400, 409}},
+	{method: "GET", path: "/api/v1/projects/{name}", tag: "projects", summary: "One project", auth: "project",
+		status: 200, resp: apiProject{}, errors: []int{404}},
+	{method: "PATCH", path: "/api/v1/projects/{name}", tag: "projects", summary: "Change a project: description (owners), pools (cluster admins)", auth: "project",
+		body: master.ProjectPatch{}, example: `{"description":"Billing and invoices","pools":["pool=billing","pool=shared"]}`,
+		status: 200, resp: apiProject{}, errors: []int{400, 404}},
+	{method: "DELETE", path: "/api/v1/projects/{name}", tag: "projects", summary: "Delete an empty project", auth: "admin",
+		status: 204, errors: []int{404, 409}},
+	{method: "GET", path: "/api/v1/projects/{name}/members", tag: "projects", summary: "A project's members and their roles", auth: "project",
+		status: 200, resp: []apiMember{}, errors: []int{404}},
+	{method: "PUT", path: "/api/v1/projects/{name}/members/{username}", tag: "projects", summary: "Give a user a role in a project (owners)", auth: "project",
+		body: memberBody{}, example: `{"role":"operator"}`,
+		status: 200, resp: memberBody{}, errors: []int{400, 404}},
+	{method: "DELETE", path: "/api/v1/projects/{name}/members/{username}", tag: "projects", summary: "End a membership (owners)", auth: "project",
+		status: 204, errors: []int{404}},
 
 	// Events.
 	{method: "GET", path: "/api/v1/events", tag: "events", summary: "The event log, newest first", auth: "user",
-		query: withPage(apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
 			apiParam{"target_type", "string", "node, task, user, token, settings or delayed"},
 			apiParam{"target", "string", "a target's name or id, or part of a task's title"},
 			apiParam{"outcome", "string", "ok or error"}, apiParam{"from", "string", "RFC 3339"}, apiParam{"to", "string", "RFC 3339, excluded"}),
 		status: 200, resp: listOf[apiEvent]{}, errors: []int{400}},
 
 	// Delayed tasks.
-	{method: "POST", path: "/api/v1/delayed", tag: "delayed", summary: "Create a delayed task (200: the pending one of the same key)", auth: "admin",
+	{method: "POST", path: "/api/v1/delayed", tag: "delayed", summary: "Create a delayed task (200: the pending one of the same key)", auth: "project",
 		body: master.DelayedInput{}, example: `{"source_app":"shop","topic":"order.remind","content_key":"order-42","delay":"30m",
 "notify_url":"https://shop.example/hook","notify_body":"{\"order\":42}","content_type":"application/json","retries":3,"executors":["w1"]}`,
 		status: 201, also: []int{200}, resp: apiDelayed{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/delayed", tag: "delayed", summary: "Delayed tasks, newest first", auth: "user",
-		query: withPage(apiParam{"status", "string", "pending, running, done, failed or cancelled"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"status", "string", "pending, running, done, failed or cancelled"},
 			apiParam{"topic", "string", ""}, apiParam{"source_app", "string", ""}),
 		status: 200, resp: listOf[master.Delayed]{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "A delayed task with its runs", auth: "user",
 		status: 200, resp: apiDelayed{}, errors: []int{404}},
-	{method: "DELETE", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "Cancel a pending delayed task", auth: "admin",
+	{method: "DELETE", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "Cancel a pending delayed task", auth: "project",
 		status: 200, resp: apiDelayed{}, errors: []int{404, 409}},
-	{method: "POST", path: "/api/v1/delayed/{id}/cancel", tag: "delayed", summary: "Cancel a pending delayed task", auth: "admin",
+	{method: "POST", path: "/api/v1/delayed/{id}/cancel", tag: "delayed", summary: "Cancel a pending delayed task", auth: "project",
 		status: 200, resp: apiDelayed{}, errors: []int{404, 409}},
 
 	// Configuration as code.
-	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of every task, as YAML", auth: "user",
+	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of one project's tasks, as YAML", auth: "user",
+		query:  []apiParam{{"project", "string", "the project to export (default: default)"}},
 		status: 200, respYAML: true, respInput: true, resp: master.Document{},
 		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values."},
-	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks match a document; answers the plan", auth: "admin",
-		query: []apiParam{{"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
+	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks match a document; answers the plan", auth: "project",
+		query: []apiParam{{"project", "string", "the project to apply to (default: default)"}, {"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
 		body:  master.Document{}, bodyYAML: true,
 		example: `{"version":1,"dry_run":true,"tasks":[{"key":"ping","title":"ping billing","type":"http","state":"running",
 "schedule":{"kind":"interval","every":"1m"},"http":{"url":"https://billing.example/ping"},"executors":["w1"]}]}`,
@@ -234,30 +256,30 @@ var openAPIOps = []apiOp{
 
 	// Tasks.
 	{method: "GET", path: "/api/v1/tasks", tag: "tasks", summary: "Tasks, newest first", auth: "user",
-		query: withPage(apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
+		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
 			apiParam{"node", "string", "executor name"}),
 		status: 200, resp: listOf[master.Task]{}, errors: []int{400}},
-	{method: "POST", path: "/api/v1/tasks", tag: "tasks", summary: "Create a stopped task", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks", tag: "tasks", summary: "Create a stopped task", auth: "project",
 		body: master.TaskInput{}, example: taskExample, status: 201, resp: master.Task{}, errors: []int{400}},
-	{method: "POST", path: "/api/v1/tasks/bulk", tag: "tasks", summary: "Pause, resume, stop or delete many tasks, each on its own", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/bulk", tag: "tasks", summary: "Pause, resume, stop or delete many tasks, each on its own", auth: "project",
 		body: bulkBody{}, example: `{"action":"pause","ids":["0b8c…","3f2a…"]}`, status: 200, resp: bulkAnswer{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "One task (secrets masked) with its health", auth: "user",
 		status: 200, resp: master.Task{}, errors: []int{404}},
-	{method: "PUT", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Replace a stopped task's definition", auth: "admin",
+	{method: "PUT", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Replace a stopped task's definition", auth: "project",
 		body: master.TaskInput{}, example: taskExample, status: 200, resp: master.Task{}, errors: []int{400, 404, 409}},
-	{method: "DELETE", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Stop and delete a task; its runs stay", auth: "admin",
+	{method: "DELETE", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Stop and delete a task; its runs stay", auth: "project",
 		status: 204, errors: []int{404, 502}},
-	{method: "POST", path: "/api/v1/tasks/{id}/start", tag: "tasks", summary: "Start a stopped task on its running executors", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/{id}/start", tag: "tasks", summary: "Start a stopped task on its running executors", auth: "project",
 		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
-	{method: "POST", path: "/api/v1/tasks/{id}/stop", tag: "tasks", summary: "Stop a task everywhere", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/{id}/stop", tag: "tasks", summary: "Stop a task everywhere", auth: "project",
 		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
-	{method: "POST", path: "/api/v1/tasks/{id}/pause", tag: "tasks", summary: "Keep the schedule, skip the runs", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/{id}/pause", tag: "tasks", summary: "Keep the schedule, skip the runs", auth: "project",
 		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
-	{method: "POST", path: "/api/v1/tasks/{id}/resume", tag: "tasks", summary: "Resume a paused task", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/{id}/resume", tag: "tasks", summary: "Resume a paused task", auth: "project",
 		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
-	{method: "POST", path: "/api/v1/tasks/{id}/run", tag: "tasks", summary: "Run once now (X-SM-Node names where)", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/{id}/run", tag: "tasks", summary: "Run once now (X-SM-Node names where)", auth: "project",
 		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
-	{method: "POST", path: "/api/v1/tasks/{id}/clone", tag: "tasks", summary: "Store a stopped copy", auth: "admin",
+	{method: "POST", path: "/api/v1/tasks/{id}/clone", tag: "tasks", summary: "Store a stopped copy", auth: "project",
 		status: 201, resp: master.Task{}, errors: []int{400, 404}},
 	{method: "GET", path: "/api/v1/tasks/{id}/runs", tag: "runs", summary: "A task's runs, newest first", auth: "user",
 		query:  withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"}),
@@ -456,7 +478,9 @@ func buildOpenAPI() ([]byte, error) {
 		case "open", "cluster":
 			o["security"] = []any{}
 		case "admin":
-			o["description"] = strings.TrimSpace("Admins only. " + op.notes)
+			o["description"] = strings.TrimSpace("Cluster admins only. " + op.notes)
+		case "project":
+			o["description"] = strings.TrimSpace("Authorized by the caller's role in the object's project now (owner, editor, operator, viewer; see README's role table); an object of a project the caller may not read answers 404. " + op.notes)
 		}
 		var params []any
 		for _, m := range pathParamRE.FindAllStringSubmatch(op.path, -1) {
@@ -503,7 +527,7 @@ func buildOpenAPI() ([]byte, error) {
 		switch op.auth {
 		case "user":
 			errs = append(errs, 401)
-		case "admin":
+		case "admin", "project":
 			errs = append(errs, 401, 403)
 		}
 		if op.auth != "open" {
@@ -536,6 +560,7 @@ func buildOpenAPI() ([]byte, error) {
 			map[string]any{"name": "pools", "description": "Workers grouped by a label"},
 			map[string]any{"name": "delayed", "description": "One-time notifications at a due time"},
 			map[string]any{"name": "users", "description": "Users and API tokens"},
+			map[string]any{"name": "projects", "description": "Projects, their members and the pools they may run on"},
 			map[string]any{"name": "events", "description": "Who did what"},
 			map[string]any{"name": "config", "description": "Configuration as code: export and apply"},
 			map[string]any{"name": "cluster", "description": "Called by workers, not by scripts: registration is signed with the " +

@@ -58,7 +58,7 @@ func (s *server) listPools(c *gin.Context) {
 	ctx := c.Request.Context()
 	key := poolKey(c)
 	l := s.layout(c, "Pools", "pools")
-	vm := views.PoolsVM{Layout: l, Flash: s.takeFlash(c), Key: key, ShowActions: !l.ReadOnly}
+	vm := views.PoolsVM{Layout: l, Flash: s.takeFlash(c), Key: key, ShowActions: l.Admin}
 	nodes, err := s.m.ListNodes(ctx)
 	if err != nil {
 		s.serverError(c, err)

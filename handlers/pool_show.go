@@ -54,7 +54,7 @@ func (s *server) showPool(c *gin.Context) {
 		return
 	}
 	l := s.layout(c, "Pool "+p.Label, "pools")
-	vm := views.PoolPageVM{Layout: l, Flash: s.takeFlash(c), ShowActions: !l.ReadOnly,
+	vm := views.PoolPageVM{Layout: l, Flash: s.takeFlash(c), ShowActions: l.Admin,
 		Pool: poolVM(p, events[p.Label], time.Now())}
 	s.render(c, http.StatusOK, views.PoolPage(vm))
 }

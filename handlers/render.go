@@ -149,3 +149,24 @@ func sectionName(path string) string {
 	}
 	return "the console"
 }
+
+// fail answers a refused or failed request: the API's JSON error, else an
+// error page with the refusal's status and sentence; anything unexpected
+// goes the one server-error way.
+func (s *server) fail(c *gin.Context, err error) {
+	if wantsJSON(c) {
+		s.apiError(c, err)
+		return
+	}
+	status := errorStatus(err)
+	if status == 0 || status == http.StatusServiceUnavailable {
+		s.serverError(c, err)
+		return
+	}
+	if isHX(c) {
+		c.Data(status, "text/plain; charset=utf-8", []byte(master.Message(err)))
+		c.Abort()
+		return
+	}
+	s.errorPage(c, status, master.Message(err))
+}

@@ -87,6 +87,28 @@ func (s *server) guardBody(limit int64) gin.HandlerFunc {
 			return
 		}
 		req.Body = http.MaxBytesReader(c.Writer, req.Body, limit)
+		// The API speaks JSON: a body sent the way curl -d sends it (as a
+		// form) or with no type is taken as JSON when it is JSON, and
+		// refused with the header to send when it is not.
+		if wantsJSON(c) && (mt == "" || mt == "application/x-www-form-urlencoded" || mt == "text/plain") {
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					s.badInput(c, http.StatusRequestEntityTooLarge, "body", tooLarge)
+					return
+				}
+				s.badInput(c, http.StatusBadRequest, "body", "could not be read")
+				return
+			}
+			if t := bytes.TrimSpace(body); len(t) > 0 && !json.Valid(t) {
+				s.badInput(c, http.StatusUnsupportedMediaType, "body", "is not JSON: the API takes JSON bodies; send one with the header Content-Type: application/json")
+				return
+			}
+			mt = "application/json"
+			req.Header.Set("Content-Type", mt)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		switch {
 		case mt == "application/x-www-form-urlencoded":
 			if err := req.ParseForm(); err != nil {

@@ -14,8 +14,8 @@ func (s *server) killRun(c *gin.Context) {
 	id := c.Param("id")
 	ok, status, msg := true, http.StatusOK, "Kill sent: the run is ending and will be recorded as killed."
 	if err := s.m.KillRun(c.Request.Context(), id); err != nil {
-		if status = errorStatus(err); status == 0 {
-			s.serverError(c, err)
+		if status = errorStatus(err); status == 0 || status == http.StatusForbidden || status == http.StatusNotFound {
+			s.fail(c, err)
 			return
 		}
 		ok, msg = false, "Kill failed: "+master.Message(err)

@@ -165,7 +165,7 @@ func (s *server) listRuns(c *gin.Context) {
 	if fvm.Node != "" && !slices.Contains(vm.Nodes, fvm.Node) {
 		vm.Nodes = append(vm.Nodes, fvm.Node)
 	}
-	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: runListTaskChoices})
+	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: runListTaskChoices, Projects: s.currentProjectIDs(c)})
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -220,6 +220,9 @@ func (s *server) runListLive(c *gin.Context) {
 func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.RunFilterVM) (views.RunListLiveVM, error) {
 	ctx := c.Request.Context()
 	f.Limit, f.CountLimit = runListPageSize, runListCountCap
+	if f.TaskID == "" {
+		f.Projects = s.currentProjectIDs(c)
+	}
 	runs, total, err := s.m.Reads().SearchRuns(ctx, f)
 	if err != nil {
 		return views.RunListLiveVM{}, err
@@ -280,6 +283,11 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 		return
 	}
 	f.Preview = true
+	var err error
+	if f.Projects, err = s.apiProjectFilter(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	runs, total, err := s.m.Reads().SearchRuns(c.Request.Context(), f)
 	if master.KindOf(err) == master.KindNotFound {
 		s.apiError(c, protocol.FieldErrors{"task": "no task has this id"})

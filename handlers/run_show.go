@@ -60,7 +60,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 		vm.EndedAt = "-"
 		vm.Duration = "running for " + time.Since(r.StartedAt).Round(time.Second).String()
 		p := currentUser(c)
-		vm.CanKill = p != nil && p.Role == master.RoleAdmin && !live.Ended
+		vm.CanKill = p != nil && p.Can(s.m.RunProject(c.Request.Context(), live.Run), master.ActOperate) && !live.Ended
 		switch p := live.Progress; {
 		case p != nil:
 			vm.Output, vm.BinaryOutput = p.Output, p.BinaryOutput

@@ -135,7 +135,8 @@ func newOIDCEnvOn(t *testing.T, ns storetest.NamedStore, edit func(*handlers.OID
 
 	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3},
-		OIDC:   &master.GroupRoles{Admin: []string{"sm-admins"}, Viewer: []string{"sm-viewers", "ops"}}}, ns.Store, log)
+		OIDC: &master.GroupRoles{Admin: []string{"sm-admins"}, Viewer: []string{"sm-viewers", "ops"},
+			Projects: []master.GroupProject{{Group: "billing-devs", Project: "billing", Role: master.ProjectEditor}}}}, ns.Store, log)
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	cfg := &handlers.OIDCConfig{Issuer: opSrv.URL, ClientID: oidcClientID, ClientSecret: oidcClientSecret,
 		RedirectURL: smSrv.URL + handlers.PathOIDCCallback, DisplayName: "Test IdP",
@@ -323,6 +324,50 @@ func testOIDCCodeFlow(t *testing.T, ns storetest.NamedStore) {
 	}
 	if oe.signedIn(c2) {
 		t.Fatal("still signed in after logout")
+	}
+}
+
+// TestOIDCProjectGroupsGrantProjectRoles: a provider group mapped to a
+// project role signs its member in with no cluster role, as an editor of
+// that project only: the project's page opens, another's is missing, and
+// leaving the group ends the membership at the next sign-in.
+func TestOIDCProjectGroupsGrantProjectRoles(t *testing.T) {
+	t.Parallel()
+	oe := newOIDCEnv(t, nil)
+	ctx := context.Background()
+	if _, err := oe.m.CreateProject(ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	oe.op.setGroups("id-dave", "billing-devs")
+	c := oe.client()
+	if code, _, body := oe.signIn(c, "dave"); code != http.StatusSeeOther {
+		t.Fatalf("dave's sign-in: %d %.500s", code, body)
+	}
+	if u := oe.user("dave"); u.Role != store.RoleNone {
+		t.Fatalf("dave's cluster role %q, want none", u.Role)
+	}
+	if code, _, body := oe.get(c, oe.srv.URL+"/projects/billing"); code != http.StatusOK || !strings.Contains(body, "editor") {
+		t.Fatalf("dave's project page: %d", code)
+	}
+	if code, _, _ := oe.get(c, oe.srv.URL+"/projects/default"); code != http.StatusNotFound {
+		t.Fatalf("another project's page: %d, want 404", code)
+	}
+	if code, _, _ := oe.get(c, oe.srv.URL+"/tasks/new?project=billing"); code != http.StatusOK {
+		t.Fatalf("the new-task form of billing for its editor: %d", code)
+	}
+	oe.op.setGroups("id-dave", "billing-devs-alumni")
+	if code, _, _ := oe.signIn(oe.client(), "dave"); code == http.StatusSeeOther {
+		t.Fatal("dave signed in with no mapped group left")
+	}
+	if ms, _ := store.MembershipsOf(ctx, oe.st.DB, "dave"); len(ms) != 1 {
+		t.Fatalf("a refused sign-in changed dave's memberships: %v", ms)
+	}
+	oe.op.setGroups("id-dave", "ops")
+	if code, _, _ := oe.signIn(oe.client(), "dave"); code != http.StatusSeeOther {
+		t.Fatal("dave as a viewer of every project")
+	}
+	if ms, _ := store.MembershipsOf(ctx, oe.st.DB, "dave"); len(ms) != 0 {
+		t.Fatalf("dave left billing-devs but is still a member: %v", ms)
 	}
 }
 

@@ -120,9 +120,9 @@ func (s *server) settingsVM(c *gin.Context) (views.SettingsVM, error) {
 	ctx := c.Request.Context()
 	cur, pinned := s.m.Settings()
 	l := s.layout(c, "Settings", "settings")
-	vm := views.SettingsVM{Layout: l, CanEdit: !l.ReadOnly, PasswordSet: cur.SMTPPassword != "", Form: settingsForm(cur),
+	vm := views.SettingsVM{Layout: l, CanEdit: l.Admin, PasswordSet: cur.SMTPPassword != "", Form: settingsForm(cur),
 		Pinned: map[string]views.PinnedValue{}}
-	if l.ReadOnly {
+	if !l.Admin {
 		// Where notifications go, and as whom, is for admins only: a webhook
 		// URL often holds a token, and SMTP settings name an account.
 		vm.Form.SMTPHost, vm.Form.SMTPPort, vm.Form.SMTPFrom, vm.Form.SMTPUsername = "", "", "", ""
@@ -180,5 +180,6 @@ func settingsForm(st master.Settings) views.SettingsForm {
 		// Passwords in URLs are masked; saving the mask keeps them.
 		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
 		ApproveNewNodes: st.ApproveNewNodes, PruneOfflineAfter: form.FormatDays(st.PruneOfflineAfter),
+		LocalAdminsOnly: st.LocalAdminsOnly,
 	}
 }

@@ -80,6 +80,10 @@ func (s *server) taskAction(c *gin.Context, verb string, op func(context.Context
 			s.serverError(c, err)
 			return
 		}
+		if status == http.StatusForbidden || status == http.StatusNotFound && t == nil {
+			s.fail(c, err) // refused before anything was tried: the page says so with its status
+			return
+		}
 		s.log.Warn("task action failed", "action", verb, "task", id, "user", currentUser(c).Name, "err", err)
 		what := "task " + id
 		if t != nil {

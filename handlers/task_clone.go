@@ -22,7 +22,7 @@ func (s *server) showCloneTask(c *gin.Context) {
 	vm := taskFormFromTask(t)
 	vm.Layout = s.layout(c, "New task", "tasks")
 	vm.ID, vm.Title, vm.CloneOf, vm.CloneOfTitle = "", master.CloneTitle(t.Title), t.ID, t.Title
-	if err := s.taskFormOptions(c.Request.Context(), &vm, t.Executors, t.Children); err != nil {
+	if err := s.taskFormOptions(c.Request.Context(), &vm, t.Executors, t.Children, []int64{t.ProjectID}); err != nil {
 		s.serverError(c, err)
 		return
 	}

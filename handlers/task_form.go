@@ -22,6 +22,11 @@ func (s *server) readTaskForm(c *gin.Context, edit bool) (views.TaskFormVM, mast
 		title = "Edit task"
 	}
 	fields, in, fe := form.Task(postForm(c))
+	// A new task of the console goes to the current project; an edit
+	// keeps the task's.
+	if p := s.currentProject(c); p != nil && !edit {
+		in.Project = p.Name
+	}
 	vm := views.TaskFormVM{Layout: s.layout(c, title, "tasks"), Edit: edit, ID: c.Param("id"), TaskFields: fields}
 	return vm, in, fe
 }
@@ -48,7 +53,7 @@ func (s *server) renderTaskForm(c *gin.Context, status int, vm views.TaskFormVM)
 	if vm.Locked == "" {
 		executors := c.PostFormArray("executors")
 		children := c.PostFormArray("children")
-		if err := s.taskFormOptions(c.Request.Context(), &vm, executors, children); err != nil {
+		if err := s.taskFormOptions(c.Request.Context(), &vm, executors, children, s.currentProjectIDs(c)); err != nil {
 			s.serverError(c, err)
 			return
 		}
@@ -59,7 +64,7 @@ func (s *server) renderTaskForm(c *gin.Context, status int, vm views.TaskFormVM)
 
 // taskFormOptions lists the workers and the other tasks as checkboxes, the
 // given ones checked; a checked name that no longer exists is still shown.
-func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, executors, children []string) error {
+func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, executors, children []string, projects []int64) error {
 	nodes, err := s.m.ListNodes(ctx)
 	if err != nil {
 		return err
@@ -82,7 +87,7 @@ func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, exec
 			delete(checked, e)
 		}
 	}
-	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: 500})
+	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: 500, Projects: projects})
 	if err != nil {
 		return err
 	}

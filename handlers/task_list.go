@@ -83,6 +83,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	}
 	f.Limit = 50
 	ctx := c.Request.Context()
+	f.Projects = s.currentProjectIDs(c)
 	tasks, total, err := s.m.ListTasks(ctx, f)
 	if err != nil {
 		return views.TasksVM{}, err
@@ -98,7 +99,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	}
 	vm := views.TasksVM{
 		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.TaskFilterVM{}),
-		Total: total, PollInterval: s.poll, ShowActions: !l.ReadOnly,
+		Total: total, PollInterval: s.poll, ShowActions: l.CanOperate,
 	}
 	for _, n := range nodes {
 		if n.Type == master.TypeWorker {
@@ -120,6 +121,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	}
 	for i := range tasks {
 		r := taskRow(&tasks[i], now)
+		r.Actions = roleActions(r.Actions, l.CanOperate, !l.ReadOnly)
 		if h := health[tasks[i].ID]; h != nil {
 			r.Failing, r.HealthTitle = h.Failing(), healthTitle(h)
 			if r.Failing {
@@ -153,6 +155,18 @@ func contains(list []string, s string) bool {
 }
 
 // taskActions turns the engine's state table into the buttons a task shows.
+// roleActions keeps of a the actions the user's role allows: operators
+// start, stop, pause, resume and run; editors also edit and delete.
+func roleActions(a views.TaskActions, canOperate, canEdit bool) views.TaskActions {
+	if !canOperate {
+		a.Start, a.Stop, a.Pause, a.Resume, a.RunOnce = false, false, false, false, false
+	}
+	if !canEdit {
+		a.Edit, a.Delete = false, false
+	}
+	return a
+}
+
 func taskActions(s master.TaskStatus) views.TaskActions {
 	var a views.TaskActions
 	for _, act := range master.TaskActions(s) {

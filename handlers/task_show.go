@@ -46,7 +46,9 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 		Timeout: views.ShortDuration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: t.Overlap, Routing: routingText(t.Routing, t.RoutingKey), Misfire: t.Misfire, AtCapacity: t.AtCapacity, Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
-		Actions: taskActions(t.Status), ActionQuery: "?from=detail", ShowActions: !l.ReadOnly, Runs: runs,
+		Actions:     roleActions(taskActions(t.Status), currentUser(c).Can(t.ProjectID, master.ActOperate), currentUser(c).Can(t.ProjectID, master.ActEdit)),
+		ActionQuery: "?from=detail", ShowActions: currentUser(c).Can(t.ProjectID, master.ActOperate) || currentUser(c).Can(t.ProjectID, master.ActEdit), Runs: runs,
+		CanClone: currentUser(c).Can(t.ProjectID, master.ActEdit),
 	}
 	health, err := s.m.Reads().TasksHealth(ctx, []string{t.ID}, master.HealthWindow)
 	if err != nil {

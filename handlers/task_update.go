@@ -26,7 +26,7 @@ func (s *server) showEditTask(c *gin.Context) {
 		s.render(c, http.StatusOK, views.TaskFormPage(vm))
 		return
 	}
-	if err := s.taskFormOptions(c.Request.Context(), &vm, t.Executors, t.Children); err != nil {
+	if err := s.taskFormOptions(c.Request.Context(), &vm, t.Executors, t.Children, []int64{t.ProjectID}); err != nil {
 		s.serverError(c, err)
 		return
 	}

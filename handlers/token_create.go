@@ -17,7 +17,10 @@ import (
 func (s *server) createToken(c *gin.Context) {
 	name := strings.TrimSpace(c.PostForm("name"))
 	expiresRaw := strings.TrimSpace(c.PostForm("expires_at"))
-	in := master.NewToken{Name: name}
+	in := master.NewToken{Name: name, Project: strings.TrimSpace(c.PostForm("project")), Role: master.ProjectRole(strings.TrimSpace(c.PostForm("role")))}
+	if in.Project == "*cluster*" {
+		in.Project = ""
+	}
 	fe := protocol.FieldErrors{}
 	if exp, err := master.ParseTokenExpiry(expiresRaw); err != nil {
 		fe["expires_at"] = err.Error()
@@ -25,12 +28,16 @@ func (s *server) createToken(c *gin.Context) {
 		in.ExpiresAt = exp
 	}
 	var plain string
+	status := http.StatusUnprocessableEntity
 	if len(fe) == 0 {
 		var err error
 		plain, _, err = s.m.Accounts().CreateToken(c.Request.Context(), currentUser(c).Name, in)
 		if err != nil && !errors.As(err, &fe) {
-			s.serverError(c, err)
-			return
+			if errorStatus(err) == 0 {
+				s.serverError(c, err)
+				return
+			}
+			fe, status = protocol.FieldErrors{"name": master.Message(err)}, errorStatus(err)
 		}
 	}
 	if len(fe) > 0 {
@@ -42,11 +49,16 @@ func (s *server) createToken(c *gin.Context) {
 		if msg := fe["name"]; msg != "" {
 			vm.Error = "Name " + msg + "."
 		}
+		for _, f := range []string{"role", "project"} {
+			if msg := fe[f]; msg != "" {
+				vm.Error = msg
+			}
+		}
 		if msg := fe["expires_at"]; msg != "" {
 			vm.ExpiresError = msg + "."
 		}
 		vm.Name, vm.ExpiresAt = name, expiresRaw
-		s.render(c, http.StatusUnprocessableEntity, views.TokensPage(vm))
+		s.render(c, status, views.TokensPage(vm))
 		return
 	}
 	s.log.Info("api token created", "name", name, "user", currentUser(c).Name)
@@ -64,6 +76,11 @@ func (s *server) createToken(c *gin.Context) {
 type tokenCreateBody struct {
 	Name      string  `json:"name"`
 	ExpiresAt *string `json:"expires_at"`
+	// Project is the one project the token acts in; absent: the cluster
+	// for a cluster admin, the default project for anyone else.
+	Project string `json:"project,omitempty"`
+	// Role caps its role there; absent: its owner's role.
+	Role string `json:"role,omitempty"`
 }
 
 // apiCreateToken makes an API token owned by the caller; the answer is the
@@ -73,7 +90,7 @@ func (s *server) apiCreateToken(c *gin.Context) {
 	if !bindJSON(c, &b) {
 		return
 	}
-	in := master.NewToken{Name: b.Name}
+	in := master.NewToken{Name: b.Name, Project: b.Project, Role: master.ProjectRole(b.Role)}
 	if b.ExpiresAt != nil {
 		exp, err := master.ParseTokenExpiry(*b.ExpiresAt)
 		if err != nil {
@@ -87,7 +104,8 @@ func (s *server) apiCreateToken(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	out := toAPIToken(t, time.Now())
+	names, _ := s.m.ProjectNames(c.Request.Context())
+	out := toAPIToken(t, time.Now(), names)
 	out.Token = plain
 	c.JSON(http.StatusCreated, out)
 }

@@ -27,7 +27,11 @@ func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
 	if err != nil {
 		return views.TokensVM{}, err
 	}
-	vm := views.TokensVM{Layout: s.layout(c, "API tokens", "tokens")}
+	names, err := s.m.ProjectNames(c.Request.Context())
+	if err != nil {
+		return views.TokensVM{}, err
+	}
+	vm := views.TokensVM{Layout: s.layout(c, "API tokens", "tokens"), Roles: projectRoleNames()}
 	now := time.Now()
 	for _, t := range ts {
 		expires := "never"
@@ -37,7 +41,7 @@ func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
 		vm.Tokens = append(vm.Tokens, views.TokenRow{
 			ID: t.ID, Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.UTC().Format("2006-01-02 15:04"),
 			LastUsed: ago(t.LastUsedAt, now), Expires: expires, Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt),
-			Revoked: !t.RevokedAt.IsZero(),
+			Revoked: !t.RevokedAt.IsZero(), Project: names[t.ProjectID], Role: t.Role,
 		})
 	}
 	return vm, nil
@@ -54,10 +58,15 @@ type apiToken struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 	Revoked    bool       `json:"revoked"`
 	Expired    bool       `json:"expired"`
-	Token      string     `json:"token,omitempty"`
+	// Project is the one project the token acts in; "" for a cluster token
+	// (and for tokens from before projects, which act as their owner).
+	Project string `json:"project"`
+	// Role caps the token's role in its project ("": its owner's).
+	Role  string `json:"role"`
+	Token string `json:"token,omitempty"`
 }
 
-func toAPIToken(t *master.APIToken, now time.Time) apiToken {
+func toAPIToken(t *master.APIToken, now time.Time, projects map[int64]string) apiToken {
 	opt := func(v time.Time) *time.Time {
 		if v.IsZero() {
 			return nil
@@ -67,7 +76,7 @@ func toAPIToken(t *master.APIToken, now time.Time) apiToken {
 	}
 	return apiToken{ID: t.ID, Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.UTC(),
 		ExpiresAt: opt(t.ExpiresAt), LastUsedAt: opt(t.LastUsedAt), Revoked: !t.RevokedAt.IsZero(),
-		Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)}
+		Expired: !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt), Project: projects[t.ProjectID], Role: t.Role}
 }
 
 // apiListTokens lists every API token (never their values).
@@ -77,10 +86,15 @@ func (s *server) apiListTokens(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
+	names, err := s.m.ProjectNames(c.Request.Context())
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
 	now := time.Now()
 	out := make([]apiToken, 0, len(ts))
 	for i := range ts {
-		out = append(out, toAPIToken(&ts[i], now))
+		out = append(out, toAPIToken(&ts[i], now, names))
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -22,8 +22,8 @@ func (s *server) revokeToken(c *gin.Context) {
 	t, err := s.m.Accounts().RevokeToken(c.Request.Context(), id)
 	if err != nil {
 		status := errorStatus(err)
-		if status == 0 {
-			s.serverError(c, err)
+		if status == 0 || status == http.StatusNotFound || status == http.StatusForbidden {
+			s.fail(c, err)
 			return
 		}
 		s.tokenOutcome(c, status, false, master.Message(err)+".")
@@ -46,7 +46,8 @@ func (s *server) apiRevokeToken(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAPIToken(t, time.Now()))
+	names, _ := s.m.ProjectNames(c.Request.Context())
+	c.JSON(http.StatusOK, toAPIToken(t, time.Now(), names))
 }
 
 // tokenOutcome ends a token action: htmx gets the table with the message, a

@@ -25,7 +25,7 @@ type apiUser struct {
 // user themself.
 func toAPIUser(c *gin.Context, u *master.User) apiUser {
 	a := apiUser{Username: u.Username, Role: u.Role, Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC()}
-	if p := currentUser(c); p != nil && (p.Role == master.RoleAdmin || p.Name == u.Username) {
+	if p := currentUser(c); p != nil && (p.ClusterAdmin() || p.Name == u.Username) {
 		email := u.Email
 		a.Email = &email
 	}
@@ -36,7 +36,7 @@ func toAPIUser(c *gin.Context, u *master.User) apiUser {
 func (s *server) apiListUsers(c *gin.Context) {
 	us, _, err := s.m.Accounts().ListUsers(c.Request.Context(), 0, 0)
 	if err != nil {
-		s.serverError(c, err)
+		s.apiError(c, err)
 		return
 	}
 	out := make([]apiUser, len(us))

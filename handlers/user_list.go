@@ -34,14 +34,14 @@ func (s *server) usersVM(c *gin.Context, offset int) (views.UsersVM, error) {
 		return views.UsersVM{}, err
 	}
 	vm := views.UsersVM{Layout: s.layout(c, "Users", "users"), Total: total}
-	vm.ShowActions = !vm.Layout.ReadOnly
+	vm.ShowActions = vm.Layout.Admin
 	me := ""
 	if p := currentUser(c); p != nil {
 		me = p.Name
 	}
 	for _, u := range us {
 		email := u.Email
-		if vm.Layout.ReadOnly && u.Username != me {
+		if !vm.Layout.Admin && u.Username != me {
 			email = "" // viewers see their own e-mail only
 		}
 		vm.Rows = append(vm.Rows, views.UserRow{

@@ -47,6 +47,8 @@ type Config struct {
 	GroupAttr, GroupBase, GroupFilter string
 	// AdminGroups and ViewerGroups are group DNs mapped to the roles.
 	AdminGroups, ViewerGroups []string
+	// ProjectGroups map group DNs to roles in projects.
+	ProjectGroups []master.GroupProject
 	// ConnectTimeout bounds the connection (default 5s); Timeout each
 	// operation (default 10s).
 	ConnectTimeout, Timeout time.Duration
@@ -117,8 +119,16 @@ func (c *Config) Validate() []string {
 			bad(name, "%q is not an LDAP filter: %v", f, err)
 		}
 	}
-	if len(c.AdminGroups)+len(c.ViewerGroups) == 0 {
-		bad("admin-groups", "or --ldap-viewer-groups is required: without a group mapping nobody could sign in")
+	if len(c.AdminGroups)+len(c.ViewerGroups)+len(c.ProjectGroups) == 0 {
+		bad("admin-groups", "or --ldap-viewer-groups or --ldap-project-groups is required: without a group mapping nobody could sign in")
+	}
+	for i, gp := range c.ProjectGroups {
+		dn, err := ldap.ParseDN(gp.Group)
+		if err != nil {
+			bad("project-groups", "%q is not a group DN (like cn=ops,ou=groups,dc=example,dc=com)", gp.Group)
+			continue
+		}
+		c.ProjectGroups[i].Group = dn.String()
 	}
 	for name, list := range map[string][]string{"admin-groups": c.AdminGroups, "viewer-groups": c.ViewerGroups} {
 		for i, g := range list {
@@ -175,7 +185,7 @@ func (d *Directory) Method() string { return master.MethodLDAP }
 
 // Roles is the group mapping.
 func (d *Directory) Roles() master.GroupRoles {
-	return master.GroupRoles{Admin: d.cfg.AdminGroups, Viewer: d.cfg.ViewerGroups}
+	return master.GroupRoles{Admin: d.cfg.AdminGroups, Viewer: d.cfg.ViewerGroups, Projects: d.cfg.ProjectGroups}
 }
 
 // unavailable wraps a failure to reach or use the directory.

@@ -21,6 +21,8 @@ type Accounts struct {
 	directory PasswordDirectory
 	// oidcRoles maps OIDC groups to roles (Config.OIDC); nil: OIDC is off.
 	oidcRoles *GroupRoles
+	// settings say whether local passwords are for cluster admins only.
+	settings *settingsKeeper
 }
 
 // Accounts is the engine's accounts service.

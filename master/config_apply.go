@@ -22,6 +22,9 @@ type ApplyOptions struct {
 	Prune bool
 	// By is who applies: the creator of new tasks.
 	By string
+	// Project is the project the document is applied to ("": default):
+	// its tasks are matched, created and pruned there only.
+	Project string
 }
 
 // What a plan does to a task.
@@ -196,6 +199,13 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	if len(doc.Tasks) > MaxDocumentTasks {
 		return nil, nil, Errorf(KindTooLarge, "the document holds %d tasks: at most %d in one apply", len(doc.Tasks), MaxDocumentTasks)
 	}
+	proj, err := m.project(ctx, strings.TrimSpace(opts.Project))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := authorize(ctx, proj.ID, ActEdit, projectNotFound(proj.Name)); err != nil {
+		return nil, nil, err
+	}
 	fe := protocol.FieldErrors{}
 	tasks := doc.Tasks
 	keys, titles := map[string]int{}, map[string]int{}
@@ -229,7 +239,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	}
 
 	// Match the document's tasks with the master's.
-	all, err := m.allTasks(ctx)
+	all, err := m.allTasks(ctx, []int64{proj.ID})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -310,6 +320,9 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := m.checkInProject(ctx, chk, proj.ID); err != nil {
+		return nil, nil, err
+	}
 	if err := m.loadGraph(ctx, chk); err != nil {
 		return nil, nil, err
 	}
@@ -337,7 +350,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 		t := &tasks[i]
 		name := docName(i, t)
 		in := TaskInput{TaskDef: t.TaskDef, Executors: slices.Clone(t.Executors), Selector: t.Selector,
-			Keepers: slices.Clone(t.Keepers), Children: children[i]}
+			Keepers: slices.Clone(t.Keepers), Children: children[i], Project: proj.Name, projectID: proj.ID}
 		in.ID = idOf[i]
 		if cur[i] != nil {
 			keepAlign(&in.TaskDef, &cur[i].TaskDef)

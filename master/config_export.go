@@ -20,11 +20,12 @@ import (
 const exportPage = 500
 
 // allTasks reads every task that is not deleted, page by page.
-func (m *Master) allTasks(ctx context.Context) ([]*Task, error) {
+// projects limits them (nil: every project).
+func (m *Master) allTasks(ctx context.Context, projects []int64) ([]*Task, error) {
 	var out []*Task
 	seen := map[string]bool{}
 	for offset := 0; ; offset += exportPage {
-		rows, _, err := store.ListTasks(ctx, m.st.DB, store.TaskFilter{Limit: exportPage, Offset: offset})
+		rows, _, err := store.ListTasks(ctx, m.st.DB, store.TaskFilter{Projects: projects, Limit: exportPage, Offset: offset})
 		if err != nil {
 			return nil, err
 		}
@@ -58,8 +59,14 @@ var sentinelRE = regexp.MustCompile("\x00ENV:([A-Za-z0-9_]+)\x00")
 // ${ENV:NAME} references, never values; the header comment names every
 // variable. Tasks are in the order of their key (or title), so the same
 // tasks export to the same text.
-func (m *Master) Export(ctx context.Context) ([]byte, error) {
-	tasks, err := m.allTasks(ctx)
+//
+// It exports one project's tasks ("": the default project).
+func (m *Master) Export(ctx context.Context, project string) ([]byte, error) {
+	p, err := m.GetProject(ctx, strings.TrimSpace(project))
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := m.allTasks(ctx, []int64{p.ID})
 	if err != nil {
 		return nil, err
 	}

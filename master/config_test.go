@@ -90,7 +90,7 @@ func (e *env) mustCreate(in master.TaskInput) *master.Task {
 
 func (e *env) export() string {
 	e.t.Helper()
-	out, err := e.m.Export(e.ctx)
+	out, err := e.m.Export(e.ctx, "")
 	if err != nil {
 		e.t.Fatalf("Export: %v", err)
 	}

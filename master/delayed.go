@@ -183,7 +183,10 @@ const MaxDelayedDispatches = 999
 
 // Delayed is a delayed task as the API and console show it.
 type Delayed struct {
-	ID          string    `json:"id"`
+	ID string `json:"id"`
+	// Project is the name of the project it belongs to.
+	Project     string    `json:"project"`
+	ProjectID   int64     `json:"-"`
 	Status      string    `json:"status"`
 	SourceApp   string    `json:"source_app"`
 	Topic       string    `json:"topic"`
@@ -226,7 +229,7 @@ func (d *Delayed) LateDuration() time.Duration {
 // masked for every role (the sending reads the stored row, not this view).
 func toDelayed(r *store.DelayedTask) Delayed {
 	d := Delayed{
-		ID: r.ID, Status: r.Status, SourceApp: r.SourceApp, Topic: r.Topic, ContentKey: r.ContentKey,
+		ID: r.ID, ProjectID: r.ProjectID, Status: r.Status, SourceApp: r.SourceApp, Topic: r.Topic, ContentKey: r.ContentKey,
 		DueAt: r.DueAt.UTC(), NotifyURL: MaskURL(r.NotifyURL), NotifyBody: r.NotifyBody, ContentType: r.ContentType,
 		Retries: r.Retries, Attempts: r.Attempts, Late: r.Late, Node: r.Node, LastError: r.LastError,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), Executors: []string{}, Selector: r.Selector, Keepers: []string{},
@@ -321,7 +324,15 @@ func delayedSpec(r *store.DelayedTask, seq, attempt int, timeout time.Duration, 
 // running gives that one and created false (nothing is changed).
 func (svc *DelayedTasks) CreateDelayed(ctx context.Context, in DelayedInput, by string) (_ *Delayed, created bool, err error) {
 	now := time.Now()
-	row, err := svc.checkDelayedInput(ctx, &in, now)
+	p, err := projectNamed(ctx, svc.db, strings.TrimSpace(in.Project))
+	if err == nil {
+		ctx = withEventProject(ctx, p.ID)
+		err = authorize(ctx, p.ID, ActEdit, projectNotFound(p.Name))
+	}
+	var row *store.DelayedTask
+	if err == nil {
+		row, err = svc.checkDelayedInput(ctx, &in, now, p)
+	}
 	if err != nil {
 		svc.events.record(ctx, "delayed.create", store.TargetDelayed, "", err, in.SourceApp+"/"+in.Topic+"/"+in.ContentKey)
 		return nil, false, err
@@ -343,16 +354,33 @@ func (svc *DelayedTasks) CreateDelayed(ctx context.Context, in DelayedInput, by 
 	return &d, true, nil
 }
 
-// GetDelayed returns one delayed task.
+// delayedNotFound is the answer about a delayed task that does not exist,
+// and about one of a project whoever asks may not read.
+func delayedNotFound(id string) error {
+	return Errorf(KindNotFound, "delayed task %s does not exist", printable(id))
+}
+
+// GetDelayed returns one delayed task whoever asks may read.
 func (svc *DelayedTasks) GetDelayed(ctx context.Context, id string) (*Delayed, error) {
+	return svc.delayedFor(ctx, id, ActRead)
+}
+
+// delayedFor returns delayed task id if whoever asks may do a to it.
+func (svc *DelayedTasks) delayedFor(ctx context.Context, id string, a Action) (*Delayed, error) {
 	r, err := store.GetDelayed(ctx, svc.db, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, Errorf(KindNotFound, "delayed task %s does not exist", printable(id))
+		return nil, delayedNotFound(id)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if err := authorize(ctx, r.ProjectID, a, delayedNotFound(id)); err != nil {
+		return nil, err
+	}
 	d := toDelayed(r)
+	if p, err := store.GetProjectByID(ctx, svc.db, r.ProjectID); err == nil {
+		d.Project = p.Name
+	}
 	return &d, nil
 }
 
@@ -361,13 +389,19 @@ func (svc *DelayedTasks) ListDelayed(ctx context.Context, f store.DelayedFilter)
 	if f.Status != "" && !isDelayedStatus(f.Status) {
 		return nil, 0, Errorf(KindInvalid, "status must be one of %s", strings.Join(store.DelayedStatuses, ", "))
 	}
+	f.Projects = restrictProjects(ctx, f.Projects)
 	rows, total, err := store.ListDelayed(ctx, svc.db, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	names, err := store.ProjectNames(ctx, svc.db)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := make([]Delayed, len(rows))
 	for i := range rows {
 		out[i] = toDelayed(&rows[i])
+		out[i].Project = names[rows[i].ProjectID]
 	}
 	return out, total, nil
 }
@@ -383,6 +417,9 @@ func isDelayedStatus(s string) bool {
 
 // DelayedRuns returns a page of a delayed task's runs, newest first.
 func (svc *DelayedTasks) DelayedRuns(ctx context.Context, id string, limit, offset int) ([]store.Run, int, error) {
+	if _, err := svc.delayedFor(ctx, id, ActRead); err != nil {
+		return nil, 0, err
+	}
 	release, err := svc.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err
@@ -395,6 +432,11 @@ func (svc *DelayedTasks) DelayedRuns(ctx context.Context, id string, limit, offs
 // now) or a finished one cannot be cancelled: KindState with a sentence.
 func (svc *DelayedTasks) CancelDelayed(ctx context.Context, id string) (_ *Delayed, err error) {
 	defer func() { svc.events.record(ctx, "delayed.cancel", store.TargetDelayed, id, err, "") }()
+	d, err := svc.delayedFor(ctx, id, ActOperate)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withEventProject(ctx, d.ProjectID)
 	err = store.CancelDelayed(ctx, svc.db, id, time.Now())
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return nil, err
@@ -416,7 +458,8 @@ func (svc *DelayedTasks) CancelDelayed(ctx context.Context, id string) (_ *Delay
 	return d, nil
 }
 
-// DelayedCounts counts the delayed tasks by status.
-func (svc *DelayedTasks) DelayedCounts(ctx context.Context) (map[string]int, error) {
-	return store.CountDelayedByStatus(ctx, svc.db)
+// DelayedCounts counts the delayed tasks by status, of the projects given
+// (nil: every one) that whoever asks may read.
+func (svc *DelayedTasks) DelayedCounts(ctx context.Context, projects []int64) (map[string]int, error) {
+	return store.CountDelayedByStatus(ctx, svc.db, restrictProjects(ctx, projects))
 }

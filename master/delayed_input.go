@@ -46,16 +46,18 @@ const (
 // exactly one of Delay (a Go duration string like "30m", or a number of
 // seconds) and At (RFC 3339).
 type DelayedInput struct {
-	SourceApp   string          `json:"source_app"`
-	Topic       string          `json:"topic"`
-	ContentKey  string          `json:"content_key"`
-	Delay       json.RawMessage `json:"delay,omitempty"`
-	At          string          `json:"at,omitempty"`
-	NotifyURL   string          `json:"notify_url"`
-	NotifyBody  string          `json:"notify_body"`
-	ContentType string          `json:"content_type"`
-	Retries     int             `json:"retries"`
-	Executors   []string        `json:"executors"`
+	SourceApp  string          `json:"source_app"`
+	Topic      string          `json:"topic"`
+	ContentKey string          `json:"content_key"`
+	Delay      json.RawMessage `json:"delay,omitempty"`
+	At         string          `json:"at,omitempty"`
+	// Project names the project the delayed task belongs to ("": default).
+	Project     string   `json:"project,omitempty"`
+	NotifyURL   string   `json:"notify_url"`
+	NotifyBody  string   `json:"notify_body"`
+	ContentType string   `json:"content_type"`
+	Retries     int      `json:"retries"`
+	Executors   []string `json:"executors"`
 	// Selector is a label selector: the running workers it selects when
 	// the task is due may run it too (with Executors: the union).
 	Selector string   `json:"selector"`
@@ -64,8 +66,9 @@ type DelayedInput struct {
 
 // checkDelayedInput validates every field of in against now, the nodes and
 // the users, and builds the row to store. All field errors come together.
-func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput, now time.Time) (*store.DelayedTask, error) {
+func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput, now time.Time, project *Project) (*store.DelayedTask, error) {
 	fe := protocol.FieldErrors{}
+	pools := poolRuleOf(project)
 	in.SourceApp = strings.TrimSpace(in.SourceApp)
 	in.Topic = strings.TrimSpace(in.Topic)
 	in.ContentKey = strings.TrimSpace(in.ContentKey)
@@ -130,6 +133,12 @@ func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput
 				fe["executors"] = fmt.Sprintf("%q is a master, not a worker", e)
 			}
 		}
+		pools.check(fe, in.Selector, in.Executors, byName)
+	} else if !pools.all {
+		pools.check(fe, in.Selector, nil, nil)
+		if in.Selector == "" {
+			fe["selector"] = fmt.Sprintf("project %s may run only on %s: give a selector within them, or executors", pools.project, pools.names())
+		}
 	}
 	in.Keepers = dedupe(in.Keepers)
 	if len(in.Keepers) > 100 {
@@ -154,6 +163,7 @@ func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput
 		ID: newDelayedID(), SourceApp: in.SourceApp, Topic: in.Topic, ContentKey: in.ContentKey,
 		DueAt: due, NextAt: due, NotifyURL: in.NotifyURL, NotifyBody: in.NotifyBody, ContentType: in.ContentType,
 		Retries: in.Retries, Executors: string(executors), Selector: in.Selector, Keepers: string(keepers),
+		ProjectID: project.ID,
 	}
 	// What a worker will be sent must pass its validation: check it now, so
 	// that a task accepted here can always be sent.

@@ -23,7 +23,12 @@ func workerActor(ctx context.Context, name string) context.Context {
 }
 
 // ListEvents returns a page of the event log, newest first, and the total.
+// Whoever asks sees the events of the projects it may read, and the
+// cluster's events (nodes, users, settings) when it may read every project.
 func (r *Reads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, int, error) {
+	if readable := readableProjects(ctx); readable != nil {
+		f.Projects, f.Cluster = restrictProjects(ctx, f.Projects), false
+	}
 	return store.ListEvents(ctx, r.db, f)
 }
 
@@ -69,7 +74,7 @@ type eventLog struct {
 func (l *eventLog) record(ctx context.Context, action, targetType, target string, err error, detail string) {
 	e := &store.Event{
 		At: time.Now(), Actor: ActorFrom(ctx), Action: action, TargetType: targetType, Target: target,
-		Outcome: store.OutcomeOK, Detail: detail, Master: l.master,
+		Outcome: store.OutcomeOK, Detail: detail, Master: l.master, ProjectID: eventProjectFrom(ctx),
 	}
 	if err != nil {
 		e.Outcome = store.OutcomeError

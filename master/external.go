@@ -29,6 +29,55 @@ type ExternalIdentity struct {
 // Groups compare case-insensitively (LDAP DNs do).
 type GroupRoles struct {
 	Admin, Viewer []string
+	// Projects map groups to roles in projects. When set, an external
+	// user's memberships are exactly what its groups grant, set at every
+	// sign-in.
+	Projects []GroupProject
+}
+
+// GroupProject grants the members of Group the Role in Project.
+type GroupProject struct {
+	Group, Project string
+	Role           ProjectRole
+}
+
+// ParseGroupProjects reads a project group mapping: items separated by
+// ";", each GROUP=>PROJECT:ROLE (=> because LDAP DNs hold = and ,), e.g.
+// "cn=billing,ou=groups,dc=example,dc=com=>billing:editor".
+func ParseGroupProjects(s string) ([]GroupProject, error) {
+	var out []GroupProject
+	for _, item := range strings.Split(s, ";") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		group, grant, ok := strings.Cut(item, "=>")
+		project, role, ok2 := strings.Cut(grant, ":")
+		group, project, role = strings.TrimSpace(group), strings.TrimSpace(project), strings.TrimSpace(role)
+		switch {
+		case !ok || !ok2 || group == "":
+			return nil, fmt.Errorf("%q is not GROUP=>PROJECT:ROLE", item)
+		case CheckProjectName(project) != "":
+			return nil, fmt.Errorf("%q: project name %q %s", item, project, CheckProjectName(project))
+		case !ProjectRole(role).Valid():
+			return nil, fmt.Errorf("%q: role %q is not owner, editor, operator or viewer", item, role)
+		}
+		out = append(out, GroupProject{Group: group, Project: project, Role: ProjectRole(role)})
+	}
+	return out, nil
+}
+
+// Grants returns the project roles groups grant: project name -> the most
+// powerful role any of the groups gives.
+func (g GroupRoles) Grants(groups []string) map[string]ProjectRole {
+	out := map[string]ProjectRole{}
+	for _, gp := range g.Projects {
+		for _, have := range groups {
+			if strings.EqualFold(strings.TrimSpace(gp.Group), strings.TrimSpace(have)) {
+				out[gp.Project] = maxRole(out[gp.Project], gp.Role)
+			}
+		}
+	}
+	return out
 }
 
 // Role is the role groups grant, or "" for none.
@@ -93,8 +142,12 @@ func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*st
 		return refuse(Errorf(KindForbidden, "the %s user name %q cannot be a ScheduleMaster user name: it %s", id.Method, id.Username, msg))
 	}
 	role := mapping.Role(id.Groups)
+	grants := mapping.Grants(id.Groups)
+	if role == "" && len(grants) == 0 {
+		return refuse(Errorf(KindForbidden, "%s is in no %s group that grants a ScheduleMaster role (admin, viewer or a project role); ask your directory's administrator", id.Username, id.Method))
+	}
 	if role == "" {
-		return refuse(Errorf(KindForbidden, "%s is in no %s group that grants a ScheduleMaster role (admin or viewer); ask your directory's administrator", id.Username, id.Method))
+		role = RoleNone
 	}
 	email := strings.TrimSpace(id.Email)
 	if CheckEmail(email) != "" {
@@ -141,9 +194,32 @@ func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*st
 			u.Email = email
 		}
 	}
-	a.log.Info("external sign-in", "method", id.Method, "username", u.Username, "role", u.Role)
-	a.events.record(ctx, "user.login", store.TargetUser, u.Username, nil, "method "+id.Method)
+	if len(mapping.Projects) > 0 {
+		if err := a.setGrantedMemberships(ctx, u.Username, id.Method, grants); err != nil {
+			return nil, err
+		}
+	}
+	a.log.Info("external sign-in", "method", id.Method, "username", u.Username, "role", u.Role, "projects", len(grants))
+	a.events.record(WithActor(ctx, u.Username), "user.login", store.TargetUser, u.Username, nil, "method "+id.Method)
 	return u, nil
+}
+
+// setGrantedMemberships makes a user's memberships exactly what its groups
+// grant now; a mapped project that does not exist is skipped (and logged).
+func (a *Accounts) setGrantedMemberships(ctx context.Context, username, method string, grants map[string]ProjectRole) error {
+	ids := map[int64]string{}
+	for name, role := range grants {
+		p, err := store.GetProject(ctx, a.db, name)
+		if errors.Is(err, store.ErrNotFound) {
+			a.log.Warn("group mapping names a project that does not exist", "project", name, "method", method)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		ids[p.ID] = string(role)
+	}
+	return store.ReplaceMemberships(ctx, a.db, username, method, ids)
 }
 
 // loginDirectory checks a password against the configured directory under

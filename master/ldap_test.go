@@ -201,3 +201,83 @@ func TestLDAPSAndStartTLSAndGroupSearch(t *testing.T) {
 		t.Fatalf("untrusted certificate: %v; want unavailable", err)
 	}
 }
+
+// TestLDAPProjectGroupsSetMemberships: a directory group mapped to a
+// project role makes its member a member of that project at sign-in, with
+// no cluster role; the membership follows the groups at every sign-in.
+func TestLDAPProjectGroupsSetMemberships(t *testing.T) {
+	t.Parallel()
+	s := ldaptest.Start(t)
+	cfg := ldapConfig(s)
+	cfg.ProjectGroups = []master.GroupProject{{Group: ldaptest.OtherGroup, Project: "billing", Role: master.ProjectEditor}}
+	e := newLDAPEnv(t, cfg)
+	p, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.m.Accounts().Login(e.ctx, ldapIP, "carol", ldaptest.Password)
+	if err != nil {
+		t.Fatalf("carol (in the billing group): %v", err)
+	}
+	if u.Role != store.RoleNone {
+		t.Fatalf("carol's cluster role %q, want none", u.Role)
+	}
+	ms, err := store.MembershipsOf(e.ctx, e.s.Store.DB, "carol")
+	if err != nil || ms[p.ID] != "editor" || len(ms) != 1 {
+		t.Fatalf("carol's memberships %v %v, want editor of billing", ms, err)
+	}
+	// The groups change: the mapping decides again, replacing the membership.
+	if _, err := e.m.Accounts().SignInExternal(e.ctx, master.ExternalIdentity{Method: master.MethodLDAP, Username: "carol",
+		Groups: []string{ldaptest.ViewGroup}}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := store.MembershipsOf(e.ctx, e.s.Store.DB, "carol"); len(ms) != 0 {
+		t.Fatalf("carol left the billing group but is still a member: %v", ms)
+	}
+	if _, err := master.ParseGroupProjects("cn=x,dc=example=>Billing:editor"); err == nil {
+		t.Fatal("a project name in capitals was accepted")
+	}
+	if _, err := master.ParseGroupProjects("cn=x,dc=example=>billing:boss"); err == nil {
+		t.Fatal("an unknown role was accepted")
+	}
+}
+
+// TestBreakGlassLimitsLocalPasswordsToAdmins: with local passwords limited
+// to cluster admins, a local viewer with the right password is refused with
+// a sentence, an admin signs in, and the event log says which way each
+// tried.
+func TestBreakGlassLimitsLocalPasswordsToAdmins(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	if err := e.m.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, role := range map[string]string{"root": store.RoleAdmin, "vic": store.RoleViewer} {
+		hash, err := master.HashPassword("a long passphrase " + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.CreateUser(e.ctx, e.s.Store.DB, &store.User{Username: name, PasswordHash: hash, Role: role}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.m.Accounts().Login(e.ctx, "192.0.2.30", "vic", "a long passphrase vic"); err != nil {
+		t.Fatalf("before the limit: %v", err)
+	}
+	st, _ := e.m.Settings()
+	st.LocalAdminsOnly = true
+	if err := e.m.UpdateSettings(e.ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.m.Accounts().Login(e.ctx, "192.0.2.30", "vic", "a long passphrase vic")
+	if master.KindOf(err) != master.KindForbidden || !strings.Contains(master.Message(err), "cluster admins only") {
+		t.Fatalf("a local viewer under the limit: %v, want forbidden with a sentence", err)
+	}
+	if _, err := e.m.Accounts().Login(e.ctx, "192.0.2.31", "root", "a long passphrase root"); err != nil {
+		t.Fatalf("a local admin under the limit (break glass): %v", err)
+	}
+	evs, _, err := store.ListEvents(e.ctx, e.s.Store.DB, store.EventFilter{Action: "user.login", Target: "vic"})
+	if err != nil || len(evs) != 2 || evs[0].Outcome != store.OutcomeError || !strings.HasPrefix(evs[0].Detail, "method local") || evs[1].Outcome != store.OutcomeOK {
+		t.Fatalf("vic's user.login events: %+v %v", evs, err)
+	}
+}

@@ -204,5 +204,14 @@ func (a *Accounts) Login(ctx context.Context, ip, username, password string) (*s
 		return nil, Errorf(KindUnauthorized, "wrong username or password")
 	}
 	a.logins.succeeded(ctx, t, now)
+	ctx = WithActor(ctx, u.Username)
+	// Break glass: with local passwords limited to cluster admins, a right
+	// password of anyone else is still no way in.
+	if a.settings != nil && a.settings.inForce().LocalAdminsOnly && u.Role != RoleAdmin {
+		err := Errorf(KindForbidden, "local passwords are for cluster admins only; sign in with your organisation's account")
+		a.events.record(ctx, "user.login", store.TargetUser, u.Username, err, "method local")
+		return nil, err
+	}
+	a.events.record(ctx, "user.login", store.TargetUser, u.Username, nil, "method local")
 	return u, nil
 }

@@ -196,8 +196,9 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
 	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
 	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask}
-	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life, directory: cfg.Directory, oidcRoles: cfg.OIDC}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
+	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life, directory: cfg.Directory, oidcRoles: cfg.OIDC,
+		settings: m.settings}
 	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,
 		Log: log, Events: m.events, Interval: func() time.Duration { return m.HealthConfig().Interval },
 		Elected: func() { m.life.goBackground(m.repushTasks) }})

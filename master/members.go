@@ -93,7 +93,7 @@ type memberChange struct {
 // syncNodeMembers brings the selected memberships of one node in step with
 // its labels now, and returns what changed.
 func syncNodeMembers(ctx context.Context, db bun.IDB, n *store.Node) ([]memberChange, error) {
-	tasks, err := store.SelectorTasks(ctx, db)
+	tasks, err := store.SelectorTasks(ctx, db, nil) // every project: membership is the engine's bookkeeping
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func syncTaskMembers(ctx context.Context, db bun.IDB, taskID, selector string) (
 // periodic pass, which repairs what racing edits left behind (a task saved
 // while a worker's labels changed) and what another master changed.
 func reconcileMembers(ctx context.Context, db bun.IDB) ([]memberChange, error) {
-	tasks, err := store.SelectorTasks(ctx, db)
+	tasks, err := store.SelectorTasks(ctx, db, nil) // every project: membership is the engine's bookkeeping
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,9 @@ func pendingRefusal(name string) error {
 // secret and tasks when it next registers (its retries come within 30 s).
 // Approving a node that is not pending changes nothing and is no error.
 func (m *Master) ApproveNode(ctx context.Context, name string) (*store.Node, error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer m.locks.lock(name)()
 	err := store.ApproveNode(ctx, m.st.DB, name)
 	switch {

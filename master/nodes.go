@@ -50,6 +50,9 @@ func (m *Master) GetNode(ctx context.Context, name string) (*store.Node, error) 
 
 // CreateNode adds a manual worker node in status offline.
 func (m *Master) CreateNode(ctx context.Context, c protocol.NodeConfig) (_ *store.Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { m.events.record(ctx, "node.create", store.TargetNode, c.Name, err, c.Protocol+"://"+c.Host) }()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -73,6 +76,9 @@ func (m *Master) CreateNode(ctx context.Context, c protocol.NodeConfig) (_ *stor
 
 // UpdateNode edits a worker's protocol, host, priority and max concurrency.
 func (m *Master) UpdateNode(ctx context.Context, name string, c protocol.NodeConfig) (_ *store.Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() {
 		m.events.record(ctx, "node.edit", store.TargetNode, name, err,
 			fmt.Sprintf("%s://%s, priority %d, max concurrency %d", c.Protocol, c.Host, c.Priority, c.MaxConcurrency))
@@ -121,6 +127,9 @@ func ptr[T any](v T) *T { return &v }
 
 // ConnectNode performs the handshake with an offline node and makes it idle.
 func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { m.events.record(ctx, "node.connect", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := m.requireState(ctx, name, "connected", NodeConnect)
@@ -144,6 +153,9 @@ func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, e
 
 // EnableNode starts scheduling on an idle node and pushes its running tasks.
 func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { m.events.record(ctx, "node.enable", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := m.requireState(ctx, name, "enabled", NodeEnable)
@@ -166,6 +178,9 @@ func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, er
 
 // DisableNode stops scheduling on a running node; it becomes idle and its fire claims are released.
 func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { m.events.record(ctx, "node.disable", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := m.requireState(ctx, name, "disabled", NodeDisable)
@@ -188,6 +203,9 @@ func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, e
 
 // DeleteNode removes a worker node that is not running.
 func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	defer func() { m.events.record(ctx, "node.delete", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := store.GetNode(ctx, m.st.DB, name)

@@ -67,6 +67,8 @@ type webhookPayload struct {
 type taskBrief struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
+	// Project is the name of the task's project.
+	Project string `json:"project,omitempty"`
 }
 
 type runBrief struct {
@@ -164,11 +166,15 @@ func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResul
 		err := sendMail(ctx, s, to, subject, body)
 		out = append(out, result("email", strings.Join(to, ", "), err))
 	}
+	p := webhookPayload{Event: "run.failed", Task: taskBrief{ID: t.ID, Title: t.Title, Project: t.Project},
+		Run:    runBrief{ID: r.ID, Node: r.Node, Result: r.Result, Attempt: r.Attempt, ScheduledAt: r.ScheduledAt.UTC(), HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode},
+		Output: excerpt(r.Output), Link: link, SentAt: time.Now().UTC()}
 	if s.WebhookURL != "" {
-		p := webhookPayload{Event: "run.failed", Task: taskBrief{ID: t.ID, Title: t.Title},
-			Run:    runBrief{ID: r.ID, Node: r.Node, Result: r.Result, Attempt: r.Attempt, ScheduledAt: r.ScheduledAt.UTC(), HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode},
-			Output: excerpt(r.Output), Link: link, SentAt: time.Now().UTC()}
 		out = append(out, result("webhook", s.WebhookURL, n.postWebhook(ctx, s.WebhookURL, p)))
+	}
+	// The project's own webhook: its team hears of its failures.
+	if proj, err := store.GetProjectByID(ctx, n.m.st.DB, t.ProjectID); err == nil && proj.WebhookURL != "" && proj.WebhookURL != s.WebhookURL {
+		out = append(out, result("project webhook", proj.WebhookURL, n.postWebhook(ctx, proj.WebhookURL, p)))
 	}
 	return out
 }
@@ -191,6 +197,9 @@ func runLink(s Settings, runID string) string {
 // TestNotifications sends a test e-mail to email (when SMTP is set up and email
 // is not empty) and a test webhook (when set up), reporting each outcome.
 func (m *Master) TestNotifications(ctx context.Context, email string) []NotifyResult {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return []NotifyResult{{Channel: "all", Message: Message(err)}}
+	}
 	s := *m.settings.inForce()
 	var out []NotifyResult
 	switch {

@@ -256,3 +256,55 @@ func TestPurgeRunsInBatches(t *testing.T) {
 		}
 	})
 }
+
+// TestProjectWebhookHearsItsFailures: a project's own webhook receives the
+// failures of its tasks (named with the project), besides the cluster's;
+// another project's failure does not reach it.
+func TestProjectWebhookHearsItsFailures(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	runningWorkers(e, "w1")
+	got := make(chan map[string]any, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- body
+	}))
+	defer recv.Close()
+	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "ftp://x"}); !isFieldErrors(err, "webhook_url") {
+		t.Fatalf("a project webhook that is not http(s): %v", err)
+	}
+	now := time.Now().UTC()
+	fail := func(project, id string) {
+		in := httpInput("w1")
+		in.Project = project
+		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+			Result: "failed", Attempt: 1, HTTPStatus: 500, Output: "boom"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail("", "run-default")
+	fail("billing", "run-billing")
+	select {
+	case body := <-got:
+		task, _ := body["task"].(map[string]any)
+		run, _ := body["run"].(map[string]any)
+		if task["project"] != "billing" || run["id"] != "run-billing" {
+			t.Fatalf("project webhook got %v", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the project's webhook heard nothing of its failed run")
+	}
+	select {
+	case body := <-got:
+		t.Fatalf("the project's webhook heard another project's failure too: %v", body)
+	case <-time.After(500 * time.Millisecond): // the default project's failure went nowhere
+	}
+}

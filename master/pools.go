@@ -28,6 +28,9 @@ const poolRunWindow = 10 * time.Minute
 // step at once: a running node is given the tasks that select it now and
 // told to stop those that no longer do.
 func (m *Master) SetNodeLabels(ctx context.Context, name string, labels protocol.Labels) (_ *Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() {
 		m.events.record(ctx, "node.labels", store.TargetNode, name, err, "admin labels: "+labels.String())
 	}()
@@ -148,7 +151,8 @@ func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := store.SelectorTasks(ctx, m.st.DB)
+	// Only the tasks of projects whoever asks may read are listed.
+	tasks, err := store.SelectorTasks(ctx, m.st.DB, readableProjects(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +262,9 @@ func checkPoolLabel(label string) (string, error) {
 // without per-node approval while the cluster requires approval. A pending
 // node already waiting with that label is approved too.
 func (m *Master) ApprovePool(ctx context.Context, label, by string) (err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	defer func() { m.events.record(ctx, "pool.approve", store.TargetNode, "", err, label) }()
 	label, err = checkPoolLabel(label)
 	if err != nil {
@@ -285,6 +292,9 @@ func (m *Master) ApprovePool(ctx context.Context, label, by string) (err error) 
 
 // RevokePool withdraws a pool's approval; its members stay.
 func (m *Master) RevokePool(ctx context.Context, label string) (err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	defer func() { m.events.record(ctx, "pool.revoke", store.TargetNode, "", err, label) }()
 	label, err = checkPoolLabel(label)
 	if err != nil {

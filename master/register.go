@@ -203,6 +203,9 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 // its name (a replaced machine) binds a new one. It is an admin action,
 // recorded as event node.reset_identity.
 func (m *Master) ResetIdentity(ctx context.Context, name string) (_ *store.Node, err error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { m.events.record(ctx, "node.reset_identity", store.TargetNode, name, err, "") }()
 	defer m.locks.lock(name)()
 	n, err := store.GetNode(ctx, m.st.DB, name)

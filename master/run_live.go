@@ -81,7 +81,7 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 // (not retried). A run that is not in progress gives KindState; a worker
 // that does not answer, KindWorker.
 func (m *Master) KillRun(ctx context.Context, id string) error {
-	r, err := m.GetRun(ctx, id)
+	r, err := m.runFor(ctx, id, ActOperate)
 	if err != nil {
 		return err
 	}

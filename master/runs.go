@@ -502,6 +502,17 @@ func (g *runIngest) runChildren(taskID string, children []string) {
 // ListRuns returns a page of a task's runs, newest first. A deleted task's
 // runs stay readable; a task that never existed is not found.
 func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int) ([]store.Run, int, error) {
+	// Runs of a deleted task stay readable by who may read its project.
+	pid, err := store.TaskProject(ctx, m.st.DB, taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, taskNotFound(taskID)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := authorize(ctx, pid, ActRead, taskNotFound(taskID)); err != nil {
+		return nil, 0, err
+	}
 	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err
@@ -511,19 +522,45 @@ func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int)
 	if err != nil {
 		return nil, 0, err
 	}
-	if total == 0 {
-		if _, err := m.GetTask(ctx, taskID); err != nil {
-			return nil, 0, err
-		}
-	}
 	return runs, total, nil
 }
 
 // GetRun returns one run.
 func (m *Master) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	return m.runFor(ctx, id, ActRead)
+}
+
+// runFor returns run id if whoever asks may do a to it: a run belongs to
+// the project of its task or delayed task (a run whose task is gone
+// entirely, to no project: only cluster admins and viewers of every
+// project see it).
+func (m *Master) runFor(ctx context.Context, id string, a Action) (*store.Run, error) {
+	notFound := Errorf(KindNotFound, "run %s does not exist", id)
 	r, err := store.GetRun(ctx, m.st.DB, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, Errorf(KindNotFound, "run %s does not exist", id)
+		return nil, notFound
 	}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	if PrincipalFrom(ctx) == nil {
+		return r, nil
+	}
+	if err := authorize(ctx, m.RunProject(ctx, r), a, notFound); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RunProject returns the id of the project a run belongs to (its task's or
+// its delayed task's), 0 when neither exists any more.
+func (m *Master) RunProject(ctx context.Context, r *store.Run) int64 {
+	if r.DelayedID != "" {
+		if d, err := store.GetDelayed(ctx, m.st.DB, r.DelayedID); err == nil {
+			return d.ProjectID
+		}
+	} else if pid, err := store.TaskProject(ctx, m.st.DB, r.TaskID); err == nil {
+		return pid
+	}
+	return 0
 }

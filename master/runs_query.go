@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -37,6 +38,19 @@ func (r *Reads) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run,
 	if err := CheckRunResult(f.Result); err != nil {
 		return nil, 0, err
 	}
+	if f.TaskID != "" && PrincipalFrom(ctx) != nil {
+		// Runs of a deleted task stay readable by who may read its project.
+		pid, err := store.TaskProject(ctx, r.db, f.TaskID)
+		if err == nil {
+			err = authorize(ctx, pid, ActRead, taskNotFound(f.TaskID))
+		} else if errors.Is(err, store.ErrNotFound) {
+			err = taskNotFound(f.TaskID)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	f.Projects = restrictProjects(ctx, f.Projects)
 	release, err := r.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err

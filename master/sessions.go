@@ -93,5 +93,5 @@ func (a *Accounts) AuthenticateSession(ctx context.Context, token string, now ti
 	if u.Disabled {
 		return nil, nil
 	}
-	return &Principal{Name: u.Username, Role: u.Role}, nil
+	return a.principalOf(ctx, u)
 }

@@ -43,6 +43,10 @@ type Settings struct {
 	// PruneOfflineAfter deletes an auto-registered worker offline for
 	// longer (an autoscaled fleet's vanished members); 0 keeps them.
 	PruneOfflineAfter time.Duration
+	// LocalAdminsOnly lets only cluster admins sign in with a local password:
+	// everyone else signs in through the identity provider, and the local
+	// admins are the way in when it is down (break glass).
+	LocalAdminsOnly bool
 }
 
 // DefaultSettings are the settings of a new installation, and the defaults of
@@ -141,6 +145,7 @@ func (s *Settings) pairs() map[string]string {
 		store.SettingSMTPTLS: s.SMTPTLS, store.SettingWebhookURL: s.WebhookURL, store.SettingPublicURL: s.PublicURL,
 		store.SettingApproveNodes:      strconv.FormatBool(s.ApproveNewNodes),
 		store.SettingPruneOfflineAfter: s.PruneOfflineAfter.String(),
+		store.SettingLocalAdminsOnly:   strconv.FormatBool(s.LocalAdminsOnly),
 	}
 }
 
@@ -259,7 +264,7 @@ func (k *settingsKeeper) read(ctx context.Context) (Settings, error) {
 		num(store.SettingSMTPPort, &s.SMTPPort, math.MinInt, anyNum), str(store.SettingSMTPFrom, &s.SMTPFrom),
 		str(store.SettingSMTPUsername, &s.SMTPUsername), str(store.SettingSMTPPassword, &s.SMTPPassword),
 		str(store.SettingSMTPTLS, &s.SMTPTLS), str(store.SettingWebhookURL, &s.WebhookURL), str(store.SettingPublicURL, &s.PublicURL),
-		boolean(store.SettingApproveNodes, &s.ApproveNewNodes),
+		boolean(store.SettingApproveNodes, &s.ApproveNewNodes), boolean(store.SettingLocalAdminsOnly, &s.LocalAdminsOnly),
 		dur(store.SettingPruneOfflineAfter, &s.PruneOfflineAfter, 0, MaxPruneOfflineAfter),
 	} {
 		if err != nil {
@@ -427,11 +432,17 @@ func (m *Master) Settings() (Settings, Pinned) { return *m.settings.inForce(), m
 // UpdateSettings validates, stores and applies new settings at once. Pinned
 // health values are stored but stay overridden while this process lives.
 func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	return m.settings.update(ctx, s)
 }
 
 // PurgeRuns deletes runs that started before cutoff, a bounded batch at a
 // time so the database is never locked for long.
 func (m *Master) PurgeRuns(ctx context.Context, cutoff time.Time) (int, error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return 0, err
+	}
 	return m.retention.purge(ctx, cutoff)
 }

@@ -75,6 +75,13 @@ func (m *Master) BulkTasks(ctx context.Context, action string, ids []string) ([]
 		return nil, err
 	}
 	a := TaskAction(action)
+	act := ActOperate
+	if a == TaskDelete {
+		act = ActEdit
+	}
+	if p := PrincipalFrom(ctx); p != nil && !p.CanAnywhere(act) {
+		return nil, Errorf(KindForbidden, "forbidden: your role may not %s in any project", actionVerb[act])
+	}
 	out := make([]BulkResult, len(ids))
 	sem := make(chan struct{}, bulkParallel)
 	var wg sync.WaitGroup
@@ -93,7 +100,11 @@ func (m *Master) BulkTasks(ctx context.Context, action string, ids []string) ([]
 // bulkOne does a to one task and says how it went.
 func (m *Master) bulkOne(ctx context.Context, a TaskAction, id string) BulkResult {
 	r := BulkResult{ID: id}
-	t, err := m.GetTask(ctx, id)
+	act := ActOperate
+	if a == TaskDelete {
+		act = ActEdit
+	}
+	ctx, t, err := m.taskFor(ctx, id, act)
 	if errors.Is(err, ErrNotFound) {
 		r.Error, r.Refused = "no such task", true
 		return r

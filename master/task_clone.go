@@ -33,11 +33,11 @@ func CloneTitle(title string) string {
 // definition, secrets included (read from the store, never from a masked
 // view), executors, keepers and children. It answers the new task.
 func (m *Master) CloneTask(ctx context.Context, id, by string) (*Task, error) {
-	src, err := m.GetTask(ctx, id)
+	_, src, err := m.taskFor(ctx, id, ActEdit)
 	if err != nil {
 		return nil, err
 	}
-	in := TaskInput{TaskDef: src.TaskDef, Executors: src.Executors, Selector: src.Selector, Keepers: src.Keepers, Children: src.Children}
+	in := TaskInput{Project: src.Project, TaskDef: src.TaskDef, Executors: src.Executors, Selector: src.Selector, Keepers: src.Keepers, Children: src.Children}
 	in.Title = CloneTitle(src.Title)
 	in.Key = "" // a key names one task
 	t, err := m.CreateTask(ctx, in, by)
@@ -55,6 +55,10 @@ func (m *Master) CreateTaskCopy(ctx context.Context, srcID string, in TaskInput,
 	cur, err := store.GetTask(ctx, m.st.DB, srcID)
 	if err != nil {
 		return nil, mapTaskErr(err, srcID)
+	}
+	// Copying secrets is editing: only who may edit the source may.
+	if err := authorize(ctx, cur.ProjectID, ActEdit, taskNotFound(srcID)); err != nil {
+		return nil, err
 	}
 	var stored protocol.TaskDef
 	if err := json.Unmarshal([]byte(cur.Spec), &stored); err != nil {

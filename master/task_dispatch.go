@@ -150,7 +150,7 @@ func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to
 	verb, from := string(a), taskFrom(a)
 	defer func() { m.events.record(ctx, "task."+verb, store.TargetTask, id, err, "") }()
 	defer m.locks.lock("task:" + id)()
-	t, err := m.GetTask(ctx, id)
+	ctx, t, err := m.taskFor(ctx, id, ActOperate)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 			m.events.record(ctx, "task.run", store.TargetTask, id, err, "")
 		}
 	}()
-	t, err := m.GetTask(ctx, id)
+	ctx, t, err := m.taskFor(ctx, id, ActOperate)
 	if err != nil {
 		return nil, "", err
 	}

@@ -25,6 +25,11 @@ import (
 // read-only fields of Task may be sent back and are ignored.
 type TaskInput struct {
 	protocol.TaskDef
+	// Project names the project the task belongs to: "" is the default
+	// project on creation and the task's own on an edit.
+	Project string `json:"project,omitempty"`
+	// projectID is the resolved project, for rules per project (keys).
+	projectID int64
 	Executors []string `json:"executors"`
 	// Selector is a label selector (see protocol.ParseSelector): the
 	// approved workers it selects at fire time are executors too.
@@ -61,10 +66,20 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 		}
 		m.events.record(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
 	}()
+	p, err := m.project(ctx, strings.TrimSpace(in.Project))
+	if err != nil {
+		return nil, err
+	}
+	ctx = withEventProject(ctx, p.ID)
+	if err := authorize(ctx, p.ID, ActEdit, projectNotFound(p.Name)); err != nil {
+		return nil, err
+	}
+	in.projectID = p.ID
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
+	row.ProjectID = p.ID
 	row.CreatedBy = by
 	row.Status = store.TaskStopped
 	// Run again when a concurrent write won a lock (MariaDB deadlock,
@@ -92,6 +107,22 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
+	ctx = withEventProject(ctx, cur.ProjectID)
+	if err := authorize(ctx, cur.ProjectID, ActEdit, taskNotFound(id)); err != nil {
+		return nil, err
+	}
+	// A task moves to another project only for one who may edit in both.
+	in.projectID = cur.ProjectID
+	if name := strings.TrimSpace(in.Project); name != "" {
+		p, err := m.project(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := authorize(ctx, p.ID, ActEdit, projectNotFound(name)); err != nil {
+			return nil, err
+		}
+		in.projectID = p.ID
+	}
 	if !TaskAllows(cur.Status, TaskEdit) {
 		return nil, Errorf(KindState, "task %s is %s; stop it before editing", id, cur.Status)
 	}
@@ -116,6 +147,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	if err != nil {
 		return nil, err
 	}
+	row.ProjectID = in.projectID
 	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.UpdateTask(ctx, tx, row); err != nil {
 			return err
@@ -160,10 +192,14 @@ func keepAlign(in, stored *protocol.TaskDef) {
 // task keys. checkTaskInput reads them for one input; Apply reads them once
 // for a whole document and overlays the document's own tasks.
 type taskCheck struct {
-	nodes  []store.Node
-	byName map[string]store.Node
-	shell  map[string]int  // by node name, probed when first needed
-	users  map[string]bool // by name, looked up when first needed
+	// project is the project whose keys a key must differ from, pools the
+	// pools it may run on.
+	project int64
+	pools   *poolRule
+	nodes   []store.Node
+	byName  map[string]store.Node
+	shell   map[string]int  // by node name, probed when first needed
+	users   map[string]bool // by name, looked up when first needed
 	// graph holds the children of every task that is not deleted, by id;
 	// nil until a task with children is checked.
 	graph map[string][]string
@@ -208,7 +244,11 @@ func (m *Master) loadGraph(ctx context.Context, chk *taskCheck) error {
 	if chk.graph != nil {
 		return nil
 	}
-	all, err := store.TaskChildren(ctx, m.st.DB)
+	var projects []int64
+	if chk.project != 0 {
+		projects = []int64{chk.project}
+	}
+	all, err := store.TaskChildren(ctx, m.st.DB, projects)
 	if err != nil {
 		return err
 	}
@@ -229,7 +269,7 @@ func (m *Master) keyOwner(ctx context.Context, chk *taskCheck, key, id string) (
 		}
 		return "", nil
 	}
-	specs, err := store.TaskSpecsWithKey(ctx, m.st.DB, key)
+	specs, err := store.TaskSpecsWithKey(ctx, m.st.DB, chk.project, key)
 	if err != nil {
 		return "", err
 	}
@@ -270,8 +310,24 @@ func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task
 	if err != nil {
 		return nil, err
 	}
+	if err := m.checkInProject(ctx, chk, in.projectID); err != nil {
+		return nil, err
+	}
 	m.normalizeTaskInput(in)
 	return m.checkTaskInputWith(ctx, in, chk)
+}
+
+// checkInProject makes chk check tasks of the project: its keys, its pools.
+func (m *Master) checkInProject(ctx context.Context, chk *taskCheck, project int64) error {
+	if project == 0 {
+		project = store.DefaultProjectID
+	}
+	p, err := m.projectByID(ctx, project)
+	if err != nil {
+		return err
+	}
+	chk.project, chk.pools = p.ID, poolRuleOf(p)
+	return nil
 }
 
 // checkTaskInputWith is checkTaskInput for a normalized input, against chk.
@@ -305,11 +361,14 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 	if len(in.Executors) > 100 {
 		fe["executors"] = "at most 100 executors"
 	}
+	if chk.pools != nil {
+		chk.pools.check(fe, in.Selector, in.Executors, byName)
+	}
 	shell := in.Type == protocol.TaskShell
 	if len(in.Executors) == 0 && in.Selector == "" && fe["executors"] == "" && fe["selector"] == "" {
 		var running []store.Node
 		for _, n := range nodes {
-			if n.Type == store.TypeWorker && n.Status == store.StatusRunning {
+			if n.Type == store.TypeWorker && n.Status == store.StatusRunning && (chk.pools == nil || chk.pools.admits(NodeLabels(&n))) {
 				running = append(running, n)
 			}
 		}
@@ -338,6 +397,9 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		sort.Strings(in.Executors)
 		if len(in.Executors) == 0 && fe["executors"] == "" {
 			fe["executors"] = "no running worker to assign: name the executors, or connect and enable a worker first"
+			if chk.pools != nil && !chk.pools.all {
+				fe["executors"] = fmt.Sprintf("no running worker in what project %s may run on (%s): name the executors, or start a worker in one of those pools", chk.pools.project, chk.pools.names())
+			}
 		}
 	} else if shell && fe["executors"] == "" && len(in.Executors) > 0 {
 		// A shell task none of whose executors runs shell could never run:

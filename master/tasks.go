@@ -16,6 +16,9 @@ import (
 // Task is a task as the open API shows it.
 type Task struct {
 	protocol.TaskDef
+	// Project is the name of the project the task belongs to.
+	Project   string   `json:"project"`
+	ProjectID int64    `json:"-"`
 	Executors []string `json:"executors"`
 	// Selector is the task's label selector ("" for none); Selected are the
 	// approved workers it selects now (any status), named executors
@@ -60,7 +63,7 @@ func (t *Task) members() []string {
 const runGrantTTL = 7 * 24 * time.Hour
 
 func decodeTask(t *store.Task) (*Task, error) {
-	out := &Task{Executors: t.Executors, Selector: t.Selector, Selected: t.Selected, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
+	out := &Task{ProjectID: t.ProjectID, Executors: t.Executors, Selector: t.Selector, Selected: t.Selected, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
 		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Runnable: true}
 	if err := json.Unmarshal([]byte(t.Spec), &out.TaskDef); err != nil {
 		return nil, fmt.Errorf("master: task %s: stored definition: %w", t.ID, err)
@@ -103,15 +106,25 @@ func mapTaskErr(err error, id string) error {
 	return fmt.Errorf("master: task %s: %w", id, err)
 }
 
-// GetTask returns one task.
+// taskNotFound is the answer about a task that does not exist, and about
+// one of a project whoever asks may not read.
+func taskNotFound(id string) error { return Errorf(KindNotFound, "task %s does not exist", id) }
+
+// GetTask returns one task whoever asks may read.
 func (m *Master) GetTask(ctx context.Context, id string) (*Task, error) {
 	t, err := store.GetTask(ctx, m.st.DB, id)
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
+	if err := authorize(ctx, t.ProjectID, ActRead, taskNotFound(id)); err != nil {
+		return nil, err
+	}
 	out, err := decodeTask(t)
 	if err != nil {
 		return nil, err
+	}
+	if p, err := m.projectByID(ctx, t.ProjectID); err == nil {
+		out.Project = p.Name
 	}
 	if err := m.markStranded(ctx, []*Task{out}); err != nil {
 		return nil, err
@@ -150,7 +163,12 @@ func (m *Master) markStranded(ctx context.Context, tasks []*Task) error {
 
 // ListTasks returns a page of tasks and the total.
 func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int, error) {
+	f.Projects = restrictProjects(ctx, f.Projects)
 	rows, total, err := store.ListTasks(ctx, m.st.DB, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	names, err := m.ProjectNames(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -160,6 +178,7 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 		if err != nil {
 			return nil, 0, err
 		}
+		t.Project = names[t.ProjectID]
 		out = append(out, *t)
 	}
 	ptrs := make([]*Task, len(out))
@@ -172,10 +191,24 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 	return out, total, nil
 }
 
+// taskFor returns task id if whoever asks may do a to it (see authorize),
+// and ctx carrying the task's project for the event log.
+func (m *Master) taskFor(ctx context.Context, id string, a Action) (context.Context, *Task, error) {
+	t, err := m.GetTask(ctx, id)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx = withEventProject(ctx, t.ProjectID)
+	if err := authorize(ctx, t.ProjectID, a, taskNotFound(id)); err != nil {
+		return ctx, nil, err
+	}
+	return ctx, t, nil
+}
+
 // DeleteTask stops a task everywhere and marks it deleted; its runs stay.
 func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
 	defer func() { m.events.record(ctx, "task.delete", store.TargetTask, id, err, "") }()
-	t, err := m.GetTask(ctx, id)
+	ctx, t, err := m.taskFor(ctx, id, ActEdit)
 	if err != nil {
 		return err
 	}

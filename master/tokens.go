@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,12 @@ const (
 type NewToken struct {
 	Name      string
 	ExpiresAt time.Time
+	// Project is the one project the token acts in. "" is the cluster for
+	// a cluster admin's token, the default project for anyone else's.
+	Project string
+	// Role caps what the token may do there; "" is its owner's role now
+	// (which caps it on every request anyway).
+	Role ProjectRole
 }
 
 // Check returns what is wrong with each field, or nil.
@@ -81,9 +88,17 @@ func ParseTokenExpiry(s string) (time.Time, error) {
 // never keeps power its owner lost.
 type Principal struct {
 	Name string
+	// Role is the user's cluster role: RoleAdmin, RoleViewer (a viewer of
+	// every project, the role from before projects) or RoleNone.
 	Role string
+	// Memberships are the user's roles in projects, read with the user.
+	Memberships map[int64]ProjectRole
 	// Token is the name of the API token used, "" for a console session.
 	Token string
+	// TokenProject is the one project the token acts in (0: the token is
+	// not limited to one); TokenRole caps its role there ("": no cap).
+	TokenProject int64
+	TokenRole    ProjectRole
 }
 
 // Actor names the principal in the event log: "alice", or "alice (token ci)".
@@ -98,10 +113,25 @@ func (p *Principal) Actor() string {
 // value, which is shown once and never stored. The owner must exist and be
 // enabled: a token acts as its owner, and a disabled owner's tokens are
 // refused.
+//
+// People create tokens for themselves; a cluster admin may create one for
+// anyone. A token acts in one project with a role no higher than its
+// owner's there, or, for a cluster admin, in the cluster.
 func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (string, *store.APIToken, error) {
 	in.Name = strings.TrimSpace(in.Name)
-	if fe := in.Check(time.Now()); fe != nil {
+	in.Project = strings.TrimSpace(in.Project)
+	fe := in.Check(time.Now())
+	if in.Role != "" && !in.Role.Valid() {
+		if fe == nil {
+			fe = protocol.FieldErrors{}
+		}
+		fe["role"] = fmt.Sprintf("must be one of owner, editor, operator, viewer, not %q", in.Role)
+	}
+	if fe != nil {
 		return "", nil, fe
+	}
+	if asker := PrincipalFrom(ctx); asker != nil && asker.Name != owner && !asker.ClusterAdmin() {
+		return "", nil, Errorf(KindForbidden, "forbidden: you may create tokens only for yourself")
 	}
 	u, err := store.GetUser(ctx, a.db, owner)
 	if errors.Is(err, store.ErrNotFound) {
@@ -113,11 +143,42 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 	if u.Disabled {
 		return "", nil, Errorf(KindState, "user %s is disabled: its tokens would be refused", owner)
 	}
+	ownerP, err := a.principalOf(ctx, u)
+	if err != nil {
+		return "", nil, err
+	}
+	// A token never gets more than whoever asks has: a token creating
+	// tokens is capped by its own scope.
+	asker := PrincipalFrom(ctx)
+	var projectID int64
+	if in.Project == "" && u.Role == RoleAdmin && asker != nil && !asker.ClusterAdmin() {
+		return "", nil, Errorf(KindForbidden, "forbidden: a token limited to one project cannot create a cluster token; name its project")
+	}
+	if in.Project != "" || u.Role != RoleAdmin {
+		p, err := projectNamed(ctx, a.db, in.Project)
+		if err != nil {
+			return "", nil, err
+		}
+		projectID = p.ID
+		has := ownerP.RoleIn(p.ID)
+		if asker != nil {
+			has = minRole(has, asker.RoleIn(p.ID))
+		}
+		if !has.Valid() {
+			return "", nil, Errorf(KindNotFound, "project %s not found", p.Name)
+		}
+		if in.Role != "" && in.Role.rank() > has.rank() {
+			return "", nil, invalidFields(protocol.FieldErrors{"role": fmt.Sprintf("%s's role in project %s is %s: a token may not be given more", u.Username, p.Name, has)})
+		}
+		ctx = withEventProject(ctx, p.ID)
+	} else if in.Role != "" {
+		return "", nil, invalidFields(protocol.FieldErrors{"role": "a cluster token has its owner's role; name a project to give it a lower one"})
+	}
 	plain, hash, err := store.NewTokenValue()
 	if err != nil {
 		return "", nil, err
 	}
-	t := &store.APIToken{Name: in.Name, TokenHash: hash, CreatedBy: u.Username}
+	t := &store.APIToken{Name: in.Name, TokenHash: hash, CreatedBy: u.Username, ProjectID: projectID, Role: string(in.Role)}
 	if !in.ExpiresAt.IsZero() {
 		t.ExpiresAt = in.ExpiresAt.UTC()
 	}
@@ -132,21 +193,38 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 	return plain, t, nil
 }
 
-// ListTokens returns every API token, newest first.
+// ListTokens returns the API tokens whoever asks may see, newest first: a
+// cluster admin every one, anyone else their own and those of the projects
+// they manage.
 func (a *Accounts) ListTokens(ctx context.Context) ([]store.APIToken, error) {
-	return store.ListTokens(ctx, a.db)
+	ts, err := store.ListTokens(ctx, a.db)
+	p := PrincipalFrom(ctx)
+	if err != nil || p == nil || p.ClusterAdmin() {
+		return ts, err
+	}
+	return slices.DeleteFunc(ts, func(t store.APIToken) bool { return !mayManageToken(p, &t) }), nil
+}
+
+// mayManageToken reports whether p may see and revoke t: its own, or one of
+// a project p manages (a cluster admin: any).
+func mayManageToken(p *Principal, t *store.APIToken) bool {
+	if p == nil || p.ClusterAdmin() || t.CreatedBy == p.Name {
+		return true
+	}
+	return t.ProjectID != 0 && p.Can(t.ProjectID, ActManage)
 }
 
 // RevokeToken revokes an API token at once and returns it; an unknown token
 // is ErrNotFound, one already revoked a state refusal.
 func (a *Accounts) RevokeToken(ctx context.Context, id int64) (*store.APIToken, error) {
 	t, err := store.GetToken(ctx, a.db, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !mayManageToken(PrincipalFrom(ctx), t)) {
 		return nil, Errorf(KindNotFound, "there is no API token %d", id)
 	}
 	if err != nil {
 		return nil, err
 	}
+	ctx = withEventProject(ctx, t.ProjectID)
 	err = store.RevokeToken(ctx, a.db, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return t, Errorf(KindState, "the token “%s” was already revoked", t.Name)
@@ -191,5 +269,23 @@ func (a *Accounts) AuthenticateToken(ctx context.Context, plain string, now time
 			a.log.Warn("touch token", "token", t.ID, "err", err)
 		}
 	}
-	return &Principal{Name: u.Username, Role: u.Role, Token: t.Name}, nil
+	p, err := a.principalOf(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	p.Token, p.TokenProject, p.TokenRole = t.Name, t.ProjectID, ProjectRole(t.Role)
+	return p, nil
+}
+
+// principalOf is who u acts as now: its cluster role and its memberships.
+func (a *Accounts) principalOf(ctx context.Context, u *store.User) (*Principal, error) {
+	ms, err := store.MembershipsOf(ctx, a.db, u.Username)
+	if err != nil {
+		return nil, err
+	}
+	p := &Principal{Name: u.Username, Role: u.Role, Memberships: make(map[int64]ProjectRole, len(ms))}
+	for id, r := range ms {
+		p.Memberships[id] = ProjectRole(r)
+	}
+	return p, nil
 }

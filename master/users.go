@@ -126,6 +126,9 @@ func userRefusal(err error, name string) error {
 
 // GetUser returns one user; an unknown name is ErrNotFound.
 func (a *Accounts) GetUser(ctx context.Context, name string) (*store.User, error) {
+	if p := PrincipalFrom(ctx); p != nil && !strings.EqualFold(p.Name, name) && !mayListUsers(p) {
+		return nil, Errorf(KindForbidden, "forbidden: only cluster admins and viewers of every project read other users")
+	}
 	u, err := store.GetUser(ctx, a.db, name)
 	if err != nil {
 		return nil, userRefusal(err, name)
@@ -136,6 +139,9 @@ func (a *Accounts) GetUser(ctx context.Context, name string) (*store.User, error
 // CreateUser checks and stores a new user (field errors are a
 // protocol.FieldErrors; a taken name is ErrDuplicate) and records the event.
 func (a *Accounts) CreateUser(ctx context.Context, u NewUser) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	if fe := u.Check(); fe != nil {
 		return fe
 	}
@@ -194,11 +200,17 @@ func (p UserPatch) detail() string {
 // (ActorFrom(ctx)) cannot disable themself, and no change may leave the
 // installation without an enabled admin.
 func (a *Accounts) PatchUser(ctx context.Context, name string, p UserPatch) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	return a.patchUser(ctx, "user.update", name, p, true)
 }
 
 // ResetPassword sets a new password chosen by an admin.
 func (a *Accounts) ResetPassword(ctx context.Context, name, password string) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	return a.patchUser(ctx, "user.password_reset", name, UserPatch{Password: &password}, false)
 }
 
@@ -206,6 +218,9 @@ func (a *Accounts) ResetPassword(ctx context.Context, name, password string) err
 // the first start gives user admin, returned so that the caller shows it once
 // (`schedulemaster user reset-password`).
 func (a *Accounts) ResetPasswordRandom(ctx context.Context, name string) (string, error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return "", err
+	}
 	pw, err := randomPassword(randomPasswordLen)
 	if err != nil {
 		return "", err
@@ -219,6 +234,9 @@ func (a *Accounts) ResetPasswordRandom(ctx context.Context, name string) (string
 // SetUserDisabled disables a user (their sessions stop working at once) or
 // enables them again.
 func (a *Accounts) SetUserDisabled(ctx context.Context, name string, disabled bool) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
 	action := "user.enable"
 	if disabled {
 		action = "user.disable"

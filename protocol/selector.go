@@ -437,3 +437,57 @@ func (p *selParser) list(op string) ([]string, error) {
 		}
 	}
 }
+
+// Implies reports whether every label set s matches is matched by a too:
+// each of a's requirements is implied by one of s's on the same key (a
+// syntactic check, sound but not complete: "zone in (a,b),zone!=b" is not
+// seen to imply "zone=a"). It decides whether a task's selector stays
+// within a pool a project was allowed. The empty s matches nothing, so it
+// implies every a.
+func (s Selector) Implies(a Selector) bool {
+	if s.Empty() {
+		return true
+	}
+	for _, ra := range a.reqs {
+		if !slices.ContainsFunc(s.reqs, func(rs requirement) bool { return rs.key == ra.key && rs.implies(ra) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// implies reports whether every label set matching r (on the same key) matches ra.
+func (r requirement) implies(ra requirement) bool {
+	positive := func() []string { // the values r allows, nil when it allows any
+		if r.op == opEquals || r.op == opIn {
+			return r.values
+		}
+		return nil
+	}
+	subset := func(vs, of []string) bool {
+		for _, v := range vs {
+			if !slices.Contains(of, v) {
+				return false
+			}
+		}
+		return true
+	}
+	switch ra.op {
+	case opExists:
+		return r.op == opExists || r.op == opEquals || r.op == opIn
+	case opNotExists:
+		return r.op == opNotExists
+	case opEquals, opIn:
+		vs := positive()
+		return vs != nil && subset(vs, ra.values)
+	case opNotEquals, opNotIn:
+		if r.op == opNotExists {
+			return true
+		}
+		if vs := positive(); vs != nil {
+			return !slices.ContainsFunc(vs, func(v string) bool { return slices.Contains(ra.values, v) })
+		}
+		return (r.op == opNotEquals || r.op == opNotIn) && subset(ra.values, r.values)
+	}
+	return false
+}

@@ -199,3 +199,52 @@ func TestSelectorCanonicalFits(t *testing.T) {
 		t.Fatalf("one byte shorter: %d bytes, %v", len(s.String()), err)
 	}
 }
+
+func TestSelectorImpliesPool(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		task, pool string
+		want       bool
+	}{
+		{"pool=billing", "pool=billing", true},
+		{"pool=billing,zone=eu-1", "pool=billing", true},
+		{"pool=reports", "pool=billing", false},
+		{"zone=eu-1", "pool=billing", false},
+		{"pool in (billing,reports)", "pool=billing", false},
+		{"pool=billing", "pool in (billing,reports)", true},
+		{"pool in (billing,reports)", "pool in (billing,reports,ml)", true},
+		{"pool", "pool", true},
+		{"pool=billing", "pool", true},
+		{"pool", "pool=billing", false},
+		{"gpu=false", "gpu!=true", true},
+		{"gpu!=true", "gpu!=true", true},
+		{"gpu notin (true,yes)", "gpu!=true", true},
+		{"gpu!=yes", "gpu!=true", false},
+		{"!gpu", "gpu!=true", true},
+		{"!gpu", "!gpu", true},
+		{"gpu=false", "!gpu", false},
+		{"pool=billing,gpu=false", "pool=billing,gpu!=true", true},
+		{"pool=billing", "pool=billing,gpu!=true", false},
+	}
+	for _, c := range cases {
+		task, err := protocol.ParseSelector(c.task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := protocol.ParseSelector(c.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := task.Implies(pool); got != c.want {
+			t.Errorf("%q implies %q = %v, want %v", c.task, c.pool, got, c.want)
+		}
+		// Soundness on sample label sets: whatever task matches, pool matches.
+		if c.want {
+			for _, l := range []protocol.Labels{{"pool": "billing"}, {"pool": "reports"}, {"pool": "billing", "gpu": "false"}, {"pool": "billing", "gpu": "true"}, {"pool": "billing", "zone": "eu-1"}, {}} {
+				if task.Matches(l) && !pool.Matches(l) {
+					t.Errorf("%q implies %q, yet %v matches only the first", c.task, c.pool, l)
+				}
+			}
+		}
+	}
+}

@@ -41,13 +41,14 @@ func CountNodesByStatus(ctx context.Context, db bun.IDB) (map[NodeStatus]int, er
 }
 
 // CountTasksByStatus returns how many tasks (deleted ones left out) have each status.
-func CountTasksByStatus(ctx context.Context, db bun.IDB) (map[TaskStatus]int, error) {
+// projects limits the count (nil: every project).
+func CountTasksByStatus(ctx context.Context, db bun.IDB, projects []int64) (map[TaskStatus]int, error) {
 	var rows []struct {
 		Status TaskStatus `bun:"status"`
 		N      int        `bun:"n"`
 	}
-	err := db.NewSelect().Table("tasks").Column("status").ColumnExpr("COUNT(*) AS n").
-		Where("status <> ?", TaskDeleted).Group("status").Scan(ctx, &rows)
+	err := inProjects(db.NewSelect().Table("tasks").Column("status").ColumnExpr("COUNT(*) AS n").
+		Where("status <> ?", TaskDeleted), "project_id", projects).Group("status").Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: count tasks: %w", err)
 	}
@@ -76,10 +77,11 @@ func dayExpr(db bun.IDB, col string) string {
 
 // RunsPerDay counts the runs that started in [from, to) by UTC day and result,
 // in one aggregate query over the index on runs(started_at).
-func RunsPerDay(ctx context.Context, db bun.IDB, from, to time.Time) ([]DayCount, error) {
+// projects limits the runs (nil: every run).
+func RunsPerDay(ctx context.Context, db bun.IDB, from, to time.Time, projects []int64) ([]DayCount, error) {
 	var rows []DayCount
 	day := dayExpr(db, "started_at")
-	err := db.NewSelect().Table("runs").
+	err := runsInProjects(db.NewSelect().Table("runs"), "", projects).
 		ColumnExpr(day+" AS day").Column("result").ColumnExpr("COUNT(*) AS n").
 		Where("started_at >= ?", from.UTC()).Where("started_at < ?", to.UTC()).
 		GroupExpr(day).Group("result").OrderExpr("day ASC").
@@ -106,12 +108,13 @@ type FailedRun struct {
 
 // LatestFailures returns the newest failed or timed-out runs, newest first,
 // with their task's title (deleted tasks included) and an output excerpt.
-func LatestFailures(ctx context.Context, db bun.IDB, limit int) ([]FailedRun, error) {
+// projects limits the runs (nil: every run).
+func LatestFailures(ctx context.Context, db bun.IDB, limit int, projects []int64) ([]FailedRun, error) {
 	if limit <= 0 {
 		limit = 10
 	}
 	rows := []FailedRun{}
-	err := db.NewSelect().TableExpr("runs AS r").
+	err := runsInProjects(db.NewSelect().TableExpr("runs AS r"), "r.", projects).
 		ColumnExpr("r.id, r.task_id, r.node, r.started_at, r.result, r.http_status, r.exit_code").
 		ColumnExpr("COALESCE(t.title, '') AS task_title").
 		ColumnExpr("SUBSTR(r.output, 1, 200) AS excerpt").
@@ -168,8 +171,9 @@ func StrandedTasks(ctx context.Context, db bun.IDB, ids []string) (map[string]ti
 
 // CountStrandedTasks counts the running tasks none of whose executors is
 // running, for the dashboard.
-func CountStrandedTasks(ctx context.Context, db bun.IDB) (int, error) {
-	n, err := db.NewSelect().TableExpr("tasks AS t").Where("t.status = ?", TaskRunning).
+// projects limits the count (nil: every project).
+func CountStrandedTasks(ctx context.Context, db bun.IDB, projects []int64) (int, error) {
+	n, err := inProjects(db.NewSelect().TableExpr("tasks AS t"), "t.project_id", projects).Where("t.status = ?", TaskRunning).
 		Where(noRunningExecutor, StatusRunning).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: count stranded tasks: %w", err)

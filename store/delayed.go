@@ -33,7 +33,9 @@ const TargetDelayed = "delayed"
 type DelayedTask struct {
 	bun.BaseModel `bun:"table:delayed_tasks"`
 
-	ID         string  `bun:"id,pk"`
+	ID string `bun:"id,pk"`
+	// ProjectID is the project the delayed task belongs to.
+	ProjectID  int64   `bun:"project_id"`
 	SourceApp  string  `bun:"source_app"`
 	Topic      string  `bun:"topic"`
 	ContentKey string  `bun:"content_key"`
@@ -97,9 +99,14 @@ const (
 )
 
 // DelayedPendingKey is the idempotency key of a delayed task: one pending or
-// running task per (source app, topic, content key).
-func DelayedPendingKey(sourceApp, topic, contentKey string) string {
+// running task per (project, source app, topic, content key). The default
+// project's keys are those from before projects.
+func DelayedPendingKey(project int64, sourceApp, topic, contentKey string) string {
 	h := sha256.New()
+	if project != DefaultProjectID && project != 0 {
+		fmt.Fprintf(h, "project %d", project)
+		h.Write([]byte{0})
+	}
 	for _, s := range []string{sourceApp, topic, contentKey} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
@@ -112,7 +119,10 @@ func DelayedPendingKey(sourceApp, topic, contentKey string) string {
 // returns that one and created false. The unique pending_key decides between
 // concurrent creations, on any number of masters.
 func CreateDelayed(ctx context.Context, db bun.IDB, d *DelayedTask) (_ *DelayedTask, created bool, err error) {
-	key := DelayedPendingKey(d.SourceApp, d.Topic, d.ContentKey)
+	if d.ProjectID == 0 {
+		d.ProjectID = DefaultProjectID
+	}
+	key := DelayedPendingKey(d.ProjectID, d.SourceApp, d.Topic, d.ContentKey)
 	// Microseconds, as the columns keep them: the answer equals a later read.
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	d.PendingKey, d.Status = &key, DelayedPending
@@ -160,8 +170,10 @@ type DelayedFilter struct {
 	Status    string
 	Topic     string
 	SourceApp string
-	Limit     int
-	Offset    int
+	// Projects limits the list to these projects; nil: every project.
+	Projects []int64
+	Limit    int
+	Offset   int
 }
 
 // ListDelayed returns a page of delayed tasks, newest first, and their total.
@@ -180,6 +192,7 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	if f.SourceApp != "" {
 		q = q.Where("source_app = ?", f.SourceApp)
 	}
+	q = inProjects(q, "project_id", f.Projects)
 	total, err := q.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed tasks: %w", err)
@@ -188,12 +201,13 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 }
 
 // CountDelayedByStatus counts the delayed tasks of each status.
-func CountDelayedByStatus(ctx context.Context, db bun.IDB) (map[string]int, error) {
+// projects limits the count (nil: every project).
+func CountDelayedByStatus(ctx context.Context, db bun.IDB, projects []int64) (map[string]int, error) {
 	var rows []struct {
 		Status string `bun:"status"`
 		N      int    `bun:"n"`
 	}
-	err := db.NewSelect().Model((*DelayedTask)(nil)).Column("status").ColumnExpr("COUNT(*) AS n").
+	err := inProjects(db.NewSelect().Model((*DelayedTask)(nil)).Column("status").ColumnExpr("COUNT(*) AS n"), "project_id", projects).
 		Group("status").Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: count delayed tasks: %w", err)

@@ -206,7 +206,7 @@ func TestDelayedTransitions(t *testing.T) {
 			t.Fatalf("task 2: %+v", d2)
 		}
 
-		counts, err := store.CountDelayedByStatus(ctx, db)
+		counts, err := store.CountDelayedByStatus(ctx, db, nil)
 		if err != nil || counts[store.DelayedFailed] != 1 || counts[store.DelayedSuccess] != 1 ||
 			counts[store.DelayedRunning] != 1 || counts[store.DelayedCancelled] != 1 {
 			t.Fatalf("counts %v %v", counts, err)

@@ -23,6 +23,7 @@ const (
 	TargetUser     = "user"
 	TargetToken    = "token"
 	TargetSettings = "settings"
+	TargetProject  = "project"
 )
 
 // Column bounds of the events table (characters).
@@ -52,6 +53,9 @@ type Event struct {
 	// Master is the identity of the master that recorded the event ("" for
 	// events older than several masters).
 	Master string `bun:"master"`
+	// ProjectID is the project of the task, delayed task or token the event
+	// is about; 0 (NULL) for cluster events (nodes, users, settings).
+	ProjectID int64 `bun:"project_id,nullzero"`
 }
 
 // clip cuts s to at most n characters (not bytes), marking a cut with "…".
@@ -100,8 +104,12 @@ type EventFilter struct {
 	Outcome     string // "ok" or "error"
 	From        time.Time
 	To          time.Time // exclusive
-	Limit       int       // default 50
-	Offset      int
+	// Projects limits the list to events of these projects, and to cluster
+	// events when Cluster is set too; nil: every event.
+	Projects []int64
+	Cluster  bool
+	Limit    int // default 50
+	Offset   int
 }
 
 // escapeLikeBang escapes a LIKE pattern for "ESCAPE '!'", which both SQLite
@@ -136,6 +144,18 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 	if f.Outcome != "" {
 		q = q.Where("outcome = ?", f.Outcome)
 	}
+	if f.Projects != nil {
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			q = q.Where("1 = 0")
+			if len(f.Projects) > 0 {
+				q = q.WhereOr("project_id IN (?)", bun.In(f.Projects))
+			}
+			if f.Cluster {
+				q = q.WhereOr("project_id IS NULL")
+			}
+			return q
+		})
+	}
 	if !f.From.IsZero() {
 		q = q.Where("at >= ?", f.From.UTC())
 	}
@@ -158,6 +178,11 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 // TaskTitles returns the titles of the tasks with these ids, deleted ones
 // included, so that a log or a list can name them.
 func TaskTitles(ctx context.Context, db bun.IDB, ids []string) (map[string]string, error) {
+	return TaskTitlesIn(ctx, db, ids, nil)
+}
+
+// TaskTitlesIn is TaskTitles for the tasks of these projects (nil: all).
+func TaskTitlesIn(ctx context.Context, db bun.IDB, ids []string, projects []int64) (map[string]string, error) {
 	out := map[string]string{}
 	if len(ids) == 0 {
 		return out, nil
@@ -166,7 +191,7 @@ func TaskTitles(ctx context.Context, db bun.IDB, ids []string) (map[string]strin
 		ID    string `bun:"id"`
 		Title string `bun:"title"`
 	}
-	if err := db.NewSelect().Table("tasks").Column("id", "title").Where("id IN (?)", bun.In(ids)).Scan(ctx, &rows); err != nil {
+	if err := inProjects(db.NewSelect().Table("tasks").Column("id", "title").Where("id IN (?)", bun.In(ids)), "project_id", projects).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("store: task titles: %w", err)
 	}
 	for _, r := range rows {

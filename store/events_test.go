@@ -171,7 +171,7 @@ func TestDashboardCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tasks, err := store.CountTasksByStatus(ctx, db)
+		tasks, err := store.CountTasksByStatus(ctx, db, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestRunsPerDayAndLatestFailures(t *testing.T) {
 		if _, err := store.InsertRuns(ctx, db, runs); err != nil {
 			t.Fatal(err)
 		}
-		got, err := store.RunsPerDay(ctx, db, d0, d0.Add(4*24*time.Hour))
+		got, err := store.RunsPerDay(ctx, db, d0, d0.Add(4*24*time.Hour), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestRunsPerDayAndLatestFailures(t *testing.T) {
 			t.Errorf("runs per day = %v, want %v", counts, want)
 		}
 
-		fails, err := store.LatestFailures(ctx, db, 3)
+		fails, err := store.LatestFailures(ctx, db, 3, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,10 +162,11 @@ type SelectorTask struct {
 }
 
 // SelectorTasks returns the tasks (not deleted) that have a selector, by id.
-func SelectorTasks(ctx context.Context, db bun.IDB) ([]SelectorTask, error) {
+// projects limits them (nil: every project).
+func SelectorTasks(ctx context.Context, db bun.IDB, projects []int64) ([]SelectorTask, error) {
 	var out []SelectorTask
-	err := db.NewSelect().Model((*Task)(nil)).Column("id", "selector", "status").
-		Where("selector <> ''").Where("status <> ?", TaskDeleted).OrderExpr("id ASC").Scan(ctx, &out)
+	err := inProjects(db.NewSelect().Model((*Task)(nil)).Column("id", "selector", "status").
+		Where("selector <> ''").Where("status <> ?", TaskDeleted), "project_id", projects).OrderExpr("id ASC").Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("store: tasks with a selector: %w", err)
 	}

@@ -14,6 +14,9 @@ type RunFilter struct {
 	TaskID string
 	Node   string
 	Result string
+	// Projects limits the runs to those of tasks and delayed tasks of these
+	// projects; nil: every run.
+	Projects []int64
 	// Since and Until bound started_at: Since included, Until excluded.
 	Since, Until time.Time
 	Limit        int // default 50
@@ -39,6 +42,7 @@ func (f *RunFilter) where(q *bun.SelectQuery) *bun.SelectQuery {
 	if f.Result != "" {
 		q = q.Where("result = ?", f.Result)
 	}
+	q = runsInProjects(q, "", f.Projects)
 	if !f.Since.IsZero() {
 		q = q.Where("started_at >= ?", f.Since.UTC())
 	}

@@ -20,6 +20,9 @@ const (
 	// SettingPruneOfflineAfter: Go duration after which an auto-registered
 	// worker offline that long is deleted; 0 keeps them.
 	SettingPruneOfflineAfter = "prune_offline_after"
+	// SettingLocalAdminsOnly: "true" lets only cluster admins sign in with a
+	// local password (break glass), everyone else through LDAP or OIDC.
+	SettingLocalAdminsOnly = "local_logins_admins_only"
 )
 
 // SettingsVersion changes (to a fresh random value) at every save of the

@@ -30,13 +30,14 @@ func TaskSpecs(ctx context.Context, db bun.IDB, ids []string) (map[string]string
 // TaskSpecsWithKey returns the spec of each task that is not deleted and
 // whose spec may hold key as its "key" field, by id: a prefilter the caller
 // confirms by decoding (a param named "key" matches too).
-func TaskSpecsWithKey(ctx context.Context, db bun.IDB, key string) (map[string]string, error) {
+// Keys are unique per project: only tasks of project are looked at.
+func TaskSpecsWithKey(ctx context.Context, db bun.IDB, project int64, key string) (map[string]string, error) {
 	var rows []struct {
 		ID   string `bun:"id"`
 		Spec string `bun:"spec"`
 	}
 	pattern := `%"key":"` + escapeLikeBang(key) + `"%`
-	if err := db.NewSelect().TableExpr("tasks").Column("id", "spec").Where("status <> ?", TaskDeleted).
+	if err := db.NewSelect().TableExpr("tasks").Column("id", "spec").Where("status <> ?", TaskDeleted).Where("project_id = ?", project).
 		Where("spec LIKE ? ESCAPE '!'", pattern).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("store: tasks with key: %w", err)
 	}

@@ -49,13 +49,15 @@ func (s TaskStatus) String() string {
 type Task struct {
 	bun.BaseModel `bun:"table:tasks"`
 
-	ID       string     `bun:"id,pk"`
-	Title    string     `bun:"title"`
-	Type     string     `bun:"type"`
-	Status   TaskStatus `bun:"status"`
-	Spec     string     `bun:"spec"`
-	Keepers  string     `bun:"keepers"`
-	Children string     `bun:"children"`
+	ID string `bun:"id,pk"`
+	// ProjectID is the project the task belongs to.
+	ProjectID int64      `bun:"project_id"`
+	Title     string     `bun:"title"`
+	Type      string     `bun:"type"`
+	Status    TaskStatus `bun:"status"`
+	Spec      string     `bun:"spec"`
+	Keepers   string     `bun:"keepers"`
+	Children  string     `bun:"children"`
 	// Selector is the task's label selector ("" for none): the running
 	// workers it selects at fire time are executors too.
 	Selector   string    `bun:"selector"`
@@ -98,6 +100,9 @@ type TaskExecutor struct {
 func CreateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	now := time.Now().UTC()
 	t.CreatedAt, t.UpdatedAt = now, now
+	if t.ProjectID == 0 {
+		t.ProjectID = DefaultProjectID
+	}
 	if _, err := db.NewInsert().Model(t).Exec(ctx); err != nil {
 		return fmt.Errorf("store: create task: %w", err)
 	}
@@ -155,6 +160,16 @@ func GetTask(ctx context.Context, db bun.IDB, id string) (*Task, error) {
 	return t, nil
 }
 
+// TaskProject returns the project of task id, deleted or not.
+func TaskProject(ctx context.Context, db bun.IDB, id string) (int64, error) {
+	var pid int64
+	err := db.NewSelect().Table("tasks").Column("project_id").Where("id = ?", id).Scan(ctx, &pid)
+	if err != nil {
+		return 0, fmt.Errorf("store: task %s: %w", id, notFound(err))
+	}
+	return pid, nil
+}
+
 // loadExecutors fills the named and selected executors of tasks in one query.
 func loadExecutors(ctx context.Context, db bun.IDB, tasks []*Task) error {
 	if len(tasks) == 0 {
@@ -196,8 +211,10 @@ type TaskFilter struct {
 	Status *TaskStatus // nil: every status but deleted
 	Title  string      // substring, case-insensitive
 	Node   string      // executor
-	Limit  int
-	Offset int
+	// Projects limits the list to these projects; nil: every project.
+	Projects []int64
+	Limit    int
+	Offset   int
 }
 
 // ListTasks returns a page of tasks, newest first, and the total matching.
@@ -215,6 +232,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	if f.Node != "" {
 		q = q.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
 	}
+	q = inProjects(q, "project_id", f.Projects)
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -232,7 +250,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 // A task that is not stopped gives ErrConflict.
 func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	t.UpdatedAt = time.Now().UTC()
-	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "updated_at").
+	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "project_id", "updated_at").
 		WherePK().Where("status = ?", TaskStopped).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -292,9 +310,11 @@ func ActiveTasks(ctx context.Context, db bun.IDB) ([]Task, error) {
 }
 
 // TaskChildren returns the children lists (JSON) of every task that is not deleted.
-func TaskChildren(ctx context.Context, db bun.IDB) (map[string]string, error) {
+// A task's children are tasks of its own project: projects limits the
+// tasks read (nil: every project).
+func TaskChildren(ctx context.Context, db bun.IDB, projects []int64) (map[string]string, error) {
 	var rows []Task
-	if err := db.NewSelect().Model(&rows).Column("id", "children").Where("status <> ?", TaskDeleted).Scan(ctx); err != nil {
+	if err := inProjects(db.NewSelect().Model(&rows).Column("id", "children").Where("status <> ?", TaskDeleted), "project_id", projects).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: task children: %w", err)
 	}
 	out := make(map[string]string, len(rows))

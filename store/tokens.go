@@ -25,6 +25,13 @@ type APIToken struct {
 	RevokedAt  time.Time `bun:"revoked_at,nullzero"`
 	// ExpiresAt is when the token stops working; zero: never.
 	ExpiresAt time.Time `bun:"expires_at,nullzero"`
+	// ProjectID is the one project the token acts in; 0 (NULL): the
+	// cluster (a cluster admin's token) or, for tokens from before projects,
+	// wherever its owner may act.
+	ProjectID int64 `bun:"project_id,nullzero"`
+	// Role caps what the token may do in its project ("" : its owner's
+	// role); the owner's current role always caps it too.
+	Role string `bun:"role"`
 }
 
 // CreateToken inserts t.

@@ -14,6 +14,9 @@ import (
 const (
 	RoleAdmin  = "admin"
 	RoleViewer = "viewer"
+	// RoleNone is a user with no cluster role, who acts only through the
+	// roles of project memberships.
+	RoleNone = "none"
 )
 
 // User is a console account.
@@ -79,8 +82,8 @@ func GetUserByID(ctx context.Context, db bun.IDB, id int64) (*User, error) {
 // ErrLastAdmin means a change would leave no enabled admin.
 var ErrLastAdmin = errors.New("store: no enabled admin would be left")
 
-// ValidRole reports whether role is one of RoleAdmin and RoleViewer.
-func ValidRole(role string) bool { return role == RoleAdmin || role == RoleViewer }
+// ValidRole reports whether role is one of RoleAdmin, RoleViewer and RoleNone.
+func ValidRole(role string) bool { return role == RoleAdmin || role == RoleViewer || role == RoleNone }
 
 // ListUsers returns users ordered by username; limit <= 0 means all of them.
 func ListUsers(ctx context.Context, db bun.IDB, limit, offset int) ([]User, error) {

@@ -60,7 +60,7 @@ func DelayedListPage(vm DelayedListVM) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if vm.ShowActions {
+			if !vm.Layout.ReadOnly {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<a class=\"btn btn-primary\" href=\"/delayed/new\" id=\"new-delayed\">New delayed task</a>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

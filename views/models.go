@@ -4,11 +4,24 @@ package views
 
 // LayoutVM is what every page's frame needs.
 type LayoutVM struct {
-	Title    string
-	User     string
-	Role     string
-	Active   string // nav entry: "nodes", "tokens"
-	ReadOnly bool
+	Title  string
+	User   string
+	Role   string
+	Active string // nav entry: "nodes", "tokens"
+	// ReadOnly: the user may not edit in the current project; CanOperate:
+	// may start, stop, run, kill and cancel there.
+	ReadOnly   bool
+	CanOperate bool
+	// Admin: a cluster admin; ClusterReader: may see users and settings.
+	Admin         bool
+	ClusterReader bool
+	// Project is the current project, ProjectRole the user's role in it,
+	// Projects those the user may switch to.
+	Project     string
+	ProjectRole string
+	Projects    []string
+	// Back is the page's path, where a project switch returns.
+	Back string
 }
 
 // Flash is a one-line outcome of an action.
@@ -102,6 +115,8 @@ type TokenRow struct {
 	Expires   string // "never" or a UTC time
 	Expired   bool
 	Revoked   bool
+	Project   string // "" for a cluster token
+	Role      string // "" for its owner's role
 }
 
 // TokensVM is the API tokens page.
@@ -115,6 +130,8 @@ type TokensVM struct {
 	// ExpiresAt and ExpiresError are the form's expiry field and its error.
 	ExpiresAt    string
 	ExpiresError string
+	// Roles are the project roles a token may be capped to.
+	Roles []string
 }
 
 // ErrorVM is a full-page error.
@@ -125,4 +142,43 @@ type ErrorVM struct {
 	// BackURL and BackLabel lead back to where the user came from.
 	BackURL   string
 	BackLabel string
+}
+
+// ProjectRow is one line of the projects table.
+type ProjectRow struct {
+	Name, Description, Pools, Role string
+}
+
+// ProjectFormVM is what the new-project form holds.
+type ProjectFormVM struct {
+	Name, Description, Pools string
+}
+
+// ProjectsVM is the projects page.
+type ProjectsVM struct {
+	Layout LayoutVM
+	Flash  *Flash
+	Rows   []ProjectRow
+	Form   ProjectFormVM
+	Errors map[string]string
+}
+
+// MemberRow is one member of a project.
+type MemberRow struct {
+	Username, Role, AddedBy string
+}
+
+// ProjectPageVM is one project's page.
+type ProjectPageVM struct {
+	Layout      LayoutVM
+	Flash       *Flash
+	Name        string
+	Description string
+	Pools       string // one per line
+	WebhookURL  string // masked
+	Members     []MemberRow
+	Roles       []string
+	CanManage   bool
+	Errors      map[string]string
+	MemberError string
 }

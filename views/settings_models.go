@@ -18,6 +18,8 @@ type SettingsForm struct {
 	// PruneOfflineAfter is how long an auto-registered worker may stay
 	// offline before it is deleted ("24h", "7d", "0" for never).
 	PruneOfflineAfter string
+	// LocalAdminsOnly limits local passwords to cluster admins.
+	LocalAdminsOnly bool
 }
 
 // PinnedValue is a health setting fixed by the process configuration: the

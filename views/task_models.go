@@ -229,6 +229,8 @@ type RunsVM struct {
 
 // TaskVM is the task detail page.
 type TaskVM struct {
+	// CanClone: the user may create tasks in the task's project.
+	CanClone    bool
 	Layout      LayoutVM
 	Flash       *Flash
 	ID          string

@@ -146,14 +146,16 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 	rows := `Array.from(document.querySelectorAll("#event-rows tr[data-action]")).map(r =>
 		[r.querySelector("[data-testid=actor]").textContent.trim(), r.dataset.action,
 		 r.querySelector("[data-testid=target]").textContent.trim(), r.dataset.outcome].join(" ")).join("\n")`
-	got := b.wait("the four events, newest first", 10*time.Second, rows, equals(strings.Join([]string{
+	got := b.wait("the six events, newest first", 10*time.Second, rows, equals(strings.Join([]string{
 		"admin node.enable ew1 ok",
 		"admin node.connect ew1 ok",
+		"admin user.login admin ok", // the browser's sign-in (method local)
 		"admin node.create ew1 ok",
+		"admin user.login admin ok",   // the API client's sign-in
 		"system user.create admin ok", // the first admin, made by the master on its first start
 	}, "\n")))
 	t.Logf("event log:\n%s", got)
-	b.wait("the range", 5*time.Second, textJS("#events-range"), equals("1–4 of 4"))
+	b.wait("the range", 5*time.Second, textJS("#events-range"), equals("1–6 of 6"))
 
 	// Narrow it with the filter form: one action, by typing as a user does.
 	b.do("filter on node.connect", 20*time.Second,

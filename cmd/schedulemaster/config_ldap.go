@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/ldapauth"
+	"github.com/schedulemaster-go/schedulemaster/master"
 )
 
 // ldapOptions is the text form of the LDAP options; group lists are
@@ -12,6 +13,7 @@ import (
 type ldapOptions struct {
 	cfg                       ldapauth.Config
 	adminGroups, viewerGroups string
+	projectGroups             string
 }
 
 // addLDAPOptions registers the --ldap-* options (env SM_LDAP_*, file keys
@@ -32,6 +34,7 @@ func addLDAPOptions(o *options, l *ldapOptions) {
 	o.add(&option{name: "ldap-group-filter", key: "LDAPGroupFilter", def: "(member=%s)", dst: &c.GroupFilter, usage: "group search filter; %s is the escaped user DN"})
 	o.add(&option{name: "ldap-admin-groups", key: "LDAPAdminGroups", dst: &l.adminGroups, usage: "group DNs whose members are admin, separated by ;"})
 	o.add(&option{name: "ldap-viewer-groups", key: "LDAPViewerGroups", dst: &l.viewerGroups, usage: "group DNs whose members are viewer, separated by ;"})
+	o.add(&option{name: "ldap-project-groups", key: "LDAPProjectGroups", dst: &l.projectGroups, usage: "group DNs mapped to project roles: GROUP=>PROJECT:ROLE, separated by ; (sets memberships at every sign-in)"})
 	o.add(&option{name: "ldap-connect-timeout", key: "LDAPConnectTimeout", def: "5s", dst: &c.ConnectTimeout, min: int64(100 * time.Millisecond), max: int64(time.Minute), usage: "bound of a connection to the LDAP server"})
 	o.add(&option{name: "ldap-timeout", key: "LDAPTimeout", def: "10s", dst: &c.Timeout, min: int64(100 * time.Millisecond), max: int64(time.Minute), usage: "bound of each LDAP operation"})
 }
@@ -53,6 +56,11 @@ func splitGroups(s string) []string {
 func (l *ldapOptions) ldapConfig(o *options) (*ldapauth.Config, []string) {
 	c := l.cfg
 	c.AdminGroups, c.ViewerGroups = splitGroups(l.adminGroups), splitGroups(l.viewerGroups)
+	pg, err := master.ParseGroupProjects(l.projectGroups)
+	if err != nil {
+		return nil, []string{o.where("ldap-project-groups") + ": " + err.Error()}
+	}
+	c.ProjectGroups = pg
 	if c.URL == "" {
 		for _, opt := range o.list {
 			if strings.HasPrefix(opt.name, "ldap-") && o.explicit(opt.name) {

@@ -41,6 +41,8 @@ type oidcConfig struct {
 	AdminGroup           string
 	ViewerGroupsText     string
 	Scopes, ViewerGroups []string
+	ProjectGroupsText    string
+	ProjectGroups        []master.GroupProject
 }
 
 // String shows the OIDC configuration without the client secret.
@@ -65,6 +67,7 @@ func addOIDCOptions(o *options, c *oidcConfig) {
 	o.add(&option{name: "oidc-groups-claim", key: "OIDCGroupsClaim", def: "groups", dst: &c.GroupsClaim, usage: "ID token claim that lists the user's groups"})
 	o.add(&option{name: "oidc-admin-group", key: "OIDCAdminGroup", dst: &c.AdminGroup, usage: "group whose members are admin"})
 	o.add(&option{name: "oidc-viewer-groups", key: "OIDCViewerGroups", dst: &c.ViewerGroupsText, usage: "comma-separated groups whose members are viewer (others are refused)"})
+	o.add(&option{name: "oidc-project-groups", key: "OIDCProjectGroups", dst: &c.ProjectGroupsText, usage: "groups mapped to project roles: GROUP=>PROJECT:ROLE, separated by ; (sets memberships at every sign-in)"})
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -86,7 +89,7 @@ func (c *oidcConfig) validate(o *options) []string {
 	}
 	c.ClientSecret, c.ClientSecretText = secret(c.ClientSecretText), ""
 	if c.Issuer == "" {
-		for _, n := range []string{"oidc-client-id", "oidc-client-secret", "oidc-redirect-url", "oidc-admin-group", "oidc-viewer-groups"} {
+		for _, n := range []string{"oidc-client-id", "oidc-client-secret", "oidc-redirect-url", "oidc-admin-group", "oidc-viewer-groups", "oidc-project-groups"} {
 			if o.explicit(n) {
 				bad(n, "is set but --oidc-issuer is not: give the issuer too, or remove the OIDC options")
 			}
@@ -123,8 +126,13 @@ func (c *oidcConfig) validate(o *options) []string {
 		bad("oidc-groups-claim", "is empty")
 	}
 	c.ViewerGroups = splitList(c.ViewerGroupsText)
-	if c.AdminGroup == "" && len(c.ViewerGroups) == 0 {
-		problems = append(problems, "--oidc-admin-group or --oidc-viewer-groups is required with --oidc-issuer: without them nobody could sign in")
+	pg, err := master.ParseGroupProjects(c.ProjectGroupsText)
+	if err != nil {
+		bad("oidc-project-groups", "%v", err)
+	}
+	c.ProjectGroups = pg
+	if c.AdminGroup == "" && len(c.ViewerGroups) == 0 && len(c.ProjectGroups) == 0 {
+		problems = append(problems, "--oidc-admin-group, --oidc-viewer-groups or --oidc-project-groups is required with --oidc-issuer: without them nobody could sign in")
 	}
 	return problems
 }
@@ -167,7 +175,7 @@ func (c oidcConfig) roles() *master.GroupRoles {
 	if c.Issuer == "" {
 		return nil
 	}
-	r := master.GroupRoles{Viewer: c.ViewerGroups}
+	r := master.GroupRoles{Viewer: c.ViewerGroups, Projects: c.ProjectGroups}
 	if c.AdminGroup != "" {
 		r.Admin = []string{c.AdminGroup}
 	}

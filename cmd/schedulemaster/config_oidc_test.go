@@ -71,7 +71,7 @@ func TestOIDCConfigBadValues(t *testing.T) {
 		{"no client", []string{"--oidc-issuer", "https://idp.example.com", "--oidc-admin-group", "a"},
 			[]string{"--oidc-client-id: is required", "--oidc-client-secret: is required"}},
 		{"no groups", []string{"--oidc-issuer", "https://idp.example.com", "--oidc-client-id", "sm", "--oidc-client-secret", "s"},
-			[]string{"--oidc-admin-group or --oidc-viewer-groups is required"}},
+			[]string{"--oidc-admin-group, --oidc-viewer-groups or --oidc-project-groups is required"}},
 		{"bad issuer", append(append([]string{}, base...), "--oidc-issuer", "ftp://idp"), []string{"--oidc-issuer: \"ftp://idp\" is not an http(s) URL"}},
 		{"redirect elsewhere", append(append([]string{}, base...), "--oidc-redirect-url", "https://sm.example.com/cb"),
 			[]string{"--oidc-redirect-url: must end in /login/oidc/callback"}},

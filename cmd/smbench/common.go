@@ -295,7 +295,7 @@ func taskRow(def protocol.TaskDef, status store.TaskStatus, executors []string) 
 	if err != nil {
 		return nil, err
 	}
-	return &store.Task{ID: def.ID, Title: def.Title, Type: def.Type, Status: status, Spec: string(spec),
+	return &store.Task{ID: def.ID, ProjectID: store.DefaultProjectID, Title: def.Title, Type: def.Type, Status: status, Spec: string(spec),
 		Keepers: "[]", Children: "[]", CreatedBy: "smbench", Executors: executors}, nil
 }
 

@@ -249,10 +249,10 @@ func insertFarDelayed(ctx context.Context, db *bun.DB, n int, target string) err
 		rows := make([]store.DelayedTask, size)
 		for i := range rows {
 			k := fmt.Sprintf("%s-%d", prefix, done+i)
-			key := store.DelayedPendingKey("smbench", "far", k)
+			key := store.DelayedPendingKey(store.DefaultProjectID, "smbench", "far", k)
 			due := now.Add(24*time.Hour + time.Duration(rand.Int64N(int64(29*24*time.Hour))))
 			rows[i] = store.DelayedTask{
-				ID: randHex(16), SourceApp: "smbench", Topic: "far", ContentKey: k, PendingKey: &key, Status: store.DelayedPending,
+				ID: randHex(16), ProjectID: store.DefaultProjectID, SourceApp: "smbench", Topic: "far", ContentKey: k, PendingKey: &key, Status: store.DelayedPending,
 				DueAt: due, NextAt: due, NotifyURL: target + "/far", NotifyBody: `{"far":true}`, ContentType: "application/json",
 				Executors: string(executors), Keepers: "[]", CreatedBy: "smbench", CreatedAt: now, UpdatedAt: now,
 			}
