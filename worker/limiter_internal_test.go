@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest/testutil"
 )
 
 // queueUp starts n waiters on l one after another, each queued before the
@@ -154,7 +159,13 @@ func TestLimiterNoStarvationUnderContinuousArrivals(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(5 * time.Millisecond) // let arrivals queue behind the first (not needed for correctness)
+	deadline := time.Now().Add(10 * time.Second)
+	for l.waiting() < 3 { // arrivals queued behind the first
+		if time.Now().After(deadline) {
+			t.Fatal("arrivals never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	l.release()
 	wg.Wait()
 	close(stop)
@@ -231,10 +242,8 @@ func TestLimiterLoweredLimitDropsFreedSlots(t *testing.T) {
 	wg := queueUp(t, l, 1, func(int) { got <- struct{}{} })
 	l.release() // 2 held, limit 1: the slot goes away
 	l.release() // 1 held
-	select {
-	case <-got:
-		t.Fatal("a waiter was served above the lowered limit")
-	case <-time.After(20 * time.Millisecond):
+	if l.wakes.Load() != 0 || l.waiting() != 1 {
+		t.Fatalf("a waiter was served above the lowered limit (%d wakes, %d waiting)", l.wakes.Load(), l.waiting())
 	}
 	l.release() // 0 held: the waiter gets it
 	<-got
@@ -344,5 +353,50 @@ func BenchmarkLimiterHerd(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// A fire on a full node is recorded once, as one skipped run, whatever its
+// retries: at once under at_capacity skip, after its timeout under wait.
+func TestFireOnAFullNodeIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		policy, says string
+	}{
+		{protocol.AtCapacitySkip, "(at_capacity: skip)"},
+		{protocol.AtCapacityWait, "for the whole timeout of 300ms"},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			t.Parallel()
+			sink := &reportSink{}
+			ctx, cancel := context.WithCancel(context.Background())
+			rep := newReporter("", 0, testutil.Discard(), sink.post)
+			go rep.run(ctx)
+			r := &runner{
+				log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1),
+				http: http.DefaultClient, jobs: map[string]*taskJob{}, ctx: ctx, reports: rep, backoff: 10 * time.Millisecond,
+			}
+			r.limit.tryAcquire() // the node is full
+			spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t1", Title: "t", Type: protocol.TaskHTTP, Retries: 3,
+				Timeout: protocol.Duration(300 * time.Millisecond), AtCapacity: c.policy,
+				HTTP:    &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}}, Executors: 1}
+			start := time.Now()
+			r.run(spec, start, false)
+			took := time.Since(start)
+			// run returns after the fire's last attempt; stopping the reporter
+			// delivers every report it was given.
+			cancel()
+			<-rep.done
+			runs := sink.all()
+			if len(runs) != 1 || runs[0].Result != protocol.ResultSkipped || !strings.Contains(runs[0].Output, c.says) {
+				t.Fatalf("reports %+v, want one skipped run saying %q", runs, c.says)
+			}
+			if c.policy == protocol.AtCapacityWait && took < 300*time.Millisecond {
+				t.Fatalf("wait gave up after %s, before its timeout", took)
+			}
+			if r.limit.waiting() != 0 {
+				t.Fatalf("%d waiters left in the queue", r.limit.waiting())
+			}
+		})
 	}
 }
