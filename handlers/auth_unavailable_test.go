@@ -19,20 +19,26 @@ import (
 // each within a worker's claim timeout (5 s).
 func TestDatabaseDownIsNotLogInAgain(t *testing.T) {
 	t.Parallel()
-	t.Run("refused", func(t *testing.T) {
-		t.Parallel()
-		testDatabaseDown(t, (*storetest.Proxy).Cut, 0)
-	})
-	t.Run("hung", func(t *testing.T) {
-		t.Parallel()
-		testDatabaseDown(t, (*storetest.Proxy).Hang, protocol.ClaimTimeout)
-	})
+	for _, dialect := range storetest.ServerDialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			t.Run("refused", func(t *testing.T) {
+				t.Parallel()
+				testDatabaseDown(t, dialect, (*storetest.Proxy).Cut, 0)
+			})
+			t.Run("hung", func(t *testing.T) {
+				t.Parallel()
+				testDatabaseDown(t, dialect, (*storetest.Proxy).Hang, protocol.ClaimTimeout)
+			})
+		})
+	}
 }
 
-// testDatabaseDown takes the database away with fault; within, when not 0,
-// bounds every answer given meanwhile (beyond it, the request hung).
-func testDatabaseDown(t *testing.T, fault func(*storetest.Proxy), within time.Duration) {
-	ns, proxy := storetest.OpenMySQLProxied(t)
+// testDatabaseDown takes the database of the dialect away with fault;
+// within, when not 0, bounds every answer given meanwhile (beyond it, the
+// request hung).
+func testDatabaseDown(t *testing.T, dialect string, fault func(*storetest.Proxy), within time.Duration) {
+	ns, proxy := storetest.OpenProxied(t, dialect)
 	e := newEnv(t, ns)
 	admin := e.login("admin", "admin-password-1")
 	st, body := e.do(admin, "POST", "/api/v1/tokens", `{"name":"ci"}`, nil)

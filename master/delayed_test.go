@@ -413,11 +413,14 @@ func TestDelayedLateAfterAMasterOutage(t *testing.T) {
 	})
 }
 
-// Two masters on one MariaDB, each creating tasks, with the leader stopped
-// half way: every task fires exactly once.
+// Two masters on one MariaDB (or PostgreSQL), each creating tasks, with the
+// leader stopped half way: every task fires exactly once.
 func TestDelayedTwoMastersFireEachOnce(t *testing.T) {
 	t.Parallel()
-	s := storetest.OpenMySQL(t)
+	storetest.RunServers(t, testDelayedTwoMastersFireEachOnce)
+}
+
+func testDelayedTwoMastersFireEachOnce(t *testing.T, s storetest.NamedStore) {
 	ctx := storetest.Ctx(t)
 	const interval = 200 * time.Millisecond
 	var ms []*master.Master

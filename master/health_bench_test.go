@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -86,17 +85,11 @@ func newBenchFleet(b *testing.B, st *store.Store, n, hungEvery int) *benchFleet 
 
 // benchStore opens a fresh migrated store of the dialect without logging
 // (storetest's stores log through b.Log, which floods benchmark output).
-// MySQL needs SM_TEST_MYSQL_DSN, as in the tests; without it the benchmark skips.
+// MySQL needs SM_TEST_MYSQL_DSN and PostgreSQL SM_TEST_PG_DSN, as in the
+// tests; without it the benchmark skips.
 func benchStore(b *testing.B, dialect string) *store.Store {
 	b.Helper()
-	var raw string
-	switch dialect {
-	case string(store.SQLite):
-		raw = "sqlite://" + filepath.Join(b.TempDir(), "bench.db")
-	default:
-		raw = "mysql://" + storetest.MySQLDatabase(b)
-	}
-	dsn, err := store.ParseDSN(raw, "")
+	dsn, err := store.ParseDSN(storetest.FreshDSN(b, dialect), "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,11 +31,7 @@ func TestProjectsMigrationMovesExistingDataToDefault(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := storetest.Ctx(t)
-			raw := "sqlite://" + filepath.Join(t.TempDir(), "old.db")
-			if dialect == string(store.MySQL) {
-				raw = "mysql://" + storetest.MySQLDatabase(t)
-			}
-			dsn, err := store.ParseDSN(raw, "")
+			dsn, err := store.ParseDSN(storetest.FreshDSN(t, dialect), "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,9 @@ package migrations
 
 import "embed"
 
-// FS holds the migrations: mysql/ for MySQL and MariaDB, sqlite/ for SQLite.
+// FS holds the migrations: mysql/ for MySQL and MariaDB, postgres/ for
+// PostgreSQL, sqlite/ for SQLite. Each folder has the same migrations under
+// the same names.
 //
-//go:embed mysql/*.sql sqlite/*.sql
+//go:embed mysql/*.sql postgres/*.sql sqlite/*.sql
 var FS embed.FS

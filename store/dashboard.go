@@ -67,10 +67,13 @@ type DayCount struct {
 }
 
 // dayExpr is the UTC day of a timestamp column as YYYY-MM-DD in the dialect
-// of db. Times are stored in UTC in both dialects.
+// of db. Times are stored in UTC in every dialect.
 func dayExpr(db bun.IDB, col string) string {
-	if db.Dialect().Name() == dialect.MySQL {
+	switch db.Dialect().Name() {
+	case dialect.MySQL:
 		return "DATE_FORMAT(" + col + ", '%Y-%m-%d')"
+	case dialect.PG:
+		return "to_char(" + col + ", 'YYYY-MM-DD')"
 	}
 	return "strftime('%Y-%m-%d', " + col + ")"
 }

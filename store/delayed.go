@@ -137,7 +137,10 @@ func CreateDelayed(ctx context.Context, db bun.IDB, d *DelayedTask) (_ *DelayedT
 	// The existing task may finish between a refused insert and its read:
 	// then the key is free again and the next insert wins.
 	for range 5 {
-		_, err := db.NewInsert().Model(d).Exec(ctx)
+		err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+			_, err := db.NewInsert().Model(d).Exec(ctx)
+			return err
+		})
 		if err == nil {
 			return d, true, nil
 		}

@@ -30,7 +30,10 @@ func AddRunGrant(ctx context.Context, db bun.IDB, taskID, node string) error {
 	} else if !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("store: refresh run grant: %w", err)
 	}
-	_, err = db.NewInsert().Model(&RunGrant{TaskID: taskID, Node: node, CreatedAt: now}).Exec(ctx)
+	err = mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(&RunGrant{TaskID: taskID, Node: node, CreatedAt: now}).Exec(ctx)
+		return err
+	})
 	if err != nil && !isDuplicate(err) { // a concurrent grant of the same pair is as good
 		return fmt.Errorf("store: add run grant: %w", err)
 	}

@@ -68,7 +68,11 @@ func RecordLoginFailure(ctx context.Context, db bun.IDB, key string, limit int, 
 		cur := new(LoginFailure)
 		err := db.NewSelect().Model(cur).Where("k = ?", key).Scan(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := db.NewInsert().Model(fresh()).Exec(ctx); err == nil {
+			err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+				_, err := db.NewInsert().Model(fresh()).Exec(ctx)
+				return err
+			})
+			if err == nil {
 				return nil
 			} else if !isDuplicate(err) {
 				return fmt.Errorf("store: record login failure: %w", err)
@@ -135,7 +139,10 @@ func ReserveLoginAttempt(ctx context.Context, db bun.IDB, key string, limit int,
 		cur := new(LoginFailure)
 		err := db.NewSelect().Model(cur).Where("k = ?", key).Scan(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
-			_, err := db.NewInsert().Model(&LoginFailure{Key: key, Failures: 1, WindowStart: now}).Exec(ctx)
+			err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+				_, err := db.NewInsert().Model(&LoginFailure{Key: key, Failures: 1, WindowStart: now}).Exec(ctx)
+				return err
+			})
 			if err == nil {
 				return true, time.Time{}, now, nil
 			}

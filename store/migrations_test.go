@@ -36,13 +36,7 @@ func TestMigrationStatus(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := storetest.Ctx(t)
-			var raw string
-			if dialect == string(store.SQLite) {
-				raw = "sqlite://" + filepath.Join(t.TempDir(), "fresh.db")
-			} else {
-				raw = "mysql://" + storetest.MySQLDatabase(t)
-			}
-			dsn, err := store.ParseDSN(raw, "")
+			dsn, err := store.ParseDSN(storetest.FreshDSN(t, dialect), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,8 +57,11 @@ func TestMigrationStatus(t *testing.T) {
 			// Reading the status created nothing: the table is still missing.
 			var n int
 			q := "SELECT count(*) FROM sqlite_master WHERE name = 'bun_migrations'"
-			if dialect == string(store.MySQL) {
+			switch dialect {
+			case string(store.MySQL):
 				q = "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'bun_migrations'"
+			case string(store.Postgres):
+				q = "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'bun_migrations'"
 			}
 			if err := s.DB.QueryRowContext(ctx, q).Scan(&n); err != nil || n != 0 {
 				t.Fatalf("after a status read: bun_migrations tables %d (%v), want none", n, err)
@@ -107,5 +104,16 @@ func TestMigrationStatus(t *testing.T) {
 				t.Errorf("unknown %+v, want the newer build's migration with its time", st.Unknown)
 			}
 		})
+	}
+}
+
+// TestEveryDialectHasTheSameMigrations: a migration added for one engine
+// and not ported to the others fails here, before any database is needed.
+func TestEveryDialectHasTheSameMigrations(t *testing.T) {
+	want := embeddedMigrations(t, string(store.SQLite))
+	for _, dialect := range storetest.Dialects {
+		if got := embeddedMigrations(t, dialect); !slices.Equal(got, want) {
+			t.Errorf("%s migrations %v, want the same names as sqlite's %v", dialect, got, want)
+		}
 	}
 }

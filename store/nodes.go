@@ -134,7 +134,11 @@ func CreateNode(ctx context.Context, db bun.IDB, n *Node) error {
 	now := time.Now().UTC()
 	n.CreatedAt, n.UpdatedAt = now, now
 	n.Labels, n.AdminLabels = cmp.Or(n.Labels, "{}"), cmp.Or(n.AdminLabels, "{}")
-	if _, err := db.NewInsert().Model(n).Exec(ctx); err != nil {
+	err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(n).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		if isDuplicate(err) {
 			return fmt.Errorf("store: node %q: %w", n.Name, ErrDuplicate)
 		}

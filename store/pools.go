@@ -64,7 +64,11 @@ type PoolApproval struct {
 // ApprovePool records an approval; approving a pool twice is no error.
 func ApprovePool(ctx context.Context, db bun.IDB, label, by string) error {
 	p := &PoolApproval{Label: label, CreatedBy: by, CreatedAt: time.Now().UTC()}
-	if _, err := db.NewInsert().Model(p).Exec(ctx); err != nil {
+	err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(p).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		if isDuplicate(err) {
 			return nil
 		}

@@ -46,7 +46,11 @@ type ProjectMember struct {
 func CreateProject(ctx context.Context, db bun.IDB, p *Project) error {
 	now := time.Now().UTC()
 	p.CreatedAt, p.UpdatedAt = now, now
-	if _, err := db.NewInsert().Model(p).Exec(ctx); err != nil {
+	err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(p).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		if isDuplicate(err) {
 			return fmt.Errorf("store: project %q: %w", p.Name, ErrDuplicate)
 		}
@@ -152,7 +156,11 @@ func SetProjectMember(ctx context.Context, db bun.IDB, m *ProjectMember) error {
 		if n, _ := res.RowsAffected(); n > 0 {
 			return nil
 		}
-		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
+		err = mayFail(ctx, tx, func(ctx context.Context, db bun.IDB) error {
+			_, err := db.NewInsert().Model(m).Exec(ctx)
+			return err
+		})
+		if err != nil {
 			if isDuplicate(err) { // the same role was set concurrently
 				return nil
 			}

@@ -27,9 +27,7 @@ const (
 )
 
 // MySQL and MariaDB (Galera included) error numbers that mean "run the
-// transaction again". PostgreSQL's 40001 (serialization_failure) and 40P01
-// (deadlock_detected) belong in IsRetryable next to these when that engine
-// comes.
+// transaction again". PostgreSQL's are in postgres.go.
 const (
 	// mysqlDeadlock is ER_LOCK_DEADLOCK: an InnoDB deadlock, and also how
 	// Galera reports a transaction that lost certification to a conflicting
@@ -56,7 +54,8 @@ const (
 // concurrent ones or a database node that is briefly unable to commit: a
 // deadlock or lock wait timeout, a Galera certification failure (which
 // surfaces as a deadlock), Galera's 1047 and 1180, MariaDB's snapshot
-// conflict 1020, or SQLite busy. The transaction was rolled back (or never
+// conflict 1020, PostgreSQL's serialization failure, deadlock, lock timeout
+// and "cannot connect now", or SQLite busy. The transaction was rolled back (or never
 // ran), so running it again is safe and likely to succeed. This is the one
 // list of such errors; Retry acts on it.
 func IsRetryable(err error) bool {
@@ -71,17 +70,29 @@ func IsRetryable(err error) bool {
 		}
 		return false
 	}
+	switch pgCode(err) {
+	case pgSerializationFailure, pgDeadlock, pgLockNotAvailable, pgCannotConnectNow:
+		return true
+	}
 	s := err.Error()
 	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked")
 }
 
 // isLostToConcurrentWrite reports whether err says that a concurrent write
 // of the same rows won: a deadlock or, on Galera, a certification conflict
-// (both are 1213). Unlike the other retryable errors it says nothing about
-// the health of the database node.
+// (both are 1213), or PostgreSQL's deadlock or serialization failure.
+// Unlike the other retryable errors it says nothing about the health of the
+// database node.
 func isLostToConcurrentWrite(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == mysqlDeadlock
+	if errors.As(err, &me) {
+		return me.Number == mysqlDeadlock
+	}
+	switch pgCode(err) {
+	case pgDeadlock, pgSerializationFailure:
+		return true
+	}
+	return false
 }
 
 // Retry runs fn until it returns nil or an error that IsRetryable does not
@@ -142,7 +153,8 @@ func isTx(db bun.IDB) bool {
 	return false
 }
 
-// UnreachableError is a connection to the database that could not be made.
+// UnreachableError is a connection to the database that could not be made,
+// or (PostgreSQL) one that broke.
 type UnreachableError struct{ Err error }
 
 func (e *UnreachableError) Error() string { return "database unreachable: " + e.Err.Error() }
@@ -151,9 +163,18 @@ func (e *UnreachableError) Error() string { return "database unreachable: " + e.
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // IsUnreachable reports whether err says the database could not be reached:
-// a connection it refused (UnreachableError), or one the driver found broken
-// and dropped. Callers answer "unavailable, try again", not a server error.
+// a connection it refused (UnreachableError), one the driver found broken
+// and dropped, or a PostgreSQL server shutting down (admin_shutdown,
+// crash_shutdown). Callers answer "unavailable, try again", not a server
+// error.
 func IsUnreachable(err error) bool {
 	var ue *UnreachableError
-	return err != nil && (errors.As(err, &ue) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn))
+	if err == nil {
+		return false
+	}
+	switch pgCode(err) {
+	case "57P01", "57P02":
+		return true
+	}
+	return errors.As(err, &ue) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn)
 }

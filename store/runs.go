@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,13 +78,16 @@ func InsertRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, error) {
 // same runs at once (MySQL: several masters, or one master's writers), a
 // transaction that meets stored runs is rolled back at once and run again
 // looking them up first (InsertOrConflict, then LookUpThenInsert), so two
-// deliveries of one batch queue instead of deadlocking. SQLite has one
+// deliveries of one batch queue instead of deadlocking (PostgreSQL likewise).
+// SQLite has one
 // writer: there the runs met are looked up in the same transaction. A
 // conflict, deadlock or other retryable error costs one of RetryWhen's
 // attempts.
 func StoreRuns(ctx context.Context, db *bun.DB, runs []Run) ([]Run, error) {
 	mode := InsertThenLookUp
-	if db.Dialect().Name() == dialect.MySQL {
+	if db.Dialect().Name() != dialect.SQLite {
+		// MySQL and PostgreSQL: several writers (PostgreSQL would also
+		// abort the whole transaction at the duplicate key).
 		mode = InsertOrConflict
 	}
 	var fresh []Run
@@ -189,7 +193,8 @@ func InsertRunsMode(ctx context.Context, db bun.IDB, runs []Run, mode RunInsertM
 
 // insertNewRuns inserts rows with one statement and returns those inserted.
 // A duplicate key fails the statement only (both MySQL and SQLite undo just
-// that statement, the transaction goes on): then the stored ids are looked up
+// that statement, the transaction goes on; on PostgreSQL the statement runs
+// in a savepoint for that, see mayFail): then the stored ids are looked up
 // and the others inserted. Plain INSERT rather than INSERT IGNORE, which would
 // also turn a real error (a value too long) into a warning and a cut value.
 func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMode) ([]Run, error) {
@@ -199,7 +204,10 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMo
 	// a copy of the slice header.
 	ins := rows
 	if mode != LookUpThenInsert {
-		_, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx)
+		err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+			_, err := db.NewInsert().Model(&ins).Returning("NULL").Exec(ctx)
+			return err
+		})
 		if err == nil {
 			return rows, nil
 		}
@@ -306,12 +314,17 @@ func LoseRunsOf(ctx context.Context, db bun.IDB, node, why string) (int, error) 
 // attempt leaves that fire out.
 func loseUnreportedClaims(ctx context.Context, db bun.IDB, node, output string, now time.Time) (int, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := db.NewRaw(`INSERT INTO runs (id, task_id, node, scheduled_at, started_at, ended_at, duration_ms,
+		var res sql.Result
+		err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+			var err error
+			res, err = db.NewRaw(`INSERT INTO runs (id, task_id, node, scheduled_at, started_at, ended_at, duration_ms,
 			result, attempt, http_status, output, manual, binary_output, created_at, covers)
 			SELECT c.run_id, c.task_id, c.node, c.fire_at, c.fire_at, ?, 0, ?, 1, 0, ?, ?, ?, ?, 0
 			FROM locks AS c WHERE c.node = ? AND c.run_id <> '' AND c.fire_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = c.run_id)`,
-			now, ResultLost, output, false, false, now, node, now).Exec(ctx)
+				now, ResultLost, output, false, false, now, node, now).Exec(ctx)
+			return err
+		})
 		if err == nil {
 			n, _ := res.RowsAffected()
 			return int(n), nil
@@ -332,8 +345,8 @@ type runStat struct {
 
 // updateRunStats adds fresh runs to their tasks' run count and last run, with
 // one UPDATE per statsTasks tasks that joins the tasks to a list of their new
-// values (SQLite: UPDATE … FROM (VALUES …); MySQL: a multi-table UPDATE over
-// a UNION ALL derived table). A last run time more than MaxFutureSkew in the
+// values (SQLite and PostgreSQL: UPDATE … FROM (VALUES …); MySQL: a
+// multi-table UPDATE over a UNION ALL derived table). A last run time more than MaxFutureSkew in the
 // future (a bogus time stored before reports were checked) is replaced, so it
 // cannot freeze the task's last-run fields. The list is in task id order and
 // read first (STRAIGHT_JOIN), each task row found by primary key, so
@@ -358,6 +371,12 @@ func updateRunStats(ctx context.Context, db bun.IDB, fresh []Run, now time.Time)
 	slices.SortFunc(stats, func(a, b runStat) int { return strings.Compare(a.id, b.id) })
 	saneUntil := now.Add(MaxFutureSkew)
 	mysql := db.Dialect().Name() == dialect.MySQL
+	// PostgreSQL types a VALUES list from its values: the times are cast, or
+	// they would be text; the counts are bigint like run_count.
+	row := "(?, ?, ?, ?)"
+	if isPostgres(db) {
+		row = "(?, CAST(? AS BIGINT), CAST(? AS TIMESTAMP), ?)"
+	}
 	// The stored last run is replaced when older than the batch's (or equal,
 	// for the result) or bogus. MySQL may assign a multi-table UPDATE's
 	// columns in any order: last_result's test holds whether last_run_at is
@@ -373,9 +392,9 @@ func updateRunStats(ctx context.Context, db bun.IDB, fresh []Run, now time.Time)
 		for i, s := range part {
 			switch {
 			case !mysql && i == 0:
-				list.WriteString("(?, ?, ?, ?)")
+				list.WriteString(row)
 			case !mysql:
-				list.WriteString(", (?, ?, ?, ?)")
+				list.WriteString(", " + row)
 			case i == 0:
 				list.WriteString("SELECT ? AS id, ? AS n, CAST(? AS DATETIME(6)) AS l, ? AS r")
 			default:
@@ -383,7 +402,8 @@ func updateRunStats(ctx context.Context, db bun.IDB, fresh []Run, now time.Time)
 			}
 			args = append(args, s.id, s.n, s.last, s.result)
 		}
-		// The placeholders of SET follow the list on MySQL, precede it on SQLite.
+		// The placeholders of SET follow the list on MySQL, precede it on
+		// SQLite and PostgreSQL.
 		var q string
 		if mysql {
 			q = "UPDATE (" + list.String() + ") AS v STRAIGHT_JOIN tasks AS t ON t.id = v.id SET t." +
@@ -425,8 +445,8 @@ func ReportTargets(ctx context.Context, db bun.IDB, node string, taskIDs []strin
 		Granted  int        `bun:"granted"`
 	}
 	err := db.NewSelect().TableExpr("tasks AS t").Column("t.id", "t.status", "t.children").
-		ColumnExpr("EXISTS (SELECT 1 FROM task_executors AS e WHERE e.task_id = t.id AND e.node = ?) AS executes", node).
-		ColumnExpr("EXISTS (SELECT 1 FROM run_grants AS g WHERE g.task_id = t.id AND g.node = ?) AS granted", node).
+		ColumnExpr("CASE WHEN EXISTS (SELECT 1 FROM task_executors AS e WHERE e.task_id = t.id AND e.node = ?) THEN 1 ELSE 0 END AS executes", node).
+		ColumnExpr("CASE WHEN EXISTS (SELECT 1 FROM run_grants AS g WHERE g.task_id = t.id AND g.node = ?) THEN 1 ELSE 0 END AS granted", node).
 		Where("t.id IN (?)", bun.In(taskIDs)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: find reported tasks: %w", err)
@@ -514,7 +534,10 @@ func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, n
 // claimFire is one attempt of ClaimFire.
 func claimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, node, runID string) (string, error) {
 	l := &Claim{TaskID: taskID, FireAt: fire.UTC(), Node: node, CreatedAt: time.Now().UTC(), RunID: runID}
-	_, err := db.NewInsert().Model(l).Exec(ctx)
+	err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(l).Exec(ctx)
+		return err
+	})
 	if err == nil {
 		return node, nil
 	}

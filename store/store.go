@@ -1,5 +1,5 @@
 // Package store holds the bun models and the queries of the master's database,
-// Open for SQLite and MySQL/MariaDB, and the migration runner (the SQL itself
+// Open for SQLite, MySQL/MariaDB and PostgreSQL, and the migration runner (the SQL itself
 // is in package migrations). Query functions take bun.IDB so that they compose
 // inside RunInTx.
 package store
@@ -22,6 +22,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/mysqldialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
 	"github.com/uptrace/bun/migrate"
@@ -36,6 +37,8 @@ type Dialect string
 const (
 	SQLite Dialect = "sqlite"
 	MySQL  Dialect = "mysql"
+	// Postgres is PostgreSQL 14 or later, through the pgx driver.
+	Postgres Dialect = "postgres"
 )
 
 // Store is an open, migrated database.
@@ -47,19 +50,29 @@ type Store struct {
 // DSN is a parsed --db value.
 type DSN struct {
 	Dialect Dialect
-	// Path is the SQLite file; Conn the go-sql-driver/mysql DSN.
+	// Path is the SQLite file; Conn the go-sql-driver/mysql DSN, or the
+	// postgres:// URL for PostgreSQL.
 	Path string
 	Conn string
 }
 
 // IOTimeout bounds each read from and write to a MySQL connection unless
-// the DSN sets readTimeout or writeTimeout: no database call hangs for ever.
+// the DSN sets readTimeout or writeTimeout, and each read from and write to a
+// PostgreSQL connection outside a deadline of the driver's own: no database
+// call hangs for ever.
 const IOTimeout = 30 * time.Second
 
 // String hides the password so a DSN can be logged.
 func (d DSN) String() string {
-	if d.Dialect == SQLite {
+	switch d.Dialect {
+	case SQLite:
 		return "sqlite://" + d.Path
+	case Postgres:
+		u, err := url.Parse(d.Conn)
+		if err != nil {
+			return "postgres://(unparsable)"
+		}
+		return u.Redacted()
 	}
 	cfg, err := mysql.ParseDSN(d.Conn)
 	if err != nil {
@@ -72,9 +85,16 @@ func (d DSN) String() string {
 }
 
 // ParseDSN parses a --db value: empty (SQLite in dataDir), "sqlite://PATH", a plain
-// file path, or "mysql://user:pass@tcp(host:3306)/db".
+// file path, "mysql://user:pass@tcp(host:3306)/db", or
+// "postgres://user:pass@host:5432/db?sslmode=disable" (or postgresql://).
 func ParseDSN(raw, dataDir string) (DSN, error) {
 	switch {
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		conn, err := parsePostgresDSN(raw)
+		if err != nil {
+			return DSN{}, err
+		}
+		return DSN{Dialect: Postgres, Conn: conn}, nil
 	case raw == "":
 		return DSN{Dialect: SQLite, Path: filepath.Join(dataDir, "schedulemaster.db")}, nil
 	case strings.HasPrefix(raw, "mysql://"):
@@ -100,7 +120,7 @@ func ParseDSN(raw, dataDir string) (DSN, error) {
 		}
 		return DSN{Dialect: SQLite, Path: p}, nil
 	case strings.Contains(raw, "://"):
-		return DSN{}, fmt.Errorf("store: --db: unknown scheme in %q (use sqlite://PATH or mysql://…)", strings.SplitN(raw, "://", 2)[0]+"://")
+		return DSN{}, fmt.Errorf("store: --db: unknown scheme in %q (use sqlite://PATH, mysql://… or postgres://…)", strings.SplitN(raw, "://", 2)[0]+"://")
 	default:
 		return DSN{Dialect: SQLite, Path: raw}, nil
 	}
@@ -185,6 +205,12 @@ func Connect(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 		sqldb.SetMaxIdleConns(16)
 		sqldb.SetConnMaxLifetime(5 * time.Minute)
 		db = bun.NewDB(sqldb, mysqldialect.New(mysqldialect.WithTimeLocation("UTC")))
+	case Postgres:
+		sqldb, err := openPostgres(dsn.Conn)
+		if err != nil {
+			return nil, err
+		}
+		db = bun.NewDB(sqldb, pgdialect.New())
 	default:
 		return nil, fmt.Errorf("store: unknown dialect %q", dsn.Dialect)
 	}
@@ -379,21 +405,27 @@ const migrationsTable = "bun_migrations"
 func (s *Store) tableExists(ctx context.Context, table string) (bool, error) {
 	var n int
 	var err error
-	if s.Dialect == SQLite {
+	switch s.Dialect {
+	case SQLite:
 		err = s.DB.NewRaw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(ctx, &n)
-	} else {
+	case Postgres:
+		err = s.DB.NewRaw("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", table).Scan(ctx, &n)
+	default:
 		err = s.DB.NewRaw("SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", table).Scan(ctx, &n)
 	}
 	return n > 0, err
 }
 
-// isDuplicate reports whether err is a unique-key violation in either dialect.
+// isDuplicate reports whether err is a unique-key violation in any dialect.
 func isDuplicate(err error) bool {
 	if err == nil {
 		return false
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1062 {
+		return true
+	}
+	if pgCode(err) == pgUniqueViolation {
 		return true
 	}
 	s := err.Error()

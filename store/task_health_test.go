@@ -96,11 +96,7 @@ func TestLastRunsUsesIndex(t *testing.T) {
 		base := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
 		n := explainRuns(t)
 		seedRuns(t, ctx, db, n, base)
-		if s.Name == "mysql" {
-			if _, err := db.ExecContext(ctx, "ANALYZE TABLE runs"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		analyzeRuns(t, ctx, s.Name, db)
 		ids := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
 		query := store.LastRunsSQL(db, ids, 50)
 		plan := explain(t, ctx, s.Name, db, query)

@@ -52,7 +52,11 @@ func CountUsers(ctx context.Context, db bun.IDB) (int, error) {
 func CreateUser(ctx context.Context, db bun.IDB, u *User) error {
 	now := time.Now().UTC()
 	u.CreatedAt, u.UpdatedAt = now, now
-	if _, err := db.NewInsert().Model(u).Exec(ctx); err != nil {
+	err := mayFail(ctx, db, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewInsert().Model(u).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		if isDuplicate(err) {
 			return fmt.Errorf("store: user %q: %w", u.Username, ErrDuplicate)
 		}
@@ -183,7 +187,8 @@ func SetUserEmail(ctx context.Context, db bun.IDB, username, email string) error
 
 // updateUser applies set to one user in a transaction. When the change may
 // take an admin away (demote, disable), the enabled admins are read first
-// (locked on MySQL; SQLite transactions are already exclusive), so two
+// (locked on MySQL and PostgreSQL; SQLite transactions are already
+// exclusive), so two
 // concurrent changes cannot each leave the other as the last admin and then
 // remove it too.
 func updateUser(ctx context.Context, db bun.IDB, username string, removesAdmin bool, set func(*bun.UpdateQuery) *bun.UpdateQuery) error {
@@ -192,7 +197,7 @@ func updateUser(ctx context.Context, db bun.IDB, username string, removesAdmin b
 			var admins []User
 			q := tx.NewSelect().Model(&admins).Column("id", "username").
 				Where("role = ?", RoleAdmin).Where("disabled = ?", false).OrderExpr("id ASC")
-			if tx.Dialect().Name() == dialect.MySQL {
+			if tx.Dialect().Name() != dialect.SQLite {
 				q = q.For("UPDATE")
 			}
 			if err := q.Scan(ctx); err != nil {

@@ -77,14 +77,29 @@ func (c *dbConfig) connect(ctx context.Context, log *slog.Logger) (*store.Store,
 type migrateConfig struct {
 	dbConfig
 	Status bool
+	// From and To, given together, copy a cluster's data from one database
+	// to another (any engines) instead of migrating --db.
+	From, To       string
+	FromDSN, ToDSN store.DSN
+	Force          bool
+	Batch          int
 }
 
-const migrateSynopsis = "migrate [--status] [--db DSN] [--data-dir DIR] [--config FILE]"
+const migrateSynopsis = "migrate [--status] [--db DSN] [--data-dir DIR] [--config FILE]\n" +
+	"       schedulemaster migrate --from DSN --to DSN [--force] [--batch N]"
 
 func migrateOptions(c *migrateConfig) *options {
 	o := newOptions("migrate", "Master")
 	o.add(&option{name: "status", noEnv: true, def: "false", dst: &c.Status,
 		usage: "list the applied and pending migrations, change nothing"})
+	o.add(&option{name: "from", noEnv: true, dst: &c.From,
+		usage: "copy the cluster's data from this database (a --db value; stop the masters first) to --to"})
+	o.add(&option{name: "to", noEnv: true, dst: &c.To,
+		usage: "the database to copy --from's data to: migrated first, refused unless empty (see --force)"})
+	o.add(&option{name: "force", noEnv: true, def: "false", dst: &c.Force,
+		usage: "with --from/--to: empty a target that holds data before the copy, instead of refusing it"})
+	o.add(&option{name: "batch", noEnv: true, def: "500", dst: &c.Batch, min: 1, max: 10000,
+		usage: "with --from/--to: rows per read and per INSERT"})
 	addDBOptions(o, &c.dbConfig)
 	return o
 }
@@ -96,10 +111,108 @@ func parseMigrateConfig(args []string, lookupEnv lookupEnvFunc) (migrateConfig, 
 	if err != nil {
 		return c, o, err
 	}
+	if c.From != "" || c.To != "" {
+		problems = c.checkCopy(problems)
+		if len(problems) > 0 {
+			return c, o, &configError{problems: problems}
+		}
+		return c, o, nil
+	}
+	if c.Force {
+		problems = append(problems, "flag --force: only with --from and --to")
+	}
 	if problems = c.check(o, problems); len(problems) > 0 {
 		return c, o, &configError{problems: problems}
 	}
 	return c, o, nil
+}
+
+// checkCopy checks --from and --to, adding the problems found.
+func (c *migrateConfig) checkCopy(problems []string) []string {
+	parse := func(flag, raw string) store.DSN {
+		if raw == "" {
+			problems = append(problems, "flag --"+flag+": is required with --"+map[string]string{"from": "to", "to": "from"}[flag]+": a database (sqlite://PATH, mysql://…, postgres://…)")
+			return store.DSN{}
+		}
+		dsn, err := store.ParseDSN(raw, "")
+		if err != nil {
+			problems = append(problems, "flag --"+flag+": "+strings.TrimPrefix(err.Error(), "store: --db: "))
+		}
+		return dsn
+	}
+	c.FromDSN, c.ToDSN = parse("from", c.From), parse("to", c.To)
+	if c.Status {
+		problems = append(problems, "flag --status: not with --from and --to")
+	}
+	if c.From != "" && c.FromDSN.String() == c.ToDSN.String() {
+		problems = append(problems, "flags --from and --to: name the same database")
+	}
+	return problems
+}
+
+// runMigrateCopy copies a cluster's data from --from to --to (see
+// store.CopyData): the target is migrated first, a target with data is
+// refused without --force, and every table's rows are counted on both sides
+// at the end. A SQLite source or target is locked as a master locks it, so
+// no master runs on it meanwhile; masters on a server database must be
+// stopped by hand (a difference in the counts says one was not).
+func runMigrateCopy(ctx context.Context, cfg migrateConfig, stdout io.Writer, log *slog.Logger) error {
+	from := dbConfig{DSN: cfg.FromDSN}
+	if err := from.existingSQLite(); err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	for _, d := range []store.DSN{cfg.FromDSN, cfg.ToDSN} {
+		if d.Dialect != store.SQLite {
+			continue
+		}
+		unlock, err := lockSQLite(d.Path)
+		if err != nil {
+			return fmt.Errorf("%s: %w; stop it before copying", d, err)
+		}
+		defer unlock()
+	}
+	src, err := from.connect(ctx, log)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	defer src.Close()
+	dst, err := store.Open(ctx, cfg.ToDSN, log) // migrates the target
+	if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	defer dst.Close()
+	fmt.Fprintf(stdout, "copying %s -> %s\n", cfg.FromDSN, cfg.ToDSN)
+	start := time.Now()
+	next := map[string]int64{}
+	report, err := store.CopyData(ctx, src, dst, store.CopyOptions{Batch: cfg.Batch, Force: cfg.Force,
+		Progress: func(table string, copied, total int64) {
+			if copied >= next[table] || copied == total {
+				log.Info("copying", "table", table, "rows", copied, "of", total)
+				next[table] = copied + max(10000, total/10)
+			}
+		}})
+	if errors.Is(err, store.ErrTargetNotEmpty) {
+		return fmt.Errorf("%s: %w (it is not a new database: pass --force to empty it first)", cfg.ToDSN, err)
+	}
+	var rows int64
+	fmt.Fprintf(stdout, "%-20s %12s %12s\n", "table", "source rows", "target rows")
+	for _, c := range report {
+		state := "ok"
+		if !c.OK() {
+			state = "MISMATCH"
+		}
+		fmt.Fprintf(stdout, "%-20s %12d %12d  %s (%s)\n", c.Table, c.Source, c.Target, state, c.Took.Round(time.Millisecond))
+		rows += c.Target
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrCountMismatch) {
+			return fmt.Errorf("%w: did a master write to %s meanwhile? stop every master and run the copy again with --force", err, cfg.FromDSN)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "copied %d rows in %d tables in %s; every table's count matches\n", rows, len(report), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "point the masters' --db at %s and start them\n", cfg.ToDSN)
+	return nil
 }
 
 // runMigrate applies the pending migrations (what a master does as it
@@ -107,6 +220,9 @@ func parseMigrateConfig(args []string, lookupEnv lookupEnvFunc) (migrateConfig, 
 // master holds, so it never migrates under a running master; on MySQL bun's
 // migration lock orders it with masters that start meanwhile.
 func runMigrate(ctx context.Context, cfg migrateConfig, stdout io.Writer, log *slog.Logger) error {
+	if cfg.From != "" {
+		return runMigrateCopy(ctx, cfg, stdout, log)
+	}
 	if cfg.Status {
 		if err := cfg.existingSQLite(); err != nil {
 			return err

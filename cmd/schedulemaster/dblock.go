@@ -8,7 +8,7 @@ import (
 )
 
 // errSQLiteInUse refuses a second master on one SQLite file.
-var errSQLiteInUse = errors.New("another master is running on this SQLite database; SQLite allows one master, use MySQL/MariaDB (--db mysql://…) to run several")
+var errSQLiteInUse = errors.New("another master is running on this SQLite database; SQLite allows one master, use MySQL/MariaDB or PostgreSQL (--db mysql://… or postgres://…) to run several")
 
 // errWorkerDirInUse refuses a second worker on one data dir: the two would
 // mix their run journals, and each start kills the shell commands the dir

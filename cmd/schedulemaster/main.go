@@ -39,7 +39,8 @@ commands:
   master        serve the admin console and the master API (owns the database)
   worker        run tasks for a master on this machine
   token create  create an API token for the open API and print it once
-  migrate       apply the database migrations (--status: list them, change nothing)
+  migrate       apply the database migrations (--status: list them, change nothing;
+                --from DSN --to DSN: copy a cluster's data to another database)
   user reset-password NAME
                 set a new password for a user (random, printed once; or --stdin)
   healthcheck   exit 0 when the local master's /ready (or --url) answers 200

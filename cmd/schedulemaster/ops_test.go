@@ -175,13 +175,13 @@ func TestLocalReadyURL(t *testing.T) {
 }
 
 // migrateTarget is a database for the admin commands: a SQLite file in a
-// fresh data dir, or a fresh MariaDB database.
+// fresh data dir, or a fresh MariaDB or PostgreSQL database.
 func migrateTarget(t *testing.T, dialect string) (args []string, dbFlag string) {
 	t.Helper()
 	if dialect == string(store.SQLite) {
 		return []string{"--data-dir", t.TempDir()}, ""
 	}
-	dsn := "mysql://" + storetest.MySQLDatabase(t)
+	dsn := storetest.FreshDSN(t, dialect)
 	return []string{"--db", dsn}, dsn
 }
 
@@ -239,7 +239,11 @@ func TestMigrateCommand(t *testing.T) {
 			want string
 		}{
 			{[]string{"migrate", "--db", "mysql://nodb@tcp(127.0.0.1:1)/"}, nil, exitUsage, "flag --db: the MySQL DSN names no database"},
-			{[]string{"migrate"}, []string{"SM_DB=postgres://x/y"}, exitUsage, "env SM_DB: unknown scheme"},
+			{[]string{"migrate"}, []string{"SM_DB=redis://x/y"}, exitUsage, "env SM_DB: unknown scheme"},
+			{[]string{"migrate", "--db", "postgres://u:secret@127.0.0.1:99999/x"}, nil, exitUsage, `flag --db: the PostgreSQL URL's port "99999" is not a port number`},
+			{[]string{"migrate", "--db", "postgresql://u:secret@127.0.0.1:5432/"}, nil, exitUsage, "flag --db: the PostgreSQL URL names no database"},
+			{[]string{"migrate", "--db", "postgres://u:secret@127.0.0.1/x?sslmode=sometimes"}, nil, exitUsage, "sslmode is invalid"},
+			{[]string{"migrate", "--status", "--db", "postgres://u:secret@127.0.0.1:1/x"}, nil, exitFailure, "the database does not answer: store: connect to postgres://u:xxxxx@127.0.0.1:1/x"},
 			{[]string{"migrate", "--status", "--db", "mysql://root@tcp(127.0.0.1:1)/x"}, nil, exitFailure,
 				"the database does not answer: store: connect to mysql://root@tcp(127.0.0.1:1)/x"},
 			{[]string{"migrate", "--db", "mysql://root:secret@tcp(127.0.0.1:1)/x"}, nil, exitFailure, "connection refused"},

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
@@ -19,7 +17,7 @@ import (
 // time budget.
 const hangFor = 20 * time.Second
 
-// Two masters on one MariaDB database; m2's connections go through a TCP
+// Two masters on one MariaDB (or PostgreSQL) database; m2's connections go through a TCP
 // proxy that blackholes them (accepted, never answered) for hangFor. Every
 // worker lists m2 first, so every claim and run batch meets the hang. With
 // claims and run reports hedged to m1 after a short delay, and m2 answering
@@ -34,16 +32,20 @@ const hangFor = 20 * time.Second
 // API silent for more than 10 s; /ready already answered 503 after 2 s.
 func TestProcessHungMasterDatabaseCostsNoFire(t *testing.T) {
 	t.Parallel()
-	dsn := storetest.MySQLDatabase(t) // skips without SM_TEST_MYSQL_DSN, fails with SM_TEST_REQUIRE_ALL=1
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
+	for _, srv := range serverDialects {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			testHungMasterDatabase(t, srv.dialect)
+		})
 	}
-	proxy := storetest.NewProxy(t, cfg.Addr)
-	cfg.Addr = proxy.Addr()
+}
 
-	m1 := startMaster(t, "", "--db", "mysql://"+dsn, "--identity", "m1") // migrates first
-	m2 := startMaster(t, "", "--db", "mysql://"+cfg.FormatDSN(), "--identity", "m2")
+func testHungMasterDatabase(t *testing.T, dialect string) {
+	dsn := storetest.FreshDSN(t, dialect) // skips without its DSN, fails with SM_TEST_REQUIRE_ALL=1
+	proxied, proxy := proxiedDB(t, dsn)
+
+	m1 := startMaster(t, "", "--db", dsn, "--identity", "m1") // migrates first
+	m2 := startMaster(t, "", "--db", proxied, "--identity", "m2")
 	executors := []string{"w1", "w2", "w3"}
 	for _, w := range executors {
 		startClusterWorker(t, m2.URL+","+m1.URL, w)

@@ -32,15 +32,27 @@ import (
 // is TestProcessTaskContinuesWhenAnExecutorDies's).
 func TestProcessMultiMasterFailoverOnMariaDB(t *testing.T) {
 	t.Parallel()
-	dsn := storetest.MySQLDatabase(t) // skips without SM_TEST_MYSQL_DSN, fails with SM_TEST_REQUIRE_ALL=1
-	const interval = time.Second      // --health-interval of startMaster
-	const maxFailures = 3             // --max-failures of startMaster
+	testMultiMasterFailover(t, storetest.FreshDSN(t, "mysql")) // skips without SM_TEST_MYSQL_DSN, fails with SM_TEST_REQUIRE_ALL=1
+}
+
+// TestProcessMultiMasterFailoverOnPostgreSQL is the same on one PostgreSQL
+// database.
+func TestProcessMultiMasterFailoverOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	testMultiMasterFailover(t, storetest.FreshDSN(t, "postgres")) // skips without SM_TEST_PG_DSN, fails with SM_TEST_REQUIRE_ALL=1
+}
+
+// testMultiMasterFailover is TestProcessMultiMasterFailoverOnMariaDB on the
+// database of the --db value dsn.
+func testMultiMasterFailover(t *testing.T, dsn string) {
+	const interval = time.Second // --health-interval of startMaster
+	const maxFailures = 3        // --max-failures of startMaster
 	lease := 3 * interval
 
 	// Masters start one after the other: the first one migrates the database.
 	masters := map[string]*masterProc{}
 	for _, id := range []string{"m1", "m2", "m3"} {
-		masters[id] = startMaster(t, "", "--db", "mysql://"+dsn, "--identity", id)
+		masters[id] = startMaster(t, "", "--db", dsn, "--identity", id)
 	}
 	leader := waitOneLeader(t, masters, 20*time.Second)
 	var survivors []string

@@ -40,19 +40,24 @@ func TestProcessPoolMembersShareEveryFire(t *testing.T) {
 		masters func(t *testing.T) []*masterProc
 	}{
 		{"SQLite, one master", func(t *testing.T) []*masterProc { return []*masterProc{startMaster(t, "")} }},
-		{"MariaDB, two masters", func(t *testing.T) []*masterProc {
-			dsn := storetest.MySQLDatabase(t) // skips without SM_TEST_MYSQL_DSN, fails with SM_TEST_REQUIRE_ALL=1
-			// One after the other: the first one migrates the database.
-			m1 := startMaster(t, "", "--db", "mysql://"+dsn, "--identity", "m1")
-			m2 := startMaster(t, "", "--db", "mysql://"+dsn, "--identity", "m2")
-			return []*masterProc{m1, m2}
-		}},
+		{"MariaDB, two masters", func(t *testing.T) []*masterProc { return twoMasters(t, "mysql") }},
+		{"PostgreSQL, two masters", func(t *testing.T) []*masterProc { return twoMasters(t, "postgres") }},
 	} {
 		t.Run(setup.name, func(t *testing.T) {
 			t.Parallel()
 			testPoolMembership(t, setup.masters(t))
 		})
 	}
+}
+
+// twoMasters starts two masters on a fresh database of the dialect's server,
+// skipping without its DSN (failing with SM_TEST_REQUIRE_ALL=1).
+func twoMasters(t *testing.T, dialect string) []*masterProc {
+	dsn := storetest.FreshDSN(t, dialect)
+	// One after the other: the first one migrates the database.
+	m1 := startMaster(t, "", "--db", dsn, "--identity", "m1")
+	m2 := startMaster(t, "", "--db", dsn, "--identity", "m2")
+	return []*masterProc{m1, m2}
 }
 
 // testPoolMembership is TestProcessPoolMembersShareEveryFire on the given

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun"
 	"golang.org/x/crypto/bcrypt"
 
@@ -222,44 +220,6 @@ func openSQLite(ctx context.Context, dir string, log *slog.Logger) (*store.Store
 		return nil, err
 	}
 	return store.Open(ctx, dsn, log)
-}
-
-// openMySQL creates a database smbench_<random> on the server of raw, opens a
-// migrated store in it and returns a cleanup that closes it and drops the database.
-func openMySQL(ctx context.Context, raw string, log *slog.Logger) (*store.Store, func(), error) {
-	cfg, err := mysql.ParseDSN(strings.TrimPrefix(raw, "mysql://"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("-mysql: %w", err)
-	}
-	admin := cfg.Clone()
-	admin.DBName = ""
-	db, err := sql.Open("mysql", admin.FormatDSN())
-	if err != nil {
-		return nil, nil, err
-	}
-	name := "smbench_" + randHex(6)
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("create database on %s: %w", admin.Addr, err)
-	}
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`")
-		db.Close()
-	}
-	cfg.DBName = name
-	dsn, err := store.ParseDSN("mysql://"+cfg.FormatDSN(), "")
-	if err != nil {
-		drop()
-		return nil, nil, err
-	}
-	st, err := store.Open(ctx, dsn, log)
-	if err != nil {
-		drop()
-		return nil, nil, err
-	}
-	return st, func() { st.Close(); drop() }, nil
 }
 
 // insertNodes bulk-inserts worker nodes.

@@ -23,28 +23,39 @@ import (
 // failoverInterval is the masters' health interval here; the lease is three of them.
 const failoverInterval = time.Second
 
-// Row names of the failover scenario.
-const (
-	failoverRowName = "leader failover, kill -9 of the leader (1 s interval, lease 3 s), MariaDB"
-	claimRowName    = "claim latency, 3 executors on 2 masters, MariaDB"
-)
+// Row names of the failover scenario, per database server.
+func failoverRowNames(label string) (failover, claim string) {
+	return "leader failover, kill -9 of the leader (1 s interval, lease 3 s), " + label,
+		"claim latency, 3 executors on 2 masters, " + label
+}
 
-// failoverScenario runs real master processes on one MariaDB database (several
-// masters need MySQL/MariaDB; SQLite is one master) and measures the time from
-// kill -9 of the leader until another master's /health says it leads, and the
-// latency of fire claims when a task's executors talk to different masters.
+// failoverScenario runs real master processes on one database of each
+// server configured, MariaDB and PostgreSQL (several masters need a database
+// server; SQLite is one master), and measures the time from kill -9 of the
+// leader until another master's /health says it leads, and the latency of
+// fire claims when a task's executors talk to different masters.
 func (b *bench) failoverScenario(ctx context.Context) []row {
-	if b.opt.MySQL == "" {
-		return []row{
-			{claimRowName, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", "p99 < 20 ms", Skip},
-			{failoverRowName, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", "≤ lease + interval = 4 s", Skip},
+	var rows []row
+	for _, srv := range b.servers() {
+		failoverRowName, claimRowName := failoverRowNames(srv.label)
+		if srv.dsn == "" {
+			rows = append(rows,
+				row{claimRowName, srv.missing, "p99 < 20 ms", Skip},
+				row{failoverRowName, srv.missing, "≤ lease + interval = 4 s", Skip})
+			continue
 		}
+		rows = append(rows, b.failoverOn(ctx, srv, failoverRowName, claimRowName)...)
 	}
+	return rows
+}
+
+// failoverOn is failoverScenario on one database server.
+func (b *bench) failoverOn(ctx context.Context, srv server, failoverRowName, claimRowName string) []row {
 	bin, err := b.binaryPath(ctx)
 	if err != nil {
 		return []row{errRow(failoverRowName, err)}
 	}
-	dsn, drop, err := createMySQLDatabase(ctx, b.opt.MySQL)
+	dsn, drop, err := srv.create(ctx)
 	if err != nil {
 		return []row{errRow(failoverRowName, err)}
 	}
@@ -53,7 +64,7 @@ func (b *bench) failoverScenario(ctx context.Context) []row {
 	// Three healthy fake workers execute one running task; the masters probe
 	// them like real workers, and the bench claims fires in their names.
 	log, _ := b.newLogger()
-	sdsn, err := store.ParseDSN("mysql://"+dsn, "")
+	sdsn, err := store.ParseDSN(dsn, "")
 	if err != nil {
 		return []row{errRow(failoverRowName, err)}
 	}
@@ -94,7 +105,7 @@ func (b *bench) failoverScenario(ctx context.Context) []row {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		p, m, err := startProc(ctx, bin, masterServing, "master", "--listen", "127.0.0.1:0", "--db", "mysql://"+dsn,
+		p, m, err := startProc(ctx, bin, masterServing, "master", "--listen", "127.0.0.1:0", "--db", dsn,
 			"--data-dir", dir, "--identity", identity, "--admin-password", benchPassword, "--cluster-key", benchClusterKey,
 			"--health-interval", failoverInterval.String(), "--health-timeout", "500ms")
 		if err != nil {
@@ -109,7 +120,7 @@ func (b *bench) failoverScenario(ctx context.Context) []row {
 		}
 	}
 
-	rows := []row{b.claimLatency(ctx, urls, f.Nodes, tk.ID)}
+	rows := []row{b.claimLatency(ctx, urls, f.Nodes, tk.ID, claimRowName)}
 
 	// Failover: kill the leader, time until another master leads; then start
 	// a fresh master (a new identity: the dead one's heartbeat is not stale
@@ -143,7 +154,7 @@ func (b *bench) failoverScenario(ctx context.Context) []row {
 // masters (executor i to master i mod 2), all executors of a fire at once as
 // their timers would, and reports the latency of single claims. Every fire
 // must have exactly one winner that every executor is told.
-func (b *bench) claimLatency(ctx context.Context, urls []string, nodes []store.Node, task string) row {
+func (b *bench) claimLatency(ctx context.Context, urls []string, nodes []store.Node, task, claimRowName string) row {
 	fires := b.pick(300, 30)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	claim := func(url string, n store.Node, fire time.Time) (protocol.ClaimResponse, time.Duration, error) {
@@ -250,7 +261,7 @@ func waitLeader(ctx context.Context, urls []string, masters []*proc, timeout tim
 }
 
 // createMySQLDatabase creates an empty database smbench_<random> on the server
-// of raw and returns its DSN and a function that drops it.
+// of raw and returns its go-sql-driver DSN and a function that drops it.
 func createMySQLDatabase(ctx context.Context, raw string) (string, func(), error) {
 	cfg, err := mysql.ParseDSN(strings.TrimPrefix(raw, "mysql://"))
 	if err != nil {

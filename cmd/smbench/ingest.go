@@ -73,7 +73,7 @@ func (b *bench) newIngestEnv(ctx context.Context, dialect string) (*ingestEnv, e
 		}
 		st, cleanup = s, func() { s.Close() }
 	default:
-		s, c, err := openMySQL(ctx, b.opt.MySQL, log)
+		s, c, err := b.serverOf(dialect).open(ctx, log)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func (b *bench) ingestPost(ctx context.Context, e *ingestEnv, senders, total int
 	// table past the buffer pool (MariaDB's default is 128 MB, a few hundred
 	// thousand runs) makes every insert read the disk.
 	clear := "DELETE FROM runs"
-	if e.st.Dialect == store.MySQL {
+	if e.st.Dialect != store.SQLite {
 		clear = "TRUNCATE TABLE runs"
 	}
 	if _, err := e.st.DB.ExecContext(ctx, clear); err != nil {
@@ -363,21 +363,18 @@ func recordedRate(ctx context.Context, e *ingestEnv, d time.Duration) (rate, dbP
 
 // ingestTargets are issue 12's ingest targets: runs per second that 10
 // workers must get recorded.
-var ingestTargets = map[string]int{"sqlite": 5000, "mysql": 10000}
+var ingestTargets = map[string]int{"sqlite": 5000, "mysql": 10000, "postgres": 10000}
 
 func (b *bench) ingestScenario(ctx context.Context) []row {
 	var rows []row
 	const senders = 10
-	for _, dialect := range []string{"sqlite", "mysql"} {
-		label := "SQLite"
-		if dialect == "mysql" {
-			label = "MariaDB/MySQL"
-		}
+	for _, dialect := range []string{"sqlite", "mysql", "postgres"} {
+		label := map[string]string{"sqlite": "SQLite", "mysql": "MariaDB/MySQL", "postgres": "PostgreSQL"}[dialect]
 		goal := ingestTargets[dialect]
 		e2eName := fmt.Sprintf("runs recorded end to end, %s (worker → master → DB)", label)
 		postName := fmt.Sprintf("  %s: master ingest capacity, %d workers posting 500-run batches of 2,000 tasks", label, senders)
-		if dialect == "mysql" && b.opt.MySQL == "" {
-			rows = append(rows, row{e2eName, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", "≥ 2,000 runs/s", Skip})
+		if dialect != "sqlite" && b.serverOf(dialect).dsn == "" {
+			rows = append(rows, row{e2eName, b.serverOf(dialect).missing, "≥ 2,000 runs/s", Skip})
 			continue
 		}
 		e, err := b.newIngestEnv(ctx, dialect)

@@ -33,7 +33,8 @@ func (w tlog) Write(p []byte) (int, error) {
 // subtest per scenario, side by side (lag alone, last): every scenario must complete and print
 // its rows. Speed is not judged here (benchmarks are never timed
 // assertions); -short turns every verdict into INFO. MySQL rows run when
-// SM_TEST_MYSQL_DSN is set (required with SM_TEST_REQUIRE_ALL=1).
+// SM_TEST_MYSQL_DSN is set, PostgreSQL rows when SM_TEST_PG_DSN is (both
+// required with SM_TEST_REQUIRE_ALL=1).
 func TestShortModeRunsEveryScenario(t *testing.T) {
 	// One binary for every scenario (each run would otherwise build its own).
 	bin := filepath.Join(t.TempDir(), "schedulemaster")
@@ -45,7 +46,8 @@ func TestShortModeRunsEveryScenario(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
-		o := options{Short: true, Only: name, Bin: bin, MySQL: os.Getenv(storetest.EnvMySQLDSN), Progress: tlog{t}}
+		o := options{Short: true, Only: name, Bin: bin, MySQL: os.Getenv(storetest.EnvMySQLDSN),
+			Postgres: os.Getenv(storetest.EnvPostgresDSN), Progress: tlog{t}}
 		rows, err := run(ctx, o, &out)
 		t.Log("\n" + out.String())
 		if err != nil {
@@ -61,7 +63,7 @@ func TestShortModeRunsEveryScenario(t *testing.T) {
 			switch r.Verdict {
 			case Info:
 			case Skip:
-				if strings.Contains(r.Scenario, "MySQL") && storetest.RequireAll() {
+				if (strings.Contains(r.Scenario, "MySQL") || strings.Contains(r.Scenario, "MariaDB") || strings.Contains(r.Scenario, "PostgreSQL")) && storetest.RequireAll() {
 					t.Errorf("%s: skipped although %s=1: %s", r.Scenario, storetest.EnvRequireAll, r.Figure)
 				}
 			default:

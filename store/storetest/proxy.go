@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -189,4 +190,33 @@ func OpenMySQLProxied(t testing.TB) (NamedStore, *Proxy) {
 		t.Fatalf("parse MySQL DSN: %v", err)
 	}
 	return openDSN(t, "mysql", dsn), p
+}
+
+// OpenPostgresProxied is OpenPostgres with the store's connections going
+// through a Proxy the test controls. Without SM_TEST_PG_DSN it skips.
+func OpenPostgresProxied(t testing.TB) (NamedStore, *Proxy) {
+	t.Helper()
+	u, err := url.Parse(PostgresDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(t, u.Host)
+	u.Host = p.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2") // a cut proxy refuses at once anyway
+	u.RawQuery = q.Encode()
+	dsn, err := store.ParseDSN(u.String(), "")
+	if err != nil {
+		t.Fatalf("parse PostgreSQL DSN: %v", err)
+	}
+	return openDSN(t, "postgres", dsn), p
+}
+
+// OpenProxied is OpenMySQLProxied or OpenPostgresProxied, by dialect.
+func OpenProxied(t testing.TB, dialect string) (NamedStore, *Proxy) {
+	t.Helper()
+	if dialect == "postgres" {
+		return OpenPostgresProxied(t)
+	}
+	return OpenMySQLProxied(t)
 }

@@ -1,0 +1,1 @@
+ALTER TABLE users ADD COLUMN external_subject VARCHAR(255) NOT NULL DEFAULT '';
