@@ -379,7 +379,7 @@ func TestFireOnAFullNodeIsRecordedOnce(t *testing.T) {
 			r.limit.tryAcquire() // the node is full
 			spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t1", Title: "t", Type: protocol.TaskHTTP, Retries: 3,
 				Timeout: protocol.Duration(300 * time.Millisecond), AtCapacity: c.policy,
-				HTTP:    &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}}, Executors: 1}
+				HTTP: &protocol.HTTPSpec{URL: "http://127.0.0.1:1/"}}, Executors: 1}
 			start := time.Now()
 			r.run(spec, start, false)
 			took := time.Since(start)
