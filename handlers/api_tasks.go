@@ -72,6 +72,28 @@ func pageParams(c *gin.Context) (limit, offset int, err error) {
 	return limit, offset, nil
 }
 
+// afterParam reads the optional ?after= cursor of a keyset page.
+func afterParam(c *gin.Context) (*master.Cursor, error) {
+	v := c.Query("after")
+	if v == "" {
+		return nil, nil
+	}
+	cur, err := master.ParseCursor(v)
+	if err != nil {
+		return nil, err
+	}
+	return &cur, nil
+}
+
+// nextCursor is the cursor of the page after one that ended with the row
+// (at, id), "" when the page was not full (no page after it).
+func nextCursor(n, limit int, at time.Time, id string) string {
+	if n < limit || n == 0 {
+		return ""
+	}
+	return master.Cursor{At: at, ID: id}.Encode()
+}
+
 // taskFilter reads the task list filters shared by the API and the console.
 func taskFilter(c *gin.Context) (master.TaskFilter, error) {
 	limit, offset, err := pageParams(c)
@@ -79,6 +101,9 @@ func taskFilter(c *gin.Context) (master.TaskFilter, error) {
 		return master.TaskFilter{}, err
 	}
 	f := master.TaskFilter{Title: c.Query("title"), Node: c.Query("node"), Limit: limit, Offset: offset}
+	if f.After, err = afterParam(c); err != nil {
+		return f, err
+	}
 	if len(f.Title) > 200 || len(f.Node) > 64 {
 		return f, master.Errorf(master.KindInvalid, "title or node filter too long")
 	}
@@ -119,7 +144,14 @@ func (s *server) apiListTasks(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+	out := gin.H{"items": items, "total": total}
+	if len(items) > 0 {
+		last := items[len(items)-1]
+		if next := nextCursor(len(items), f.Limit, last.CreatedAt, last.ID); next != "" {
+			out["next"] = next
+		}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // apiGetTask answers GET /api/v1/tasks/{id}.

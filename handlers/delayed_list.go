@@ -37,12 +37,23 @@ func (s *server) apiListDelayed(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
+	if f.After, err = afterParam(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	items, total, err := s.m.Delayed().ListDelayed(c.Request.Context(), f)
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+	out := gin.H{"items": items, "total": total}
+	if len(items) > 0 {
+		last := items[len(items)-1]
+		if next := nextCursor(len(items), f.Limit, last.CreatedAt, last.ID); next != "" {
+			out["next"] = next
+		}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // listDelayed shows the delayed task list with its filters; htmx gets only the rows.

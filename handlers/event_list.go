@@ -259,6 +259,10 @@ func (s *server) apiListEvents(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
+	if f.After, err = afterParam(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	evs, total, err := s.m.Reads().ListEventsFor(c.Request.Context(), f, isAdmin(c))
 	if err != nil {
 		s.serverError(c, err)
@@ -269,7 +273,13 @@ func (s *server) apiListEvents(c *gin.Context) {
 		items[i] = apiEvent{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, TargetType: e.TargetType,
 			Target: e.Target, Outcome: e.Outcome, Detail: e.Detail, Master: e.Master}
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+	out := gin.H{"items": items, "total": total}
+	if n := len(evs); n > 0 {
+		if next := nextCursor(n, f.Limit, evs[n-1].At, strconv.FormatInt(evs[n-1].ID, 10)); next != "" {
+			out["next"] = next
+		}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // isAdmin reports whether the caller is an admin: only admins see personal

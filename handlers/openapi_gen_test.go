@@ -57,6 +57,13 @@ type (
 		Items []T `json:"items"`
 		Total int `json:"total"`
 	}
+	// pageOf is a list that pages by cursor too: next is the ?after= of
+	// the following page, absent on the last one.
+	pageOf[T any] struct {
+		Items []T    `json:"items"`
+		Total int    `json:"total"`
+		Next  string `json:"next,omitempty"`
+	}
 	poolsAnswer struct {
 		Key   string        `json:"key"`
 		Pools []master.Pool `json:"pools"`
@@ -164,10 +171,10 @@ var openAPIOps = []apiOp{
 
 	// Runs.
 	{method: "GET", path: "/api/v1/runs", tag: "runs", summary: "Runs of every task, newest first", auth: "user",
-		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
+		query: withPage(apiParam{"after", "string", "the next cursor of the previous page (keyset paging; offset is then ignored)"}, apiParam{"project", "string", "only this project"}, apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"},
 			apiParam{"state", "string", "another name of result"}, apiParam{"node", "string", "worker name"},
 			apiParam{"task", "string", "task id"}, apiParam{"since", "string", "RFC 3339"}, apiParam{"until", "string", "RFC 3339, excluded"}),
-		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
+		status: 200, resp: pageOf[apiRun]{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/runs/{id}", tag: "runs", summary: "One run with its whole output", auth: "user",
 		status: 200, resp: apiRun{}, errors: []int{404}},
 	{method: "GET", path: "/api/v1/runs/{id}/output", tag: "runs", summary: "A run's output, so far while it is in progress", auth: "user",
@@ -217,11 +224,11 @@ var openAPIOps = []apiOp{
 
 	// Events.
 	{method: "GET", path: "/api/v1/events", tag: "events", summary: "The event log, newest first", auth: "user",
-		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
+		query: withPage(apiParam{"after", "string", "the next cursor of the previous page (keyset paging; offset is then ignored)"}, apiParam{"project", "string", "only this project"}, apiParam{"actor", "string", "who"}, apiParam{"action", "string", "action, or its prefix (task.)"},
 			apiParam{"target_type", "string", "node, task, user, token, settings or delayed"},
 			apiParam{"target", "string", "a target's name or id, or part of a task's title"},
 			apiParam{"outcome", "string", "ok or error"}, apiParam{"from", "string", "RFC 3339"}, apiParam{"to", "string", "RFC 3339, excluded"}),
-		status: 200, resp: listOf[apiEvent]{}, errors: []int{400}},
+		status: 200, resp: pageOf[apiEvent]{}, errors: []int{400}},
 
 	// Delayed tasks.
 	{method: "POST", path: "/api/v1/delayed", tag: "delayed", summary: "Create a delayed task (200: the pending one of the same key)", auth: "project",
@@ -229,9 +236,9 @@ var openAPIOps = []apiOp{
 "notify_url":"https://shop.example/hook","notify_body":"{\"order\":42}","content_type":"application/json","retries":3,"executors":["w1"]}`,
 		status: 201, also: []int{200}, resp: apiDelayed{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/delayed", tag: "delayed", summary: "Delayed tasks, newest first", auth: "user",
-		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"status", "string", "pending, running, done, failed or cancelled"},
+		query: withPage(apiParam{"after", "string", "the next cursor of the previous page (keyset paging; offset is then ignored)"}, apiParam{"project", "string", "only this project"}, apiParam{"status", "string", "pending, running, done, failed or cancelled"},
 			apiParam{"topic", "string", ""}, apiParam{"source_app", "string", ""}),
-		status: 200, resp: listOf[master.Delayed]{}, errors: []int{400}},
+		status: 200, resp: pageOf[master.Delayed]{}, errors: []int{400}},
 	{method: "GET", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "A delayed task with its runs", auth: "user",
 		status: 200, resp: apiDelayed{}, errors: []int{404}},
 	{method: "DELETE", path: "/api/v1/delayed/{id}", tag: "delayed", summary: "Cancel a pending delayed task", auth: "project",
@@ -256,9 +263,9 @@ var openAPIOps = []apiOp{
 
 	// Tasks.
 	{method: "GET", path: "/api/v1/tasks", tag: "tasks", summary: "Tasks, newest first", auth: "user",
-		query: withPage(apiParam{"project", "string", "only this project"}, apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
+		query: withPage(apiParam{"after", "string", "the next cursor of the previous page (keyset paging; offset is then ignored)"}, apiParam{"project", "string", "only this project"}, apiParam{"status", "integer", "0 stopped, 1 running, 2 paused"}, apiParam{"title", "string", "part of the title"},
 			apiParam{"node", "string", "executor name"}),
-		status: 200, resp: listOf[master.Task]{}, errors: []int{400}},
+		status: 200, resp: pageOf[master.Task]{}, errors: []int{400}},
 	{method: "POST", path: "/api/v1/tasks", tag: "tasks", summary: "Create a stopped task", auth: "project",
 		body: master.TaskInput{}, example: taskExample, status: 201, resp: master.Task{}, errors: []int{400}},
 	{method: "POST", path: "/api/v1/tasks/bulk", tag: "tasks", summary: "Pause, resume, stop or delete many tasks, each on its own", auth: "project",

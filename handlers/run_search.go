@@ -288,6 +288,10 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
+	if f.After, err = afterParam(c); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	runs, total, err := s.m.Reads().SearchRuns(c.Request.Context(), f)
 	if master.KindOf(err) == master.KindNotFound {
 		s.apiError(c, protocol.FieldErrors{"task": "no task has this id"})
@@ -301,5 +305,11 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 	for i := range runs {
 		items[i] = toAPIRun(&runs[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+	out := gin.H{"items": items, "total": total}
+	if n := len(runs); n > 0 {
+		if next := nextCursor(n, f.Limit, runs[n-1].StartedAt, runs[n-1].ID); next != "" {
+			out["next"] = next
+		}
+	}
+	c.JSON(http.StatusOK, out)
 }

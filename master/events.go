@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -29,7 +30,11 @@ func (r *Reads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 	if readable := readableProjects(ctx); readable != nil {
 		f.Projects, f.Cluster = restrictProjects(ctx, f.Projects), false
 	}
-	return store.ListEvents(ctx, r.db, f)
+	evs, total, err := store.ListEvents(ctx, r.db, f)
+	if errors.Is(err, store.ErrBadCursor) {
+		return nil, 0, Errorf(KindInvalid, "after must be the next cursor a previous page answered with")
+	}
+	return evs, total, err
 }
 
 // ListEventsFor is ListEvents as shown to a person: for anyone but an admin

@@ -41,6 +41,18 @@ type (
 	DelayedFilter = store.DelayedFilter
 )
 
+// Cursor is where a keyset page of a list starts (see store.Cursor).
+type Cursor = store.Cursor
+
+// ParseCursor reads a cursor a previous page answered with.
+func ParseCursor(s string) (Cursor, error) {
+	c, err := store.ParseCursor(s)
+	if err != nil {
+		return c, Errorf(KindInvalid, "after must be the next cursor a previous page answered with")
+	}
+	return c, nil
+}
+
 // Roles of users.
 const (
 	RoleAdmin  = store.RoleAdmin

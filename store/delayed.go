@@ -175,8 +175,11 @@ type DelayedFilter struct {
 	SourceApp string
 	// Projects limits the list to these projects; nil: every project.
 	Projects []int64
-	Limit    int
-	Offset   int
+	// After starts the page after this delayed task (keyset paging;
+	// Offset is then ignored).
+	After  *Cursor
+	Limit  int
+	Offset int
 }
 
 // ListDelayed returns a page of delayed tasks, newest first, and their total.
@@ -184,21 +187,33 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
+	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		if f.Status != "" {
+			q = q.Where("status = ?", f.Status)
+		}
+		if f.Topic != "" {
+			q = q.Where("topic = ?", f.Topic)
+		}
+		if f.SourceApp != "" {
+			q = q.Where("source_app = ?", f.SourceApp)
+		}
+		return inProjects(q, "project_id", f.Projects)
+	}
 	var out []DelayedTask
-	q := db.NewSelect().Model(&out)
-	if f.Status != "" {
-		q = q.Where("status = ?", f.Status)
+	page := filter(db.NewSelect().Model(&out))
+	if f.After != nil {
+		at := f.After.At.UTC()
+		page = page.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("created_at < ?", at).WhereOr("created_at = ? AND id < ?", at, f.After.ID)
+		})
+		f.Offset = 0
 	}
-	if f.Topic != "" {
-		q = q.Where("topic = ?", f.Topic)
-	}
-	if f.SourceApp != "" {
-		q = q.Where("source_app = ?", f.SourceApp)
-	}
-	q = inProjects(q, "project_id", f.Projects)
-	total, err := q.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
-	if err != nil {
+	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed tasks: %w", err)
+	}
+	total, err := filter(db.NewSelect().Model((*DelayedTask)(nil))).Count(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: count delayed tasks: %w", err)
 	}
 	return out, int(total), nil
 }

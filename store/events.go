@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -108,8 +109,11 @@ type EventFilter struct {
 	// events when Cluster is set too; nil: every event.
 	Projects []int64
 	Cluster  bool
-	Limit    int // default 50
-	Offset   int
+	// After starts the page after this event (keyset paging by at and id;
+	// Offset is then ignored).
+	After  *Cursor
+	Limit  int // default 50
+	Offset int
 }
 
 // escapeLikeBang escapes a LIKE pattern for "ESCAPE '!'", which both SQLite
@@ -164,6 +168,27 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 	}
 	if f.Limit <= 0 {
 		f.Limit = 50
+	}
+	if f.After != nil {
+		id, err := strconv.ParseInt(f.After.ID, 10, 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("event cursor id %q: %w", f.After.ID, ErrBadCursor)
+		}
+		at := f.After.At.UTC()
+		total, err := q.Count(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: count events: %w", err)
+		}
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("at < ?", at).WhereOr("at = ? AND id < ?", at, id)
+		})
+		if err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
+			return nil, 0, fmt.Errorf("store: list events: %w", err)
+		}
+		for i := range events {
+			events[i].At = events[i].At.UTC()
+		}
+		return events, int(total), nil
 	}
 	total, err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
 	if err != nil {

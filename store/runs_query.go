@@ -17,6 +17,9 @@ type RunFilter struct {
 	// Projects limits the runs to those of tasks and delayed tasks of these
 	// projects; nil: every run.
 	Projects []int64
+	// After starts the page after this run (keyset paging by started_at
+	// and id; Offset is then ignored).
+	After *Cursor
 	// Since and Until bound started_at: Since included, Until excluded.
 	Since, Until time.Time
 	Limit        int // default 50
@@ -76,6 +79,13 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 // runPageQuery selects the page of runs f asks for into dest.
 func runPageQuery(db bun.IDB, f RunFilter, dest *[]Run) *bun.SelectQuery {
 	q := f.where(db.NewSelect().Model(dest).ExcludeColumn("output"))
+	if f.After != nil {
+		at := f.After.At.UTC()
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("started_at < ?", at).WhereOr("started_at = ? AND id < ?", at, f.After.ID)
+		})
+		f.Offset = 0
+	}
 	if f.Preview {
 		q = withPreview(q)
 	}

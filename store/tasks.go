@@ -213,32 +213,48 @@ type TaskFilter struct {
 	Node   string      // executor
 	// Projects limits the list to these projects; nil: every project.
 	Projects []int64
-	Limit    int
-	Offset   int
+	// After starts the page after this task (keyset paging; Offset is
+	// then ignored).
+	After  *Cursor
+	Limit  int
+	Offset int
 }
 
 // ListTasks returns a page of tasks, newest first, and the total matching.
 func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, error) {
 	var tasks []Task
-	q := db.NewSelect().Model(&tasks)
-	if f.Status != nil {
-		q = q.Where("status = ?", *f.Status)
-	} else {
-		q = q.Where("status <> ?", TaskDeleted)
+	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		if f.Status != nil {
+			q = q.Where("status = ?", *f.Status)
+		} else {
+			q = q.Where("status <> ?", TaskDeleted)
+		}
+		if f.Title != "" {
+			q = q.Where("LOWER(title) LIKE ? ESCAPE '!'", "%"+escapeLikeBang(strings.ToLower(f.Title))+"%")
+		}
+		if f.Node != "" {
+			q = q.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
+		}
+		return inProjects(q, "project_id", f.Projects)
 	}
-	if f.Title != "" {
-		q = q.Where("LOWER(title) LIKE ? ESCAPE '!'", "%"+escapeLikeBang(strings.ToLower(f.Title))+"%")
-	}
-	if f.Node != "" {
-		q = q.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
-	}
-	q = inProjects(q, "project_id", f.Projects)
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
-	total, err := q.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
-	if err != nil {
+	page := filter(db.NewSelect().Model(&tasks))
+	if f.After != nil {
+		// Newest first, ties by id: the rows after the cursor's in that order.
+		at := f.After.At.UTC()
+		page = page.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("created_at < ?", at).WhereOr("created_at = ? AND id > ?", at, f.After.ID)
+		})
+		f.Offset = 0
+	}
+	if err := page.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
+	}
+	total, err := filter(db.NewSelect().Model((*Task)(nil))).Count(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: count tasks: %w", err)
 	}
 	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
 		return nil, 0, err

@@ -7,6 +7,7 @@
 //	go run ./cmd/smbench                        # full run (about 15 minutes on 2 cores)
 //	go run ./cmd/smbench -short                 # small and quick; proves it works, judges nothing
 //	go run ./cmd/smbench -mysql 'root@tcp(127.0.0.1:3306)/test' -pg 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'
+//	go run ./cmd/smbench -only ingest,failover -galera 'root@tcp(10.0.0.1:3306)/,root@tcp(10.0.0.2:3306)/,root@tcp(10.0.0.3:3306)/'
 //	go run ./cmd/smbench -only sweep,render -cpuprofile /tmp/prof
 package main
 
@@ -52,6 +53,7 @@ type options struct {
 	Short      bool
 	MySQL      string        // go-sql-driver DSN of a MariaDB/MySQL server; empty: skip MySQL
 	Postgres   string        // postgres:// URL of a PostgreSQL server; empty: skip PostgreSQL
+	Galera     []string      // go-sql-driver DSNs of the three nodes of a Galera cluster; nil: skip Galera
 	Runs       int           // runs per figure (median)
 	Only       string        // comma-separated scenario names
 	Bin        string        // prebuilt schedulemaster binary (default: go build)
@@ -85,10 +87,10 @@ func scenarios() []scenario {
 		{"sweep", "health sweep of a fleet of in-process worker endpoints", (*bench).sweepScenario},
 		{"detect", "dead-worker detection by a started master", (*bench).detectScenario},
 		{"lag", "trigger lag of the worker engine and of bare gocron", (*bench).lagScenario},
-		{"ingest", "runs recorded end to end, SQLite, MySQL and PostgreSQL", (*bench).ingestScenario},
+		{"ingest", "runs recorded end to end, SQLite, MySQL, Galera and PostgreSQL", (*bench).ingestScenario},
 		{"render", "console pages with 1,000 nodes and 10,000 runs", (*bench).renderScenario},
 		{"rss", "resident memory of real worker and master processes", (*bench).rssScenario},
-		{"failover", "leader failover and claim latency with several masters on MariaDB and PostgreSQL", (*bench).failoverScenario},
+		{"failover", "leader failover and claim latency with several masters on MariaDB, Galera and PostgreSQL", (*bench).failoverScenario},
 		{"delayed", "fire lag of delayed tasks: 100,000 pending, 1,000 due in the same second", (*bench).delayedScenario},
 		{"burst", "10,000 HTTP fires at one instant on two workers, beside a bare fan-out", (*bench).burstScenario},
 		{"herd", "100,000 HTTP fires at one instant on three workers: none skipped, throughput flat", (*bench).herdScenario},
@@ -104,6 +106,7 @@ func main() {
 	flag.BoolVar(&o.Short, "short", false, "small sizes, one run: proves every scenario works; figures are not judged")
 	flag.StringVar(&o.Postgres, "pg", os.Getenv("SM_TEST_PG_DSN"), "PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (a database smbench_<random> is created and dropped); default $SM_TEST_PG_DSN")
 	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<random> is created and dropped); default $SM_TEST_MYSQL_DSN")
+	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
 	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
@@ -115,6 +118,11 @@ func main() {
 	flag.DurationVar(&o.PeerFor, "peer-for", 30*time.Second, "with -peer-dkron: measurement window of each round")
 	flag.Parse()
 	o.Progress = os.Stderr
+	var err error
+	if o.Galera, err = parseGaleraDSNs(*galera); err != nil {
+		fmt.Fprintln(os.Stderr, "smbench:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -146,6 +154,9 @@ func run(ctx context.Context, o options, out io.Writer) ([]tableRow, error) {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if len(o.Galera) != 0 && len(o.Galera) != 3 {
+		return nil, fmt.Errorf("-galera: want the DSNs of the three nodes of one cluster; got %d", len(o.Galera))
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.Only, ",") {

@@ -6,58 +6,101 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
 // server is a database server the scenarios of several masters (and the
-// server rows of the others) run on: MariaDB/MySQL or PostgreSQL.
+// server rows of the others) run on: MariaDB/MySQL, a Galera cluster or
+// PostgreSQL.
 type server struct {
-	dialect string // "mysql" or "postgres"
-	label   string // in row names
-	dsn     string // the flag's value; "" skips the server's rows
-	missing string // the figure of a skipped row
+	key     string   // "mysql", "galera" or "postgres": ingest targets, serverOf
+	dialect string   // "mysql" or "postgres"
+	label   string   // in row names
+	dsns    []string // the flag's value, one per node (Galera: three); nil skips the server's rows
+	missing string   // the figure of a skipped row
 }
 
 // servers are the database servers of this run, in table order.
 func (b *bench) servers() []server {
+	var my, pg []string
+	if b.opt.MySQL != "" {
+		my = []string{b.opt.MySQL}
+	}
+	if b.opt.Postgres != "" {
+		pg = []string{b.opt.Postgres}
+	}
 	return []server{
-		{"mysql", "MariaDB", b.opt.MySQL, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)"},
-		{"postgres", "PostgreSQL", b.opt.Postgres, "no -pg URL (nor $SM_TEST_PG_DSN)"},
+		{"mysql", "mysql", "MariaDB", my, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)"},
+		{"galera", "mysql", "Galera", b.opt.Galera, "no -galera DSNs (nor $" + envGaleraDSNs + ")"},
+		{"postgres", "postgres", "PostgreSQL", pg, "no -pg URL (nor $SM_TEST_PG_DSN)"},
 	}
 }
 
-// serverOf is the server of a dialect.
-func (b *bench) serverOf(dialect string) server {
+// envGaleraDSNs is the default of -galera.
+const envGaleraDSNs = "SM_TEST_GALERA_DSNS"
+
+// parseGaleraDSNs reads -galera: the go-sql-driver DSNs of the three nodes
+// of one Galera cluster, comma-separated ("" runs no Galera rows).
+func parseGaleraDSNs(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var dsns []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimPrefix(strings.TrimSpace(part), "mysql://")
+		if part == "" {
+			return nil, fmt.Errorf("-galera: an empty DSN in %q", s)
+		}
+		if _, err := mysql.ParseDSN(part); err != nil {
+			return nil, fmt.Errorf("-galera: DSN %d: %w", len(dsns)+1, err)
+		}
+		dsns = append(dsns, part)
+	}
+	if len(dsns) != 3 {
+		return nil, fmt.Errorf("-galera: want the DSNs of the three nodes of one cluster, comma-separated; got %d", len(dsns))
+	}
+	return dsns, nil
+}
+
+// serverOf is the server of a key.
+func (b *bench) serverOf(key string) server {
 	for _, s := range b.servers() {
-		if s.dialect == dialect {
+		if s.key == key {
 			return s
 		}
 	}
-	panic("smbench: no server " + dialect)
+	panic("smbench: no server " + key)
 }
 
 // create makes an empty database smbench_<random> on the server and returns
-// its --db value and a function that drops it.
-func (s server) create(ctx context.Context) (string, func(), error) {
-	if s.dialect == "mysql" {
-		dsn, drop, err := createMySQLDatabase(ctx, s.dsn)
-		return "mysql://" + dsn, drop, err
+// its --db value on every node (one but for Galera) and a function that
+// drops it.
+func (s server) create(ctx context.Context) ([]string, func(), error) {
+	switch s.key {
+	case "mysql":
+		dsn, drop, err := createMySQLDatabase(ctx, s.dsns[0])
+		return []string{"mysql://" + dsn}, drop, err
+	case "galera":
+		return createGaleraDatabase(ctx, s.dsns)
 	}
-	return createPostgresDatabase(ctx, s.dsn)
+	u, drop, err := createPostgresDatabase(ctx, s.dsns[0])
+	return []string{u}, drop, err
 }
 
-// open is create, then a migrated store in the new database; the cleanup
-// closes it and drops the database.
+// open is create, then a migrated store in the new database through the
+// first node; the cleanup closes it and drops the database.
 func (s server) open(ctx context.Context, log *slog.Logger) (*store.Store, func(), error) {
 	raw, drop, err := s.create(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	dsn, err := store.ParseDSN(raw, "")
+	dsn, err := store.ParseDSN(raw[0], "")
 	if err != nil {
 		drop()
 		return nil, nil, err
@@ -68,6 +111,33 @@ func (s server) open(ctx context.Context, log *slog.Logger) (*store.Store, func(
 		return nil, nil, err
 	}
 	return st, func() { st.Close(); drop() }, nil
+}
+
+// createGaleraDatabase creates an empty database smbench_<random> through
+// the first node of a Galera cluster (Galera replicates the DDL to the
+// others) and returns its --db value on every node and a function that drops
+// it.
+func createGaleraDatabase(ctx context.Context, nodes []string) ([]string, func(), error) {
+	first, drop, err := createMySQLDatabase(ctx, nodes[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("galera node 1: %w", err)
+	}
+	cfg, err := mysql.ParseDSN(first)
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	var out []string
+	for _, raw := range nodes {
+		c, err := mysql.ParseDSN(raw)
+		if err != nil {
+			drop()
+			return nil, nil, err
+		}
+		c.DBName = cfg.DBName
+		out = append(out, "mysql://"+c.FormatDSN())
+	}
+	return out, drop, nil
 }
 
 // createPostgresDatabase creates an empty database smbench_<random> on the

@@ -33,7 +33,9 @@ func (w tlog) Write(p []byte) (int, error) {
 // subtest per scenario, side by side (lag alone, last): every scenario must complete and print
 // its rows. Speed is not judged here (benchmarks are never timed
 // assertions); -short turns every verdict into INFO. MySQL rows run when
-// SM_TEST_MYSQL_DSN is set, PostgreSQL rows when SM_TEST_PG_DSN is (both
+// SM_TEST_MYSQL_DSN is set, PostgreSQL rows when SM_TEST_PG_DSN is, Galera
+// rows on the cluster of SM_TEST_GALERA_DSNS or, when the galera-4 provider
+// is installed, on a three-node cluster the test starts (all three
 // required with SM_TEST_REQUIRE_ALL=1).
 func TestShortModeRunsEveryScenario(t *testing.T) {
 	// One binary for every scenario (each run would otherwise build its own).
@@ -42,12 +44,13 @@ func TestShortModeRunsEveryScenario(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build schedulemaster: %v\n%s", err, out)
 	}
+	galera, galeraMissing := galeraForTest(t)
 	check := func(t *testing.T, name string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
 		o := options{Short: true, Only: name, Bin: bin, MySQL: os.Getenv(storetest.EnvMySQLDSN),
-			Postgres: os.Getenv(storetest.EnvPostgresDSN), Progress: tlog{t}}
+			Postgres: os.Getenv(storetest.EnvPostgresDSN), Galera: galera, Progress: tlog{t}}
 		rows, err := run(ctx, o, &out)
 		t.Log("\n" + out.String())
 		if err != nil {
@@ -63,7 +66,9 @@ func TestShortModeRunsEveryScenario(t *testing.T) {
 			switch r.Verdict {
 			case Info:
 			case Skip:
-				if (strings.Contains(r.Scenario, "MySQL") || strings.Contains(r.Scenario, "MariaDB") || strings.Contains(r.Scenario, "PostgreSQL")) && storetest.RequireAll() {
+				if strings.Contains(r.Scenario, "Galera") && storetest.RequireAll() {
+					t.Errorf("%s: skipped although %s=1: %s (%s)", r.Scenario, storetest.EnvRequireAll, r.Figure, galeraMissing)
+				} else if (strings.Contains(r.Scenario, "MySQL") || strings.Contains(r.Scenario, "MariaDB") || strings.Contains(r.Scenario, "PostgreSQL")) && storetest.RequireAll() {
 					t.Errorf("%s: skipped although %s=1: %s", r.Scenario, storetest.EnvRequireAll, r.Figure)
 				}
 			default:
@@ -88,4 +93,28 @@ func TestShortModeRunsEveryScenario(t *testing.T) {
 		}
 	})
 	t.Run("lag", func(t *testing.T) { check(t, "lag") })
+}
+
+// galeraForTest returns the Galera nodes smbench's Galera rows run on: those
+// of SM_TEST_GALERA_DSNS, else a three-node cluster started for the test
+// (stopped when it ends) if this machine can run one. Without either it
+// returns no DSNs and why, and the Galera rows skip.
+func galeraForTest(t *testing.T) (dsns []string, missing string) {
+	t.Helper()
+	if raw := os.Getenv(envGaleraDSNs); raw != "" {
+		dsns, err := parseGaleraDSNs(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", envGaleraDSNs, err)
+		}
+		return dsns, ""
+	}
+	if why := storetest.GaleraMissing(); why != "" {
+		t.Logf("the Galera rows skip: %s", why)
+		return nil, why
+	}
+	g := storetest.StartGalera(t)
+	for i := range g.Nodes {
+		dsns = append(dsns, g.DSN(i, ""))
+	}
+	return dsns, ""
 }

@@ -88,13 +88,8 @@ type GaleraNode struct {
 // runs even for an IST.
 func StartGalera(t testing.TB) *Galera {
 	t.Helper()
-	for _, bin := range []string{"mariadbd", "mariadb-install-db", "rsync", "wsrep_sst_rsync"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			SkipOrFail(t, bin+" is not installed (Debian: mariadb-server, galera-4, rsync), so the Galera cluster cannot run")
-		}
-	}
-	if _, err := os.Stat(galeraProvider); err != nil {
-		SkipOrFail(t, galeraProvider+" is missing (Debian package galera-4), so the Galera cluster cannot run")
+	if why := GaleraMissing(); why != "" {
+		SkipOrFail(t, why)
 	}
 	start := time.Now()
 	// A short base path: the nodes' Unix sockets must fit in 108 bytes. The
@@ -165,6 +160,21 @@ func StartGalera(t testing.TB) *Galera {
 	t.Logf("galera: three nodes synced in %s (%s; evs options %q)", g.StartedIn.Round(time.Millisecond),
 		strings.Join(steps, ", "), g.Eviction)
 	return g
+}
+
+// GaleraMissing says what StartGalera lacks on this machine (a program or
+// the galera-4 provider), or "" when it can start a cluster: a test that
+// runs a Galera part besides others can skip only that part.
+func GaleraMissing() string {
+	for _, bin := range []string{"mariadbd", "mariadb-install-db", "rsync", "wsrep_sst_rsync"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return bin + " is not installed (Debian: mariadb-server, galera-4, rsync), so the Galera cluster cannot run"
+		}
+	}
+	if _, err := os.Stat(galeraProvider); err != nil {
+		return galeraProvider + " is missing (Debian package galera-4), so the Galera cluster cannot run"
+	}
+	return ""
 }
 
 // DSN is a go-sql-driver DSN for database db (may be "") on node i, as root.
