@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"github.com/schedulemaster-go/schedulemaster/locale"
+
 	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -24,13 +27,36 @@ const (
 // SchedulePreview is the answer of GET /api/v1/schedules/preview.
 type SchedulePreview struct {
 	Fires []string `json:"fires"`
+	// Note says how the task's own offset places the fires: a spread
+	// interval's phase, a cron's H forms expanded; or, without a task id,
+	// that they are picked when the task is saved (Fires is then empty).
+	Note string `json:"note,omitempty"`
+	// Cron is the cron expression with its H forms expanded for the task.
+	Cron string `json:"cron,omitempty"`
+	// Phase is a spread interval's offset from the multiples of its length.
+	Phase string `json:"phase,omitempty"`
+}
+
+// preview is what a schedule preview shows.
+type preview struct {
+	fires []time.Time
+	note  string
+	cron  string // expanded H forms
+	phase time.Duration
 }
 
 // previewFires computes the next n fires of a schedule after now, by the
 // rules the worker runs (its protocol.Plan), or the field errors saying what
-// is wrong: the same words as saving the task would give.
-func previewFires(d protocol.TaskDef, n int, now time.Time) ([]time.Time, protocol.FieldErrors) {
+// is wrong: the same words as saving the task would give. An interval with
+// no alignment spreads, as a new task does. A spread interval or a cron with
+// H places its fires by the task's id: without one (a task not saved yet)
+// the preview says so instead of showing times the task will not have.
+// Its note is in lc's language (the API's is English).
+func previewFires(lc *locale.Localizer, d protocol.TaskDef, n int, now time.Time) (preview, protocol.FieldErrors) {
 	d.Normalize()
+	if d.Schedule.Kind == protocol.ScheduleInterval && d.Schedule.Align == "" {
+		d.Schedule.Align = protocol.AlignSpread
+	}
 	fe := protocol.FieldErrors{}
 	if err := d.Validate(now); err != nil {
 		all, _ := err.(protocol.FieldErrors)
@@ -42,28 +68,60 @@ func previewFires(d protocol.TaskDef, n int, now time.Time) ([]time.Time, protoc
 		}
 	}
 	if len(fe) > 0 {
-		return nil, fe
+		return preview{}, fe
 	}
 	plan, err := protocol.NewPlan(&d)
 	if err != nil {
 		// Validate accepted the schedule, so it reads; say so if not.
-		return nil, protocol.FieldErrors{"schedule.kind": err.Error()}
+		return preview{}, protocol.FieldErrors{"schedule.kind": err.Error()}
 	}
-	return plan.Preview(now, n), nil
+	// An interval of a second has no room to spread.
+	spread := d.Schedule.Kind == protocol.ScheduleInterval && d.Schedule.Align == protocol.AlignSpread &&
+		time.Duration(d.Schedule.Every) > time.Second
+	hashed := d.Schedule.Kind == protocol.ScheduleCron && protocol.HasHashed(d.Schedule.Cron)
+	every := lc.Duration(time.Duration(d.Schedule.Every))
+	switch {
+	case d.ID == "" && spread:
+		return preview{note: lc.T("PreviewSpreadUnsaved", "Every", every)}, nil
+	case d.ID == "" && hashed:
+		return preview{note: lc.T("PreviewHashedUnsaved")}, nil
+	}
+	out := preview{fires: plan.Preview(now, n)}
+	switch {
+	case d.Schedule.Kind == protocol.ScheduleInterval && d.Schedule.Align == protocol.AlignSpread:
+		out.phase = plan.Phase()
+		out.note = lc.T("PreviewSpread", "Phase", lc.Duration(plan.Phase()), "Every", every)
+	case hashed:
+		out.cron = plan.CronExpr()
+		out.note = lc.T("PreviewHashed", "Cron", plan.CronExpr())
+	}
+	return out, nil
 }
 
 // previewDef is a definition holding only a schedule, so Validate speaks
-// about the schedule alone.
-func previewDef(kind, tz string) protocol.TaskDef {
-	return protocol.TaskDef{Title: "preview", Type: protocol.TaskShell, Shell: &protocol.ShellSpec{Command: "true"},
+// about the schedule alone; id is the task's, if it has one (its spread and
+// H forms depend on it).
+func previewDef(kind, tz, id string) protocol.TaskDef {
+	return protocol.TaskDef{ID: previewID(id), Title: "preview", Type: protocol.TaskShell, Shell: &protocol.ShellSpec{Command: "true"},
 		Schedule: protocol.Schedule{Kind: strings.TrimSpace(kind)}, Timezone: tz}
 }
 
+// previewID is a task id given to a preview, or "" when it is none: a
+// preview computes with it, never looks it up.
+func previewID(id string) string {
+	id = strings.TrimSpace(id)
+	if len(id) > 64 || !utf8.ValidString(id) || strings.ContainsAny(id, "\r\n\x00") {
+		return ""
+	}
+	return id
+}
+
 // apiSchedulePreview answers the next fires of a schedule:
-// ?kind=cron|interval|once&cron=&every=&at=(RFC 3339)&tz=&n=5.
+// ?kind=cron|interval|once&cron=&every=&align=spread|epoch&at=(RFC 3339)&tz=&id=&n=5.
+// id is the task's (a spread interval and H forms depend on it).
 func (s *server) apiSchedulePreview(c *gin.Context) {
 	fe := protocol.FieldErrors{}
-	d := previewDef(c.Query("kind"), c.Query("tz"))
+	d := previewDef(c.Query("kind"), c.Query("tz"), c.Query("id"))
 	n := previewDefault
 	if v := strings.TrimSpace(c.Query("n")); v != "" {
 		var err error
@@ -82,6 +140,7 @@ func (s *server) apiSchedulePreview(c *gin.Context) {
 			}
 			d.Schedule.Every = protocol.Duration(ev)
 		}
+		d.Schedule.Align = c.Query("align")
 	case protocol.ScheduleOnce:
 		if v := strings.TrimSpace(c.Query("at")); v != "" {
 			at, err := time.Parse(time.RFC3339, v)
@@ -92,10 +151,13 @@ func (s *server) apiSchedulePreview(c *gin.Context) {
 		}
 	}
 	if len(fe) == 0 {
-		var fires []time.Time
-		if fires, fe = previewFires(d, n, time.Now()); len(fe) == 0 {
-			out := SchedulePreview{Fires: make([]string, 0, len(fires))}
-			for _, f := range fires {
+		var pv preview
+		if pv, fe = previewFires(locale.New(locale.EN, nil), d, n, time.Now()); len(fe) == 0 {
+			out := SchedulePreview{Fires: make([]string, 0, len(pv.fires)), Note: pv.note, Cron: pv.cron}
+			if pv.phase > 0 {
+				out.Phase = pv.phase.String()
+			}
+			for _, f := range pv.fires {
 				out.Fires = append(out.Fires, f.UTC().Format(time.RFC3339))
 			}
 			c.JSON(http.StatusOK, out)
@@ -110,16 +172,17 @@ func (s *server) apiSchedulePreview(c *gin.Context) {
 func (s *server) schedulePreview(c *gin.Context) {
 	q := c.Request.URL.Query()
 	tz := strings.TrimSpace(q.Get("timezone"))
-	d := previewDef("", "")
+	d := previewDef("", "", q.Get("id"))
 	loc, known, fe := form.Schedule(q, &d)
 	badZone := !known
 	vm := views.SchedulePreviewVM{Zone: loc.String(), ZoneLabel: loc.String()}
 	if badZone {
 		vm.ZoneLabel = "UTC (“" + tz + "” is no known time zone)"
 	}
-	var fires []time.Time
+	var pv preview
 	if len(fe) == 0 {
-		fires, fe = previewFires(d, previewDefault, time.Now())
+		pv, fe = previewFires(lc(c), d, previewDefault, time.Now())
+		vm.Note = pv.note
 	}
 	for k, v := range fe {
 		vm.Errors = append(vm.Errors, k+": "+views.Refusal(c.Request.Context(), v))
@@ -130,7 +193,7 @@ func (s *server) schedulePreview(c *gin.Context) {
 		vm.Blank = true
 	}
 	sort.Strings(vm.Errors)
-	for _, f := range fires {
+	for _, f := range pv.fires {
 		vm.Fires = append(vm.Fires, views.PreviewFire{
 			Local: lc(c).Weekday(f.In(loc).Weekday()) + " " + f.In(loc).Format("2006-01-02 15:04:05 MST"), UTC: f.UTC().Format(time.RFC3339)})
 	}

@@ -25,7 +25,17 @@ func TestAPISchedulePreview(t *testing.T) {
 		{"cron", "kind=cron&cron=0+9+*+*+*", 200, 5, "T09:00:00Z"},
 		{"cron tz", "kind=cron&cron=0+9+*+*+*&tz=Asia/Tokyo", 200, 5, "T00:00:00Z"}, // 09:00 JST is 00:00 UTC
 		{"cron n", "kind=cron&cron=*/10+*+*+*+*+*&n=50", 200, 50, ""},
-		{"interval", "kind=interval&every=1h&n=3", 200, 3, ":00:00Z"},
+		{"interval epoch", "kind=interval&every=1h&align=epoch&n=3", 200, 3, ":00:00Z"},
+		// A spread interval or H places fires by the task's id: a task not
+		// saved yet gets a note, not times it will not have.
+		{"interval spread, no id", "kind=interval&every=1h&n=3", 200, 0, "picked from its id when it is saved"},
+		{"interval spread", "kind=interval&every=1h&id=6f1c2e0a-0000-4000-8000-000000000001&n=3", 200, 3, ":31:52Z"},
+		{"interval spread says its phase", "kind=interval&every=1h&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, `"phase":"31m52s"`},
+		{"cron H, no id", "kind=cron&cron=H+H+*+*+*", 200, 0, "H picks a stable value"},
+		{"cron H", "kind=cron&cron=H+H+*+*+*&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, `"cron":"5 23 * * *"`},
+		{"cron H fires", "kind=cron&cron=H+H+*+*+*&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, "T23:05:00Z"},
+		{"bad H", "kind=cron&cron=H(0-99)+*+*+*+*", 400, 0, "minute field"},
+		{"bad align", "kind=interval&every=1h&align=later", 400, 0, "schedule.align"},
 		{"once", "kind=once&at=" + url.QueryEscape(soon.Format(time.RFC3339)), 200, 1, soon.Format(time.RFC3339)},
 		{"no kind", "cron=*+*+*+*+*", 400, 0, "schedule.kind: is required"},
 		{"bad kind", "kind=weekly", 400, 0, `schedule.kind: \"weekly\" is not cron`},
@@ -77,7 +87,7 @@ func TestTaskFormSchedulePreviewFragment(t *testing.T) {
 
 	// The form wires every schedule input to the preview.
 	_, page := e.do(c, "GET", "/tasks/new", "", nil)
-	for _, id := range []string{"timezone", "schedule-kind", "schedule-cron", "schedule-every", "schedule-at", "start-at", "end-at"} {
+	for _, id := range []string{"timezone", "schedule-kind", "schedule-cron", "schedule-every", "schedule-align", "schedule-at", "start-at", "end-at"} {
 		i := strings.Index(page, `id="`+id+`"`)
 		tag := page[i:]
 		tag = tag[:strings.Index(tag, ">")]
@@ -115,6 +125,22 @@ func TestTaskFormSchedulePreviewFragment(t *testing.T) {
 	_, frag = e.do(c, "GET", "/schedules/preview?"+with(q, "timezone", "Nowhere/City").Encode(), "", nil)
 	if !strings.Contains(frag, "timezone: &#34;Nowhere/City&#34; is not an IANA time zone") {
 		t.Fatalf("bad zone fragment: %s", frag)
+	}
+
+	// A spread interval: a new task is told its offset comes with its id;
+	// the edit form (which sends the task's id) shows the offset and times.
+	iv := url.Values{"schedule_kind": {"interval"}, "schedule_every": {"1h"}, "schedule_align": {"spread"}}
+	_, frag = e.do(c, "GET", "/schedules/preview?"+iv.Encode(), "", nil)
+	if !strings.Contains(frag, `id="preview-note"`) || !strings.Contains(frag, "picked from its id when it is saved") || strings.Contains(frag, "<li>") {
+		t.Fatalf("spread preview of a new task: %s", frag)
+	}
+	_, frag = e.do(c, "GET", "/schedules/preview?"+with(iv, "id", "6f1c2e0a-0000-4000-8000-000000000001").Encode(), "", nil)
+	if !strings.Contains(frag, "Spread: at +31m52s past each multiple of 1h") || strings.Count(frag, "<li>") != 5 || !strings.Contains(frag, ":31:52Z") {
+		t.Fatalf("spread preview of a saved task: %s", frag)
+	}
+	_, frag = e.do(c, "GET", "/schedules/preview?"+with(iv, "schedule_align", "epoch").Encode(), "", nil)
+	if strings.Contains(frag, "preview-note") || strings.Count(frag, ":00:00Z") != 5 {
+		t.Fatalf("epoch preview: %s", frag)
 	}
 }
 

@@ -264,9 +264,20 @@ func scheduleParts(lc *locale.Localizer, d *protocol.TaskDef) (expr, zone string
 func scheduleExpr(lc *locale.Localizer, d *protocol.TaskDef) string {
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
+		if protocol.HasHashed(d.Schedule.Cron) {
+			if expr, err := protocol.ExpandHashed(d.Schedule.Cron, d.ID); err == nil && d.ID != "" {
+				return "cron " + d.Schedule.Cron + " (= " + expr + ")"
+			}
+		}
 		return "cron " + d.Schedule.Cron
 	case protocol.ScheduleInterval:
-		return lc.T("ScheduleEvery", "Every", lc.Duration(time.Duration(d.Schedule.Every)))
+		every := time.Duration(d.Schedule.Every)
+		if d.Schedule.Align == protocol.AlignSpread && d.ID != "" {
+			if ph := protocol.IntervalPhase(d.ID, every); ph > 0 {
+				return lc.T("ScheduleEveryAt", "Every", lc.Duration(every), "Phase", lc.Duration(ph))
+			}
+		}
+		return lc.T("ScheduleEvery", "Every", lc.Duration(every))
 	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
 			return lc.T("ScheduleOnceAt", "At", utcText(*d.Schedule.At))

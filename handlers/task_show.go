@@ -44,7 +44,8 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	vm := views.TaskVM{
 		Layout: l, Flash: flash, ID: t.ID, Title: t.Title, Description: t.Description, Type: t.Type,
 		Status: int(t.Status), StatusName: t.Status.String(),
-		Timeout: lc(c).Duration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: policyText(lc(c), "Overlap", t.Overlap), Routing: routingText(lc(c), t.Routing, t.RoutingKey), Misfire: policyText(lc(c), "Misfire", t.Misfire), Params: sortedKV(t.Params),
+		Timeout: lc(c).Duration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: policyText(lc(c), "Overlap", t.Overlap), Routing: routingText(lc(c), t.Routing, t.RoutingKey), Misfire: policyText(lc(c), "Misfire", t.Misfire),
+		AtCapacity: policyText(lc(c), "AtCapacity", t.AtCapacity), Params: sortedKV(t.Params),
 		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions:     roleActions(taskActions(t.Status), currentUser(c).Can(t.ProjectID, master.ActOperate), currentUser(c).Can(t.ProjectID, master.ActEdit)),
@@ -137,4 +138,5 @@ var policyIDs = map[string]string{
 	"Routing:least_busy": "RoutingLeastBusy", "Routing:broadcast": "RoutingBroadcast",
 	"Overlap:allow": "OverlapAllow", "Overlap:skip": "OverlapSkip", "Overlap:queue": "OverlapQueue",
 	"Misfire:skip": "MisfireSkip", "Misfire:run_once": "MisfireRunOnce",
+	"AtCapacity:wait": "AtCapacityWait", "AtCapacity:skip": "AtCapacitySkip",
 }

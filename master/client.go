@@ -162,6 +162,42 @@ func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.T
 		protocol.RunOnceRequest{ID: spec.ID, Task: &spec, CatchUp: catchUp}, nil)
 }
 
+// TaskRunOnceBatch asks a worker to run many tasks once, in one call (at
+// most protocol.MaxRunOnceBatch). errs[i] is nil when the i-th run started,
+// else its refusal as a *protocol.StatusError, as TaskRunOnce would have
+// returned it. A call that failed as a whole returns its error and no errs;
+// a worker too old for the batch answers it 404 (IsNoRoute).
+func (c *Client) TaskRunOnceBatch(ctx context.Context, n *store.Node, specs []protocol.TaskSpec) (errs []error, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	req := protocol.RunOnceBatchRequest{Runs: make([]protocol.RunOnceRequest, len(specs))}
+	for i := range specs {
+		req.Runs[i] = protocol.RunOnceRequest{ID: specs[i].ID, Task: &specs[i]}
+	}
+	var out protocol.RunOnceBatchReply
+	if err := c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnceBatch, map[string]string{protocol.HeaderSecret: n.Secret}, req, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(specs) {
+		return nil, wrapf(KindWorker, protocol.ErrInvalid, "node %s answered %d results for a batch of %d runs", n.Name, len(out.Results), len(specs))
+	}
+	errs = make([]error, len(specs))
+	for i, r := range out.Results {
+		if r.Status != http.StatusAccepted {
+			se := &protocol.StatusError{Status: r.Status, Msg: r.Error}
+			errs[i] = wrapf(KindWorker, se, "node %s answered %s with %d: %s", n.Name, protocol.PathTaskRunOnce, r.Status, r.Error)
+		}
+	}
+	return errs, nil
+}
+
+// IsNoRoute reports whether a worker answered that it has no such route: a
+// worker of an earlier version asked for a newer call.
+func IsNoRoute(err error) bool {
+	var se *protocol.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusNotFound && se.Msg == "no such route"
+}
+
 // RunOutput asks a worker for a run in progress and its output so far.
 func (c *Client) RunOutput(ctx context.Context, n *store.Node, runID string) (protocol.RunProgress, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)

@@ -352,6 +352,9 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 		in := TaskInput{TaskDef: t.TaskDef, Executors: slices.Clone(t.Executors), Selector: t.Selector,
 			Keepers: slices.Clone(t.Keepers), Children: children[i], Project: proj.Name, projectID: proj.ID}
 		in.ID = idOf[i]
+		if cur[i] != nil {
+			keepAlign(&in.TaskDef, &cur[i].TaskDef)
+		}
 		m.normalizeTaskInput(&in)
 		s := &applyStep{change: &PlanChange{Key: t.Key, Title: t.Title}, in: in, to: t.State}
 		c := s.change

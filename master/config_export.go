@@ -240,8 +240,8 @@ func urlPassword(raw string) (start, end int, ok bool) {
 var exportOrder = map[string][]string{
 	"task": {"key", "title", "description", "state", "type", "schedule", "timezone", "start_at", "end_at", "http", "shell",
 		"params", "secret_params", "timeout", "retries", "executors", "selector", "routing", "routing_key", "overlap",
-		"misfire", "keepers", "children"},
-	"schedule": {"kind", "cron", "every", "at"},
+		"misfire", "at_capacity", "keepers", "children"},
+	"schedule": {"kind", "cron", "every", "align", "at"},
 	"http":     {"method", "url", "headers", "secret_headers", "content_type", "body"},
 	"shell":    {"command", "args", "env", "dir"},
 }

@@ -29,20 +29,27 @@ import (
 )
 
 // sender runs the sendings of claimed tasks: each waits for its time, then
-// for one of Concurrency slots. Outstanding bounds the claimed tasks not yet
-// sent, so a flood of due tasks is claimed as fast as it is sent.
+// joins its worker's batch (delayed_batch.go); a batch is one call in one of
+// Concurrency slots. Outstanding bounds the claimed tasks not yet sent, so a
+// flood of due tasks is claimed as fast as it is sent, yet far enough ahead
+// (sendAhead batches of claims) that a burst due at one instant is claimed
+// before it is due rather than while it is sent.
 type sender struct {
 	wg          sync.WaitGroup
 	slots       chan struct{}
 	outstanding chan struct{}
+	batches     batches
 }
+
+// sendAhead is how many claim batches may wait to be sent.
+const sendAhead = 32
 
 // delayedLoop is the leader's duty for delayed tasks; every master runs it,
 // and it acts only while its master leads.
 func (svc *DelayedTasks) delayedLoop(ctx context.Context) {
 	cfg := svc.delayedCfg()
 	ctx = WithActor(ctx, ActorDelayed)
-	snd := &sender{slots: make(chan struct{}, cfg.Concurrency), outstanding: make(chan struct{}, 4*cfg.Batch)}
+	snd := &sender{slots: make(chan struct{}, cfg.Concurrency), outstanding: make(chan struct{}, sendAhead*cfg.Batch)}
 	defer snd.wg.Wait()
 	poll := time.NewTicker(cfg.Poll)
 	defer poll.Stop()
@@ -285,8 +292,8 @@ func (svc *DelayedTasks) fireBatch(ctx context.Context, cfg DelayedConfig, fence
 	return len(rows), len(won), deferred, nil
 }
 
-// sendAtItsTime waits for a claimed task's time and a free slot, then sends
-// it. Stopped before that, it gives the task back untouched.
+// sendAtItsTime waits for a claimed task's time, then sends it in its
+// worker's batch. Stopped before that, it gives the task back untouched.
 func (svc *DelayedTasks) sendAtItsTime(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
 	if wait := time.Until(s.at); wait > 0 {
 		t := time.NewTimer(wait)
@@ -298,14 +305,11 @@ func (svc *DelayedTasks) sendAtItsTime(ctx context.Context, cfg DelayedConfig, s
 		case <-t.C:
 		}
 	}
-	select {
-	case snd.slots <- struct{}{}:
-	case <-ctx.Done():
+	if ctx.Err() != nil {
 		svc.unclaim(ctx, s)
 		return
 	}
-	defer func() { <-snd.slots }()
-	svc.send(ctx, cfg, s)
+	svc.send(ctx, cfg, snd, s)
 }
 
 // unclaim gives a claimed task that was never sent back to pending as it
@@ -345,11 +349,15 @@ func newClaimToken() string {
 // pending at once, the same attempt, for another pick; when the outcome is
 // unknown (no answer in time) the task waits for its run or its deadline,
 // so that it is never sent twice for one sending that may have run.
-func (svc *DelayedTasks) send(ctx context.Context, cfg DelayedConfig, s sending) {
+func (svc *DelayedTasks) send(ctx context.Context, cfg DelayedConfig, snd *sender, s sending) {
 	w := &s.row
 	spec := delayedSpec(w, w.Dispatches, w.Attempts+1, cfg.Timeout, time.Now())
-	err := svc.delayedClient().TaskRunOnce(ctx, &s.node, spec, nil)
+	err := svc.sendBatched(ctx, snd, s.node, spec)
 	if err == nil {
+		return
+	}
+	if errors.Is(err, errStoppedUnsent) {
+		svc.unclaim(ctx, s) // it never left: the next leader sends it
 		return
 	}
 	if ctx.Err() != nil || !notSent(err) {

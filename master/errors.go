@@ -249,3 +249,7 @@ func RetryAfter(err error) time.Duration {
 	}
 	return 0
 }
+
+// errStoppedUnsent is the outcome of a delayed task's sending whose batch
+// never left: the master stopped first, and the task goes back to pending.
+var errStoppedUnsent = errors.New("master: stopped before the sending left")

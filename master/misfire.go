@@ -82,15 +82,45 @@ func (a *misfireAccountant) account(ctx context.Context) MisfireResult {
 		a.log.Error("misfires: load tasks", "err", err)
 		return res
 	}
+	// One line per pass for each condition, with a count and a few task
+	// ids, however many tasks it concerns: when workers stop, thousands of
+	// tasks lose their executors in the same pass.
+	var opened, failed []string
+	var firstErr error
 	for i := range rows {
 		if ctx.Err() != nil {
 			break
 		}
+		before := res.Opened
 		if err := a.accountTask(ctx, &rows[i], time.Now().UTC(), &res); err != nil && !errors.Is(err, store.ErrConflict) {
-			a.log.Error("misfires: account task", "task", rows[i].ID, "err", err)
+			failed = append(failed, rows[i].ID)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		if res.Opened > before {
+			opened = append(opened, rows[i].ID)
 		}
 	}
+	if len(opened) > 0 {
+		a.log.Warn("tasks have no running executor: their fires are missed until one runs",
+			"tasks", len(opened), "sample", sampleIDs(opened))
+	}
+	if len(failed) > 0 {
+		a.log.Error("misfires: account tasks", "tasks", len(failed), "sample", sampleIDs(failed), "first_err", firstErr)
+	}
 	return res
+}
+
+// logSample is how many ids a line about many tasks names.
+const logSample = 5
+
+// sampleIDs names the first logSample of ids, and how many more there are.
+func sampleIDs(ids []string) string {
+	if len(ids) <= logSample {
+		return strings.Join(ids, ",")
+	}
+	return strings.Join(ids[:logSample], ",") + fmt.Sprintf(" and %d more", len(ids)-logSample)
 }
 
 // accountTask opens, records or closes one task's outage window.
@@ -132,8 +162,7 @@ func (a *misfireAccountant) accountTask(ctx context.Context, row *store.MisfireT
 		if err := store.OpenMisfireWindow(ctx, a.db, row.ID, from); err != nil {
 			return err
 		}
-		res.Opened++
-		a.log.Warn("task has no running executor: its fires are missed until one runs", "task", row.ID, "since", from)
+		res.Opened++ // logged once for the pass, by account
 	}
 	// The window ends now while the outage lasts, else when it ended: the
 	// first executor running again, or the task stopped or paused.

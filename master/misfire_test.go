@@ -1,11 +1,15 @@
 package master_test
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -408,4 +412,76 @@ func TestMisfireWindowOfADeadExecutorStartsAtItsLastGoodProbe(t *testing.T) {
 			t.Fatalf("running again: down_since %s, want none", n.DownSince)
 		}
 	})
+}
+
+// countingHandler counts the log records with a given message and keeps
+// their "tasks" attribute.
+type countingHandler struct {
+	slog.Handler
+	msg   string
+	mu    *sync.Mutex
+	lines *[]int64
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		var n int64 = -1
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "tasks" {
+				n = a.Value.Int64()
+			}
+			return true
+		})
+		h.mu.Lock()
+		*h.lines = append(*h.lines, n)
+		h.mu.Unlock()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	h.Handler = h.Handler.WithAttrs(as)
+	return h
+}
+
+// When the workers stop, every task they ran loses its executors in the same
+// pass: one warning says so with the count, not one per task.
+func TestStrandedTasksAreLoggedOncePerPassWithACount(t *testing.T) {
+	t.Parallel()
+	s := storetest.OpenSQLite(t)
+	var mu sync.Mutex
+	var lines []int64
+	log := slog.New(countingHandler{Handler: storetest.Logger(t).Handler(), msg: "tasks have no running executor: their fires are missed until one runs",
+		mu: &mu, lines: &lines})
+	m := master.New(master.Config{Identity: masterName, ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+		Health:      master.HealthConfig{Interval: time.Second, Timeout: probeTimeout, MaxFailures: 3},
+		CallTimeout: 5 * time.Second, ShutdownWait: 2 * time.Second}, s.Store, log)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.Stop(ctx)
+	})
+	e := &env{t: t, ctx: storetest.Ctx(t), s: s, m: m}
+	strandableTask(t, e, protocol.MisfireSkip)
+	const tasks = 300
+	for i := range tasks - 1 {
+		id := fmt.Sprintf("t-more-%d", i)
+		tk := &store.Task{ID: id, Title: id, Type: "http", Status: store.TaskRunning, Keepers: "[]", Children: "[]",
+			Spec: `{"id":"` + id + `","title":"x","type":"http","schedule":{"kind":"interval","every":"1s"},` +
+				`"http":{"method":"GET","url":"http://127.0.0.1:1/"},"timeout":"1s"}`,
+			Executors: []string{"w1"}}
+		if err := store.CreateTask(e.ctx, s.Store.DB, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.setNode("w1", store.StatusOffline, time.Now().Add(-time.Minute))
+	if res := m.AccountMisfires(e.ctx); res.Opened != tasks {
+		t.Fatalf("opened %d windows, want %d", res.Opened, tasks)
+	}
+	m.AccountMisfires(e.ctx) // nothing changed: nothing more to say
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 1 || lines[0] != tasks {
+		t.Fatalf("warnings logged: %v (their task counts), want one line counting %d tasks", lines, tasks)
+	}
 }

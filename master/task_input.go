@@ -82,7 +82,9 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 	row.ProjectID = p.ID
 	row.CreatedBy = by
 	row.Status = store.TaskStopped
-	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	// Run again when a concurrent write won a lock (MariaDB deadlock,
+	// Galera conflict, SQLite busy): the transaction was rolled back whole.
+	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.CreateTask(ctx, tx, row); err != nil {
 			return err
 		}
@@ -138,12 +140,15 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 			return nil, err
 		}
 	}
+	if storedOK {
+		keepAlign(&in.TaskDef, &stored)
+	}
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
 	row.ProjectID = in.projectID
-	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.UpdateTask(ctx, tx, row); err != nil {
 			return err
 		}
@@ -166,6 +171,20 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	}
 	m.log.Info("task edited", "task", id)
 	return m.GetTask(ctx, id)
+}
+
+// keepAlign gives an edit of an interval task that names no alignment the
+// stored one, epoch for a task stored before alignments existed: a form or
+// script that does not know the field never moves a task's fire times.
+func keepAlign(in, stored *protocol.TaskDef) {
+	if in.Schedule.Kind != protocol.ScheduleInterval || strings.TrimSpace(in.Schedule.Align) != "" ||
+		stored.Schedule.Kind != protocol.ScheduleInterval {
+		return
+	}
+	in.Schedule.Align = stored.Schedule.Align
+	if in.Schedule.Align == "" {
+		in.Schedule.Align = protocol.AlignEpoch
+	}
 }
 
 // taskCheck is what checking task inputs reads besides the input: the nodes,
@@ -271,6 +290,12 @@ func (m *Master) normalizeTaskInput(in *TaskInput) {
 		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
 	}
 	in.Normalize()
+	if in.Schedule.Kind == protocol.ScheduleInterval && in.Schedule.Align == "" {
+		// A new interval task spreads unless it asks for the epoch; an
+		// edit that names no alignment has been given the stored one
+		// (keepAlign) before this.
+		in.Schedule.Align = protocol.AlignSpread
+	}
 	if sel, err := canonicalSelector(in.Selector); err == nil {
 		in.Selector = sel
 	}

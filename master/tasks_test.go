@@ -13,10 +13,12 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
+// httpInput is an hourly task on the hour (epoch-aligned, so the tests
+// may claim fires at the multiples of an hour).
 func httpInput(executors ...string) master.TaskInput {
 	return master.TaskInput{
 		TaskDef: protocol.TaskDef{Title: "ping", Type: protocol.TaskHTTP,
-			Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
+			Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour), Align: protocol.AlignEpoch},
 			HTTP:     &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}},
 		Executors: executors,
 	}

@@ -14,7 +14,9 @@ import (
 // and the console's preview all ask it, so they cannot disagree.
 //
 // The rules: an interval fires at the multiples of its length (time.Truncate,
-// so every node names the same instants); a cron schedule fires in the
+// so every node names the same instants), shifted by the task's stable phase
+// when it is spread (IntervalPhase); a cron schedule, its H forms expanded
+// for the task (ExpandHashed), fires in the
 // task's time zone with cron's DST rules (see ParseCronIn); a one-time
 // schedule fires at its time. A fire is strictly after start_at and at or
 // before end_at. The zero Plan never fires.
@@ -22,6 +24,8 @@ type Plan struct {
 	kind  string
 	cron  cron.Schedule // ScheduleCron: read in loc
 	every time.Duration // ScheduleInterval
+	phase time.Duration // ScheduleInterval: offset of the fires from the multiples of every
+	expr  string        // ScheduleCron: the expression, H forms expanded
 	at    time.Time     // ScheduleOnce
 	start time.Time     // zero: no start_at
 	end   time.Time     // zero: no end_at
@@ -36,9 +40,13 @@ func NewPlan(d *TaskDef) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: timezone %v", ErrInvalid, err)
 	}
 	var sch cron.Schedule
+	var expr string
 	switch d.Schedule.Kind {
 	case ScheduleCron:
-		if sch, err = ParseCronIn(d.Schedule.Cron, loc); err != nil {
+		if expr, err = ExpandHashed(d.Schedule.Cron, d.ID); err != nil {
+			return Plan{}, fmt.Errorf("%w: schedule.cron %q: %v", ErrInvalid, d.Schedule.Cron, err)
+		}
+		if sch, err = ParseCronIn(expr, loc); err != nil {
 			return Plan{}, fmt.Errorf("%w: schedule.cron %q: %v", ErrInvalid, d.Schedule.Cron, err)
 		}
 	case ScheduleInterval:
@@ -52,13 +60,16 @@ func NewPlan(d *TaskDef) (Plan, error) {
 	default:
 		return Plan{}, fmt.Errorf("%w: schedule kind %q", ErrInvalid, d.Schedule.Kind)
 	}
-	return planOf(d, loc, sch), nil
+	return planOf(d, loc, sch, expr), nil
 }
 
 // planOf is the plan of d, its zone and its cron schedule (nil unless cron)
 // already read and checked: NewPlan, and Validate with what it has parsed.
-func planOf(d *TaskDef, loc *time.Location, sch cron.Schedule) Plan {
-	p := Plan{kind: d.Schedule.Kind, cron: sch, every: time.Duration(d.Schedule.Every), loc: loc}
+func planOf(d *TaskDef, loc *time.Location, sch cron.Schedule, expr string) Plan {
+	p := Plan{kind: d.Schedule.Kind, cron: sch, expr: expr, every: time.Duration(d.Schedule.Every), loc: loc}
+	if p.kind == ScheduleInterval && d.Schedule.Align == AlignSpread {
+		p.phase = IntervalPhase(d.ID, p.every)
+	}
 	if d.Schedule.At != nil {
 		p.at = d.Schedule.At.UTC()
 	}
@@ -80,6 +91,14 @@ func (p *Plan) Location() *time.Location {
 	return p.loc
 }
 
+// Phase is an interval's offset from the multiples of its length (0 unless
+// spread).
+func (p *Plan) Phase() time.Duration { return p.phase }
+
+// CronExpr is a cron schedule's expression with its H forms expanded: the
+// schedule itself, the same for every node ("" for other kinds).
+func (p *Plan) CronExpr() string { return p.expr }
+
 // Cron is the parsed cron schedule without the start/end window (nil for
 // other kinds), for a scheduler that applies the window itself: the worker
 // hands it to gocron, so gocron runs the very schedule the plan names.
@@ -92,7 +111,7 @@ func (p *Plan) next(t time.Time) time.Time {
 	case ScheduleCron:
 		return p.cron.Next(t.UTC())
 	case ScheduleInterval:
-		return t.Truncate(p.every).Add(p.every)
+		return t.Add(-p.phase).Truncate(p.every).Add(p.every + p.phase)
 	case ScheduleOnce:
 		if p.at.After(t) {
 			return p.at
@@ -172,7 +191,7 @@ func (p *Plan) intervalFires(after, until time.Time, limit int) FireCount {
 	if first.After(hi) {
 		return FireCount{}
 	}
-	last := hi.Truncate(p.every)
+	last := hi.Add(-p.phase).Truncate(p.every).Add(p.phase)
 	total := int64(last.Sub(first)/p.every) + 1
 	if total > int64(limit) {
 		return FireCount{N: limit, First: first.UTC(), Last: first.Add(time.Duration(limit-1) * p.every).UTC(), More: true}
@@ -203,7 +222,7 @@ func (p *Plan) FireOf(now time.Time) time.Time {
 	case ScheduleOnce:
 		return p.at
 	case ScheduleInterval:
-		return now.Round(p.every).UTC()
+		return now.Add(-p.phase).Round(p.every).Add(p.phase).UTC()
 	case ScheduleCron:
 		// The last schedule point at or before now (plus a little for a timer
 		// firing early). Look back 2 s first: it is where the point is unless

@@ -70,12 +70,13 @@ func (r Result) CountsInHealth() bool { return r.Succeeded() || r.Failure() }
 func (r Result) Notifies() bool { return r == ResultFailed || r == ResultTimeout }
 
 // Retryable reports whether the worker runs the task again, while retries
-// remain, after an attempt with this result: failed, timed out, or skipped
-// because the node was full. A success is done and a kill is never
-// retried.
+// remain, after an attempt with this result: failed or timed out. A success
+// is done, a kill is never retried, and a fire skipped because the node was
+// full is recorded once: retrying it would only queue again behind the runs
+// that filled the node.
 func (r Result) Retryable() bool {
 	switch r {
-	case ResultFailed, ResultTimeout, ResultSkipped:
+	case ResultFailed, ResultTimeout:
 		return true
 	}
 	return false

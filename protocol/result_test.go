@@ -20,7 +20,7 @@ func TestResultDecisions(t *testing.T) {
 		protocol.ResultSuccess: {reported: true, ended: true, succeeded: true, health: true, usesAttempt: true},
 		protocol.ResultFailed:  {reported: true, ended: true, failure: true, health: true, notifies: true, retryable: true, usesAttempt: true},
 		protocol.ResultTimeout: {reported: true, ended: true, failure: true, health: true, notifies: true, retryable: true, usesAttempt: true},
-		protocol.ResultSkipped: {reported: true, ended: true, retryable: true},
+		protocol.ResultSkipped: {reported: true, ended: true, retryable: false},
 		protocol.ResultKilled:  {reported: true, ended: true, failure: true, health: true, usesAttempt: true},
 		protocol.ResultRunning: {reported: true},
 		protocol.ResultLost:    {ended: true, failure: true, health: true, usesAttempt: true},

@@ -58,10 +58,18 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // Schedule says when a task fires.
 type Schedule struct {
-	Kind  string     `json:"kind"`
+	Kind string `json:"kind"`
+	// Cron is a cron expression; its H forms (ExpandHashed) pick stable
+	// values per task, so tasks spread over the hour or the day.
 	Cron  string     `json:"cron,omitempty"`
 	Every Duration   `json:"every,omitempty"`
 	At    *time.Time `json:"at,omitempty"`
+	// Align is, for an interval, where in the interval the task fires:
+	// AlignSpread (at its own stable offset, IntervalPhase) or AlignEpoch
+	// (at the multiples of the interval). "" reads as AlignEpoch, as every
+	// interval task made before spreading existed; the master gives a new
+	// interval task AlignSpread unless it names one.
+	Align string `json:"align,omitempty"`
 }
 
 // HTTPSpec is what an HTTP task sends. Success is a 2xx answer.
@@ -123,7 +131,22 @@ type TaskDef struct {
 	// not run (its claim could not reach a master): MisfireSkip or
 	// MisfireRunOnce.
 	Misfire string `json:"misfire"`
+	// AtCapacity says what a fire does when its worker already runs as many
+	// runs as its max concurrency: AtCapacityWait (the default) waits its
+	// turn, in order, for up to the task's timeout; AtCapacitySkip is
+	// recorded skipped at once. Either way a fire that gets no slot is
+	// recorded once, as one skipped run, and not retried.
+	AtCapacity string `json:"at_capacity"`
 }
+
+// At-capacity policies: what a fire does when its worker is full.
+const (
+	// AtCapacityWait queues the fire (first come, first served) for up to
+	// the task's timeout.
+	AtCapacityWait = "wait"
+	// AtCapacitySkip records the fire skipped at once.
+	AtCapacitySkip = "skip"
+)
 
 // Misfire policies: what happens to fires that were due while the task could
 // not run. Either way the missed fires are recorded, never only logged.
@@ -200,7 +223,12 @@ func (d *TaskDef) Normalize() {
 	if d.Misfire == "" {
 		d.Misfire = MisfireSkip
 	}
+	d.AtCapacity = strings.ToLower(strings.TrimSpace(d.AtCapacity))
+	if d.AtCapacity == "" {
+		d.AtCapacity = AtCapacityWait
+	}
 	d.Schedule.Cron = strings.TrimSpace(d.Schedule.Cron)
+	d.Schedule.Align = strings.ToLower(strings.TrimSpace(d.Schedule.Align))
 	d.Routing = strings.ToLower(strings.TrimSpace(d.Routing))
 	if d.Routing == "" {
 		d.Routing = RoutingWeighted
@@ -249,9 +277,11 @@ func (d *TaskDef) Validate(now time.Time) error {
 	case ScheduleCron:
 		if d.Schedule.Cron == "" {
 			fe["schedule.cron"] = "is required for a cron schedule"
-		} else if sch, err := ParseCronIn(d.Schedule.Cron, loc); err != nil {
+		} else if expr, err := ExpandHashed(d.Schedule.Cron, d.ID); err != nil {
+			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression: %v", d.Schedule.Cron, err)
+		} else if sch, err := ParseCronIn(expr, loc); err != nil {
 			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
-		} else if plan := planOf(d, loc, sch); d.EndAt != nil {
+		} else if plan := planOf(d, loc, sch, expr); d.EndAt != nil {
 			if _, ok := plan.Next(now); !ok {
 				fe["schedule.cron"] = "never fires between start_at and end_at"
 			}
@@ -260,7 +290,7 @@ func (d *TaskDef) Validate(now time.Time) error {
 		ev := time.Duration(d.Schedule.Every)
 		if msg := CheckEvery(ev); msg != "" {
 			fe["schedule.every"] = msg
-		} else if plan := planOf(d, loc, nil); d.EndAt != nil {
+		} else if plan := planOf(d, loc, nil, ""); d.EndAt != nil {
 			if _, ok := plan.Next(now); !ok {
 				plan.end = time.Time{}
 				first, _ := plan.Next(now)
@@ -283,6 +313,13 @@ func (d *TaskDef) Validate(now time.Time) error {
 		fe["schedule.kind"] = "is required: cron, interval or once"
 	default:
 		fe["schedule.kind"] = fmt.Sprintf("%q is not cron, interval or once", d.Schedule.Kind)
+	}
+	switch a := d.Schedule.Align; {
+	case a == "":
+	case d.Schedule.Kind != ScheduleInterval:
+		fe["schedule.align"] = "applies to interval schedules only (a cron schedule spreads with H, like H * * * *)"
+	case a != AlignSpread && a != AlignEpoch:
+		fe["schedule.align"] = fmt.Sprintf("%q is not spread or epoch", a)
 	}
 	if d.StartAt != nil && d.EndAt != nil && !d.EndAt.After(*d.StartAt) {
 		fe["end_at"] = "must be after start_at"
@@ -333,6 +370,11 @@ func (d *TaskDef) Validate(now time.Time) error {
 	case "", MisfireSkip, MisfireRunOnce: // "" is a definition Normalize has not seen: skip
 	default:
 		fe["misfire"] = fmt.Sprintf("%q is not skip or run_once", d.Misfire)
+	}
+	switch d.AtCapacity {
+	case "", AtCapacityWait, AtCapacitySkip: // "" is a definition Normalize has not seen: wait
+	default:
+		fe["at_capacity"] = fmt.Sprintf("%q is not wait or skip", d.AtCapacity)
 	}
 	switch d.Routing {
 	case "", RoutingWeighted, RoutingRoundRobin, RoutingFailover, RoutingLeastBusy, RoutingBroadcast:
@@ -629,6 +671,25 @@ type RunOnceRequest struct {
 	// CatchUp, when the master sends a catch-up run (misfire policy
 	// run_once), is what it stands for: its reports carry the count.
 	CatchUp *CatchUp `json:"catch_up,omitempty"`
+}
+
+// RunOnceBatchRequest is the body of POST /api/task/runonce/batch: at most
+// MaxRunOnceBatch runs, each as POST /api/task/runonce takes it.
+type RunOnceBatchRequest struct {
+	Runs []RunOnceRequest `json:"runs"`
+}
+
+// RunOnceBatchReply answers a batch run by run, in its order.
+type RunOnceBatchReply struct {
+	Results []RunOnceResult `json:"results"`
+}
+
+// RunOnceResult is one run of a batch: started, or refused with the status
+// and error POST /api/task/runonce would have answered.
+type RunOnceResult struct {
+	ID     string `json:"id"`
+	Status int    `json:"status"` // 202: started
+	Error  string `json:"error,omitempty"`
 }
 
 // CatchUp is what a catch-up run stands for: Fires missed fires from First

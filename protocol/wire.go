@@ -38,19 +38,22 @@ const SecretMask = "********"
 
 // Worker and master API paths.
 const (
-	PathHealth         = "/health"
-	PathConnect        = "/api/server/connect"
-	PathStartup        = "/api/server/startup"
-	PathShutdown       = "/api/server/shutdown"
-	PathTaskStart      = "/api/task/start"
-	PathTaskStop       = "/api/task/stop"
-	PathTaskPause      = "/api/task/pause"
-	PathTaskResume     = "/api/task/resume"
-	PathTaskRunOnce    = "/api/task/runonce"
-	PathMasterRegister = "/api/worker/register"
-	PathMasterOffline  = "/api/worker/offline"
-	PathMasterClaim    = "/api/worker/claim"
-	PathMasterRuns     = "/api/worker/runs"
+	PathHealth      = "/health"
+	PathConnect     = "/api/server/connect"
+	PathStartup     = "/api/server/startup"
+	PathShutdown    = "/api/server/shutdown"
+	PathTaskStart   = "/api/task/start"
+	PathTaskStop    = "/api/task/stop"
+	PathTaskPause   = "/api/task/pause"
+	PathTaskResume  = "/api/task/resume"
+	PathTaskRunOnce = "/api/task/runonce"
+	// PathTaskRunOnceBatch runs many tasks once in one call (delayed tasks
+	// due together); a worker of an earlier version answers it 404.
+	PathTaskRunOnceBatch = "/api/task/runonce/batch"
+	PathMasterRegister   = "/api/worker/register"
+	PathMasterOffline    = "/api/worker/offline"
+	PathMasterClaim      = "/api/worker/claim"
+	PathMasterRuns       = "/api/worker/runs"
 	// PathMasterLock is the old name of PathMasterClaim, still served by the
 	// master for workers of earlier versions.
 	PathMasterLock = "/api/worker/lock"
@@ -76,7 +79,13 @@ const (
 	MaxTaskBody    = 4 << 20
 	MaxStartupBody = 64 << 20
 	MaxSmallBody   = 16 << 10 // connect, stop, pause, resume, shutdown
+	// MaxRunOnceBatchBody bounds a PathTaskRunOnceBatch body: a master
+	// closes a batch well before (see MaxRunOnceBatch).
+	MaxRunOnceBatchBody = 16 << 20
 )
+
+// MaxRunOnceBatch bounds the runs of one PathTaskRunOnceBatch call.
+const MaxRunOnceBatch = 250
 
 // MaxClockSkew is how far a signed timestamp may be from the receiver's clock.
 const MaxClockSkew = 5 * time.Minute

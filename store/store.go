@@ -157,9 +157,12 @@ func Connect(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 			return nil, err
 		}
 		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// The WAL's bounds (see Checkpointer).
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", WALAutoCheckpointPages))
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", WALSizeLimit))
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Set("_txlock", "immediate")
 		sqldb, err := sql.Open(sqliteshim.ShimName, "file:"+dsn.Path+"?"+q.Encode())

@@ -106,7 +106,11 @@ func CreateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	if _, err := db.NewInsert().Model(t).Exec(ctx); err != nil {
 		return fmt.Errorf("store: create task: %w", err)
 	}
-	return SetTaskExecutors(ctx, db, t.ID, t.Executors)
+	// A new task has no executor rows: only inserts, no DELETE first. On
+	// InnoDB a DELETE that matches nothing locks the gap where the rows
+	// would go, and concurrent creations that each hold such a gap and
+	// then insert into it deadlock (Error 1213).
+	return insertExecutors(ctx, db, t.ID, t.Executors)
 }
 
 // SetTaskExecutors replaces a task's named executors (a node named now
@@ -123,9 +127,16 @@ func SetTaskExecutors(ctx context.Context, db bun.IDB, taskID string, nodes []st
 	if _, err := q.Exec(ctx); err != nil {
 		return fmt.Errorf("store: clear executors: %w", err)
 	}
+	return insertExecutors(ctx, db, taskID, nodes)
+}
+
+// insertExecutors adds a task's named executors, in name order (concurrent
+// writers then take their locks in the same order).
+func insertExecutors(ctx context.Context, db bun.IDB, taskID string, nodes []string) error {
 	if len(nodes) == 0 {
 		return nil
 	}
+	nodes = slices.Sorted(slices.Values(nodes))
 	rows := make([]TaskExecutor, len(nodes))
 	for i, n := range nodes {
 		rows[i] = TaskExecutor{TaskID: taskID, Node: n}

@@ -151,6 +151,13 @@ type TaskFields struct {
 
 	// Misfire is the task's misfire policy: skip or run_once ("" is skip).
 	Misfire string
+
+	// Align is an interval's alignment: spread or epoch ("" is spread for a
+	// new task, the stored one for an edit).
+	Align string
+
+	// AtCapacity is what a fire does on a full worker: wait or skip ("" is wait).
+	AtCapacity string
 }
 
 // KV is one key/value line of a definition.
@@ -238,6 +245,7 @@ type TaskVM struct {
 	Overlap     string // allow, skip or queue
 	Routing     string // the routing strategy, "hash by KEY" for hash
 	Misfire     string // skip or run_once
+	AtCapacity  string // wait or skip
 	Params      []KV
 	Executors   []string
 	// Selector is its label selector ("" for none); Selected the workers it
@@ -315,6 +323,9 @@ type SchedulePreviewVM struct {
 	ZoneLabel string
 	// Blank: the schedule's own field is still empty; nothing to complain of.
 	Blank bool
+	// Note says how the task's own offset places the fires (a spread
+	// interval, a cron with H), or that it is picked when the task is saved.
+	Note string
 }
 
 // PreviewFire is one upcoming fire, in the task's zone and in UTC.

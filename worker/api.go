@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -29,6 +30,7 @@ func NewHandler(w *Worker, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST "+protocol.PathTaskPause, a.guard(a.pauseTask))
 	mux.HandleFunc("POST "+protocol.PathTaskResume, a.guard(a.resumeTask))
 	mux.HandleFunc("POST "+protocol.PathTaskRunOnce, a.guard(a.runTaskOnce))
+	mux.HandleFunc("POST "+protocol.PathTaskRunOnceBatch, a.guard(a.runTaskOnceBatch))
 	mux.HandleFunc("POST "+protocol.PathRunOutput, a.guard(a.runOutput))
 	mux.HandleFunc("POST "+protocol.PathRunKill, a.guard(a.killRun))
 	// Prometheus metrics behind the secret; --metrics-listen serves them openly elsewhere.
@@ -170,6 +172,12 @@ func (a *api) shutdown(rw http.ResponseWriter, r *http.Request) {
 
 // taskError maps a task operation's error to a status.
 func (a *api) taskError(rw http.ResponseWriter, r *http.Request, err error) {
+	status := a.taskStatus(r, err)
+	writeJSON(rw, status, protocol.ErrorResponse{Error: err.Error()})
+}
+
+// taskStatus is the status a task operation's error answers.
+func (a *api) taskStatus(r *http.Request, err error) int {
 	var fe protocol.FieldErrors
 	status := http.StatusInternalServerError
 	switch {
@@ -187,7 +195,7 @@ func (a *api) taskError(rw http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusInternalServerError {
 		a.log.Error("task operation", "path", r.URL.Path, "err", err)
 	}
-	writeJSON(rw, status, protocol.ErrorResponse{Error: err.Error()})
+	return status
 }
 
 // startTask schedules the task in the body (idempotent).
@@ -242,6 +250,30 @@ func (a *api) runTaskOnce(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(rw, http.StatusAccepted, protocol.TaskReply{ID: req.ID, Status: protocol.ReplyStarted})
+}
+
+// runTaskOnceBatch runs many tasks once (delayed tasks due together): one
+// call instead of one per run. Each run is taken or refused on its own, as
+// POST /api/task/runonce would; the answer says which, in order.
+func (a *api) runTaskOnceBatch(rw http.ResponseWriter, r *http.Request) {
+	var req protocol.RunOnceBatchRequest
+	if !readJSON(rw, r, &req, protocol.MaxRunOnceBatchBody) {
+		return
+	}
+	if len(req.Runs) > protocol.MaxRunOnceBatch {
+		writeJSON(rw, http.StatusBadRequest, protocol.ErrorResponse{
+			Error: fmt.Sprintf("%d runs in one batch: at most %d", len(req.Runs), protocol.MaxRunOnceBatch)})
+		return
+	}
+	out := protocol.RunOnceBatchReply{Results: make([]protocol.RunOnceResult, len(req.Runs))}
+	for i, run := range req.Runs {
+		res := protocol.RunOnceResult{ID: run.ID, Status: http.StatusAccepted}
+		if err := a.w.RunOnce(run); err != nil {
+			res.Status, res.Error = a.taskStatus(r, err), err.Error()
+		}
+		out.Results[i] = res
+	}
+	writeJSON(rw, http.StatusOK, out)
 }
 
 // maxKillerLen bounds who a kill names, written into the run's output.

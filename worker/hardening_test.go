@@ -236,6 +236,7 @@ func TestWorkerRoutesBoundTheirBodies(t *testing.T) {
 		{protocol.PathTaskPause, guard, big(protocol.MaxSmallBody)},
 		{protocol.PathTaskStart, guard, big(protocol.MaxTaskBody)},
 		{protocol.PathTaskRunOnce, guard, big(protocol.MaxTaskBody)},
+		{protocol.PathTaskRunOnceBatch, guard, big(protocol.MaxRunOnceBatchBody)},
 		{protocol.PathRunOutput, guard, big(protocol.MaxSmallBody)},
 		{protocol.PathRunKill, guard, big(protocol.MaxSmallBody)},
 	}

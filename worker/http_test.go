@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -393,5 +394,49 @@ func TestHandlerRoutesAndReplies(t *testing.T) {
 	}
 	if code, body := post(t, srv.URL+protocol.PathTaskPause, auth, ``); code != http.StatusBadRequest {
 		t.Errorf("empty body: %d %s, want 400", code, body)
+	}
+}
+
+// A batch of runs once is taken run by run: each started or refused as the
+// single call would be, in order; an oversized batch is refused whole.
+func TestRunOnceBatch(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, manualConfig("w1"))
+	srv := serveWorker(t, w)
+	code, c, raw := connectHTTP(t, srv.URL, "w1")
+	if code != http.StatusOK {
+		t.Fatalf("connect: %d %s", code, raw)
+	}
+	auth := map[string]string{protocol.HeaderSecret: c.Secret}
+	at := time.Now().UTC()
+	spec := func(id, url string) protocol.RunOnceRequest {
+		s := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: id, Title: id, Type: protocol.TaskHTTP,
+			Schedule: protocol.Schedule{Kind: protocol.ScheduleOnce, At: &at}, HTTP: &protocol.HTTPSpec{URL: url}}, Executors: 1}
+		return protocol.RunOnceRequest{ID: id, Task: &s}
+	}
+	req := protocol.RunOnceBatchRequest{Runs: []protocol.RunOnceRequest{
+		spec("a", "http://127.0.0.1:1/a"), spec("b", "not a url"), {ID: "c"}, spec("d", "http://127.0.0.1:1/d")}}
+	body, _ := json.Marshal(req)
+	code, out := post(t, srv.URL+protocol.PathTaskRunOnceBatch, auth, string(body))
+	var reply protocol.RunOnceBatchReply
+	if code != http.StatusOK || json.Unmarshal([]byte(out), &reply) != nil || len(reply.Results) != 4 {
+		t.Fatalf("batch: %d %s", code, out)
+	}
+	want := []int{http.StatusAccepted, http.StatusBadRequest, http.StatusNotFound, http.StatusAccepted}
+	for i, r := range reply.Results {
+		if r.ID != req.Runs[i].ID || r.Status != want[i] || (r.Status != http.StatusAccepted) != (r.Error != "") {
+			t.Errorf("result %d: %+v, want status %d", i, r, want[i])
+		}
+	}
+	many := protocol.RunOnceBatchRequest{Runs: make([]protocol.RunOnceRequest, protocol.MaxRunOnceBatch+1)}
+	for i := range many.Runs {
+		many.Runs[i] = protocol.RunOnceRequest{ID: fmt.Sprint(i)}
+	}
+	body, _ = json.Marshal(many)
+	if code, out := post(t, srv.URL+protocol.PathTaskRunOnceBatch, auth, string(body)); code != http.StatusBadRequest || !strings.Contains(out, "at most") {
+		t.Errorf("%d runs: %d %s, want 400", len(many.Runs), code, out)
+	}
+	if code, _ := post(t, srv.URL+protocol.PathTaskRunOnceBatch, nil, string(body)); code != http.StatusUnauthorized {
+		t.Errorf("without the secret: %d, want 401", code)
 	}
 }

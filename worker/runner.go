@@ -21,84 +21,6 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
-// limiter bounds concurrent runs on the node (--maxc); its limit can change
-// when the master sends a new configuration.
-type limiter struct {
-	mu      sync.Mutex
-	n       int
-	max     int
-	waiting int           // acquirers waiting for wake
-	wake    chan struct{} // closed (and replaced) when a slot may have freed
-}
-
-func newLimiter(max int) *limiter { return &limiter{max: max, wake: make(chan struct{})} }
-
-func (l *limiter) setMax(max int) {
-	l.mu.Lock()
-	l.max = max
-	l.wakeLocked()
-	l.mu.Unlock()
-}
-
-// wakeLocked wakes the waiting acquirers; with none, it costs nothing.
-func (l *limiter) wakeLocked() {
-	if l.waiting > 0 {
-		close(l.wake)
-		l.wake = make(chan struct{})
-	}
-}
-
-func (l *limiter) acquire(ctx context.Context) bool {
-	for {
-		l.mu.Lock()
-		if l.n < l.max {
-			l.n++
-			l.mu.Unlock()
-			return true
-		}
-		ch := l.wake
-		l.waiting++
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
-		l.mu.Lock()
-		l.waiting--
-		l.mu.Unlock()
-		if ctx.Err() != nil {
-			return false
-		}
-	}
-}
-
-// tryAcquireN takes up to n free slots, without waiting, and returns how many.
-func (l *limiter) tryAcquireN(n int) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := max(0, min(n, l.max-l.n))
-	l.n += k
-	return k
-}
-
-// tryAcquire takes a slot if one is free, without waiting.
-func (l *limiter) tryAcquire() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n < l.max {
-		l.n++
-		return true
-	}
-	return false
-}
-
-func (l *limiter) release() {
-	l.mu.Lock()
-	l.n--
-	l.wakeLocked()
-	l.mu.Unlock()
-}
-
 // taskJob is one scheduled task, a member of the fireGroup of its schedule.
 // spec never changes once the task is scheduled (fire reads it without a
 // lock); what start may update in place, the executor count and the paused
@@ -138,9 +60,10 @@ type scheduleKey struct {
 	kind    string
 	cron    string
 	every   time.Duration
-	at      int64  // UnixNano of a one-time schedule
-	tz      string // cron only: interval and one-time fires are instants
-	startAt int64  // UnixNano; 0 when unset or passed
+	phase   time.Duration // a spread interval's offset (protocol.IntervalPhase)
+	at      int64         // UnixNano of a one-time schedule
+	tz      string        // cron only: interval and one-time fires are instants
+	startAt int64         // UnixNano; 0 when unset or passed
 	endAt   int64
 }
 
@@ -150,21 +73,28 @@ func (k scheduleKey) String() string {
 	case protocol.ScheduleCron:
 		return "cron " + k.cron + " " + k.tz
 	case protocol.ScheduleInterval:
+		if k.phase > 0 {
+			return "every " + k.every.String() + " +" + k.phase.String()
+		}
 		return "every " + k.every.String()
 	}
 	return k.kind + " " + time.Unix(0, k.at).UTC().Format(time.RFC3339)
 }
 
-// keyOf is the schedule key of d started at now. A start_at that has passed
-// changes nothing any more (interval fires are aligned to the epoch, cron
-// fires to the wall clock), so such tasks share the group of those without.
-func keyOf(d *protocol.TaskDef, now time.Time) scheduleKey {
+// keyOf is the schedule key of d, whose plan is plan, started at now. A
+// start_at that has passed changes nothing any more (interval fires are
+// aligned to the epoch plus the task's phase, cron fires to the wall clock),
+// so such tasks share the group of those without. The cron expression is the
+// plan's, H forms expanded: two tasks with "H * * * *" fire apart. Spread
+// intervals take one of at most 3600 phases per length, which bounds the
+// groups.
+func keyOf(d *protocol.TaskDef, plan *protocol.Plan, now time.Time) scheduleKey {
 	k := scheduleKey{kind: d.Schedule.Kind}
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		k.cron, k.tz = d.Schedule.Cron, d.Timezone
+		k.cron, k.tz = plan.CronExpr(), d.Timezone
 	case protocol.ScheduleInterval:
-		k.every = time.Duration(d.Schedule.Every)
+		k.every, k.phase = time.Duration(d.Schedule.Every), plan.Phase()
 	case protocol.ScheduleOnce:
 		if d.Schedule.At != nil {
 			k.at = d.Schedule.At.UnixNano()
@@ -252,6 +182,7 @@ type runner struct {
 	pgroups *shellGroups // shell commands in progress, listed in the data dir
 
 	misfires      misfireLog    // fires no master could be reached to claim, for the misfire policy
+	unclaimed     streak        // the same, for the log: once per outage with a count
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
 
 	ids    runIDs         // run report ids
@@ -292,7 +223,7 @@ func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.T
 	}
 	switch d.Schedule.Kind {
 	case protocol.ScheduleCron:
-		def = gocron.CronJob(d.Schedule.Cron, protocol.CronHasSeconds(d.Schedule.Cron))
+		def = gocron.CronJob(plan.CronExpr(), protocol.CronHasSeconds(plan.CronExpr()))
 		// gocron runs the very schedule the master shows (the plan's), time
 		// zone and DST rules included, rather than parsing the text again.
 		opts = append(opts, gocron.WithCronImplementation(cronImpl{plan.Cron()}))
@@ -301,8 +232,8 @@ func (r *runner) definition(d *protocol.TaskDef, plan *protocol.Plan, now time.T
 		}
 	case protocol.ScheduleInterval:
 		def = gocron.DurationJob(time.Duration(d.Schedule.Every))
-		// The first fire is a multiple of the interval, so that every
-		// executor fires (and claims) the same instants.
+		// The first fire is a multiple of the interval plus the task's
+		// phase, so that every executor fires (and claims) the same instants.
 		opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTime(first)))
 	case protocol.ScheduleOnce:
 		if d.Schedule.At.Before(now) {
@@ -392,7 +323,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	tj.paused.Store(spec.Paused)
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
-	key := keyOf(&spec.TaskDef, now)
+	key := keyOf(&spec.TaskDef, &plan, now)
 	g := r.groups[key]
 	if g == nil {
 		if g, err = r.newGroup(key, &spec.TaskDef, &plan, now); err != nil {
@@ -649,9 +580,15 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 	} else if spec.Executors > 1 {
 		won, err := r.claim(r.ctx, spec.ID, fire, id)
 		if err != nil {
-			r.log.Warn("fire not claimed: master unreachable; another executor may run it", "task", spec.ID, "fire", fire, "err", err)
+			if log, n := r.unclaimed.hit(time.Now()); log {
+				r.log.Warn("fires not claimed: no master reachable; another executor may run them (logged again every 5m, and when claims get through)",
+					"task", spec.ID, "fire", fire, "unclaimed_so_far", n, "err", err)
+			}
 			r.misfired(spec, fire, err)
 			return
+		}
+		if ended, n, since := r.unclaimed.end(); ended {
+			r.log.Info("fires are claimed again", "unclaimed_fires", n, "since", since)
 		}
 		r.claimed(spec.ID)
 		if !won {
@@ -661,10 +598,14 @@ func (r *runner) fireAt(tj *taskJob, fire time.Time) {
 	r.runAs(spec, fire, id, tj.httpReq)
 }
 
-// acquire takes a concurrency slot, waiting at most timeout for one.
-func (r *runner) acquire(timeout time.Duration) bool {
+// acquire takes a concurrency slot, waiting in turn at most timeout for one;
+// with skip (at_capacity: skip), not at all.
+func (r *runner) acquire(timeout time.Duration, skip bool) bool {
 	if r.limit.tryAcquire() {
 		return true
+	}
+	if skip {
+		return false
 	}
 	wait, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
@@ -727,7 +668,7 @@ func (r *runner) execute(q *queuedFire, first slot) {
 		}
 		r.reports.add(rep)
 		if !rep.Result.Retryable() || attempt > spec.Retries {
-			return // a killed run is not retried
+			return // a killed run is not retried, nor a fire that found no slot
 		}
 		delay := r.backoff << (attempt - 1)
 		select {
@@ -745,12 +686,17 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	timeout := time.Duration(def.Timeout)
 	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
 	if !pre.held {
-		if !r.acquire(timeout) {
+		skip := def.AtCapacity == protocol.AtCapacitySkip
+		if !r.acquire(timeout, skip) {
 			now := time.Now().UTC()
 			rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
-			rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
-			if r.ctx.Err() != nil {
+			switch {
+			case r.ctx.Err() != nil:
 				rep.Output = "skipped: the worker stopped before a concurrency slot was free"
+			case skip:
+				rep.Output = "skipped: the node was at its max concurrency (at_capacity: skip)"
+			default:
+				rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
 			}
 			return rep
 		}

@@ -52,6 +52,10 @@ func runMaster(ctx context.Context, cfg masterConfig, log *slog.Logger) error {
 			log.Error("close database", "err", err)
 		}
 	}()
+	// SQLite's -wal file stays bounded (store.Checkpointer); a no-op on MySQL.
+	ckpt := store.NewCheckpointer(st, cfg.DSN.Path, store.CheckpointConfig{}, log)
+	ckpt.Start(ctx)
+	defer ckpt.Stop()
 
 	// Bind before registering the master's node: a taken port fails the start
 	// without leaving the node marked running.

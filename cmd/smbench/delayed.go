@@ -37,7 +37,7 @@ func (b *bench) delayedScenario(ctx context.Context) []row {
 			rows = append(rows, row{name, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", "p99 < 1 s", Skip})
 			continue
 		}
-		r, err := b.delayedRun(ctx, dialect, pending, due)
+		r, err := b.delayedRun(ctx, dialect, pending, due, time.Second)
 		if err != nil {
 			rows = append(rows, errRow(name, err))
 			continue
@@ -60,7 +60,9 @@ type delayedResult struct {
 	createRate float64
 }
 
-func (b *bench) delayedRun(ctx context.Context, dialect string, pending, due int) (delayedResult, error) {
+// delayedRun measures due delayed tasks among pending ones, their due times
+// spread evenly over spread from one whole second (0: all at that instant).
+func (b *bench) delayedRun(ctx context.Context, dialect string, pending, due int, spread time.Duration) (delayedResult, error) {
 	var res delayedResult
 	e, err := b.newIngestEnv(ctx, dialect)
 	if err != nil {
@@ -150,7 +152,7 @@ func (b *bench) delayedRun(ctx context.Context, dialect string, pending, due int
 	}
 	// The due ones, created through the engine, due over one second a few
 	// seconds ahead (after their creation).
-	second := time.Now().Truncate(time.Second).Add(time.Duration(b.pick(10, 5)) * time.Second)
+	second := time.Now().Truncate(time.Second).Add(time.Duration(b.pick(10, 5)+due/1000) * time.Second)
 	dueAt := make(map[string]time.Time, due)
 	var dmu sync.Mutex
 	t0 := time.Now()
@@ -162,7 +164,7 @@ func (b *bench) delayedRun(ctx context.Context, dialect string, pending, due int
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				at := second.Add(time.Duration(i) * time.Second / time.Duration(due))
+				at := second.Add(time.Duration(i) * spread / time.Duration(due))
 				in := master.DelayedInput{SourceApp: "smbench", Topic: "due", ContentKey: fmt.Sprintf("%s-%d", prefix, i),
 					At: at.UTC().Format(time.RFC3339Nano), NotifyURL: target.URL + "/cb", NotifyBody: `{"n":` + fmt.Sprint(i) + `}`}
 				d, _, err := e.m.Delayed().CreateDelayed(ctx, in, "smbench")

@@ -83,9 +83,12 @@ func lagWindow(warm time.Duration) time.Time {
 // reports' started_at minus scheduled_at and the requests' arrival minus their
 // second, and hands them over at GET /stats.
 const (
-	roleEnv     = "SMBENCH_ROLE"
-	lagFromEnv  = "SMBENCH_LAG_FROM"
-	lagForEnv   = "SMBENCH_LAG_FOR"
+	roleEnv    = "SMBENCH_ROLE"
+	lagFromEnv = "SMBENCH_LAG_FROM"
+	lagForEnv  = "SMBENCH_LAG_FOR"
+	// burstAtEnv, when set, makes the peer count every request's arrival
+	// from that one instant (UnixNano): the burst scenario's fire time.
+	burstAtEnv  = "SMBENCH_BURST_AT"
 	lagPeerRole = "lagpeer"
 )
 
@@ -93,6 +96,10 @@ const (
 type lagPeerStats struct {
 	Starts   []time.Duration `json:"starts"`
 	Arrivals []time.Duration `json:"arrivals"`
+	// Skipped counts the run reports that said skipped, and SkipWhy the
+	// first such report's output.
+	Skipped int    `json:"skipped"`
+	SkipWhy string `json:"skip_why,omitempty"`
 }
 
 // runRole runs the child role named by SMBENCH_ROLE, if any, and reports whether it did.
@@ -119,6 +126,16 @@ func serveLagPeer() error {
 	}
 	starts := newLagRecorder(time.Unix(0, from), d, 0)
 	arrivals := newLagRecorder(time.Unix(0, from), d, 0)
+	var burstAt time.Time
+	if v := os.Getenv(burstAtEnv); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return err
+		}
+		burstAt = time.Unix(0, n)
+	}
+	var skipped int
+	var skipWhy string
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -132,18 +149,30 @@ func serveLagPeer() error {
 				return
 			}
 			for i := range req.Runs {
+				if req.Runs[i].Result == protocol.ResultSkipped {
+					starts.mu.Lock()
+					if skipped++; skipWhy == "" {
+						skipWhy = req.Runs[i].Output
+					}
+					starts.mu.Unlock()
+					continue
+				}
 				starts.add(req.Runs[i].ScheduledAt, req.Runs[i].StartedAt)
 			}
 			_ = json.NewEncoder(rw).Encode(protocol.RunsResponse{Accepted: len(req.Runs)})
 		case r.URL.Path == "/stats":
 			starts.mu.Lock()
 			arrivals.mu.Lock()
-			_ = json.NewEncoder(rw).Encode(lagPeerStats{Starts: starts.samples, Arrivals: arrivals.samples})
+			_ = json.NewEncoder(rw).Encode(lagPeerStats{Starts: starts.samples, Arrivals: arrivals.samples, Skipped: skipped, SkipWhy: skipWhy})
 			arrivals.mu.Unlock()
 			starts.mu.Unlock()
 		case strings.HasPrefix(r.URL.Path, "/t/"):
 			now := time.Now()
-			arrivals.add(secondOf(now), now)
+			if !burstAt.IsZero() {
+				arrivals.add(burstAt, now)
+			} else {
+				arrivals.add(secondOf(now), now)
+			}
 			rw.WriteHeader(http.StatusNoContent)
 		default:
 			_, _ = rw.Write([]byte("{}"))
@@ -168,13 +197,14 @@ type lagPeer struct {
 	URL   string
 }
 
-func startLagPeer(from time.Time, d time.Duration) (*lagPeer, error) {
+func startLagPeer(from time.Time, d time.Duration, env ...string) (*lagPeer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), roleEnv+"="+lagPeerRole, fmt.Sprintf("%s=%d", lagFromEnv, from.UnixNano()), lagForEnv+"="+d.String())
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -12,13 +12,13 @@ import (
 // ScheduleFields are the schedule part of the task form as typed: the task
 // form and its live preview read them the same way.
 type ScheduleFields struct {
-	Kind, Cron, Every, At, StartAt, EndAt, Timezone string
+	Kind, Cron, Every, Align, At, StartAt, EndAt, Timezone string
 }
 
 // scheduleFields reads the schedule fields of the task form.
 func scheduleFields(v url.Values) ScheduleFields {
 	trim := func(k string) string { return strings.TrimSpace(v.Get(k)) }
-	return ScheduleFields{Kind: v.Get("schedule_kind"), Cron: v.Get("schedule_cron"), Every: trim("schedule_every"),
+	return ScheduleFields{Kind: v.Get("schedule_kind"), Cron: v.Get("schedule_cron"), Every: trim("schedule_every"), Align: trim("schedule_align"),
 		At: trim("schedule_at"), StartAt: trim("start_at"), EndAt: trim("end_at"), Timezone: trim("timezone")}
 }
 
@@ -51,6 +51,7 @@ func scheduleInto(f ScheduleFields, d *protocol.TaskDef) (*time.Location, bool, 
 			}
 			d.Schedule.Every = protocol.Duration(ev)
 		}
+		d.Schedule.Align = f.Align
 	case protocol.ScheduleOnce:
 		if d.Schedule.At, err = TimeIn(f.At, loc); err != nil {
 			fe["schedule.at"] = err.Error()

@@ -29,7 +29,7 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 		HTTPContentType: trim("http_content_type"),
 		ShellCommand:    get("shell_command"), ShellArgs: get("shell_args"), ShellEnv: get("shell_env"), ShellDir: trim("shell_dir"),
 		Timezone: trim("timezone"), Overlap: trim("overlap"), Routing: trim("routing"), RoutingKey: trim("routing_key"),
-		Misfire: trim("misfire"), Selector: get("selector"),
+		Misfire: trim("misfire"), Selector: get("selector"), Align: trim("schedule_align"), AtCapacity: trim("at_capacity"),
 	}
 	in := master.TaskInput{
 		TaskDef: protocol.TaskDef{
@@ -37,14 +37,15 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 			SecretParams: List(f.SecretParams),
 			Overlap:      f.Overlap,
 			Routing:      f.Routing, RoutingKey: f.RoutingKey,
-			Misfire: f.Misfire,
+			Misfire:    f.Misfire,
+			AtCapacity: f.AtCapacity,
 		},
 		Executors: v["executors"],
 		Selector:  f.Selector,
 		Keepers:   List(f.Keepers),
 		Children:  v["children"],
 	}
-	_, _, fe := scheduleInto(ScheduleFields{Kind: f.ScheduleKind, Cron: f.Cron, Every: f.Every, At: f.At,
+	_, _, fe := scheduleInto(ScheduleFields{Kind: f.ScheduleKind, Cron: f.Cron, Every: f.Every, Align: f.Align, At: f.At,
 		StartAt: f.StartAt, EndAt: f.EndAt, Timezone: f.Timezone}, &in.TaskDef)
 	var err error
 	if f.Timeout != "" {
@@ -100,6 +101,7 @@ func TaskFieldsOf(stored *master.Task) views.TaskFields {
 	}
 	f := views.TaskFields{
 		Timezone: t.Timezone, Overlap: t.Overlap, Routing: t.Routing, RoutingKey: t.RoutingKey, Misfire: t.Misfire,
+		AtCapacity: t.AtCapacity, Align: t.Schedule.Align,
 		SecretParams: strings.Join(t.SecretParams, ", "),
 		Title:        t.Title, Description: t.Description, Type: t.Type, ScheduleKind: t.Schedule.Kind,
 		Cron: t.Schedule.Cron, At: FormatTimeIn(t.Schedule.At, loc), StartAt: FormatTimeIn(t.StartAt, loc), EndAt: FormatTimeIn(t.EndAt, loc),
@@ -109,6 +111,9 @@ func TaskFieldsOf(stored *master.Task) views.TaskFields {
 	}
 	if t.Schedule.Every > 0 {
 		f.Every = duration(time.Duration(t.Schedule.Every))
+	}
+	if t.Schedule.Kind == protocol.ScheduleInterval && f.Align == "" {
+		f.Align = protocol.AlignEpoch // stored before alignments existed
 	}
 	if h := t.HTTP; h != nil {
 		f.HTTPMethod, f.HTTPURL, f.HTTPBody, f.HTTPContentType = h.Method, h.URL, h.Body, h.ContentType
