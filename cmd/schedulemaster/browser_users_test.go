@@ -26,7 +26,7 @@ const usersPressableJS = `[...document.querySelectorAll('button, a.btn, input[ty
 // usersPostFormsJS counts the forms that post (all but Log out).
 const usersPostFormsJS = `String([...document.querySelectorAll('form')]
 	.filter(f => (f.getAttribute('method') || '').toLowerCase() === 'post' || f.hasAttribute('hx-post'))
-	.filter(f => !f.classList.contains('logout') && !f.classList.contains('project-switch')).length)`
+	.filter(f => !f.classList.contains('logout') && !f.classList.contains('project-switch') && !f.classList.contains('lang-switch')).length)`
 
 // usersFetchJS posts from the page (same origin, with the session cookie) and
 // gives the status.
