@@ -54,8 +54,10 @@ type Galera struct {
 
 	t    testing.TB
 	base string
-	name string
-	mu   sync.Mutex
+	// tmpdir is the cluster's own temporary directory (see StartGalera).
+	tmpdir string
+	name   string
+	mu     sync.Mutex
 }
 
 // GaleraNode is one mariadbd of a Galera cluster.
@@ -103,6 +105,16 @@ func StartGalera(t testing.TB) *Galera {
 		t.Fatal(err)
 	}
 	g := &Galera{t: t, base: base, name: "smtest_" + RandomHex(t, 4), Eviction: GaleraEviction}
+	// Each cluster has its own tmpdir: a mariadbd starting up deletes the
+	// "#sql*" files of its tmpdir, which in /tmp are the live temporary
+	// tables of the machine's other MariaDB servers (the tests' own).
+	g.tmpdir = filepath.Join(base, "tmp")
+	if err := os.MkdirAll(g.tmpdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(g.tmpdir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
 	if v, ok := os.LookupEnv(EnvGaleraOptions); ok {
 		g.Eviction = v
 		if v == "none" {
@@ -122,9 +134,11 @@ func StartGalera(t testing.TB) *Galera {
 	// One data directory, bootstrapped once and shut down cleanly, so that
 	// it carries the cluster's identity and position; its copies join by IST.
 	first := g.Nodes[0]
-	out, err := exec.Command("mariadb-install-db", "--no-defaults", "--user="+osUser(), "--datadir="+first.datadir,
+	install := exec.Command("mariadb-install-db", "--no-defaults", "--user="+osUser(), "--datadir="+first.datadir,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
-		"--innodb-log-file-size=8M", "--innodb-buffer-pool-size=32M").CombinedOutput()
+		"--innodb-log-file-size=8M", "--innodb-buffer-pool-size=32M", "--tmpdir="+g.tmpdir)
+	install.Env = append(os.Environ(), "TMPDIR="+g.tmpdir)
+	out, err := install.CombinedOutput()
 	if err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
@@ -324,7 +338,9 @@ func (n *GaleraNode) Restart(t testing.TB) {
 		n.prepareDataDir(t)
 		logFile := filepath.Join(n.g.base, fmt.Sprintf("recover%d.log", n.Index))
 		args := append(n.args(), "--wsrep-recover", "--log-error="+logFile)
-		if out, err := exec.Command("mariadbd", args...).CombinedOutput(); err != nil {
+		rec := exec.Command("mariadbd", args...)
+		rec.Env = append(os.Environ(), "TMPDIR="+n.g.tmpdir)
+		if out, err := rec.CombinedOutput(); err != nil {
 			t.Fatalf("galera: node %d: mariadbd --wsrep-recover: %v\n%s", n.Index, err, out)
 		}
 		b, _ := os.ReadFile(logFile)
@@ -373,7 +389,7 @@ func (n *GaleraNode) args() []string {
 	_, port, _ := net.SplitHostPort(n.Addr)
 	return []string{"--no-defaults", "--user=" + osUser(), "--datadir=" + n.datadir,
 		"--port=" + port, "--bind-address=127.0.0.1", "--socket=" + n.sock,
-		"--pid-file=" + filepath.Join(n.g.base, fmt.Sprintf("n%d.pid", n.Index)),
+		"--pid-file=" + filepath.Join(n.g.base, fmt.Sprintf("n%d.pid", n.Index)), "--tmpdir=" + n.g.tmpdir,
 		"--log-error=" + n.errLog(), "--skip-name-resolve",
 		"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=2",
 		"--max-connections=300", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_bin",
@@ -399,6 +415,7 @@ func (n *GaleraNode) start(t testing.TB, extra ...string) {
 		n.prepareDataDir(t)
 	}
 	cmd := exec.Command("mariadbd", append(n.args(), extra...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+n.g.tmpdir) // the SST scripts too
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = galeraProcAttr()
