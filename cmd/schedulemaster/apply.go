@@ -27,11 +27,14 @@ type applyConfig struct {
 	Prune   bool
 	Timeout time.Duration
 	Token   string // from SM_TOKEN only: a flag would show in ps
+	// Project is the project the document is applied to or exported from
+	// ("": default).
+	Project string
 }
 
 const (
-	applySynopsis  = "apply -f FILE --master URL [--dry-run] [--prune] [--timeout D]   (API token in SM_TOKEN)"
-	exportSynopsis = "export --master URL [-o FILE] [--timeout D]   (API token in SM_TOKEN)"
+	applySynopsis  = "apply -f FILE --master URL [--project P] [--dry-run] [--prune] [--timeout D]   (API token in SM_TOKEN)"
+	exportSynopsis = "export --master URL [--project P] [-o FILE] [--timeout D]   (API token in SM_TOKEN)"
 )
 
 func applyOptions(c *applyConfig, export bool) *options {
@@ -46,6 +49,7 @@ func applyOptions(c *applyConfig, export bool) *options {
 		o.add(&option{name: "f", noEnv: true, dst: &c.File, usage: "the document to apply: a YAML or JSON file, - for stdin (required)"})
 	}
 	o.add(&option{name: "master", dst: &c.Master, usage: "the master's URL http(s)://host[:port] (required)"})
+	o.add(&option{name: "project", dst: &c.Project, usage: "the project whose tasks the document holds (default: default)"})
 	if !export {
 		o.add(&option{name: "dry-run", noEnv: true, def: "false", dst: &c.DryRun, usage: "print the plan and change nothing"})
 		o.add(&option{name: "prune", noEnv: true, def: "false", dst: &c.Prune, usage: "delete the master's tasks the document does not hold"})
@@ -72,7 +76,7 @@ func parseApplyConfig(args []string, lookupEnv lookupEnvFunc, export bool) (appl
 	c.Master = strings.TrimRight(c.Master, "/")
 	c.Token, _ = lookupEnv("SM_TOKEN")
 	if c.Token = strings.TrimSpace(c.Token); c.Token == "" {
-		problems = append(problems, "SM_TOKEN: is not set: an API token of an admin (schedulemaster token create, or the console's API tokens page)")
+		problems = append(problems, "SM_TOKEN: is not set: an API token that may edit the project (schedulemaster token create, or the console's API tokens page)")
 	}
 	if len(problems) > 0 {
 		return c, o, &configError{problems: problems}
@@ -113,6 +117,9 @@ func runApply(cfg applyConfig, stdin io.Reader, stdout, stderr io.Writer, lookup
 		return fail("%s: %s; nothing was sent", cfg.File, master.Message(err))
 	}
 	q := url.Values{}
+	if cfg.Project != "" {
+		q.Set("project", cfg.Project)
+	}
 	if cfg.DryRun {
 		q.Set("dry_run", "true")
 	}
@@ -144,7 +151,11 @@ func runApply(cfg applyConfig, stdin io.Reader, stdout, stderr io.Writer, lookup
 func runExport(cfg applyConfig, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext(cfg.Timeout)
 	defer cancel()
-	status, body, err := callMaster(ctx, http.MethodGet, cfg.Master+"/api/v1/export", cfg.Token, nil)
+	target := cfg.Master + "/api/v1/export"
+	if cfg.Project != "" {
+		target += "?" + url.Values{"project": {cfg.Project}}.Encode()
+	}
+	status, body, err := callMaster(ctx, http.MethodGet, target, cfg.Token, nil)
 	if err == nil && status != http.StatusOK {
 		err = errors.New(answerError(status, body))
 	}

@@ -121,6 +121,19 @@ tasks:
 	if code != 0 || !strings.Contains(out, "0 created, 0 updated, 2 unchanged, 0 deleted") {
 		t.Fatalf("second apply: %d\n%s\n%s", code, out, errOut)
 	}
+	// Documents are per project: the same one planned for another project
+	// creates its own tasks; a project that does not exist is refused.
+	if st, body := m.api("POST", "/api/v1/projects", `{"name":"team-x","pools":["*"]}`); st != http.StatusCreated {
+		t.Fatalf("create project: %d %s", st, body)
+	}
+	code, out, errOut = cli(t, env, append(base, "--project", "team-x", "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "2 to create, 0 to update, 0 unchanged, 0 to delete") {
+		t.Fatalf("dry run for another project: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, env, append(base, "--project", "no-such", "--dry-run")...)
+	if code != 1 || !strings.Contains(errOut, "project no-such not found") {
+		t.Fatalf("apply to a missing project: %d\n%s\n%s", code, out, errOut)
+	}
 	// The secret went to the worker, and the API shows it masked.
 	if _, body := m.api("GET", "/api/v1/tasks", ""); strings.Contains(body, "s3cret-token-value") {
 		t.Fatalf("the API shows the secret: %s", body)
