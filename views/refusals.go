@@ -16,8 +16,12 @@ type refusalText struct {
 	names []string
 }
 
-// refusalTexts are the engine's refusals and field errors people meet most
-// on pages. A sentence not listed stays as the engine wrote it (English).
+// refusalTexts are the engine's refusals and field errors people meet on
+// pages: one pattern per sentence the engine writes (master/, protocol/,
+// handlers/form). The first pattern that matches wins, so a narrower
+// sentence comes before a wider one (is longer than N characters before is
+// longer than D). A sentence not listed stays as the engine wrote it
+// (English).
 var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^is required$`), "RefRequired", nil},
 	{regexp.MustCompile(`^must be a whole number$`), "RefWholeNumber", nil},
@@ -57,6 +61,204 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^you cannot disable yourself; ask another admin$`), "RefDisableSelf", nil},
 	{regexp.MustCompile(`^(\S+) is the only enabled admin; make another user admin first, so that someone can still change things$`), "RefLastAdmin", []string{"Name"}},
 	{regexp.MustCompile(`^the default project cannot be deleted$`), "RefDefaultProject", nil},
+	{regexp.MustCompile(`^is longer than (\d+) characters$`), "RefLongerChars", []string{"N"}},
+	{regexp.MustCompile(`^is longer than (\d+) bytes$`), "RefLongerBytes", []string{"N"}},
+	{regexp.MustCompile(`^must be 1 to 100 letters, digits, '\.', '_' or '-', starting with a letter or digit$`), "RefTaskKey", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid cron expression \(5 fields, or 6 with leading seconds\): (.+)$`), "RefCronInvalidFields", []string{"Value", "Msg"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid cron expression: (.+)$`), "RefCronInvalid", []string{"Value", "Msg"}},
+	{regexp.MustCompile(`^time zone prefixes are not supported; set the task's timezone field instead$`), "RefCronTZPrefix", nil},
+	{regexp.MustCompile(`^@every needs a duration like 30s or 5m$`), "RefEveryNeeds", nil},
+	{regexp.MustCompile(`^@every (.+)$`), "RefEveryMsg", []string{"Msg"}},
+	{regexp.MustCompile(`^never fires in the next (\d+) years$`), "RefNeverFiresYears", []string{"N"}},
+	{regexp.MustCompile(`^never fires between start_at and end_at$`), "RefNeverFiresWindow", nil},
+	{regexp.MustCompile(`^never fires between start_at and end_at: the first fire would be (.+)$`), "RefNeverFiresFirst", []string{"At"}},
+	{regexp.MustCompile(`^is before start_at: it would never fire$`), "RefAtBeforeStart", nil},
+	{regexp.MustCompile(`^is after end_at: it would never fire$`), "RefAtAfterEnd", nil},
+	{regexp.MustCompile(`^is required: cron, interval or once$`), "RefKindRequired", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not cron, interval or once$`), "RefKindInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^applies to interval schedules only \(a cron schedule spreads with H, like H \* \* \* \*\)$`), "RefAlignCron", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not spread or epoch$`), "RefAlignInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^must be more than 0 and at most (\d+) days$`), "RefTimeoutDays", []string{"N"}},
+	{regexp.MustCompile(`^must be more than 0 and at most (\S+)$`), "RefMoreThanZeroAtMost", []string{"Max"}},
+	{regexp.MustCompile(`^must be at least 100ms$`), "RefAtLeast100ms", nil},
+	{regexp.MustCompile(`^must be from 0 \(keep forever\) to (\d+)$`), "RefFromKeepForever", []string{"Max"}},
+	{regexp.MustCompile(`^must be 0 \(never\) or from (\S+) to (\S+)$`), "RefFromNever", []string{"Min", "Max"}},
+	{regexp.MustCompile(`^must be a whole number from (\S+) to (\S+)$`), "RefWholeFromTo", []string{"Min", "Max"}},
+	{regexp.MustCompile(`^must be from (\S+) to (\S+)$`), "RefFromTo", []string{"Min", "Max"}},
+	{regexp.MustCompile(`^at most (\d+) parameters$`), "RefAtMostParams", []string{"N"}},
+	{regexp.MustCompile(`^key "((?:[^"\\]|\\.)*)" must be letters, digits and \'_\', not starting with a digit$`), "RefParamKey", []string{"Name"}},
+	{regexp.MustCompile(`^value of "((?:[^"\\]|\\.)*)" is longer than (\d+) bytes$`), "RefValueLongerBytes", []string{"Name", "N"}},
+	{regexp.MustCompile(`^must be empty for an http task$`), "RefEmptyForHTTP", nil},
+	{regexp.MustCompile(`^must be empty for a shell task$`), "RefEmptyForShell", nil},
+	{regexp.MustCompile(`^is required: http or shell$`), "RefTypeRequired", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not http or shell$`), "RefTypeInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not allow, skip or queue$`), "RefOverlapInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not skip or run_once$`), "RefMisfireInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not wait or skip$`), "RefAtCapacityInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^must name a param: hash routing uses its value$`), "RefRoutingKey", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not weighted, round_robin, failover, least_busy, hash or broadcast$`), "RefRoutingInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^holds a NUL byte or invalid UTF-8$`), "RefNULOrUTF8", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS$`), "RefMethodInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not an absolute http\(s\) URL$`), "RefNotAbsoluteURL", []string{"Value"}},
+	{regexp.MustCompile(`^holds a space, line break or NUL once (\{\{KEY\}\}) parameters are substituted$`), "RefURLSpaceOnceSubst", []string{"Placeholder"}},
+	{regexp.MustCompile(`^is not a valid URL once (\{\{KEY\}\}) parameters are substituted$`), "RefURLInvalidOnceSubst", []string{"Placeholder"}},
+	{regexp.MustCompile(`^at most (\d+) headers$`), "RefAtMostHeaders", []string{"N"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid header name$`), "RefHeaderName", []string{"Name"}},
+	{regexp.MustCompile(`^value of "((?:[^"\\]|\\.)*)" is longer than (\d+) KiB$`), "RefValueLongerKiB", []string{"Name", "N"}},
+	{regexp.MustCompile(`^value of "((?:[^"\\]|\\.)*)" has a line break or NUL once (\{\{KEY\}\}) parameters are substituted$`), "RefValueLineBreakOnceSubst", []string{"Name", "Placeholder"}},
+	{regexp.MustCompile(`^value of "((?:[^"\\]|\\.)*)" has a line break or NUL$`), "RefValueLineBreak", []string{"Name"}},
+	{regexp.MustCompile(`^is larger than (\d+) KiB$`), "RefLargerKiB", []string{"N"}},
+	{regexp.MustCompile(`^has a line break or NUL$`), "RefLineBreak", nil},
+	{regexp.MustCompile(`^command and args are larger than (\d+) KiB$`), "RefCommandLarge", []string{"N"}},
+	{regexp.MustCompile(`^at most (\d+) variables$`), "RefAtMostVariables", []string{"N"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid variable name$`), "RefVariableName", []string{"Name"}},
+	{regexp.MustCompile(`^must be more than 0$`), "RefMoreThanZero", nil},
+	{regexp.MustCompile(`^is shorter than (\S+): sub-second intervals cannot run as written$`), "RefIntervalShort", []string{"Min"}},
+	{regexp.MustCompile(`^must be a whole number of seconds$`), "RefWholeSeconds", nil},
+	{regexp.MustCompile(`^is longer than (\S+)$`), "RefLongerThan", []string{"Max"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not allowed: name an IANA zone like Europe/Berlin$`), "RefTZNotAllowed", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not an IANA time zone like Europe/Berlin or America/New_York$`), "RefTZInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a duration like 2s, 5m or 1h$`), "RefNotDurationSchedule", []string{"Value"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a duration like 30s or 5m$`), "RefNotDurationTimeout", []string{"Value"}},
+	{regexp.MustCompile(`^must be 0 \(never\), a number of days such as 7d, or a Go duration such as 24h or 36h$`), "RefPruneForm", nil},
+	{regexp.MustCompile(`^label "((?:[^"\\]|\\.)*)": (.+)$`), "RefLabel", []string{"Label", "Msg"}},
+	{regexp.MustCompile(`^labels are longer than (\d+) bytes$`), "RefLabelsLonger", []string{"N"}},
+	{regexp.MustCompile(`^key "((?:[^"\\]|\\.)*)" is given twice$`), "RefKeyTwice", []string{"Name"}},
+	{regexp.MustCompile(`^more than (\d+) labels$`), "RefMoreLabels", []string{"N"}},
+	{regexp.MustCompile(`^(\d+) labels, more than (\d+)$`), "RefLabelsCount", []string{"Count", "N"}},
+	{regexp.MustCompile(`^key is empty$`), "RefKeyEmpty", nil},
+	{regexp.MustCompile(`^key is longer than (\d+) characters$`), "RefKeyLonger", []string{"N"}},
+	{regexp.MustCompile(`^key prefix "((?:[^"\\]|\\.)*)" must be a DNS subdomain \(lowercase letters, digits, \'-\' and \'\.\', e\.g\. example\.com\) followed by \'/\'$`), "RefKeyPrefix", []string{"Prefix"}},
+	{regexp.MustCompile(`^key must be letters, digits, '-', '_' and '\.', starting and ending with a letter or digit$`), "RefKeyChars", nil},
+	{regexp.MustCompile(`^key name after the prefix must be letters, digits, '-', '_' and '\.', starting and ending with a letter or digit$`), "RefKeyNameChars", nil},
+	{regexp.MustCompile(`^value is longer than (\d+) characters$`), "RefValueLonger", []string{"N"}},
+	{regexp.MustCompile(`^value must be empty or letters, digits, '-', '_' and '\.', starting and ending with a letter or digit$`), "RefValueChars", nil},
+	{regexp.MustCompile(`^selector (".*"): at character (\d+): (.+)$`), "RefSelector", []string{"Selector", "Pos", "Msg"}},
+	{regexp.MustCompile(`^longer than (\d+) bytes$`), "RefSelectorLonger", []string{"N"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is the key of task (\S+) already$`), "RefKeyOwned", []string{"Key", "Task"}},
+	{regexp.MustCompile(`^unknown node "((?:[^"\\]|\\.)*)"$`), "RefUnknownNode", []string{"Name"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is the master, not a worker$`), "RefExecutorTheMaster", []string{"Name"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is a master, not a worker$`), "RefExecutorAMaster", []string{"Name"}},
+	{regexp.MustCompile(`^at most (\d+) executors$`), "RefAtMostExecutors", []string{"N"}},
+	{regexp.MustCompile(`^at most (\d+) keepers$`), "RefAtMostKeepers", []string{"N"}},
+	{regexp.MustCompile(`^no running worker allows shell tasks \((.+) was started without --allow-shell\): start one with --allow-shell$`), "RefNoShellWorkerOne", []string{"Names"}},
+	{regexp.MustCompile(`^no running worker allows shell tasks \((.+) were started without --allow-shell\): start one with --allow-shell$`), "RefNoShellWorkerMany", []string{"Names"}},
+	{regexp.MustCompile(`^no executor allows shell tasks: (.+) was started without --allow-shell; restart it with --allow-shell or choose a worker that was$`), "RefNoShellExecutorOne", []string{"Names"}},
+	{regexp.MustCompile(`^no executor allows shell tasks: (.+) were started without --allow-shell; restart one of them with --allow-shell or choose a worker that was$`), "RefNoShellExecutorMany", []string{"Names"}},
+	{regexp.MustCompile(`^no running worker to assign: name the executors, or connect and enable a worker first$`), "RefNoWorkerToAssign", nil},
+	{regexp.MustCompile(`^no running worker in what project (\S+) may run on \((.+)\): name the executors, or start a worker in one of those pools$`), "RefNoWorkerInPools", []string{"Project", "Pools"}},
+	{regexp.MustCompile(`^pools (.+)$`), "RefPoolsList", []string{"List"}},
+	{regexp.MustCompile(`^no pool: a cluster admin has allowed it none$`), "RefNoPoolAllowed", nil},
+	{regexp.MustCompile(`^selector (.+) may select workers outside what project (\S+) may run on \((.+)\); add one of those pools' requirements to the selector, or ask a cluster admin to allow the pool$`), "RefSelectorOutside", []string{"Selector", "Project", "Pools"}},
+	{regexp.MustCompile(`^node (\S+) is outside what project (\S+) may run on \((.+)\)$`), "RefNodeOutside", []string{"Name", "Project", "Pools"}},
+	{regexp.MustCompile(`^project (\S+) may run only on (.+): give a selector within them, or executors$`), "RefProjectRunsOnlyOn", []string{"Project", "Pools"}},
+	{regexp.MustCompile(`^unknown user "((?:[^"\\]|\\.)*)"$`), "RefUnknownUser", []string{"Name"}},
+	{regexp.MustCompile(`^a task cannot be its own child$`), "RefOwnChild", nil},
+	{regexp.MustCompile(`^unknown task "((?:[^"\\]|\\.)*)"$`), "RefUnknownTask", []string{"ID"}},
+	{regexp.MustCompile(`^these children form a cycle: (.+)$`), "RefChildCycle", []string{"Cycle"}},
+	{regexp.MustCompile(`^is not valid JSON \(content_type is application/json\)$`), "RefNotJSONBody", nil},
+	{regexp.MustCompile(`^is not a valid URL-encoded form \(content_type is application/x-www-form-urlencoded\)$`), "RefNotFormBody", nil},
+	{regexp.MustCompile(`^cannot be sent as a header: (.+)$`), "RefNotAHeader", []string{"Msg"}},
+	{regexp.MustCompile(`^give either delay or at, not both$`), "RefDelayOrAt", nil},
+	{regexp.MustCompile(`^is required unless at is given: a duration like "30m" or a number of seconds$`), "RefDelayRequired", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not an RFC 3339 time like 2026-05-01T12:00:00Z$`), "RefNotRFC3339", []string{"Value"}},
+	{regexp.MustCompile(`^is more than (\d+) days ahead$`), "RefDaysAhead", []string{"N"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a duration like "30m" or a number of seconds$`), "RefNotDelay", []string{"Value"}},
+	{regexp.MustCompile(`^holds a space, line break or NUL$`), "RefSpaceLineNUL", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not application/json or application/x-www-form-urlencoded$`), "RefContentTypeInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^delayed task (\S+) does not exist$`), "RefDelayedNotFound", []string{"ID"}},
+	{regexp.MustCompile(`^delayed task (\S+) is due and on its way to worker (\S+); it can no longer be cancelled$`), "RefDelayedOnItsWay", []string{"ID", "Node"}},
+	{regexp.MustCompile(`^delayed task (\S+) is cancelled already$`), "RefDelayedCancelledAlready", []string{"ID"}},
+	{regexp.MustCompile(`^delayed task (\S+) has finished \((\S+)\); only a pending task can be cancelled$`), "RefDelayedFinished", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^status must be one of (.+)$`), "RefStatusOneOf", []string{"List"}},
+	{regexp.MustCompile(`^result must be one of (.+)$`), "RefResultOneOf", []string{"List"}},
+	{regexp.MustCompile(`^is the master's own name$`), "RefMasterOwnName", nil},
+	{regexp.MustCompile(`^is already taken by another node$`), "RefTakenByNode", nil},
+	{regexp.MustCompile(`^a node named "((?:[^"\\]|\\.)*)" already exists$`), "RefNodeExists", []string{"Name"}},
+	{regexp.MustCompile(`^node "((?:[^"\\]|\\.)*)" changed state meanwhile; reload and retry$`), "RefNodeChanged", []string{"Name"}},
+	{regexp.MustCompile(`^the master's own node cannot be edited$`), "RefMasterNodeNoEdit", nil},
+	{regexp.MustCompile(`^(\S+) is the master; it cannot be connected$`), "RefMasterCannotConnect", []string{"Name"}},
+	{regexp.MustCompile(`^(\S+) is the master; it cannot be enabled$`), "RefMasterCannotEnable", []string{"Name"}},
+	{regexp.MustCompile(`^(\S+) is the master; it cannot be disabled$`), "RefMasterCannotDisable", []string{"Name"}},
+	{regexp.MustCompile(`^(\S+) is the master; it cannot be deleted$`), "RefMasterCannotDelete", []string{"Name"}},
+	{regexp.MustCompile(`^node (\S+) waits for an admin's approval; approve it first$`), "RefNodeAwaitsApproval", []string{"Name"}},
+	{regexp.MustCompile(`^(\d+) nodes already wait for approval \(the maximum\); an admin must approve or delete some first$`), "RefTooManyPending", []string{"N"}},
+	{regexp.MustCompile(`^(\S+) is a master; only workers have labels$`), "RefMasterNoLabels", []string{"Name"}},
+	{regexp.MustCompile(`^a pool is named key=value, for example pool=billing$`), "RefPoolNamed", nil},
+	{regexp.MustCompile(`^a pool is one label, key=value, for example pool=billing$`), "RefPoolOneLabel", nil},
+	{regexp.MustCompile(`^pool (\S+) is not approved$`), "RefPoolNotApproved", []string{"Label"}},
+	{regexp.MustCompile(`^pool key: (.+)$`), "RefPoolKey", []string{"Msg"}},
+	{regexp.MustCompile(`^may only contain letters, digits, dot, underscore and hyphen$`), "RefUsernameChars", nil},
+	{regexp.MustCompile(`^cannot be \. or \.\.$`), "RefNotDots", nil},
+	{regexp.MustCompile(`^must be admin or viewer, not "((?:[^"\\]|\\.)*)"$`), "RefClusterRoleInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^is not a valid email address \(like ops@example\.com\)$`), "RefEmailInvalid", nil},
+	{regexp.MustCompile(`^must be at least (\d+) characters$`), "RefAtLeastChars", []string{"N"}},
+	{regexp.MustCompile(`^must be at most (\d+) bytes$`), "RefAtMostBytes", []string{"N"}},
+	{regexp.MustCompile(`^user (\S+) already exists$`), "RefUserExists", []string{"Name"}},
+	{regexp.MustCompile(`^forbidden: only cluster admins and viewers of every project read other users$`), "RefReadUsers", nil},
+	{regexp.MustCompile(`^forbidden: only cluster admins and viewers list users$`), "RefListUsers", nil},
+	{regexp.MustCompile(`^nothing to change: send role, disabled, password or email$`), "RefNothingToChange", nil},
+	{regexp.MustCompile(`^(\S+) signs in with (\S+) and has no local password$`), "RefNoLocalPassword", []string{"Name", "Method"}},
+	{regexp.MustCompile(`^you sign in with (\S+) and have no local password to change$`), "RefYouNoLocalPassword", []string{"Method"}},
+	{regexp.MustCompile(`^the first admin's password (.+)$`), "RefFirstAdminPassword", []string{"Msg"}},
+	{regexp.MustCompile(`^local passwords are for cluster admins only; sign in with your organisation's account$`), "RefLocalPasswordsAdmins", nil},
+	{regexp.MustCompile(`^sign-in method "((?:[^"\\]|\\.)*)" is not configured$`), "RefMethodNotConfigured", []string{"Method"}},
+	{regexp.MustCompile(`^must be valid UTF-8 without NUL bytes$`), "RefUTF8NoNULBytes", nil},
+	{regexp.MustCompile(`^must be valid UTF-8 without NUL$`), "RefUTF8NoNUL", nil},
+	{regexp.MustCompile(`^must be in the future \(at least a minute from now\)$`), "RefExpiresFuture", nil},
+	{regexp.MustCompile(`^must be at most 5 years from now$`), "RefExpiresFiveYears", nil},
+	{regexp.MustCompile(`^must be one of owner, editor, operator, viewer, not "((?:[^"\\]|\\.)*)"$`), "RefProjectRoleInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^forbidden: you may create tokens only for yourself$`), "RefTokensForYourself", nil},
+	{regexp.MustCompile(`^there is no user (\S+): a token acts as an existing user$`), "RefTokenNoUser", []string{"Name"}},
+	{regexp.MustCompile(`^user (\S+) is disabled: its tokens would be refused$`), "RefTokenUserDisabled", []string{"Name"}},
+	{regexp.MustCompile(`^forbidden: a token limited to one project cannot create a cluster token; name its project$`), "RefScopedNoClusterToken", nil},
+	{regexp.MustCompile(`^there is no API token (\d+)$`), "RefTokenNotFound", []string{"ID"}},
+	{regexp.MustCompile(`^the token “(.*)” was already revoked$`), "RefTokenRevokedAlready", []string{"Name"}},
+	{regexp.MustCompile(`^(\S+)'s role in project (\S+) is (\S+): a token may not be given more$`), "RefTokenRoleTooHigh", []string{"Name", "Project", "Role"}},
+	{regexp.MustCompile(`^a cluster token has its owner's role; name a project to give it a lower one$`), "RefClusterTokenRole", nil},
+	{regexp.MustCompile(`^this API token is unknown or revoked$`), "RefTokenUnknown", nil},
+	{regexp.MustCompile(`^this API token expired at (\S+); create a new one$`), "RefTokenExpired", []string{"At"}},
+	{regexp.MustCompile(`^this API token's owner no longer exists$`), "RefTokenOwnerGone", nil},
+	{regexp.MustCompile(`^this API token's owner is disabled$`), "RefTokenOwnerDisabled", nil},
+	{regexp.MustCompile(`^must be 1 to 63 characters: lower-case letters, digits and '-', starting with a letter or digit$`), "RefProjectName", nil},
+	{regexp.MustCompile(`^at most (\d+) pools$`), "RefAtMostPools", []string{"N"}},
+	{regexp.MustCompile(`^pool "((?:[^"\\]|\\.)*)" selects nothing$`), "RefPoolSelectsNothing", []string{"Pool"}},
+	{regexp.MustCompile(`^pool "((?:[^"\\]|\\.)*)": (.+)$`), "RefPoolError", []string{"Pool", "Msg"}},
+	{regexp.MustCompile(`^a project named (\S+) exists already$`), "RefProjectExists", []string{"Name"}},
+	{regexp.MustCompile(`^forbidden: only a cluster admin may change the pools a project may run on$`), "RefAdminProjectPools", nil},
+	{regexp.MustCompile(`^project (\S+) still has tasks, delayed tasks or API tokens; delete or move them first$`), "RefProjectNotEmpty", []string{"Name"}},
+	{regexp.MustCompile(`^(\S+) is not a member of project (\S+)$`), "RefNotMember", []string{"Name", "Project"}},
+	{regexp.MustCompile(`^no user named "((?:[^"\\]|\\.)*)"$`), "RefNoUserNamed", []string{"Name"}},
+	{regexp.MustCompile(`^at most (\d+) characters$`), "RefAtMostChars", []string{"N"}},
+	{regexp.MustCompile(`^task (\S+) is (\S+); cannot start it$`), "RefTaskCannotStart", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^task (\S+) is (\S+); cannot stop it$`), "RefTaskCannotStop", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^task (\S+) is (\S+); cannot pause it$`), "RefTaskCannotPause", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^task (\S+) is (\S+); cannot resume it$`), "RefTaskCannotResume", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^task (\S+) is (\S+); cannot run it$`), "RefTaskCannotRun", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^task (\S+) changed state meanwhile; reload and retry$`), "RefTaskChanged", []string{"ID"}},
+	{regexp.MustCompile(`^task (\S+) is (\S+); no catch-up run$`), "RefNoCatchUp", []string{"ID", "Status"}},
+	{regexp.MustCompile(`^no task selected: select at least one task$`), "RefNoTaskSelected", nil},
+	{regexp.MustCompile(`^(\d+) tasks named: at most (\d+) at once$`), "RefBulkTooMany", []string{"Count", "N"}},
+	{regexp.MustCompile(`^unknown action "((?:[^"\\]|\\.)*)": it must be one of (.+)$`), "RefBulkUnknownAction", []string{"Action", "List"}},
+	{regexp.MustCompile(`^run (\S+) is not in progress: it ended as (\S+)$`), "RefRunNotInProgress", []string{"ID", "Result"}},
+	{regexp.MustCompile(`^run (\S+) ran on node (\S+), which no longer exists$`), "RefRunNodeGone", []string{"ID", "Node"}},
+	{regexp.MustCompile(`^run (\S+) has already ended on node (\S+); its result is on its way$`), "RefRunEndedOnWay", []string{"ID", "Node"}},
+	{regexp.MustCompile(`^node (\S+) cannot kill runs \(an older version, or something else answers at (\S+)\)$`), "RefNodeCannotKill", []string{"Name", "Host"}},
+	{regexp.MustCompile(`^forbidden: your role in this project \((\S+)\) may not read it$`), "RefRoleInProjectRead", []string{"Role"}},
+	{regexp.MustCompile(`^forbidden: your role may not read it in any project$`), "RefRoleAnyProjectRead", nil},
+	{regexp.MustCompile(`^forbidden: your role in this project \((\S+)\) may not start, stop, run, kill or cancel$`), "RefRoleInProjectOperate", []string{"Role"}},
+	{regexp.MustCompile(`^forbidden: your role may not start, stop, run, kill or cancel in any project$`), "RefRoleAnyProjectOperate", nil},
+	{regexp.MustCompile(`^forbidden: your role in this project \((\S+)\) may not create, change or delete tasks and delayed tasks$`), "RefRoleInProjectEdit", []string{"Role"}},
+	{regexp.MustCompile(`^forbidden: your role may not create, change or delete tasks and delayed tasks in any project$`), "RefRoleAnyProjectEdit", nil},
+	{regexp.MustCompile(`^forbidden: your role in this project \((\S+)\) may not see secrets$`), "RefRoleInProjectSecrets", []string{"Role"}},
+	{regexp.MustCompile(`^forbidden: your role may not see secrets in any project$`), "RefRoleAnyProjectSecrets", nil},
+	{regexp.MustCompile(`^forbidden: your role in this project \((\S+)\) may not manage members or tokens$`), "RefRoleInProjectManage", []string{"Role"}},
+	{regexp.MustCompile(`^forbidden: your role may not manage members or tokens in any project$`), "RefRoleAnyProjectManage", nil},
+	{regexp.MustCompile(`^must be shorter than the health interval$`), "RefShorterThanInterval", nil},
+	{regexp.MustCompile(`^is not a valid host name or IP address$`), "RefHostNameInvalid", nil},
+	{regexp.MustCompile(`^must be a plain e-mail address, e\.g\. scheduler@example\.com$`), "RefPlainEmail", nil},
+	{regexp.MustCompile(`^must be none, starttls or tls$`), "RefSMTPTLS", nil},
+	{regexp.MustCompile(`^is required with a username$`), "RefRequiredWithUsername", nil},
 }
 
 // Refusal says an engine sentence (a refusal or a field error) in the
@@ -68,6 +270,12 @@ func RefusalIn(l *locale.Localizer, msg string) string {
 	if !l.Chinese() || msg == "" {
 		return msg
 	}
+	return refusalIn(l, msg, 0)
+}
+
+// refusalIn says msg with the catalog of l, whatever its language; depth
+// counts the sentences msg sits inside.
+func refusalIn(l *locale.Localizer, msg string, depth int) string {
 	for _, r := range refusalTexts {
 		m := r.re.FindStringSubmatch(msg)
 		if m == nil {
@@ -75,9 +283,22 @@ func RefusalIn(l *locale.Localizer, msg string) string {
 		}
 		kv := make([]any, 0, 2*len(r.names))
 		for i, n := range r.names {
-			kv = append(kv, n, m[i+1])
+			v := m[i+1]
+			if nestedGroups[n] && depth < maxRefusalDepth {
+				v = refusalIn(l, v, depth+1)
+			}
+			kv = append(kv, n, v)
 		}
 		return l.T(r.id, kv...)
 	}
 	return msg
 }
+
+// nestedGroups are the placeholders that hold another engine sentence (the
+// reason inside "label "x": key is empty", the pool list inside a pool
+// allowance refusal), said in the reader's language in turn.
+var nestedGroups = map[string]bool{"Msg": true, "Pools": true}
+
+// maxRefusalDepth bounds the nesting, so that no sentence, however built,
+// makes the translation recurse without end.
+const maxRefusalDepth = 4
