@@ -259,6 +259,52 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^must be a plain e-mail address, e\.g\. scheduler@example\.com$`), "RefPlainEmail", nil},
 	{regexp.MustCompile(`^must be none, starttls or tls$`), "RefSMTPTLS", nil},
 	{regexp.MustCompile(`^is required with a username$`), "RefRequiredWithUsername", nil},
+	{regexp.MustCompile(`^it is (\S+) — stop it first$`), "RefBulkStopFirst", []string{"Status"}},
+	{regexp.MustCompile(`^it is already stopped$`), "RefBulkAlreadyStopped", nil},
+	{regexp.MustCompile(`^it is already paused$`), "RefBulkAlreadyPaused", nil},
+	{regexp.MustCompile(`^it is already running$`), "RefBulkAlreadyRunning", nil},
+	{regexp.MustCompile(`^it is (\S+) — only a running task can be paused$`), "RefBulkOnlyRunningPause", []string{"Status"}},
+	{regexp.MustCompile(`^it is (\S+) — only a paused task can be resumed$`), "RefBulkOnlyPausedResume", []string{"Status"}},
+	{regexp.MustCompile(`^it is (\S+)$`), "RefBulkItIs", []string{"Status"}},
+	{regexp.MustCompile(`^the URL points to another host: re-enter its password \(left masked\)$`), "RefOtherHostPassword", nil},
+	{regexp.MustCompile(`^the URL points to another host: re-enter (.+) \(left masked\)$`), "RefOtherHostSecrets", []string{"Names"}},
+	{regexp.MustCompile(`^node (\S+) is (\S+); connected needs it offline$`), "RefNodeConnectOffline", []string{"Name", "Status"}},
+	{regexp.MustCompile(`^node (\S+) is (\S+); enabled needs it idle$`), "RefNodeEnableIdle", []string{"Name", "Status"}},
+	{regexp.MustCompile(`^node (\S+) is (\S+); disabled needs it running$`), "RefNodeDisableRunning", []string{"Name", "Status"}},
+	{regexp.MustCompile(`^(\S+) is the master; it has no node key$`), "RefMasterNoNodeKey", []string{"Name"}},
+	{regexp.MustCompile(`^node (\S+) is bound to another machine's key; an admin can reset its identity$`), "RefNodeBoundKey", []string{"Name"}},
+	{regexp.MustCompile(`^node (\S+) was added by an admin \(manual registration\); it is connected from the console and cannot register itself$`), "RefNodeManual", []string{"Name"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is the name of a master; workers and masters never share a name$`), "RefMasterNameShared", []string{"Name"}},
+	{regexp.MustCompile(`^node "((?:[^"\\]|\\.)*)" already exists; names are case-insensitive$`), "RefNodeExistsCase", []string{"Name"}},
+	{regexp.MustCompile(`^a node named "((?:[^"\\]|\\.)*)" \(or differing only in case\) was created meanwhile$`), "RefNodeCreatedMeanwhile", []string{"Name"}},
+	{regexp.MustCompile(`^(\S+) answered as node "((?:[^"\\]|\\.)*)"$`), "RefAnsweredAsNode", []string{"Host", "Name"}},
+	{regexp.MustCompile(`^(\S+) answered without a boot id$`), "RefAnsweredNoBootID", []string{"Host"}},
+	{regexp.MustCompile(`^node (\S+): connect answer names node "((?:[^"\\]|\\.)*)" and carries no secret$`), "RefConnectNoSecret", []string{"Name", "Other"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid IP address or host name$`), "RefHostInvalid", []string{"Value"}},
+	{regexp.MustCompile(`^host part is empty$`), "RefHostEmpty", nil},
+	{regexp.MustCompile(`^may hold only letters, digits, '\.', '_' and '-', and must start with a letter or digit$`), "RefNodeNameChars", nil},
+	{regexp.MustCompile(`^port must be a number from 1 to 65535$`), "RefPortRange", nil},
+	{regexp.MustCompile(`^must be empty, en or zh-CN$`), "RefLanguageInvalid", nil},
+	{regexp.MustCompile(`^holds a control character \(line break, tab, NUL\) or invalid UTF-8$`), "RefControlChar", nil},
+	{regexp.MustCompile(`^after must be the next cursor a previous page answered with$`), "RefAfterCursor", nil},
+	{regexp.MustCompile(`^the database lacks (\d+) migration\(s\) of this build \(first: (\S+)\): run "schedulemaster migrate" or restart this master$`), "RefMigrationsLacking", []string{"N", "First"}},
+	{regexp.MustCompile(`^the (\S+) user name "((?:[^"\\]|\\.)*)" cannot be a ScheduleMaster user name: it (.+)$`), "RefExternalBadName", []string{"Method", "Name", "Msg"}},
+	{regexp.MustCompile(`^(\S+) is in no (\S+) group that grants a ScheduleMaster role \(admin, viewer or a project role\); ask your directory's administrator$`), "RefExternalNoGroup", []string{"Name", "Method"}},
+	{regexp.MustCompile(`^a local user named (\S+) already exists, so the (\S+) account of that name cannot sign in; an admin can rename or delete the local user$`), "RefExternalLocalExists", []string{"Name", "Method"}},
+	{regexp.MustCompile(`^user (\S+) belongs to another person of the (\S+) provider; an admin can rename or delete it$`), "RefExternalOtherPerson", []string{"Name", "Method"}},
+	{regexp.MustCompile(`^more than (\d+) requirements$`), "RefSelMoreRequirements", []string{"N"}},
+	{regexp.MustCompile(`^expected "," or the end after a requirement, found (.+)$`), "RefSelExpectedAfterReq", []string{"Found"}},
+	{regexp.MustCompile(`^expected a key, found (.+)$`), "RefSelExpectedKey", []string{"Found"}},
+	{regexp.MustCompile(`^("(?:[^"\\]|\\.)*"): (.+)$`), "RefSelTokenMsg", []string{"Token", "Msg"}},
+	{regexp.MustCompile(`^expected a value after "((?:[^"\\]|\\.)*)", found (.+)$`), "RefSelExpectedValueAfter", []string{"Op", "Found"}},
+	{regexp.MustCompile(`^operator "((?:[^"\\]|\\.)*)" is not supported \(use =, ==, !=, in or notin\)$`), "RefSelOperator", []string{"Op"}},
+	{regexp.MustCompile(`^expected "=", "==", "!=", "in", "notin", "," or the end after key "((?:[^"\\]|\\.)*)", found (.+)$`), "RefSelExpectedOp", []string{"Key", "Found"}},
+	{regexp.MustCompile(`^expected "\(" after "((?:[^"\\]|\\.)*)", found (.+)$`), "RefSelExpectedParen", []string{"Op", "Found"}},
+	{regexp.MustCompile(`^expected a value in the list, found (.+) \(values in a list are not empty\)$`), "RefSelExpectedListValue", []string{"Found"}},
+	{regexp.MustCompile(`^expected "," or "\)" in the list, found (.+)$`), "RefSelExpectedListSep", []string{"Found"}},
+	{regexp.MustCompile(`^control character (U\+[0-9A-F]+) \(only spaces separate tokens\)$`), "RefSelControlChar", []string{"Char"}},
+	{regexp.MustCompile(`^longer than (\d+) bytes in canonical form \((\d+)\)$`), "RefSelCanonicalLonger", []string{"N", "Size"}},
+	{regexp.MustCompile(`^the end$`), "RefSelTheEnd", nil},
 }
 
 // Refusal says an engine sentence (a refusal or a field error) in the
@@ -296,8 +342,8 @@ func refusalIn(l *locale.Localizer, msg string, depth int) string {
 
 // nestedGroups are the placeholders that hold another engine sentence (the
 // reason inside "label "x": key is empty", the pool list inside a pool
-// allowance refusal), said in the reader's language in turn.
-var nestedGroups = map[string]bool{"Msg": true, "Pools": true}
+// allowance refusal, the token a selector error found), said in the reader's language in turn.
+var nestedGroups = map[string]bool{"Msg": true, "Pools": true, "Found": true}
 
 // maxRefusalDepth bounds the nesting, so that no sentence, however built,
 // makes the translation recurse without end.

@@ -249,6 +249,52 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefPlainEmail", "must be a plain e-mail address, e.g. scheduler@example.com"},
 	{"RefSMTPTLS", "must be none, starttls or tls"},
 	{"RefRequiredWithUsername", "is required with a username"},
+	{"RefBulkStopFirst", "it is running — stop it first"},
+	{"RefBulkAlreadyStopped", "it is already stopped"},
+	{"RefBulkAlreadyPaused", "it is already paused"},
+	{"RefBulkAlreadyRunning", "it is already running"},
+	{"RefBulkOnlyRunningPause", "it is stopped — only a running task can be paused"},
+	{"RefBulkOnlyPausedResume", "it is running — only a paused task can be resumed"},
+	{"RefBulkItIs", "it is deleted"},
+	{"RefOtherHostPassword", "the URL points to another host: re-enter its password (left masked)"},
+	{"RefOtherHostSecrets", "the URL points to another host: re-enter Authorization, X-Token (left masked)"},
+	{"RefNodeConnectOffline", "node w1 is running; connected needs it offline"},
+	{"RefNodeEnableIdle", "node w1 is offline; enabled needs it idle"},
+	{"RefNodeDisableRunning", "node w1 is idle; disabled needs it running"},
+	{"RefMasterNoNodeKey", "m1 is the master; it has no node key"},
+	{"RefNodeBoundKey", "node w1 is bound to another machine's key; an admin can reset its identity"},
+	{"RefNodeManual", "node w1 was added by an admin (manual registration); it is connected from the console and cannot register itself"},
+	{"RefMasterNameShared", "\"m1\" is the name of a master; workers and masters never share a name"},
+	{"RefNodeExistsCase", "node \"W1\" already exists; names are case-insensitive"},
+	{"RefNodeCreatedMeanwhile", "a node named \"w1\" (or differing only in case) was created meanwhile"},
+	{"RefAnsweredAsNode", "10.0.0.5:30001 answered as node \"w2\""},
+	{"RefAnsweredNoBootID", "10.0.0.5:30001 answered without a boot id"},
+	{"RefConnectNoSecret", "node w1: connect answer names node \"w2\" and carries no secret"},
+	{"RefHostInvalid", "\"bad_host!\" is not a valid IP address or host name"},
+	{"RefHostEmpty", "host part is empty"},
+	{"RefNodeNameChars", "may hold only letters, digits, '.', '_' and '-', and must start with a letter or digit"},
+	{"RefPortRange", "port must be a number from 1 to 65535"},
+	{"RefLanguageInvalid", "must be empty, en or zh-CN"},
+	{"RefControlChar", "holds a control character (line break, tab, NUL) or invalid UTF-8"},
+	{"RefAfterCursor", "after must be the next cursor a previous page answered with"},
+	{"RefMigrationsLacking", "the database lacks 2 migration(s) of this build (first: 0042_pools.sql): run \"schedulemaster migrate\" or restart this master"},
+	{"RefExternalBadName", "the ldap user name \"a b\" cannot be a ScheduleMaster user name: it may only contain letters, digits, dot, underscore and hyphen"},
+	{"RefExternalNoGroup", "bob is in no ldap group that grants a ScheduleMaster role (admin, viewer or a project role); ask your directory's administrator"},
+	{"RefExternalLocalExists", "a local user named bob already exists, so the oidc account of that name cannot sign in; an admin can rename or delete the local user"},
+	{"RefExternalOtherPerson", "user bob belongs to another person of the oidc provider; an admin can rename or delete it"},
+	{"RefSelMoreRequirements", "more than 20 requirements"},
+	{"RefSelExpectedAfterReq", "expected \",\" or the end after a requirement, found \"zone\""},
+	{"RefSelExpectedKey", "expected a key, found the end"},
+	{"RefSelTokenMsg", "\"Bad_\": key must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"},
+	{"RefSelExpectedValueAfter", "expected a value after \"=\", found the end"},
+	{"RefSelOperator", "operator \"exists\" is not supported (use =, ==, !=, in or notin)"},
+	{"RefSelExpectedOp", "expected \"=\", \"==\", \"!=\", \"in\", \"notin\", \",\" or the end after key \"zone\", found \"eu\""},
+	{"RefSelExpectedParen", "expected \"(\" after \"in\", found \"a\""},
+	{"RefSelExpectedListValue", "expected a value in the list, found \")\" (values in a list are not empty)"},
+	{"RefSelExpectedListSep", "expected \",\" or \")\" in the list, found the end"},
+	{"RefSelControlChar", "control character U+0009 (only spaces separate tokens)"},
+	{"RefSelCanonicalLonger", "longer than 512 bytes in canonical form (600)"},
+	{"RefSelTheEnd", "the end"},
 }
 
 // keptEnglish are the words a Chinese refusal keeps in English on purpose:
@@ -261,7 +307,8 @@ var keptEnglish = strings.Fields(`
 	Europe Berlin America New_York Go KEY key value pool billing example com e g
 	application json x www form urlencoded content_type JSON delay at status result
 	admin viewer owner editor operator none starttls tls role disabled password email
-	ops scheduler allow-shell API T Z every host port default timezone x-www-form-urlencoded`)
+	ops scheduler allow-shell API T Z every host port default timezone x-www-form-urlencoded
+	in notin en zh-CN after ScheduleMaster schedulemaster migrate U ID`)
 
 var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*`)
 
