@@ -3,6 +3,9 @@ package views
 import (
 	"context"
 	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/schedulemaster-go/schedulemaster/locale"
 )
@@ -331,13 +334,46 @@ func refusalIn(l *locale.Localizer, msg string, depth int) string {
 		for i, n := range r.names {
 			v := m[i+1]
 			if nestedGroups[n] && depth < maxRefusalDepth {
-				v = refusalIn(l, v, depth+1)
+				if t := refusalIn(l, v, depth+1); t != v {
+					v = nestedMark + t
+				}
 			}
 			kv = append(kv, n, v)
 		}
-		return l.T(r.id, kv...)
+		return joinNested(l.T(r.id, kv...))
 	}
 	return msg
+}
+
+// nestedMark marks where a translated inner sentence starts, so that the
+// space the outer message puts before it (right for English words and user
+// data) goes when the inner sentence is Chinese: "却遇到结尾", not "却遇到 结尾".
+const nestedMark = "\uE000"
+
+// joinNested removes the marks, and the space before a mark that stands
+// between two Chinese characters.
+func joinNested(s string) string {
+	if !strings.Contains(s, nestedMark) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, nestedMark)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		before, after := s[:i], s[i+len(nestedMark):]
+		if strings.HasSuffix(before, " ") {
+			prev, _ := utf8.DecodeLastRuneInString(before[:len(before)-1])
+			next, _ := utf8.DecodeRuneInString(after)
+			if unicode.Is(unicode.Han, prev) && unicode.Is(unicode.Han, next) {
+				before = before[:len(before)-1]
+			}
+		}
+		b.WriteString(before)
+		s = after
+	}
 }
 
 // nestedGroups are the placeholders that hold another engine sentence (the

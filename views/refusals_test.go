@@ -398,6 +398,17 @@ func TestRefusalNestedSentencesAreTranslatedInTurn(t *testing.T) {
 	if want := `标签 "pool=a,pool=b"：键 "pool" 出现了两次`; got != want {
 		t.Errorf("nested refusal = %q, want %q", got, want)
 	}
+	// No space is left between two Chinese characters where an inner
+	// sentence is put in; user data keeps its own spaces.
+	for msg, want := range map[string]string{
+		`selector "zone in (a": at character 11: expected "," or ")" in the list, found the end`: `选择器 "zone in (a"：第 11 个字符处：列表中应为 "," 或 ")"，却遇到结尾`,
+		"the first admin's password must be at least 12 characters":                              "第一个管理员的密码至少 12 个字符",
+		`selector "a b": at character 3: expected "," or the end after a requirement, found "b"`: `选择器 "a b"：第 3 个字符处：条件之后应为 "," 或结尾，却遇到 "b"`,
+	} {
+		if got := RefusalIn(zh, msg); got != want {
+			t.Errorf("RefusalIn(%q) = %q, want %q", msg, got, want)
+		}
+	}
 	// A sentence built to nest deeper than the bound still ends.
 	deep := strings.Repeat("pool key: ", 50) + "key is empty"
 	if got := RefusalIn(zh, deep); !strings.HasPrefix(got, "节点池的键：") {
