@@ -53,7 +53,7 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^wrong username or password$`), "RefWrongLogin", nil},
 	{regexp.MustCompile(`^node (\S+) is running; disable it before deleting it$`), "RefNodeRunningDelete", []string{"Name"}},
 	{regexp.MustCompile(`^task (.+) is (stopped|running|paused); stop it before editing$`), "RefTaskStopFirst", []string{"Title", "Status"}},
-	{regexp.MustCompile(`^no running worker for this task \((.*)\)$`), "RefNoWorker", []string{"Why"}},
+	{regexp.MustCompile(`^no running worker for this task \((.+)\)$`), "RefNoWorker", []string{"Why"}},
 	{regexp.MustCompile(`^the database did not answer in time or refused the connection; retrying$`), "RefDBUnavailable", nil},
 	{regexp.MustCompile(`^not found$`), "RefNotFound", nil},
 	{regexp.MustCompile(`^forbidden$`), "RefForbidden", nil},
@@ -338,6 +338,11 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^too large$`), "RefBareTooLarge", nil},
 	{regexp.MustCompile(`^busy$`), "RefBareBusy", nil},
 	{regexp.MustCompile(`^unavailable$`), "RefBareUnavailable", nil},
+	{regexp.MustCompile(`^no executor$`), "RefWhoNoExecutor", nil},
+	{regexp.MustCompile(`^executors: ([^;]+); (selector .+)$`), "RefWhoExecutorsAndMore", []string{"Names", "Msg"}},
+	{regexp.MustCompile(`^executors: ([^;]+)$`), "RefWhoExecutors", []string{"Names"}},
+	{regexp.MustCompile(`^selector (.+) selects no worker$`), "RefWhoSelectorNone", []string{"Selector"}},
+	{regexp.MustCompile(`^selector (.+) selects (.+)$`), "RefWhoSelector", []string{"Selector", "Names"}},
 }
 
 // Refusal says an engine sentence (a refusal or a field error) in the
@@ -408,8 +413,9 @@ func joinNested(s string) string {
 
 // nestedGroups are the placeholders that hold another engine sentence (the
 // reason inside "label "x": key is empty", the pool list inside a pool
-// allowance refusal, the token a selector error found), said in the reader's language in turn.
-var nestedGroups = map[string]bool{"Msg": true, "Pools": true, "Found": true}
+// allowance refusal, the token a selector error found, who executes a task
+// that has no running worker), said in the reader's language in turn.
+var nestedGroups = map[string]bool{"Msg": true, "Pools": true, "Found": true, "Why": true}
 
 // maxRefusalDepth bounds the nesting, so that no sentence, however built,
 // makes the translation recurse without end.

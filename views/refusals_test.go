@@ -40,7 +40,7 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefWrongLogin", "wrong username or password"},
 	{"RefNodeRunningDelete", "node w1 is running; disable it before deleting it"},
 	{"RefTaskStopFirst", "task nightly is running; stop it before editing"},
-	{"RefNoWorker", "no running worker for this task (executors: w1, w2)"},
+	{"RefNoWorker", "no running worker for this task (executors: w1; selector pool=billing selects no worker)"},
 	{"RefDBUnavailable", "the database did not answer in time or refused the connection; retrying"},
 	{"RefNotFound", "not found"},
 	{"RefForbidden", "forbidden"},
@@ -325,6 +325,11 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefBareTooLarge", "too large"},
 	{"RefBareBusy", "busy"},
 	{"RefBareUnavailable", "unavailable"},
+	{"RefWhoNoExecutor", "no executor"},
+	{"RefWhoExecutorsAndMore", "executors: w1, w2; selector pool=billing selects no worker"},
+	{"RefWhoExecutors", "executors: w1, w2"},
+	{"RefWhoSelectorNone", "selector pool=billing selects no worker"},
+	{"RefWhoSelector", "selector pool=billing selects w1, w2"},
 }
 
 // keptEnglish are the words a Chinese refusal keeps in English on purpose:
