@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -159,18 +160,32 @@ func (b *bench) delayedRun(ctx context.Context, dialect string, pending, due int
 	errs := make(chan error, 8)
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// After a failure the creators keep taking numbers without
+			// creating, so the loop handing them out never blocks.
 			for i := range next {
+				if failed.Load() {
+					continue
+				}
 				at := second.Add(time.Duration(i) * spread / time.Duration(due))
 				in := master.DelayedInput{SourceApp: "smbench", Topic: "due", ContentKey: fmt.Sprintf("%s-%d", prefix, i),
 					At: at.UTC().Format(time.RFC3339Nano), NotifyURL: target.URL + "/cb", NotifyBody: `{"n":` + fmt.Sprint(i) + `}`}
 				d, _, err := e.m.Delayed().CreateDelayed(ctx, in, "smbench")
+				// A busy database (a checkpoint, a lock) is asked again, as
+				// an application would.
+				for try := 0; err != nil && store.IsRetryable(err) && try < 5; try++ {
+					time.Sleep(time.Duration(50<<try) * time.Millisecond)
+					d, _, err = e.m.Delayed().CreateDelayed(ctx, in, "smbench")
+				}
 				if err != nil {
-					errs <- err
-					return
+					if failed.CompareAndSwap(false, true) {
+						errs <- fmt.Errorf("delayed task %d: %w", i, err)
+					}
+					continue
 				}
 				dmu.Lock()
 				dueAt[d.ID] = d.DueAt
