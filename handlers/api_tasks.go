@@ -85,13 +85,16 @@ func afterParam(c *gin.Context) (*master.Cursor, error) {
 	return &cur, nil
 }
 
-// nextCursor is the cursor of the page after one that ended with the row
-// (at, id), "" when the page was not full (no page after it).
-func nextCursor(n, limit int, at time.Time, id string) string {
-	if n < limit || n == 0 {
-		return ""
+// pageAnswer is a list's answer: its items, the total and, when the page
+// is full, "next": the ?after= cursor of the following page, made from the
+// last item's sort time and id (key).
+func pageAnswer[T any](items []T, total, limit int, key func(T) (time.Time, string)) gin.H {
+	out := gin.H{"items": items, "total": total}
+	if n := len(items); n > 0 && n >= limit {
+		at, id := key(items[n-1])
+		out["next"] = master.Cursor{At: at, ID: id}.Encode()
 	}
-	return master.Cursor{At: at, ID: id}.Encode()
+	return out
 }
 
 // taskFilter reads the task list filters shared by the API and the console.
@@ -144,14 +147,7 @@ func (s *server) apiListTasks(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	out := gin.H{"items": items, "total": total}
-	if len(items) > 0 {
-		last := items[len(items)-1]
-		if next := nextCursor(len(items), f.Limit, last.CreatedAt, last.ID); next != "" {
-			out["next"] = next
-		}
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, pageAnswer(items, total, f.Limit, func(t master.Task) (time.Time, string) { return t.CreatedAt, t.ID }))
 }
 
 // apiGetTask answers GET /api/v1/tasks/{id}.

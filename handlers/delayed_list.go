@@ -46,14 +46,7 @@ func (s *server) apiListDelayed(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	out := gin.H{"items": items, "total": total}
-	if len(items) > 0 {
-		last := items[len(items)-1]
-		if next := nextCursor(len(items), f.Limit, last.CreatedAt, last.ID); next != "" {
-			out["next"] = next
-		}
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, pageAnswer(items, total, f.Limit, func(d master.Delayed) (time.Time, string) { return d.CreatedAt, d.ID }))
 }
 
 // listDelayed shows the delayed task list with its filters; htmx gets only the rows.

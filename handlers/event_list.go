@@ -274,13 +274,7 @@ func (s *server) apiListEvents(c *gin.Context) {
 		items[i] = apiEvent{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, TargetType: e.TargetType,
 			Target: e.Target, Outcome: e.Outcome, Detail: e.Detail, Master: e.Master}
 	}
-	out := gin.H{"items": items, "total": total}
-	if n := len(evs); n > 0 {
-		if next := nextCursor(n, f.Limit, evs[n-1].At, strconv.FormatInt(evs[n-1].ID, 10)); next != "" {
-			out["next"] = next
-		}
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, pageAnswer(items, total, f.Limit, func(e apiEvent) (time.Time, string) { return e.At, strconv.FormatInt(e.ID, 10) }))
 }
 
 // isAdmin reports whether the caller is an admin: only admins see personal

@@ -305,11 +305,5 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 	for i := range runs {
 		items[i] = toAPIRun(&runs[i])
 	}
-	out := gin.H{"items": items, "total": total}
-	if n := len(runs); n > 0 {
-		if next := nextCursor(n, f.Limit, runs[n-1].StartedAt, runs[n-1].ID); next != "" {
-			out["next"] = next
-		}
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, pageAnswer(items, total, f.Limit, func(r apiRun) (time.Time, string) { return r.StartedAt, r.ID }))
 }

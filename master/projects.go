@@ -54,7 +54,8 @@ type ProjectInput struct {
 	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
-// checkWebhook returns what is wrong with an optional http(s) URL, or "".
+// checkWebhook returns what is wrong with an optional absolute http(s) URL
+// (a webhook, the console's public URL), or "".
 func checkWebhook(raw string) string {
 	if raw == "" {
 		return ""

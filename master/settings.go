@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/mail"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,12 +120,8 @@ func (s *Settings) Validate() error {
 		fe["smtp_password"] = "is required with a username"
 	}
 	for key, raw := range map[string]string{"webhook_url": s.WebhookURL, "public_url": s.PublicURL} {
-		if raw == "" {
-			continue
-		}
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			fe[key] = fmt.Sprintf("%q is not an absolute http(s) URL", raw)
+		if msg := checkWebhook(raw); msg != "" {
+			fe[key] = msg
 		}
 	}
 	if len(fe) > 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/uptrace/bun"
 )
 
 // Cursor is where a keyset page of a list starts: after the row with this
@@ -20,6 +22,19 @@ type Cursor struct {
 // Encode is the cursor as an opaque URL-safe string.
 func (c Cursor) Encode() string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixNano(), 10) + ":" + c.ID))
+}
+
+// after limits q to the rows past the cursor in a newest-first order: the
+// time column descending, ties by the id column ascending (idAsc) or
+// descending. id is the cursor's id as the column holds it.
+func after(q *bun.SelectQuery, c *Cursor, timeCol, idCol string, idAsc bool, id any) *bun.SelectQuery {
+	at, cmp := c.At.UTC(), " < ?"
+	if idAsc {
+		cmp = " > ?"
+	}
+	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("? < ?", bun.Safe(timeCol), at).WhereOr("? = ? AND "+idCol+cmp, bun.Safe(timeCol), at, id)
+	})
 }
 
 // ErrBadCursor means a cursor string is not one Encode made.

@@ -202,11 +202,7 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	var out []DelayedTask
 	page := filter(db.NewSelect().Model(&out))
 	if f.After != nil {
-		at := f.After.At.UTC()
-		page = page.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("created_at < ?", at).WhereOr("created_at = ? AND id < ?", at, f.After.ID)
-		})
-		f.Offset = 0
+		page, f.Offset = after(page, f.After, "created_at", "id", false, f.After.ID), 0
 	}
 	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed tasks: %w", err)

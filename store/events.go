@@ -169,29 +169,19 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
+	// The total counts the filter's events; a cursor only moves the page.
+	total, err := q.Count(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: count events: %w", err)
+	}
 	if f.After != nil {
 		id, err := strconv.ParseInt(f.After.ID, 10, 64)
 		if err != nil {
 			return nil, 0, fmt.Errorf("event cursor id %q: %w", f.After.ID, ErrBadCursor)
 		}
-		at := f.After.At.UTC()
-		total, err := q.Count(ctx)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: count events: %w", err)
-		}
-		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("at < ?", at).WhereOr("at = ? AND id < ?", at, id)
-		})
-		if err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
-			return nil, 0, fmt.Errorf("store: list events: %w", err)
-		}
-		for i := range events {
-			events[i].At = events[i].At.UTC()
-		}
-		return events, int(total), nil
+		q, f.Offset = after(q, f.After, "at", "id", false, id), 0
 	}
-	total, err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).ScanAndCount(ctx)
-	if err != nil {
+	if err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list events: %w", err)
 	}
 	for i := range events {

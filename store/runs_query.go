@@ -80,11 +80,7 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 func runPageQuery(db bun.IDB, f RunFilter, dest *[]Run) *bun.SelectQuery {
 	q := f.where(db.NewSelect().Model(dest).ExcludeColumn("output"))
 	if f.After != nil {
-		at := f.After.At.UTC()
-		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("started_at < ?", at).WhereOr("started_at = ? AND id < ?", at, f.After.ID)
-		})
-		f.Offset = 0
+		q, f.Offset = after(q, f.After, "started_at", "id", false, f.After.ID), 0
 	}
 	if f.Preview {
 		q = withPreview(q)

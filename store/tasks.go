@@ -242,12 +242,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	}
 	page := filter(db.NewSelect().Model(&tasks))
 	if f.After != nil {
-		// Newest first, ties by id: the rows after the cursor's in that order.
-		at := f.After.At.UTC()
-		page = page.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("created_at < ?", at).WhereOr("created_at = ? AND id > ?", at, f.After.ID)
-		})
-		f.Offset = 0
+		page, f.Offset = after(page, f.After, "created_at", "id", true, f.After.ID), 0
 	}
 	if err := page.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
