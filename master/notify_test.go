@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -276,6 +277,20 @@ func TestProjectWebhookHearsItsFailures(t *testing.T) {
 	}
 	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "ftp://x"}); !isFieldErrors(err, "webhook_url") {
 		t.Fatalf("a project webhook that is not http(s): %v", err)
+	}
+	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "http://x/" + strings.Repeat("a", 3000)}); !isFieldErrors(err, "webhook_url") {
+		t.Fatalf("a 3,000-byte project webhook: %v, want a field error (the column holds 2,048)", err)
+	}
+	var pools []string
+	for i := range 30 {
+		var vs []string
+		for j := range 5 {
+			vs = append(vs, fmt.Sprintf("%s-%02d-%d", strings.Repeat("p", 55), i, j))
+		}
+		pools = append(pools, "pool in ("+strings.Join(vs, ",")+")")
+	}
+	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", Pools: pools}); !isFieldErrors(err, "pools") {
+		t.Fatalf("pools longer than their column: %v, want a field error", err)
 	}
 	now := time.Now().UTC()
 	fail := func(project, id string) {

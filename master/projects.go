@@ -60,6 +60,9 @@ func checkWebhook(raw string) string {
 	if raw == "" {
 		return ""
 	}
+	if len(raw) > maxWebhookURL {
+		return fmt.Sprintf("is longer than %d bytes", maxWebhookURL)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(raw, " \t\r\n") {
 		return fmt.Sprintf("%q is not an absolute http(s) URL", raw)
@@ -92,8 +95,18 @@ func checkPools(pools []string) ([]string, string) {
 		out = append(out, sel.String())
 	}
 	slices.Sort(out)
-	return slices.Compact(out), ""
+	out = slices.Compact(out)
+	if n := len(strings.Join(out, "\n")); n > maxPoolsText {
+		return nil, fmt.Sprintf("the pools take %d bytes together: at most %d", n, maxPoolsText)
+	}
+	return out, ""
 }
+
+// maxPoolsText is the room of projects.pools (the selectors, one a line).
+const maxPoolsText = 4000
+
+// maxWebhookURL is the room of projects.webhook_url.
+const maxWebhookURL = 2048
 
 // ProjectPools returns a project's pool allowance, one selector each.
 func ProjectPools(p *Project) []string {
