@@ -90,6 +90,10 @@ func afterParam(c *gin.Context) (*master.Cursor, error) {
 // last item's sort time and id (key).
 func pageAnswer[T any](items []T, total, limit int, key func(T) (time.Time, string)) gin.H {
 	out := gin.H{"items": items, "total": total}
+	if total >= master.ListCountCap {
+		// Counting stopped there: more match.
+		out["total_capped"] = true
+	}
 	if n := len(items); n > 0 && n >= limit {
 		at, id := key(items[n-1])
 		out["next"] = master.Cursor{At: at, ID: id}.Encode()
@@ -263,7 +267,11 @@ func (s *server) apiListRuns(c *gin.Context) {
 	for i := range runs {
 		items[i] = toAPIRun(&runs[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "total": total})
+	out := gin.H{"items": items, "total": total}
+	if total >= master.ListCountCap {
+		out["total_capped"] = true
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // apiGetRun answers GET /api/v1/runs/{id}.

@@ -92,6 +92,7 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []
 		vm.TasksTotal += n
 	}
 	vm.NoExecutor = d.NoExecutor
+	vm.UpdatedAt = utcText(d.At)
 	vm.Today = utcDay(now).Format(time.DateOnly)
 	for _, dc := range d.RunsToday {
 		addCount(&vm.RunsToday, dc.Result, dc.N)

@@ -54,15 +54,19 @@ type apiParam struct {
 // Answers built from gin.H in the handlers, typed here as they are written.
 type (
 	listOf[T any] struct {
-		Items []T `json:"items"`
-		Total int `json:"total"`
+		Items       []T  `json:"items"`
+		Total       int  `json:"total"`
+		TotalCapped bool `json:"total_capped,omitempty"`
 	}
 	// pageOf is a list that pages by cursor too: next is the ?after= of
 	// the following page, absent on the last one.
+	// total_capped says total is where counting stopped
+	// (master.ListCountCap): more match.
 	pageOf[T any] struct {
-		Items []T    `json:"items"`
-		Total int    `json:"total"`
-		Next  string `json:"next,omitempty"`
+		Items       []T    `json:"items"`
+		Total       int    `json:"total"`
+		TotalCapped bool   `json:"total_capped,omitempty"`
+		Next        string `json:"next,omitempty"`
 	}
 	poolsAnswer struct {
 		Key   string        `json:"key"`

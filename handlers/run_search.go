@@ -20,10 +20,6 @@ import (
 // runListPageSize is how many runs the runs page shows at once.
 const runListPageSize = 50
 
-// runListCountCap bounds the count behind the runs page's pager, so its live
-// refresh over millions of runs stays cheap ("of more than 10000").
-const runListCountCap = 10_000
-
 // runListTaskChoices bounds the tasks offered by the runs page's task filter.
 const runListTaskChoices = 500
 
@@ -219,7 +215,7 @@ func (s *server) runListLive(c *gin.Context) {
 // runListLiveVM loads one page of runs with their tasks' titles.
 func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.RunFilterVM) (views.RunListLiveVM, error) {
 	ctx := c.Request.Context()
-	f.Limit, f.CountLimit = runListPageSize, runListCountCap
+	f.Limit = runListPageSize
 	if f.TaskID == "" {
 		f.Projects = s.currentProjectIDs(c)
 	}
@@ -233,7 +229,7 @@ func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.Run
 	}
 	now := time.Now()
 	vm := views.RunListLiveVM{
-		Rows: rows, Total: total, Capped: total >= runListCountCap, PollInterval: s.poll,
+		Rows: rows, Total: total, Capped: total >= master.ListCountCap, PollInterval: s.poll,
 		UpdatedAt: now.UTC().Format("15:04:05") + " UTC", Filtered: fvm != (views.RunFilterVM{}),
 		RowsURL: withQuery("/runs/live", runListQuery(fvm, f.Offset)),
 	}

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -52,33 +53,71 @@ type Dashboard struct {
 	NoExecutor int
 	RunsToday  []store.DayCount
 	Failures   []store.FailedRun
+	// At is when the counts were read: now, or up to ReadCacheTTL ago for a
+	// large estate.
+	At time.Time
 }
 
 // ReadDashboard reads the dashboard's counters: task counts, tasks with no
 // running executor, today's runs (UTC day of now) and the latest failures.
 // Its counts are of the projects given (nil: every one) that whoever asks
-// may read.
+// may read. From LargeEstateRows tasks or runs today on, the counts are
+// kept for ReadCacheTTL and refreshed in the background.
 func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, projects []int64) (Dashboard, error) {
-	var d Dashboard
-	var err error
 	projects = restrictProjects(ctx, projects)
-	if d.Tasks, err = store.CountTasksByStatus(ctx, r.db, projects); err != nil {
-		return d, err
-	}
-	if d.NoExecutor, err = store.CountStrandedTasks(ctx, r.db, projects); err != nil {
-		return d, err
-	}
 	y, mo, day := now.UTC().Date()
 	today := time.Date(y, mo, day, 0, 0, 0, 0, time.UTC)
-	if d.RunsToday, err = r.RunsPerDay(ctx, today, today.AddDate(0, 0, 1), projects); err != nil {
-		return d, err
+	key := "dashboard|" + today.Format(time.DateOnly) + "|" + strconv.Itoa(failures) + "|" + projectsKey(projects)
+	v, at, err := r.cache.get(ctx, key, func(ctx context.Context) (any, bool, error) {
+		var d Dashboard
+		var err error
+		if d.Tasks, err = store.CountTasksByStatus(ctx, r.db, projects); err != nil {
+			return d, false, err
+		}
+		if d.NoExecutor, err = store.CountStrandedTasks(ctx, r.db, projects); err != nil {
+			return d, false, err
+		}
+		if d.RunsToday, err = store.RunsPerDay(ctx, r.db, today, today.AddDate(0, 0, 1), projects); err != nil {
+			return d, false, err
+		}
+		if d.Failures, err = store.LatestFailures(ctx, r.db, failures, projects); err != nil {
+			return d, false, err
+		}
+		rows := 0
+		for _, n := range d.Tasks {
+			rows += n
+		}
+		runs := 0
+		for _, c := range d.RunsToday {
+			runs += c.N
+		}
+		return d, rows >= LargeEstateRows || runs >= LargeEstateRows, nil
+	})
+	if err != nil {
+		return Dashboard{}, err
 	}
-	d.Failures, err = store.LatestFailures(ctx, r.db, failures, projects)
-	return d, err
+	d := v.(Dashboard)
+	d.At = at
+	return d, nil
 }
 
 // RunsPerDay counts runs by UTC day and result in [from, to), of the
 // projects given (nil: every one) that whoever asks may read.
+// From LargeEstateRows runs in the range on, the counts are kept for
+// ReadCacheTTL and refreshed in the background.
 func (r *Reads) RunsPerDay(ctx context.Context, from, to time.Time, projects []int64) ([]store.DayCount, error) {
-	return store.RunsPerDay(ctx, r.db, from, to, restrictProjects(ctx, projects))
+	projects = restrictProjects(ctx, projects)
+	key := "runs-per-day|" + from.UTC().Format(time.RFC3339) + "|" + to.UTC().Format(time.RFC3339) + "|" + projectsKey(projects)
+	v, _, err := r.cache.get(ctx, key, func(ctx context.Context) (any, bool, error) {
+		counts, err := store.RunsPerDay(ctx, r.db, from, to, projects)
+		runs := 0
+		for _, c := range counts {
+			runs += c.N
+		}
+		return counts, runs >= LargeEstateRows, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]store.DayCount), nil
 }

@@ -110,6 +110,8 @@ type DelayedTasks struct {
 	life     *lifecycle
 	notify   *notifier
 	runLists *slots
+	// counts keeps the status counts of a large estate.
+	counts *readCache
 
 	once sync.Once
 	wake chan struct{}
@@ -384,8 +386,10 @@ func (svc *DelayedTasks) delayedFor(ctx context.Context, id string, a Action) (*
 	return &d, nil
 }
 
-// ListDelayed returns a page of delayed tasks, newest first, and the total.
+// ListDelayed returns a page of delayed tasks, newest first, and the total,
+// counted up to ListCountCap unless f says otherwise.
 func (svc *DelayedTasks) ListDelayed(ctx context.Context, f store.DelayedFilter) ([]Delayed, int, error) {
+	f.CountLimit = countLimit(f.CountLimit)
 	if f.Status != "" && !isDelayedStatus(f.Status) {
 		return nil, 0, Errorf(KindInvalid, "status must be one of %s", strings.Join(store.DelayedStatuses, ", "))
 	}
@@ -460,6 +464,20 @@ func (svc *DelayedTasks) CancelDelayed(ctx context.Context, id string) (_ *Delay
 
 // DelayedCounts counts the delayed tasks by status, of the projects given
 // (nil: every one) that whoever asks may read.
+// From LargeEstateRows delayed tasks on, the counts are kept for
+// ReadCacheTTL and refreshed in the background.
 func (svc *DelayedTasks) DelayedCounts(ctx context.Context, projects []int64) (map[string]int, error) {
-	return store.CountDelayedByStatus(ctx, svc.db, restrictProjects(ctx, projects))
+	projects = restrictProjects(ctx, projects)
+	v, _, err := svc.counts.get(ctx, "delayed-counts|"+projectsKey(projects), func(ctx context.Context) (any, bool, error) {
+		counts, err := store.CountDelayedByStatus(ctx, svc.db, projects)
+		n := 0
+		for _, c := range counts {
+			n += c
+		}
+		return counts, n >= LargeEstateRows, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]int), nil
 }

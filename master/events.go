@@ -23,13 +23,15 @@ func workerActor(ctx context.Context, name string) context.Context {
 	return WithActor(ctx, "worker "+name)
 }
 
-// ListEvents returns a page of the event log, newest first, and the total.
+// ListEvents returns a page of the event log, newest first, and the total,
+// counted up to ListCountCap unless f says otherwise.
 // Whoever asks sees the events of the projects it may read, and the
 // cluster's events (nodes, users, settings) when it may read every project.
 func (r *Reads) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, int, error) {
 	if readable := readableProjects(ctx); readable != nil {
 		f.Projects, f.Cluster = restrictProjects(ctx, f.Projects), false
 	}
+	f.CountLimit = countLimit(f.CountLimit)
 	evs, total, err := store.ListEvents(ctx, r.db, f)
 	if errors.Is(err, store.ErrBadCursor) {
 		return nil, 0, Errorf(KindInvalid, "after must be the next cursor a previous page answered with")

@@ -168,6 +168,8 @@ type Master struct {
 	ingest ingestGroup
 	// runLists bounds the run lists read at once (runs_query.go).
 	runLists slots
+	// readCache keeps the aggregate counts of a large estate (read_cache.go).
+	readCache *readCache
 
 	// sweeper runs sweepPass every health interval; retainer runs the
 	// retention duty every hour.
@@ -193,9 +195,10 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		bootID: protocol.NewNonce(),
 	}
 	m.life = newLifecycle()
+	m.readCache = newReadCache(m.life)
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
 	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
-	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask}
+	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask, cache: m.readCache}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life, directory: cfg.Directory, oidcRoles: cfg.OIDC,
 		settings: m.settings}
@@ -208,7 +211,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.notify = newNotifier(m)
 	m.misfires = &misfireAccountant{db: st.DB, identity: cfg.Identity, window: cfg.MisfireWindow, events: m.events, log: log,
 		locks: &m.locks, getTask: m.GetTask, runOnce: m.runOnce}
-	m.delayed = &DelayedTasks{db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
+	m.delayed = &DelayedTasks{counts: m.readCache, db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
 	m.runs = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,

@@ -32,12 +32,14 @@ func CheckRunResult(result string) error {
 const RunListSlots = 4
 
 // SearchRuns returns a page of the runs matching f across tasks, newest
-// first, and how many match. Filtering by a task that never existed is not
+// first, and how many match (up to ListCountCap unless f says otherwise).
+// Filtering by a task that never existed is not
 // found; a deleted task's runs stay readable.
 func (r *Reads) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int, error) {
 	if err := CheckRunResult(f.Result); err != nil {
 		return nil, 0, err
 	}
+	f.CountLimit = countLimit(f.CountLimit)
 	if f.TaskID != "" && PrincipalFrom(ctx) != nil {
 		// Runs of a deleted task stay readable by who may read its project.
 		pid, err := store.TaskProject(ctx, r.db, f.TaskID)

@@ -161,9 +161,11 @@ func (m *Master) markStranded(ctx context.Context, tasks []*Task) error {
 	return nil
 }
 
-// ListTasks returns a page of tasks and the total.
+// ListTasks returns a page of tasks and the total, counted up to
+// ListCountCap unless f says otherwise.
 func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int, error) {
 	f.Projects = restrictProjects(ctx, f.Projects)
+	f.CountLimit = countLimit(f.CountLimit)
 	rows, total, err := store.ListTasks(ctx, m.st.DB, f)
 	if err != nil {
 		return nil, 0, err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"strconv"
@@ -55,4 +56,18 @@ func ParseCursor(s string) (Cursor, error) {
 		return Cursor{}, ErrBadCursor
 	}
 	return Cursor{At: time.Unix(0, n).UTC(), ID: id}, nil
+}
+
+// countUpTo counts the rows q selects, stopping at limit when limit > 0: a
+// list over millions of rows then counts at most limit of them ("more than
+// limit"). q is a SELECT of one model with its conditions only.
+func countUpTo(ctx context.Context, db bun.IDB, q *bun.SelectQuery, limit int) (int, error) {
+	if limit <= 0 {
+		n, err := q.Count(ctx)
+		return int(n), err
+	}
+	var n int
+	sub := q.Clone().ColumnExpr("1 AS one").Limit(int64(limit))
+	err := db.NewSelect().TableExpr("(?) AS capped", sub).ColumnExpr("COUNT(*)").Scan(ctx, &n)
+	return n, err
 }

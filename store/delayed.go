@@ -180,6 +180,10 @@ type DelayedFilter struct {
 	After  *Cursor
 	Limit  int
 	Offset int
+	// CountLimit stops counting the matching rows past this many (0: count
+	// them all), so a list over a large estate stays cheap; the total is then
+	// at most CountLimit.
+	CountLimit int
 }
 
 // ListDelayed returns a page of delayed tasks, newest first, and their total.
@@ -207,7 +211,7 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed tasks: %w", err)
 	}
-	total, err := filter(db.NewSelect().Model((*DelayedTask)(nil))).Count(ctx)
+	total, err := countUpTo(ctx, db, filter(db.NewSelect().Model((*DelayedTask)(nil))), f.CountLimit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: count delayed tasks: %w", err)
 	}

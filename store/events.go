@@ -114,6 +114,10 @@ type EventFilter struct {
 	After  *Cursor
 	Limit  int // default 50
 	Offset int
+	// CountLimit stops counting the matching rows past this many (0: count
+	// them all), so a list over a large estate stays cheap; the total is then
+	// at most CountLimit.
+	CountLimit int
 }
 
 // escapeLikeBang escapes a LIKE pattern for "ESCAPE '!'", which both SQLite
@@ -170,7 +174,7 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 		f.Limit = 50
 	}
 	// The total counts the filter's events; a cursor only moves the page.
-	total, err := q.Count(ctx)
+	total, err := countUpTo(ctx, db, q, f.CountLimit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: count events: %w", err)
 	}

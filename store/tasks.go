@@ -218,6 +218,10 @@ type TaskFilter struct {
 	After  *Cursor
 	Limit  int
 	Offset int
+	// CountLimit stops counting the matching rows past this many (0: count
+	// them all), so a list over a large estate stays cheap; the total is then
+	// at most CountLimit.
+	CountLimit int
 }
 
 // ListTasks returns a page of tasks, newest first, and the total matching.
@@ -247,7 +251,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	if err := page.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
 	}
-	total, err := filter(db.NewSelect().Model((*Task)(nil))).Count(ctx)
+	total, err := countUpTo(ctx, db, filter(db.NewSelect().Model((*Task)(nil))), f.CountLimit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: count tasks: %w", err)
 	}

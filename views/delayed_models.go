@@ -33,6 +33,7 @@ type DelayedListVM struct {
 	Statuses     []string
 	Counts       []DelayedCount
 	Total        int
+	Capped       bool // Total is where counting stopped: there are more
 	From, To     int
 	PrevURL      string
 	NextURL      string

@@ -43,6 +43,7 @@ type EventsVM struct {
 	TargetTypes []string
 	Rows        []EventRow
 	Total       int
+	Capped      bool   // Total is where counting stopped: there are more
 	First, Last int    // 1-based range shown
 	PrevURL     string // "" on the first page
 	NextURL     string // "" on the last page

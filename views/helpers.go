@@ -99,3 +99,12 @@ func orDeleted(ctx context.Context, title string) string {
 // only URL-safe characters; a key's prefix keeps its '/', which the route
 // reads as part of the pool.
 func poolPath(key, value string) string { return "/pools/" + key + "=" + value }
+
+// pagerRange is a list's "1–50 of 120"; capped says the total was counted
+// only so far ("of more than 10000").
+func pagerRange(ctx context.Context, from, to, total int, capped bool) string {
+	if capped {
+		return T(ctx, "PagerRangeCapped", "From", from, "To", to, "Total", total)
+	}
+	return T(ctx, "PagerRange", "From", from, "To", to, "Total", total)
+}

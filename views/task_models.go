@@ -61,6 +61,7 @@ type TasksVM struct {
 	Filtered     bool     // a filter is set (changes the empty-state text)
 	Nodes        []string // worker names for the node filter
 	Total        int
+	Capped       bool   // Total is where counting stopped: there are more
 	From, To     int    // 1-based range shown
 	PrevURL      string // "" when on the first page
 	NextURL      string // "" when on the last page
@@ -208,6 +209,7 @@ type RunsVM struct {
 	TaskID       string
 	Rows         []RunRow
 	Total        int
+	Capped       bool // Total is where counting stopped: there are more
 	From, To     int
 	PrevURL      string
 	NextURL      string

@@ -95,6 +95,7 @@ func scenarios() []scenario {
 		{"burst", "10,000 HTTP fires at one instant on two workers, beside a bare fan-out", (*bench).burstScenario},
 		{"herd", "100,000 HTTP fires at one instant on three workers: none skipped, throughput flat", (*bench).herdScenario},
 		{"burstdelayed", "10,000 delayed tasks due at one instant on two workers, beside a bare fan-out", (*bench).burstDelayedScenario},
+		{"scale", "list pages and the dashboard with 100,000 tasks, 1,000,000 runs and 1,000,000 pending delayed tasks", (*bench).scaleScenario},
 	}
 }
 
@@ -108,7 +109,7 @@ func main() {
 	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<random> is created and dropped); default $SM_TEST_MYSQL_DSN")
 	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
-	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd")
+	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,scale")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
 	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")

@@ -1,0 +1,125 @@
+// A cache for the console's aggregate reads of a large estate.
+
+package master
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// LargeEstateRows is where an aggregate read (the dashboard's counters,
+	// the runs chart) stops being exact on every view: below it, each view
+	// counts afresh; from it on, the counts are kept for ReadCacheTTL and
+	// refreshed in the background, so a dashboard costs the same at 100 and
+	// at 100,000 tasks.
+	LargeEstateRows = 10_000
+	// ReadCacheTTL is how old the counts of a large estate may be.
+	ReadCacheTTL = 10 * time.Second
+	// readCacheEntries bounds the cache: one entry per read and project set.
+	readCacheEntries = 256
+	// readRefreshTimeout bounds a background refresh.
+	readRefreshTimeout = time.Minute
+)
+
+// readCache keeps the results of aggregate reads whose last count reached
+// LargeEstateRows. A stale entry is served while one refresh runs in the
+// background, so no view waits for a count over the whole estate once the
+// first one is done.
+type readCache struct {
+	mu      sync.Mutex
+	entries map[string]*readEntry
+	now     func() time.Time
+	// life runs the refreshes, so the engine's Stop waits for them.
+	life *lifecycle
+}
+
+type readEntry struct {
+	val        any
+	at         time.Time
+	refreshing bool
+}
+
+func newReadCache(life *lifecycle) *readCache {
+	return &readCache{entries: map[string]*readEntry{}, now: time.Now, life: life}
+}
+
+// projectsKey names a project set: "*" for every project (nil).
+func projectsKey(projects []int64) string {
+	if projects == nil {
+		return "*"
+	}
+	ids := slices.Sorted(slices.Values(projects))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// get returns the value of key: the kept one when the estate is large (a
+// stale one starts a refresh), otherwise compute's, which also says whether
+// what it counted was large. The value's time is when it was computed.
+func (c *readCache) get(ctx context.Context, key string, compute func(context.Context) (any, bool, error)) (any, time.Time, error) {
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok {
+		at := e.at
+		if c.now().Sub(at) >= ReadCacheTTL && !e.refreshing {
+			e.refreshing = c.life.goBackground(func(ctx context.Context) { c.refresh(ctx, key, e, compute) })
+		}
+		c.mu.Unlock()
+		return e.val, at, nil
+	}
+	c.mu.Unlock()
+	at := c.now()
+	v, large, err := compute(ctx)
+	if err != nil {
+		return nil, at, err
+	}
+	if large {
+		c.put(key, &readEntry{val: v, at: at})
+	}
+	return v, at, nil
+}
+
+// refresh computes key again for an entry being served stale; an estate
+// that is no longer large leaves the cache.
+func (c *readCache) refresh(ctx context.Context, key string, e *readEntry, compute func(context.Context) (any, bool, error)) {
+	ctx, cancel := context.WithTimeout(ctx, readRefreshTimeout)
+	defer cancel()
+	at := c.now()
+	v, large, err := compute(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refreshing = false
+	switch {
+	case err != nil:
+		// Keep serving the old counts; the next view tries again.
+	case !large:
+		if c.entries[key] == e {
+			delete(c.entries, key)
+		}
+	default:
+		e.val, e.at = v, at
+	}
+}
+
+func (c *readCache) put(key string, e *readEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= readCacheEntries {
+		// Project sets come and go with their readers: the oldest goes.
+		var oldest string
+		for k, o := range c.entries {
+			if oldest == "" || o.at.Before(c.entries[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(c.entries, oldest)
+	}
+	c.entries[key] = e
+}
