@@ -68,20 +68,20 @@ func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, 
 	y, mo, day := now.UTC().Date()
 	today := time.Date(y, mo, day, 0, 0, 0, 0, time.UTC)
 	key := "dashboard|" + today.Format(time.DateOnly) + "|" + strconv.Itoa(failures) + "|" + projectsKey(projects)
-	v, at, err := r.cache.get(ctx, key, func(ctx context.Context) (any, bool, error) {
+	v, at, err := r.cache.get(ctx, key, func(ctx context.Context) (any, int, error) {
 		var d Dashboard
 		var err error
 		if d.Tasks, err = store.CountTasksByStatus(ctx, r.db, projects); err != nil {
-			return d, false, err
+			return d, 0, err
 		}
 		if d.NoExecutor, err = store.CountStrandedTasks(ctx, r.db, projects); err != nil {
-			return d, false, err
+			return d, 0, err
 		}
 		if d.RunsToday, err = store.RunsPerDay(ctx, r.db, today, today.AddDate(0, 0, 1), projects); err != nil {
-			return d, false, err
+			return d, 0, err
 		}
 		if d.Failures, err = store.LatestFailures(ctx, r.db, failures, projects); err != nil {
-			return d, false, err
+			return d, 0, err
 		}
 		rows := 0
 		for _, n := range d.Tasks {
@@ -91,7 +91,7 @@ func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, 
 		for _, c := range d.RunsToday {
 			runs += c.N
 		}
-		return d, rows >= LargeEstateRows || runs >= LargeEstateRows, nil
+		return d, max(rows, runs), nil
 	})
 	if err != nil {
 		return Dashboard{}, err
@@ -108,13 +108,13 @@ func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, 
 func (r *Reads) RunsPerDay(ctx context.Context, from, to time.Time, projects []int64) ([]store.DayCount, error) {
 	projects = restrictProjects(ctx, projects)
 	key := "runs-per-day|" + from.UTC().Format(time.RFC3339) + "|" + to.UTC().Format(time.RFC3339) + "|" + projectsKey(projects)
-	v, _, err := r.cache.get(ctx, key, func(ctx context.Context) (any, bool, error) {
+	v, _, err := r.cache.get(ctx, key, func(ctx context.Context) (any, int, error) {
 		counts, err := store.RunsPerDay(ctx, r.db, from, to, projects)
 		runs := 0
 		for _, c := range counts {
 			runs += c.N
 		}
-		return counts, runs >= LargeEstateRows, err
+		return counts, runs, err
 	})
 	if err != nil {
 		return nil, err

@@ -468,13 +468,13 @@ func (svc *DelayedTasks) CancelDelayed(ctx context.Context, id string) (_ *Delay
 // ReadCacheTTL and refreshed in the background.
 func (svc *DelayedTasks) DelayedCounts(ctx context.Context, projects []int64) (map[string]int, error) {
 	projects = restrictProjects(ctx, projects)
-	v, _, err := svc.counts.get(ctx, "delayed-counts|"+projectsKey(projects), func(ctx context.Context) (any, bool, error) {
+	v, _, err := svc.counts.get(ctx, "delayed-counts|"+projectsKey(projects), func(ctx context.Context) (any, int, error) {
 		counts, err := store.CountDelayedByStatus(ctx, svc.db, projects)
 		n := 0
 		for _, c := range counts {
 			n += c
 		}
-		return counts, n >= LargeEstateRows, err
+		return counts, n, err
 	})
 	if err != nil {
 		return nil, err

@@ -36,6 +36,8 @@ type readCache struct {
 	now     func() time.Time
 	// life runs the refreshes, so the engine's Stop waits for them.
 	life *lifecycle
+	// large is where counts start being kept (LargeEstateRows).
+	large int
 }
 
 type readEntry struct {
@@ -45,7 +47,7 @@ type readEntry struct {
 }
 
 func newReadCache(life *lifecycle) *readCache {
-	return &readCache{entries: map[string]*readEntry{}, now: time.Now, life: life}
+	return &readCache{entries: map[string]*readEntry{}, now: time.Now, life: life, large: LargeEstateRows}
 }
 
 // projectsKey names a project set: "*" for every project (nil).
@@ -62,25 +64,25 @@ func projectsKey(projects []int64) string {
 }
 
 // get returns the value of key: the kept one when the estate is large (a
-// stale one starts a refresh), otherwise compute's, which also says whether
-// what it counted was large. The value's time is when it was computed.
-func (c *readCache) get(ctx context.Context, key string, compute func(context.Context) (any, bool, error)) (any, time.Time, error) {
+// stale one starts a refresh), otherwise compute's, which also says how many
+// rows it counted. The value's time is when it was computed.
+func (c *readCache) get(ctx context.Context, key string, compute func(context.Context) (any, int, error)) (any, time.Time, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
-		at := e.at
+		v, at := e.val, e.at
 		if c.now().Sub(at) >= ReadCacheTTL && !e.refreshing {
 			e.refreshing = c.life.goBackground(func(ctx context.Context) { c.refresh(ctx, key, e, compute) })
 		}
 		c.mu.Unlock()
-		return e.val, at, nil
+		return v, at, nil
 	}
 	c.mu.Unlock()
 	at := c.now()
-	v, large, err := compute(ctx)
+	v, rows, err := compute(ctx)
 	if err != nil {
 		return nil, at, err
 	}
-	if large {
+	if rows >= c.large {
 		c.put(key, &readEntry{val: v, at: at})
 	}
 	return v, at, nil
@@ -88,18 +90,18 @@ func (c *readCache) get(ctx context.Context, key string, compute func(context.Co
 
 // refresh computes key again for an entry being served stale; an estate
 // that is no longer large leaves the cache.
-func (c *readCache) refresh(ctx context.Context, key string, e *readEntry, compute func(context.Context) (any, bool, error)) {
+func (c *readCache) refresh(ctx context.Context, key string, e *readEntry, compute func(context.Context) (any, int, error)) {
 	ctx, cancel := context.WithTimeout(ctx, readRefreshTimeout)
 	defer cancel()
 	at := c.now()
-	v, large, err := compute(ctx)
+	v, rows, err := compute(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.refreshing = false
 	switch {
 	case err != nil:
 		// Keep serving the old counts; the next view tries again.
-	case !large:
+	case rows < c.large:
 		if c.entries[key] == e {
 			delete(c.entries, key)
 		}

@@ -1,0 +1,99 @@
+package store_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/schedulemaster-go/schedulemaster/store"
+	"github.com/schedulemaster-go/schedulemaster/store/storetest"
+)
+
+// TestListsCountUpToTheirLimit: a list's total stops at CountLimit (the
+// page itself is whole), counts every match without one, and the page and
+// the count agree on the filters.
+func TestListsCountUpToTheirLimit(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		db := s.Store.DB
+		for i := range 30 {
+			st := store.TaskRunning
+			if i%3 == 0 {
+				st = store.TaskPaused
+			}
+			if err := store.CreateTask(ctx, db, newTask(fmt.Sprintf("task-%02d", i), fmt.Sprintf("count %02d", i), st)); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := store.CreateDelayed(ctx, db, newDelayed(delayedID(i+1), fmt.Sprint(i), time.Now().Add(time.Hour))); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.AddEvent(ctx, db, &store.Event{At: time.Now(), Actor: "counter", Action: "test.count", TargetType: "task", Target: fmt.Sprint(i), Outcome: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		running := store.TaskRunning
+		for _, c := range []struct {
+			limit, want int
+			status      *store.TaskStatus
+		}{{0, 30, nil}, {-1, 30, nil}, {10, 10, nil}, {30, 30, nil}, {31, 30, nil}, {10, 10, &running}, {0, 20, &running}} {
+			page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Status: c.status, Limit: 5, CountLimit: c.limit})
+			if err != nil || total != c.want || len(page) != 5 {
+				t.Errorf("tasks, limit %d: %d items, total %d, %v; want 5 items, total %d", c.limit, len(page), total, err, c.want)
+			}
+		}
+		if page, total, err := store.ListDelayed(ctx, db, store.DelayedFilter{Status: store.DelayedPending, Limit: 50, CountLimit: 12}); err != nil || total != 12 || len(page) != 30 {
+			t.Errorf("delayed: %d items, total %d, %v; want 30 items, total 12", len(page), total, err)
+		}
+		if page, total, err := store.ListEvents(ctx, db, store.EventFilter{Action: "test.", Limit: 4, CountLimit: 25}); err != nil || total != 25 || len(page) != 4 {
+			t.Errorf("events: %d items, total %d, %v; want 4 items, total 25", len(page), total, err)
+		}
+		if _, total, err := store.ListEvents(ctx, db, store.EventFilter{Actor: "counter", Limit: 4}); err != nil || total != 30 {
+			t.Errorf("events by actor, no limit: total %d, %v; want 30", total, err)
+		}
+	})
+}
+
+// TestLatestFailuresMergesFailedAndTimedOut: the newest failures of both
+// kinds, newest first, however they interleave.
+func TestLatestFailuresMergesFailedAndTimedOut(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		db := s.Store.DB
+		if err := store.CreateTask(ctx, db, newTask("task-f", "failing", store.TaskRunning)); err != nil {
+			t.Fatal(err)
+		}
+		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+		var runs []store.Run
+		// Oldest first: 12 failed, then timeouts and failures alternating,
+		// then successes (never listed).
+		results := []string{}
+		for range 12 {
+			results = append(results, store.ResultFailed)
+		}
+		for i := range 8 {
+			results = append(results, []string{store.ResultTimeout, store.ResultFailed}[i%2])
+		}
+		results = append(results, store.ResultSuccess, store.ResultSuccess)
+		for i, r := range results {
+			at := base.Add(time.Duration(i) * time.Second)
+			runs = append(runs, store.Run{ID: fmt.Sprintf("run-%02d", i), TaskID: "task-f", Node: "w1", ScheduledAt: at, StartedAt: at, EndedAt: at, Result: r, Attempt: 1})
+		}
+		if _, err := store.InsertRuns(ctx, db, runs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.LatestFailures(ctx, db, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 10 {
+			t.Fatalf("%d failures, want 10", len(got))
+		}
+		for i, f := range got {
+			if want := fmt.Sprintf("run-%02d", 19-i); f.ID != want || f.TaskTitle != "failing" {
+				t.Errorf("failure %d = %s (%s), want %s of task failing", i, f.ID, f.TaskTitle, want)
+			}
+		}
+	})
+}
