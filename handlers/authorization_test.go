@@ -49,7 +49,7 @@ var authzRoutes = map[string]string{
 	"GET /metrics": clsReader, "GET /": clsSignedIn, "GET /dashboard": clsSignedIn, "GET /dashboard/live": clsSignedIn,
 	"GET /nodes": clsSignedIn, "GET /nodes/rows": clsSignedIn, "GET /nodes/:name": clsSignedIn, "GET /nodes/:name/live": clsSignedIn,
 	"GET /schedules/preview": clsSignedIn, "GET /selectors/preview": clsSignedIn, "GET /pools": clsSignedIn, "GET /pools/*pool": clsSignedIn,
-	"GET /runs": clsSignedIn, "GET /runs/live": clsSignedIn, "GET /tokens": clsSignedIn, "POST /tokens": clsRead,
+	"GET /runs": clsSignedIn, "GET /runs/live": clsSignedIn, "GET /runs/tasks": clsSignedIn, "GET /tokens": clsSignedIn, "POST /tokens": clsRead,
 	"GET /account": clsSignedIn, "POST /account/password": clsSignedIn, "POST /account/email": clsSignedIn,
 	"GET /events": clsSignedIn, "GET /delayed": clsSignedIn, "GET /delayed/rows": clsSignedIn, "GET /projects": clsSignedIn,
 	"GET /tasks": clsSignedIn, "GET /tasks/rows": clsSignedIn,

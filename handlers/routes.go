@@ -147,6 +147,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.GET("/pools/*pool", s.showPool) // key=value; a key's prefix holds a '/'
 	ui.GET("/runs", s.listRuns)
 	ui.GET("/runs/live", s.runListLive)
+	ui.GET("/runs/tasks", s.runTaskChoices)
 	ui.GET("/runs/:id", s.showRun)
 	ui.GET("/runs/:id/live", s.runLive)
 	ui.POST("/runs/:id/kill", s.killRun)

@@ -20,8 +20,9 @@ import (
 // runListPageSize is how many runs the runs page shows at once.
 const runListPageSize = 50
 
-// runListTaskChoices bounds the tasks offered by the runs page's task filter.
-const runListTaskChoices = 500
+// runListTaskChoices bounds the tasks the runs page's task filter suggests
+// at once: it searches as one types instead of listing every task.
+const runListTaskChoices = 20
 
 // resultParam reads ?result=: "" or a known run result.
 func resultParam(c *gin.Context) (string, error) {
@@ -161,16 +162,7 @@ func (s *server) listRuns(c *gin.Context) {
 	if fvm.Node != "" && !slices.Contains(vm.Nodes, fvm.Node) {
 		vm.Nodes = append(vm.Nodes, fvm.Node)
 	}
-	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: runListTaskChoices, Projects: s.currentProjectIDs(c)})
-	if err != nil {
-		s.serverError(c, err)
-		return
-	}
-	for _, t := range tasks {
-		vm.Tasks = append(vm.Tasks, views.TaskLink{ID: t.ID, Title: t.Title})
-	}
-	slices.SortFunc(vm.Tasks, func(a, b views.TaskLink) int { return strings.Compare(a.Title, b.Title) })
-	if fvm.Task != "" && !slices.ContainsFunc(vm.Tasks, func(t views.TaskLink) bool { return t.ID == fvm.Task }) {
+	if fvm.Task != "" {
 		title := fvm.Task
 		if titles, err := s.m.Reads().TaskTitles(ctx, []string{fvm.Task}); err == nil && titles[fvm.Task] != "" {
 			title = titles[fvm.Task]
@@ -302,4 +294,26 @@ func (s *server) apiSearchRuns(c *gin.Context) {
 		items[i] = toAPIRun(&runs[i])
 	}
 	c.JSON(http.StatusOK, pageAnswer(items, total, f.Limit, func(r apiRun) (time.Time, string) { return r.StartedAt, r.ID }))
+}
+
+// runTaskChoices suggests tasks for the runs page's task filter: those
+// whose title holds ?task= (the newest first), readable in the current
+// project, at most runListTaskChoices.
+func (s *server) runTaskChoices(c *gin.Context) {
+	q := strings.TrimSpace(c.Query("task"))
+	if len(q) > 200 {
+		// Longer than any title: nothing to suggest.
+		s.render(c, http.StatusOK, views.RunTaskChoices(nil))
+		return
+	}
+	tasks, _, err := s.m.ListTasks(c.Request.Context(), master.TaskFilter{Title: q, Limit: runListTaskChoices, CountLimit: 1, Projects: s.currentProjectIDs(c)})
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	out := make([]views.TaskLink, len(tasks))
+	for i, t := range tasks {
+		out[i] = views.TaskLink{ID: t.ID, Title: t.Title}
+	}
+	s.render(c, http.StatusOK, views.RunTaskChoices(out))
 }

@@ -224,6 +224,19 @@ func TestRunListPageFiltersAndPages(t *testing.T) {
 			!strings.Contains(frag, `hx-push-url="/runs?offset=50"`) || !strings.Contains(frag, `hx-get="/runs/live?offset=50"`) {
 			t.Errorf("first page of all runs lacks its pager:\n%s", frag)
 		}
+		// The task filter suggests tasks by title as one types, never the
+		// whole table; the chosen task is offered with its title.
+		status, opts := e.do(c, "GET", "/runs/tasks?task=BET", "", hx)
+		if status != http.StatusOK || !strings.Contains(opts, `<option value="`+beta.ID+`" label="beta &lt;b&gt;">`) || strings.Contains(opts, alpha.ID) {
+			t.Errorf("suggestions for BET: %d\n%s", status, opts)
+		}
+		if _, opts = e.do(c, "GET", "/runs/tasks?task="+strings.Repeat("x", 201), "", hx); strings.Contains(opts, "<option") {
+			t.Errorf("a filter longer than any title suggested: %s", opts)
+		}
+		if _, page = e.do(c, "GET", "/runs?task="+alpha.ID, "", nil); !strings.Contains(page, `<option value="`+alpha.ID+`" label="alpha">`) ||
+			strings.Contains(page, `<option value="`+beta.ID) || !strings.Contains(page, `value="`+alpha.ID+`" placeholder=`) {
+			t.Errorf("the runs page of alpha does not offer alpha alone as the chosen task")
+		}
 		// A bad filter is refused inline and lists nothing.
 		status, page = e.do(c, "GET", "/runs?since=soon&result=odd", "", nil)
 		if status != http.StatusBadRequest || !strings.Contains(page, `id="error-since"`) || !strings.Contains(page, `id="error-result"`) ||

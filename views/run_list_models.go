@@ -24,7 +24,7 @@ type RunListVM struct {
 	Errors   map[string]string // field -> message, for the filter form
 	Results  []string          // the result filter's choices
 	Nodes    []string          // the node filter's choices
-	Tasks    []TaskLink        // the task filter's suggestions
+	Tasks    []TaskLink        // the task filter's suggestion: the chosen task
 	Live     RunListLiveVM
 }
 
