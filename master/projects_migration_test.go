@@ -31,40 +31,7 @@ func TestProjectsMigrationMovesExistingDataToDefault(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := storetest.Ctx(t)
-			dsn, err := store.ParseDSN(storetest.FreshDSN(t, dialect), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := store.Connect(ctx, dsn, storetest.Logger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-
-			// The schema of the release before projects.
-			old := fstest.MapFS{}
-			err = fs.WalkDir(migrations.FS, dialect, func(path string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() || filepath.Base(path) > lastBeforeProjects+"_~" {
-					return err
-				}
-				b, err := fs.ReadFile(migrations.FS, path)
-				old[filepath.Base(path)] = &fstest.MapFile{Data: b}
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms := migrate.NewMigrations()
-			if err := ms.Discover(old); err != nil {
-				t.Fatal(err)
-			}
-			mg := migrate.NewMigrator(st.DB, ms, migrate.WithMarkAppliedOnSuccess(true))
-			if err := mg.Init(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := mg.Migrate(ctx); err != nil {
-				t.Fatalf("old schema: %v", err)
-			}
+			st := migratedUpTo(t, dialect, lastBeforeProjects)
 			if _, err := st.DB.ExecContext(ctx, "SELECT project_id FROM tasks"); err == nil {
 				t.Fatal("the old schema already has tasks.project_id")
 			}
@@ -151,4 +118,45 @@ func TestProjectsMigrationMovesExistingDataToDefault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// migratedUpTo is a store on a fresh database of dialect with the
+// migrations up to last (a migration's name prefix) applied, as a release
+// that ended there left it.
+func migratedUpTo(t *testing.T, dialect, last string) *store.Store {
+	t.Helper()
+	ctx := storetest.Ctx(t)
+	dsn, err := store.ParseDSN(storetest.FreshDSN(t, dialect), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Connect(ctx, dsn, storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	old := fstest.MapFS{}
+	err = fs.WalkDir(migrations.FS, dialect, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(path) > last+"_~" {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS, path)
+		old[filepath.Base(path)] = &fstest.MapFile{Data: b}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(old); err != nil {
+		t.Fatal(err)
+	}
+	mg := migrate.NewMigrator(st.DB, ms, migrate.WithMarkAppliedOnSuccess(true))
+	if err := mg.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mg.Migrate(ctx); err != nil {
+		t.Fatalf("schema up to %s: %v", last, err)
+	}
+	return st
 }

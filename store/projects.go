@@ -255,10 +255,7 @@ func runsInProjects(q *bun.SelectQuery, prefix string, ids []int64) *bun.SelectQ
 	if len(ids) == 0 {
 		return q.Where("1 = 0")
 	}
-	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("? IN (SELECT id FROM tasks WHERE project_id IN (?))", bun.Safe(prefix+"task_id"), bun.In(ids)).
-			WhereOr("? IN (SELECT id FROM delayed_tasks WHERE project_id IN (?))", bun.Safe(prefix+"delayed_id"), bun.In(ids))
-	})
+	return q.Where("? IN (?)", bun.Safe(prefix+"project_id"), bun.In(ids))
 }
 
 // ProjectNames returns the names of the projects with these ids.

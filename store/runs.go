@@ -18,8 +18,11 @@ import (
 type Run struct {
 	bun.BaseModel `bun:"table:runs"`
 
-	ID          string    `bun:"id,pk"`
-	TaskID      string    `bun:"task_id"`
+	ID     string `bun:"id,pk"`
+	TaskID string `bun:"task_id"`
+	// ProjectID is the project of the run's task or delayed task, set by
+	// InsertRuns when 0.
+	ProjectID   int64     `bun:"project_id"`
 	Node        string    `bun:"node"`
 	ScheduledAt time.Time `bun:"scheduled_at"`
 	StartedAt   time.Time `bun:"started_at"`
@@ -152,6 +155,9 @@ func InsertRunsMode(ctx context.Context, db bun.IDB, runs []Run, mode RunInsertM
 		}
 		at[r.ID] = len(batch)
 		batch = append(batch, r)
+	}
+	if err := fillRunProjects(ctx, db, batch); err != nil {
+		return nil, err
 	}
 	sorted := slices.Clone(batch)
 	slices.SortFunc(sorted, func(a, b Run) int { return strings.Compare(a.ID, b.ID) })
@@ -662,4 +668,54 @@ func CountOpenClaims(ctx context.Context, db bun.IDB, node string, now time.Time
 		return 0, fmt.Errorf("store: count open claims: %w", err)
 	}
 	return int(n), nil
+}
+
+// fillRunProjects sets the project of the runs that have none from their
+// task or delayed task: one lookup per table for the whole batch. A run whose
+// task is unknown stays in the default project.
+func fillRunProjects(ctx context.Context, db bun.IDB, runs []Run) error {
+	var tasks, delayed []string
+	for _, r := range runs {
+		switch {
+		case r.ProjectID != 0:
+		case r.DelayedID != "":
+			delayed = append(delayed, r.DelayedID)
+		default:
+			tasks = append(tasks, r.TaskID)
+		}
+	}
+	projects := map[string]int64{}
+	for _, look := range []struct {
+		table string
+		ids   []string
+	}{{"tasks", tasks}, {"delayed_tasks", delayed}} {
+		if len(look.ids) == 0 {
+			continue
+		}
+		slices.Sort(look.ids)
+		var rows []struct {
+			ID        string `bun:"id"`
+			ProjectID int64  `bun:"project_id"`
+		}
+		if err := db.NewSelect().Table(look.table).Column("id", "project_id").Where("id IN (?)", bun.In(slices.Compact(look.ids))).Scan(ctx, &rows); err != nil {
+			return fmt.Errorf("store: projects of runs: %w", err)
+		}
+		for _, r := range rows {
+			projects[r.ID] = r.ProjectID
+		}
+	}
+	for i := range runs {
+		if runs[i].ProjectID != 0 {
+			continue
+		}
+		id := runs[i].TaskID
+		if runs[i].DelayedID != "" {
+			id = runs[i].DelayedID
+		}
+		runs[i].ProjectID = projects[id]
+		if runs[i].ProjectID == 0 {
+			runs[i].ProjectID = DefaultProjectID
+		}
+	}
+	return nil
 }

@@ -262,9 +262,14 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 }
 
 // UpdateTask rewrites a stopped task's definition, keepers, children and executors.
-// A task that is not stopped gives ErrConflict.
+// A task that is not stopped gives ErrConflict. A task moved to another
+// project takes its runs along; run it in a transaction.
 func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	t.UpdatedAt = time.Now().UTC()
+	var was int64
+	if err := db.NewSelect().Table("tasks").Column("project_id").Where("id = ?", t.ID).Scan(ctx, &was); err != nil {
+		return fmt.Errorf("store: update task: %w", notFound(err))
+	}
 	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "project_id", "updated_at").
 		WherePK().Where("status = ?", TaskStopped).Exec(ctx)
 	if err := affected(res, err); err != nil {
@@ -275,6 +280,11 @@ func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 			return fmt.Errorf("store: task %s: %w", t.ID, ErrConflict)
 		}
 		return fmt.Errorf("store: update task: %w", err)
+	}
+	if t.ProjectID != 0 && t.ProjectID != was {
+		if _, err := db.NewUpdate().Table("runs").Set("project_id = ?", t.ProjectID).Where("task_id = ?", t.ID).Exec(ctx); err != nil {
+			return fmt.Errorf("store: move the task's runs: %w", err)
+		}
 	}
 	return SetTaskExecutors(ctx, db, t.ID, t.Executors)
 }
