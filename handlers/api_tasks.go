@@ -90,7 +90,7 @@ func afterParam(c *gin.Context) (*master.Cursor, error) {
 // last item's sort time and id (key).
 func pageAnswer[T any](items []T, total, limit int, key func(T) (time.Time, string)) gin.H {
 	out := gin.H{"items": items, "total": total}
-	if total >= master.ListCountCap {
+	if total == master.ListCountCap {
 		// Counting stopped there: more match.
 		out["total_capped"] = true
 	}
@@ -268,7 +268,7 @@ func (s *server) apiListRuns(c *gin.Context) {
 		items[i] = toAPIRun(&runs[i])
 	}
 	out := gin.H{"items": items, "total": total}
-	if total >= master.ListCountCap {
+	if total == master.ListCountCap {
 		out["total_capped"] = true
 	}
 	c.JSON(http.StatusOK, out)

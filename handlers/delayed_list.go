@@ -113,7 +113,7 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 	fvm := views.DelayedFilterVM{Status: f.Status, Topic: f.Topic, SourceApp: f.SourceApp}
 	vm := views.DelayedListVM{
 		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.DelayedFilterVM{}), Statuses: master.DelayedStatuses(),
-		Total: total, Capped: total >= master.ListCountCap, PollInterval: s.poll, ShowActions: l.CanOperate,
+		Total: total, Capped: total == master.ListCountCap, PollInterval: s.poll, ShowActions: l.CanOperate,
 	}
 	for _, st := range master.DelayedStatuses() {
 		if counts[st] > 0 {

@@ -142,7 +142,7 @@ func (s *server) listEvents(c *gin.Context) {
 	for i := range evs {
 		vm.Rows = append(vm.Rows, eventRow(lc(c), &evs[i], now, titles, known))
 	}
-	vm.Total, vm.Capped = total, total >= master.ListCountCap
+	vm.Total, vm.Capped = total, total == master.ListCountCap
 	if len(evs) > 0 {
 		vm.First, vm.Last = offset+1, offset+len(evs)
 	}

@@ -55,7 +55,7 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 		return views.RunsVM{}, err
 	}
 	base := "/tasks/" + url.PathEscape(taskID)
-	vm := views.RunsVM{TaskID: taskID, Total: total, Capped: total >= master.ListCountCap, PollInterval: s.poll, LastRun: tr(c, "TimeNever"), NextRun: "-",
+	vm := views.RunsVM{TaskID: taskID, Total: total, Capped: total == master.ListCountCap, PollInterval: s.poll, LastRun: tr(c, "TimeNever"), NextRun: "-",
 		Result: result, Results: master.RunResults(), FilterURL: base + "/runs"}
 	now := time.Now()
 	vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult

@@ -221,7 +221,7 @@ func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.Run
 	}
 	now := time.Now()
 	vm := views.RunListLiveVM{
-		Rows: rows, Total: total, Capped: total >= master.ListCountCap, PollInterval: s.poll,
+		Rows: rows, Total: total, Capped: total == master.ListCountCap, PollInterval: s.poll,
 		UpdatedAt: now.UTC().Format("15:04:05") + " UTC", Filtered: fvm != (views.RunFilterVM{}),
 		RowsURL: withQuery("/runs/live", runListQuery(fvm, f.Offset)),
 	}

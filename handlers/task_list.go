@@ -99,7 +99,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	}
 	vm := views.TasksVM{
 		Layout: l, Flash: flash, Filter: fvm, Filtered: fvm != (views.TaskFilterVM{}),
-		Total: total, Capped: total >= master.ListCountCap, PollInterval: s.poll, ShowActions: l.CanOperate,
+		Total: total, Capped: total == master.ListCountCap, PollInterval: s.poll, ShowActions: l.CanOperate,
 	}
 	for _, n := range nodes {
 		if n.Type == master.TypeWorker {

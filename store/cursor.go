@@ -71,3 +71,14 @@ func countUpTo(ctx context.Context, db bun.IDB, q *bun.SelectQuery, limit int) (
 	err := db.NewSelect().TableExpr("(?) AS capped", sub).ColumnExpr("COUNT(*)").Scan(ctx, &n)
 	return n, err
 }
+
+// pageTotal is the total a page tells by itself: a page reached by offset
+// (not by cursor) that is not full ends the list, so the total is its offset
+// plus its length and nothing needs counting. ok is false when it cannot
+// tell.
+func pageTotal(offset, got, limit int, cursor bool) (total int, ok bool) {
+	if cursor || got >= limit || (got == 0 && offset > 0) {
+		return 0, false
+	}
+	return offset + got, true
+}

@@ -211,11 +211,14 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed tasks: %w", err)
 	}
-	total, err := countUpTo(ctx, db, filter(db.NewSelect().Model((*DelayedTask)(nil))), f.CountLimit)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: count delayed tasks: %w", err)
+	total, known := pageTotal(f.Offset, len(out), f.Limit, f.After != nil)
+	if !known {
+		var err error
+		if total, err = countUpTo(ctx, db, filter(db.NewSelect().Model((*DelayedTask)(nil))), f.CountLimit); err != nil {
+			return nil, 0, fmt.Errorf("store: count delayed tasks: %w", err)
+		}
 	}
-	return out, int(total), nil
+	return out, total, nil
 }
 
 // CountDelayedByStatus counts the delayed tasks of each status.

@@ -174,10 +174,7 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 		f.Limit = 50
 	}
 	// The total counts the filter's events; a cursor only moves the page.
-	total, err := countUpTo(ctx, db, q, f.CountLimit)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: count events: %w", err)
-	}
+	counted := q.Clone()
 	if f.After != nil {
 		id, err := strconv.ParseInt(f.After.ID, 10, 64)
 		if err != nil {
@@ -191,7 +188,14 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 	for i := range events {
 		events[i].At = events[i].At.UTC()
 	}
-	return events, int(total), nil
+	total, known := pageTotal(f.Offset, len(events), f.Limit, f.After != nil)
+	if !known {
+		var err error
+		if total, err = countUpTo(ctx, db, counted, f.CountLimit); err != nil {
+			return nil, 0, fmt.Errorf("store: count events: %w", err)
+		}
+	}
+	return events, total, nil
 }
 
 // TaskTitles returns the titles of the tasks with these ids, deleted ones

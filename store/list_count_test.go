@@ -42,8 +42,18 @@ func TestListsCountUpToTheirLimit(t *testing.T) {
 				t.Errorf("tasks, limit %d: %d items, total %d, %v; want 5 items, total %d", c.limit, len(page), total, err, c.want)
 			}
 		}
-		if page, total, err := store.ListDelayed(ctx, db, store.DelayedFilter{Status: store.DelayedPending, Limit: 50, CountLimit: 12}); err != nil || total != 12 || len(page) != 30 {
-			t.Errorf("delayed: %d items, total %d, %v; want 30 items, total 12", len(page), total, err)
+		if page, total, err := store.ListDelayed(ctx, db, store.DelayedFilter{Status: store.DelayedPending, Limit: 10, CountLimit: 12}); err != nil || total != 12 || len(page) != 10 {
+			t.Errorf("delayed: %d items, total %d, %v; want 10 items, total 12", len(page), total, err)
+		}
+		// A page that is not full tells the exact total by itself.
+		if page, total, err := store.ListDelayed(ctx, db, store.DelayedFilter{Status: store.DelayedPending, Limit: 50, CountLimit: 12}); err != nil || total != 30 || len(page) != 30 {
+			t.Errorf("delayed, one short page: %d items, total %d, %v; want 30 items, total 30", len(page), total, err)
+		}
+		if page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Limit: 25, Offset: 20, CountLimit: 10}); err != nil || total != 30 || len(page) != 10 {
+			t.Errorf("tasks, last page by offset: %d items, total %d, %v; want 10 items, total 30", len(page), total, err)
+		}
+		if page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Limit: 5, Offset: 100}); err != nil || total != 30 || len(page) != 0 {
+			t.Errorf("tasks, past the end: %d items, total %d, %v; want none of 30", len(page), total, err)
 		}
 		if page, total, err := store.ListEvents(ctx, db, store.EventFilter{Action: "test.", Limit: 4, CountLimit: 25}); err != nil || total != 25 || len(page) != 4 {
 			t.Errorf("events: %d items, total %d, %v; want 4 items, total 25", len(page), total, err)

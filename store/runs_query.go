@@ -69,9 +69,11 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 	if f.Preview {
 		cutPreviews(runs)
 	}
-	var total int
-	if err := runCountQuery(db, f).Scan(ctx, &total); err != nil {
-		return nil, 0, fmt.Errorf("store: count runs: %w", err)
+	total, known := pageTotal(f.Offset, len(runs), f.Limit, f.After != nil)
+	if !known {
+		if err := runCountQuery(db, f).Scan(ctx, &total); err != nil {
+			return nil, 0, fmt.Errorf("store: count runs: %w", err)
+		}
 	}
 	return runs, total, nil
 }

@@ -251,9 +251,12 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	if err := page.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
 	}
-	total, err := countUpTo(ctx, db, filter(db.NewSelect().Model((*Task)(nil))), f.CountLimit)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: count tasks: %w", err)
+	total, known := pageTotal(f.Offset, len(tasks), f.Limit, f.After != nil)
+	if !known {
+		var err error
+		if total, err = countUpTo(ctx, db, filter(db.NewSelect().Model((*Task)(nil))), f.CountLimit); err != nil {
+			return nil, 0, fmt.Errorf("store: count tasks: %w", err)
+		}
 	}
 	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
 		return nil, 0, err
