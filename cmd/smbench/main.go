@@ -58,6 +58,7 @@ type options struct {
 	Only       string        // comma-separated scenario names
 	Bin        string        // prebuilt schedulemaster binary (default: go build)
 	CPUProfile string        // directory for one CPU profile per scenario
+	ScaleDB    string        // SQLite file the scale scenario seeds once and then reuses
 	LagFor     time.Duration // trigger-lag measurement window
 	Verbose    bool
 	Progress   io.Writer // progress lines (stderr)
@@ -111,6 +112,7 @@ func main() {
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
 	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,scale")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
+	flag.StringVar(&o.ScaleDB, "scale-db", "", "scale scenario: a SQLite file seeded on the first run and reused after (the estate takes minutes to write); default a new one per run")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
 	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")
 	flag.BoolVar(&o.Verbose, "v", false, "print the warnings the engines log")
