@@ -59,6 +59,7 @@ func (s *server) renderTaskForm(c *gin.Context, status int, vm views.TaskFormVM)
 		}
 	}
 	vm.OtherErrors = otherErrors(vm.Errors)
+	vm.Zones = s.zones
 	s.render(c, status, views.TaskFormPage(vm))
 }
 

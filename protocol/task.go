@@ -282,7 +282,7 @@ func (d *TaskDef) Validate(now time.Time) error {
 		} else if expr, err := ExpandHashed(d.Schedule.Cron, d.ID); err != nil {
 			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression: %v", d.Schedule.Cron, err)
 		} else if sch, err := ParseCronIn(expr, loc); err != nil {
-			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
+			fe["schedule.cron"] = err.Error() // a sentence naming the field and why (cronSentence)
 		} else if plan := planOf(d, loc, sch, expr); d.EndAt != nil {
 			if _, ok := plan.Next(now); !ok {
 				fe["schedule.cron"] = "never fires between start_at and end_at"
