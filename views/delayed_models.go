@@ -113,4 +113,3 @@ type DelayedFields struct {
 	Keepers     string
 	Selector    string
 }
-
