@@ -211,3 +211,39 @@ func TestBrowserTaskFormGuides(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// TestBrowserFormErrorsEverywhere: the node and delayed task forms, refused,
+// list their bad fields as links, mark them aria-invalid, described by their
+// messages, and focus the first bad one, not the first field.
+func TestBrowserFormErrorsEverywhere(t *testing.T) {
+	t.Parallel()
+	chromium := findChromium(t)
+	m := startMaster(t, "")
+	b := newBrowserWithin(t, chromium, 90*time.Second)
+	b.logIn(m, "", "dash-live")
+
+	b.do("open Add node", 20*time.Second, chromedp.Navigate(m.URL+"/nodes/new"), chromedp.WaitVisible(chromedp.ID("node-form")))
+	b.wait("a fresh node form focuses Name", 5*time.Second, activeJS, equals("name"))
+	b.do("a good name, a bad host", 20*time.Second,
+		chromedp.SendKeys(chromedp.ID("name"), "gn1"), chromedp.SendKeys(chromedp.ID("host"), "nohost"),
+		chromedp.Click(chromedp.ID("save-node")), chromedp.WaitVisible(chromedp.ID("form-errors")))
+	b.wait("the summary links Host", 5*time.Second, `[...document.querySelectorAll("#form-errors a[data-field-link]")].map(a => a.getAttribute("href")).join(" ")`, equals("#host"))
+	b.wait("Host focused, not Name", 5*time.Second, activeJS, equals("host"))
+	b.wait("Host aria-invalid", 5*time.Second, attrJS("#host", "aria-invalid"), equals("true"))
+	b.wait("Host described by its message", 5*time.Second, attrJS("#host", "aria-describedby"), equals("error-host"))
+	b.wait("Name not marked", 5*time.Second, attrJS("#name", "aria-invalid"), equals("null"))
+
+	b.do("open New delayed task", 20*time.Second, chromedp.Navigate(m.URL+"/delayed/new"), chromedp.WaitVisible(chromedp.ID("delayed-form")))
+	b.do("only a source app", 20*time.Second, chromedp.SendKeys(chromedp.ID("source_app"), "shop"),
+		chromedp.Click(chromedp.ID("save-delayed")), chromedp.WaitVisible(chromedp.ID("form-errors")))
+	links := b.wait("the summary links the bad fields", 5*time.Second, `[...document.querySelectorAll("#form-errors a[data-field-link]")].map(a => a.getAttribute("href")).join(" ")`, contains("#topic"))
+	if !strings.HasPrefix(links, "#topic") || strings.Contains(links, "#source_app") {
+		t.Fatalf("summary links %q: want the topic first and no source app", links)
+	}
+	b.wait("Topic focused", 5*time.Second, activeJS, equals("topic"))
+	b.wait("Topic aria-invalid", 5*time.Second, attrJS("#topic", "aria-invalid"), equals("true"))
+	b.do("follow the URL link", 10*time.Second, chromedp.Click(chromedp.CSS(`#form-errors a[href="#notify_url"]`)))
+	b.wait("the URL focused", 5*time.Second, activeJS, equals("notify_url"))
+	b.wait("no sideways scroll", 5*time.Second, noSidewaysJS, equals("ok"))
+	b.checkConsole()
+}

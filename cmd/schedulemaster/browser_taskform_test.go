@@ -115,6 +115,12 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 		t.Fatalf("refusal %q does not say what is missing", msg)
 	}
 	t.Logf("refused: %s", msg)
+	// The executors are the first bad field: a group of checkboxes, so its
+	// first box takes the focus, and the summary links the group.
+	b.wait("the executors marked", 5*time.Second, attrJS("#executors", "data-invalid"), equals("true"))
+	b.wait("the executors described by the message", 5*time.Second, attrJS("#executors", "aria-describedby"), contains("error-executors"))
+	b.wait("the first box focused", 5*time.Second, activeJS, equals("executor-fw1"))
+	b.wait("the summary links the group", 5*time.Second, attrJS("#form-errors a[data-field-link]", "href"), equals("#executors"))
 	if n := taskTotal(t, m); n != 0 {
 		t.Fatalf("the refused shell task was stored (%d tasks)", n)
 	}
