@@ -245,5 +245,17 @@ func TestBrowserFormErrorsEverywhere(t *testing.T) {
 	b.do("follow the URL link", 10*time.Second, chromedp.Click(chromedp.CSS(`#form-errors a[href="#notify_url"]`)))
 	b.wait("the URL focused", 5*time.Second, activeJS, equals("notify_url"))
 	b.wait("no sideways scroll", 5*time.Second, noSidewaysJS, equals("ok"))
+
+	// In Chinese at a phone's width, the task form's options fit too.
+	b.run("phone viewport", 10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch))
+	b.run("choose Chinese", 5*time.Second, chromedp.Evaluate[chromedp.Void](`document.cookie = "sm_lang=zh-CN; path=/"`))
+	b.do("open the task form in Chinese", 20*time.Second, chromedp.Navigate(m.URL+"/tasks/new"), chromedp.WaitVisible(chromedp.ID("task-form")))
+	b.wait("in Chinese", 5*time.Second, `document.documentElement.lang`, equals("zh-CN"))
+	b.wait("zh: no option text clipped", 5*time.Second, optionsFitJS, equals("ok"))
+	b.wait("zh: no sideways scroll", 5*time.Second, noSidewaysJS, equals("ok"))
+	b.wait("zh: Save on the screen", 5*time.Second, saveInViewJS, equals("ok"))
+	if dir := os.Getenv("SM_SCREENSHOT_FORM_DIR"); dir != "" {
+		writeScreenshot(b, filepath.Join(dir, "taskform-390-zh-full.png"), "task form 390 zh")
+	}
 	b.checkConsole()
 }
