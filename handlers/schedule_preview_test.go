@@ -118,12 +118,12 @@ func TestTaskFormSchedulePreviewFragment(t *testing.T) {
 
 	// The parse error inline, no fires.
 	status, frag = e.do(c, "GET", "/schedules/preview?"+with(q, "schedule_cron", "99 * * * *").Encode(), "", nil)
-	if status != 200 || !strings.Contains(frag, `class="field-error preview-error"`) || !strings.Contains(frag, "schedule.cron:") ||
+	if status != 200 || !strings.Contains(frag, `class="field-error preview-error"`) || !strings.Contains(frag, "Cron expression: minute 99 is outside 0-59") ||
 		strings.Contains(frag, "<li>") {
 		t.Fatalf("bad cron fragment: %d %s", status, frag)
 	}
 	_, frag = e.do(c, "GET", "/schedules/preview?"+with(q, "timezone", "Nowhere/City").Encode(), "", nil)
-	if !strings.Contains(frag, "timezone: &#34;Nowhere/City&#34; is not an IANA time zone") {
+	if !strings.Contains(frag, "Time zone: &#34;Nowhere/City&#34; is not an IANA time zone") {
 		t.Fatalf("bad zone fragment: %s", frag)
 	}
 

@@ -119,6 +119,17 @@ type ErrorLink struct {
 	Href, Label, Message string
 }
 
+// Said is a field's message as a page says it apart from its field: the
+// field's short name, then the message in the reader's language ("Cron
+// expression: minute 61 is outside 0-59").
+func (s FormSpec) Said(ctx context.Context, name, msg string) string {
+	label := name
+	if f := s.field(name); f.Label != "" {
+		label = T(ctx, f.Label)
+	}
+	return label + T(ctx, "FieldSep") + Refusal(ctx, msg)
+}
+
 // summaryLinks are the error summary's lines: each bad field of the spec in
 // page order, then the other messages as they are.
 func (s FormSpec) summaryLinks(ctx context.Context, errs map[string]string, others []string) []ErrorLink {

@@ -93,7 +93,7 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 	first := b.wait("the fires in the zone", 5*time.Second, textJS("#schedule-preview li"), contains("CE"))
 	t.Logf("gaps %s; first fire %s", gaps, first)
 	b.do("type a wrong cron", 10*time.Second, clearJS("schedule-cron"), chromedp.SendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
-	perr := b.wait("the parse error inline", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("schedule.cron"))
+	perr := b.wait("the parse error inline", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("Cron expression: minute 61 is outside 0-59"))
 	b.wait("no fires listed", 5*time.Second, countJS("#schedule-preview .preview-fires li"), equals("0"))
 	b.wait("the error right under the schedule fields", 5*time.Second, `(() => {
 		const p = document.querySelector("#schedule-preview .preview-error").getBoundingClientRect(), c = document.getElementById("schedule-cron").getBoundingClientRect();
