@@ -34,7 +34,7 @@ func TestAPISchedulePreview(t *testing.T) {
 		{"cron H, no id", "kind=cron&cron=H+H+*+*+*", 200, 0, "H picks a stable value"},
 		{"cron H", "kind=cron&cron=H+H+*+*+*&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, `"cron":"5 23 * * *"`},
 		{"cron H fires", "kind=cron&cron=H+H+*+*+*&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, "T23:05:00Z"},
-		{"bad H", "kind=cron&cron=H(0-99)+*+*+*+*", 400, 0, "minute field"},
+		{"bad H", "kind=cron&cron=H(0-99)+*+*+*+*", 400, 0, `minute \"H(0-99)\": H(0-99) is outside 0-59`},
 		{"bad align", "kind=interval&every=1h&align=later", 400, 0, "schedule.align"},
 		{"once", "kind=once&at=" + url.QueryEscape(soon.Format(time.RFC3339)), 200, 1, soon.Format(time.RFC3339)},
 		{"no kind", "cron=*+*+*+*+*", 400, 0, "schedule.kind: is required"},

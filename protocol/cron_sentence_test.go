@@ -38,7 +38,15 @@ func TestCronErrorsAreSentences(t *testing.T) {
 		{"@fortnightly", `"@fortnightly" is not a shorthand cron knows: use @yearly, @monthly, @weekly, @daily, @hourly or @every with a duration`},
 		{"@every x", "@every needs a duration like 30s or 5m"},
 		{"H 24 * * *", "hour 24 is outside 0-23"},
-		{"H(0-99) * * * *", `"H(0-99) * * * *" is not a valid cron expression: minute field "H(0-99)": H(0-99) is outside 0-59`},
+		{"H(0-99) * * * *", `minute "H(0-99)": H(0-99) is outside 0-59`},
+		{"H(9-3) * * * *", `minute "H(9-3)": H(9-3) runs backwards`},
+		{"H/0 * * * *", `minute "H/0": H/n needs a whole number n of at least 1`},
+		{"H/100 * * * *", `minute "H/100": the step 100 is longer than the range 0-59`},
+		{"H(1-5 * * * *", `minute "H(1-5": H must be H, H(a-b), H/n or H(a-b)/n: missing )`},
+		{"Hx * * * *", `minute "Hx": H must be H, H(a-b), H/n or H(a-b)/n`},
+		{"H(a-b) * * * *", `minute "H(a-b)": H(a-b) needs whole numbers`},
+		{"H(1) * * * *", `minute "H(1)": H must be H, H(a-b), H/n or H(a-b)/n: H(a-b) needs a range like H(0-29)`},
+		{"H H H", "H needs 5 fields, or 6 with leading seconds (got 3)"},
 	}
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range cases {

@@ -280,7 +280,7 @@ func (d *TaskDef) Validate(now time.Time) error {
 		if d.Schedule.Cron == "" {
 			fe["schedule.cron"] = "is required for a cron schedule"
 		} else if expr, err := ExpandHashed(d.Schedule.Cron, d.ID); err != nil {
-			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression: %v", d.Schedule.Cron, err)
+			fe["schedule.cron"] = err.Error() // a sentence naming the field, as below
 		} else if sch, err := ParseCronIn(expr, loc); err != nil {
 			fe["schedule.cron"] = err.Error() // a sentence naming the field and why (cronSentence)
 		} else if plan := planOf(d, loc, sch, expr); d.EndAt != nil {

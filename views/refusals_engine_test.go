@@ -48,7 +48,8 @@ func TestProtocolRefusalsAreSaidInChinese(t *testing.T) {
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 0 * * *", Align: "spread"}, StartAt: &past, EndAt: &later})
 	// Cron sentences, one per way a field can be wrong.
 	for _, c := range []string{"61 * * * *", "0 0 * * fooday", "x * * * *", "30-10 * * * *", "*/0 * * * *", "1-2-3 * * * *",
-		"every tuesday", "@fortnightly", "0 0 0 * *", "0 0 * 13 *", "60 * * * * *"} {
+		"every tuesday", "@fortnightly", "0 0 0 * *", "0 0 * 13 *", "60 * * * * *",
+		"H(0-99) * * * *", "H(9-3) * * * *", "H/0 * * * *", "H/100 * * * *", "H(1-5 * * * *", "Hx * * * *", "H(a-b) * * * *", "H(1) * * * *", "H H H"} {
 		validate(protocol.TaskDef{Title: "t", Type: protocol.TaskShell, Shell: &protocol.ShellSpec{Command: "true"},
 			Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: c}})
 	}

@@ -65,6 +65,16 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefCronTooMany", "minute \"1-2-3\" has more than one \"-\""},
 	{"RefCronFieldCount", "has 2 fields; a cron expression has 5 (minute hour day-of-month month day-of-week), or 6 with leading seconds"},
 	{"RefCronDescriptor", "\"@fortnightly\" is not a shorthand cron knows: use @yearly, @monthly, @weekly, @daily, @hourly or @every with a duration"},
+	{"RefCronHashed", "minute \"H(0-99)\": H(0-99) is outside 0-59"},
+	{"RefHOutside", "H(0-99) is outside 0-59"},
+	{"RefHBackwards", "H(9-3) runs backwards"},
+	{"RefHStep", "H/n needs a whole number n of at least 1"},
+	{"RefHStepLonger", "the step 100 is longer than the range 0-59"},
+	{"RefHMissingParen", "H must be H, H(a-b), H/n or H(a-b)/n: missing )"},
+	{"RefHNeedsRange", "H must be H, H(a-b), H/n or H(a-b)/n: H(a-b) needs a range like H(0-29)"},
+	{"RefHForms", "H must be H, H(a-b), H/n or H(a-b)/n"},
+	{"RefHWholeNumbers", "H(a-b) needs whole numbers"},
+	{"RefHFields", "H needs 5 fields, or 6 with leading seconds (got 3)"},
 	{"RefCronSecond", "second"},
 	{"RefCronMinute", "minute"},
 	{"RefCronHour", "hour"},
@@ -359,7 +369,7 @@ var keptEnglish = strings.Fields(`
 	admin viewer owner editor operator none starttls tls role disabled password email
 	ops scheduler allow-shell API T Z every host port default timezone x-www-form-urlencoded
 	in notin en zh-CN after ScheduleMaster schedulemaster migrate U ID
-	yearly monthly weekly daily hourly`)
+	yearly monthly weekly daily hourly a-b n`)
 
 var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*`)
 
