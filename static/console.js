@@ -338,11 +338,15 @@
     if (!box) { return; }
     var mine = readerZone();
     if (!mine || mine === box.getAttribute("data-zone")) { return; }
-    var fmt;
+    // As the server writes the task's zone: weekday, then 2006-01-02 15:04:05
+    // (the sv-SE form of a date is ISO's).
+    var day, stamp;
     try {
-      fmt = new Intl.DateTimeFormat(document.documentElement.lang || undefined, { timeZone: mine, weekday: "short",
-        year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+      day = new Intl.DateTimeFormat(document.documentElement.lang || undefined, { timeZone: mine, weekday: "short" });
+      stamp = new Intl.DateTimeFormat("sv-SE", { timeZone: mine, year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
     } catch (e) { return; }
+    var fmt = { format: function (d) { return day.format(d) + " " + stamp.format(d); } };
     box.querySelectorAll("time[datetime]").forEach(function (t) {
       if (t.parentElement.querySelector(".reader-time")) { return; }
       var d = new Date(t.getAttribute("datetime"));

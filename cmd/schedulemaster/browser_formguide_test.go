@@ -132,6 +132,10 @@ func TestBrowserTaskFormGuides(t *testing.T) {
 	reader := b.wait("each fire in the reader's zone too", 10*time.Second, textJS("#schedule-preview li .reader-time"), contains("Asia/Tokyo"))
 	t.Logf("first fire for the reader: %s", reader)
 	b.wait("five reader times", 5*time.Second, countJS("#schedule-preview .reader-time"), equals("5"))
+	if shots != "" {
+		b.run("the preview in view", 5*time.Second, chromedp.Evaluate[chromedp.Void](`document.getElementById("schedule-preview").scrollIntoView({block: "center"})`))
+		captureViewport(b, filepath.Join(shots, "taskform-1280-preview.png"))
+	}
 	// A wrong cron: a sentence, not the parser's words.
 	b.do("a wrong minute", 10*time.Second, clearJS("schedule-cron"), chromedp.SendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
 	b.wait("the preview says which field and why", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("minute 61 is outside 0-59"))
