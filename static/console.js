@@ -285,6 +285,7 @@
     var holder = box && (box.id ? box : box.parentElement.closest("[id]"));
     var list = box ? controls(box) : [];
     pressed = {
+      elt: elt,
       action: btn.getAttribute("data-action") || "",
       holder: holder ? holder.id : "",
       inner: box && !box.id ? ".actions" : "",
@@ -293,10 +294,13 @@
     };
   });
 
-  document.addEventListener("htmx:afterSettle", function () {
+  document.addEventListener("htmx:afterSettle", function (evt) {
     var p = pressed;
+    // A live region's refresh may settle while the action is on its way:
+    // only the action's own swap is its outcome.
+    var cfg = evt.detail.requestConfig;
+    if (!p || !cfg || cfg.elt !== p.elt) { return; }
     pressed = null;
-    if (!p) { return; }
     var msg = document.querySelector("#flash .flash");
     if (msg) { announce(msg.textContent.trim()); }
     var active = document.activeElement;
