@@ -35,3 +35,12 @@ const (
 	SlotHour   = store.SlotHour
 	SlotDay    = store.SlotDay
 )
+
+// DelayedName is a delayed task's topic and content key.
+type DelayedName = store.DelayedName
+
+// DelayedNames maps delayed task ids to their topic and key. Only delayed
+// tasks whoever asks may read are named.
+func (r *Reads) DelayedNames(ctx context.Context, ids []string) (map[string]DelayedName, error) {
+	return store.DelayedNamesIn(ctx, r.db, ids, readableProjects(ctx))
+}

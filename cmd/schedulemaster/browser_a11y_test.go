@@ -154,6 +154,10 @@ func TestBrowserFailuresGroupedAndDelayedNames(t *testing.T) {
 	b.wait("only its failed runs", 10*time.Second, `(() => { const rs = [...document.querySelectorAll("#run-list-table tbody tr[id]")];
 		return rs.length > 0 && rs.every(r => r.querySelector("[data-testid=result]").textContent.trim() === "failed") ? "ok" : "rows " + rs.length; })()`, equals("ok"))
 
+	b.do("open the delayed task's runs", 20*time.Second, chromedp.Navigate(m.URL+"/runs?task="+broken.ID), chromedp.WaitVisible(chromedp.ID("run-list-table")))
+	b.wait("its run named by topic and key", 10*time.Second, textJS("#run-list-table a.delayed-run"), equals("invoice-reminder"))
+	b.wait("with its key", 5*time.Second, textJS("#run-list-table .delayed-run-key"), equals("invoice-99"))
+
 	b.do("open the delayed list", 20*time.Second, chromedp.Navigate(m.URL+"/delayed"), chromedp.WaitVisible(chromedp.ID("delayed-table")))
 	b.wait("the pending one by its topic", 10*time.Second, textJS("#delayed-"+pending.ID+" [data-testid=topic]"), equals("order-timeout"))
 	b.wait("and its key", 5*time.Second, textJS("#delayed-"+pending.ID+" [data-testid=key]"), equals("order-4711"))
