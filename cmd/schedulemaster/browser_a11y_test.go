@@ -75,6 +75,19 @@ func TestBrowserFocusSurvivesActions(t *testing.T) {
 	b.wait("the focus on the message", 10*time.Second, focusedJS, equals("message"))
 	b.wait("the message said", 5*time.Second, textJS("#announcer"), contains("focus task to delete"))
 
+	// A bulk action: the bar it was pressed in stays, and so does the focus
+	// (on the message when the button could not keep it).
+	b.do("tick the task", 10*time.Second, chromedp.Click(chromedp.ID("select-"+tk.ID)))
+	b.pressEnterOn("bulk Pause by the keyboard (confirmed)", `button[data-bulk=pause]`)
+	b.wait("paused", 20*time.Second, textJS("#task-"+tk.ID+" [data-testid=status]"), equals("paused"))
+	b.wait("the focus kept by the bulk button or on the message", 10*time.Second,
+		`document.activeElement.getAttribute("data-bulk") || (document.activeElement.classList.contains("flash") ? "message" : document.activeElement.tagName)`,
+		func(s string) bool { return s == "pause" || s == "message" })
+	b.wait("the bulk message said", 5*time.Second, textJS("#announcer"), nonEmpty)
+	b.pressEnterOn("Resume by the keyboard", `button[data-action=resume][data-task="`+tk.ID+`"]`)
+	b.wait("resumed", 20*time.Second, textJS("#task-"+tk.ID+" [data-testid=status]"), equals("running"))
+	b.wait("the focus on Pause", 10*time.Second, focusedJS, equals("pause "+tk.ID))
+
 	b.do("open the task", 20*time.Second, chromedp.Navigate(m.URL+"/tasks/"+tk.ID), chromedp.WaitVisible(chromedp.ID("task-live")))
 	b.pressEnterOn("Run now by the keyboard", `#task-live button[data-action=run]`)
 	b.wait("the run recorded", 20*time.Second, textJS("#run-count"), func(s string) bool { return s != "0" && s != absent })
