@@ -226,6 +226,154 @@
   }
 })();
 
+// Forms that guide:
+//
+//   - a refused form's error summary links each bad field ([data-field-link]):
+//     following one opens the folded section (<details>) that holds it and
+//     focuses it, or the first box of a group of checkboxes; a page loaded
+//     with a bad group first ([data-focus-first]) focuses that box too;
+//   - a text field with a length limit ([data-limit], with maxlength) shows a
+//     counter ("187 / 200") once it is near the limit, and says so when a
+//     paste was cut to the limit, instead of cutting it silently; the
+//     sentences come from the field's data-counter and data-cut;
+//   - the schedule preview (#schedule-preview, its fires as <time datetime>)
+//     also says each fire in the reader's own time zone when it differs.
+(function () {
+  "use strict";
+
+  function fill(tpl, vals) {
+    var s = tpl || "";
+    Object.keys(vals).forEach(function (k) { s = s.split("%" + k + "%").join(vals[k]); });
+    return s;
+  }
+
+  // focusField focuses the control of a field (by id), opening what folds it.
+  function focusField(id) {
+    var target = document.getElementById(id);
+    if (!target) { return false; }
+    for (var d = target.closest("details"); d; d = d.parentElement ? d.parentElement.closest("details") : null) { d.open = true; }
+    var control = target;
+    if (target.matches("fieldset, div, section")) {
+      control = target.querySelector("input:not([type=hidden]), select, textarea") || target;
+    }
+    var label = document.querySelector("label[for='" + control.id + "']") || target.querySelector("legend") || control;
+    control.focus({ preventScroll: true });
+    label.scrollIntoView({ block: "center" });
+    return true;
+  }
+
+  document.addEventListener("click", function (evt) {
+    var a = evt.target instanceof Element ? evt.target.closest("a[data-field-link]") : null;
+    if (!a) { return; }
+    var href = a.getAttribute("href") || "";
+    if (href.charAt(0) !== "#") { return; }
+    if (focusField(href.slice(1))) { evt.preventDefault(); }
+  });
+
+  function focusFirstGroup() {
+    var g = document.querySelector("[data-focus-first]");
+    if (g && (document.activeElement === document.body || !document.activeElement)) { focusField(g.id); }
+  }
+
+  // Length limits.
+  function note(el, suffix, cls) {
+    var id = el.id + suffix;
+    var p = document.getElementById(id);
+    if (!p) {
+      p = document.createElement("p");
+      p.id = id;
+      p.className = "hint " + cls;
+      p.hidden = true;
+      if (cls === "paste-cut") { p.setAttribute("role", "status"); }
+      el.insertAdjacentElement("afterend", p);
+      var by = (el.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+      if (by.indexOf(id) < 0) { by.push(id); el.setAttribute("aria-describedby", by.join(" ")); }
+    }
+    return p;
+  }
+
+  function count(el) {
+    var max = parseInt(el.getAttribute("data-limit"), 10);
+    if (!(max > 0) || !el.id) { return; }
+    var n = el.value.length;
+    var near = n >= Math.floor(max * 0.85);
+    var c = document.getElementById(el.id + "-count");
+    if (!near && !c) { return; }
+    c = note(el, "-count", "char-count");
+    c.hidden = !near;
+    c.textContent = fill(el.getAttribute("data-counter") || "%N% / %MAX%", { N: n, MAX: max });
+    c.classList.toggle("at-limit", n >= max);
+  }
+
+  document.addEventListener("paste", function (evt) {
+    var el = evt.target;
+    if (!(el instanceof Element) || !el.hasAttribute("data-limit")) { return; }
+    var max = parseInt(el.getAttribute("data-limit"), 10);
+    var data = evt.clipboardData ? evt.clipboardData.getData("text") : "";
+    var sel = (el.selectionEnd || 0) - (el.selectionStart || 0);
+    var room = max - (el.value.length - sel);
+    el.__cut = data.length > room;
+  });
+
+  document.addEventListener("input", function (evt) {
+    var el = evt.target;
+    if (!(el instanceof Element) || !el.hasAttribute("data-limit")) { return; }
+    count(el);
+    var cut = el.__cut;
+    el.__cut = false;
+    if (cut) {
+      var p = note(el, "-cut", "paste-cut");
+      p.textContent = fill(el.getAttribute("data-cut") || "The pasted text was cut to %MAX% characters.", { MAX: el.getAttribute("data-limit") });
+      p.hidden = false;
+    } else {
+      var old = document.getElementById(el.id + "-cut");
+      if (old) { old.hidden = true; }
+    }
+  });
+
+  // The reader's zone in the schedule preview.
+  function readerZone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return ""; }
+  }
+
+  function readerTimes() {
+    var box = document.getElementById("schedule-preview");
+    if (!box) { return; }
+    var mine = readerZone();
+    if (!mine || mine === box.getAttribute("data-zone")) { return; }
+    // As the server writes the task's zone: weekday, then 2006-01-02 15:04:05
+    // (the sv-SE form of a date is ISO's).
+    var day, stamp;
+    try {
+      day = new Intl.DateTimeFormat(document.documentElement.lang || undefined, { timeZone: mine, weekday: "short" });
+      stamp = new Intl.DateTimeFormat("sv-SE", { timeZone: mine, year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+    } catch (e) { return; }
+    var fmt = { format: function (d) { return day.format(d) + " " + stamp.format(d); } };
+    box.querySelectorAll("time[datetime]").forEach(function (t) {
+      if (t.parentElement.querySelector(".reader-time")) { return; }
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d.getTime())) { return; }
+      var s = document.createElement("span");
+      s.className = "hint reader-time";
+      s.textContent = fill(box.getAttribute("data-reader-time") || "your time (%ZONE%): %TIME%", { ZONE: mine, TIME: fmt.format(d) });
+      t.parentElement.appendChild(s);
+    });
+  }
+
+  function onLoad() {
+    focusFirstGroup();
+    document.querySelectorAll("[data-limit]").forEach(count);
+    readerTimes();
+  }
+  document.addEventListener("htmx:afterSettle", readerTimes);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", onLoad);
+  } else {
+    onLoad();
+  }
+})();
+
 // Focus survives actions. An action (a Connect, Start, Kill, Cancel or bulk
 // button) swaps the part of the page it acted on, and the button pressed
 // goes with it: the focus would fall to <body>, and a keyboard user would

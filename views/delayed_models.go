@@ -114,7 +114,3 @@ type DelayedFields struct {
 	Keepers     string
 	Selector    string
 }
-
-// DelayedFormFields lists the fields the delayed form shows errors next to.
-var DelayedFormFields = []string{"source_app", "topic", "content_key", "delay", "at", "notify_url", "content_type",
-	"notify_body", "retries", "executors", "selector", "keepers"}
