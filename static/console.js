@@ -63,8 +63,6 @@
     if (!box) {
       box = document.createElement("div");
       box.id = "flash";
-      box.setAttribute("role", "status");
-      box.setAttribute("aria-live", "polite");
       document.body.appendChild(box);
     }
     var p = document.createElement("p");
@@ -77,6 +75,11 @@
     close.setAttribute("aria-label", text("dismiss-label", "Dismiss"));
     p.appendChild(close);
     box.replaceChildren(p);
+    var a = document.getElementById("announcer");
+    if (a) {
+      a.textContent = "";
+      window.setTimeout(function () { a.textContent = msg; }, 60);
+    }
   }
 
   // actionName is how a message names what was pressed: "Disable bw1".
@@ -369,4 +372,105 @@
   } else {
     onLoad();
   }
+})();
+
+// Focus survives actions. An action (a Connect, Start, Kill, Cancel or bulk
+// button) swaps the part of the page it acted on, and the button pressed
+// goes with it: the focus would fall to <body>, and a keyboard user would
+// start again from the top. After the swap the focus goes back to the same
+// row (or block of buttons), to the control that comes next (Connect ->
+// Enable), the same action when it is still offered (Run now), or the
+// control at the same place; when the row is gone (Delete, Cancel, bulk
+// actions), to the result message. The message itself is said by the page's
+// one polite live region (#announcer, in the layout), which outlives every
+// swap: a region swapped in with its text is not read out.
+(function () {
+  "use strict";
+
+  // next lists the controls that naturally follow an action in its row.
+  var next = {
+    connect: ["enable", "disable"], enable: ["disable"], disable: ["enable"], approve: ["connect", "enable"],
+    start: ["stop", "pause"], stop: ["start"], pause: ["resume", "stop"], resume: ["pause", "stop"]
+  };
+
+  var pressed = null; // what was pressed, between the request and its swap
+
+  function controls(box) {
+    return Array.prototype.slice.call(box.querySelectorAll("button, a.btn")).filter(function (c) {
+      return !c.disabled && c.getAttribute("aria-disabled") !== "true" && c.getClientRects().length > 0;
+    });
+  }
+
+  function announce(msg) {
+    var a = document.getElementById("announcer");
+    if (!a || !msg) { return; }
+    // Emptied first, filled a moment later: the same sentence twice in a
+    // row is read twice.
+    a.textContent = "";
+    window.setTimeout(function () { a.textContent = msg; }, 60);
+  }
+
+  // A message a full page load brought (after a form was saved) is said too.
+  function onLoad() {
+    var msg = document.querySelector("#flash .flash");
+    if (msg) { announce(msg.textContent.trim()); }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", onLoad);
+  } else {
+    onLoad();
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (!elt || !elt.matches || !elt.matches("form[hx-post], button[hx-post]")) { return; }
+    var btn = document.activeElement;
+    if (!btn || !(btn === elt || elt.contains(btn))) {
+      btn = elt.matches("button") ? elt : elt.querySelector("button[type=submit], button:not([type])");
+    }
+    if (!btn) { return; }
+    var box = btn.closest("tr[id]") || btn.closest(".actions");
+    var holder = box && (box.id ? box : box.parentElement.closest("[id]"));
+    var list = box ? controls(box) : [];
+    pressed = {
+      elt: elt,
+      action: btn.getAttribute("data-action") || "",
+      holder: holder ? holder.id : "",
+      inner: box && !box.id ? ".actions" : "",
+      index: Math.max(0, list.indexOf(btn)),
+      bulk: btn.hasAttribute("data-bulk")
+    };
+  });
+
+  document.addEventListener("htmx:afterSettle", function (evt) {
+    var p = pressed;
+    // A live region's refresh may settle while the action is on its way:
+    // only the action's own swap is its outcome.
+    var cfg = evt.detail.requestConfig;
+    if (!p || !cfg || cfg.elt !== p.elt) { return; }
+    pressed = null;
+    var msg = document.querySelector("#flash .flash");
+    if (msg) { announce(msg.textContent.trim()); }
+    var active = document.activeElement;
+    if (active && active !== document.body && document.contains(active)) { return; }
+    var holder = p.holder ? document.getElementById(p.holder) : null;
+    var box = holder && p.inner ? holder.querySelector(p.inner) : holder;
+    var list = box && !p.bulk ? controls(box) : [];
+    var pick = null;
+    var want = (next[p.action] || []).concat([p.action]);
+    for (var i = 0; i < want.length && !pick && want[i]; i++) {
+      for (var j = 0; j < list.length; j++) {
+        if (list[j].getAttribute("data-action") === want[i]) { pick = list[j]; break; }
+      }
+    }
+    if (!pick && list.length > 0 && !(p.action === "kill" || p.action === "cancel" || p.action === "delete")) {
+      pick = list[Math.min(p.index, list.length - 1)];
+    }
+    if (!pick && msg) {
+      msg.setAttribute("tabindex", "-1");
+      pick = msg;
+    }
+    if (!pick && p.bulk) { pick = document.getElementById("select-all"); }
+    if (pick) { pick.focus(); }
+  });
 })();

@@ -7,6 +7,7 @@ type DelayedRow struct {
 	Topic      string
 	ContentKey string
 	Due        string // "2026-05-01 12:00:00 UTC"
+	DueISO     string // the same, RFC 3339
 	DueRel     string // "in 3m", "2m ago"
 	Status     string
 	Late       bool

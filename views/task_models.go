@@ -13,7 +13,10 @@ type TaskActions struct {
 	Resume  bool
 	RunOnce bool
 	Edit    bool
-	Delete  bool
+	// EditBlocked: the user may edit the task, but not in its status
+	// (running or paused): Edit shows disabled, with the reason.
+	EditBlocked bool
+	Delete      bool
 }
 
 // TaskRow is one line of the task list.
@@ -278,7 +281,10 @@ type RunsVM struct {
 	FilterURL string
 	// Live counters of the task.
 	StatusName string
+	// RunCount is every stored run of the task, those in progress
+	// (Running of them) included: what the table lists unfiltered.
 	RunCount   int64
+	Running    int
 	LastRun    string
 	LastResult string
 	NextRun    string
