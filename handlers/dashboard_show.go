@@ -21,9 +21,6 @@ const (
 	dashboardPoll = "every 5s"
 	// chartDays is how many days the runs chart shows, today included.
 	chartDays = 14
-	// dashboardFailures is how many of the latest failures the dashboard
-	// reads for its counters (ReadDashboard).
-	dashboardFailures = 10
 	// failureGroups is how many tasks (and delayed topics) the dashboard's
 	// failures list, the one with the newest failure first.
 	failureGroups = 10
@@ -96,7 +93,7 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []
 		}
 		vm.NodesTotal++
 	}
-	d, err := s.m.Reads().ReadDashboard(ctx, now, dashboardFailures, projects)
+	d, err := s.m.Reads().ReadDashboard(ctx, now, master.FailureQuery{Window: failureWindow, Scan: failureScan, Limit: failureGroups}, projects)
 	if err != nil {
 		return vm, err
 	}
@@ -112,13 +109,9 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []
 	for _, dc := range d.RunsToday {
 		addCount(&vm.RunsToday, dc.Result, dc.N)
 	}
-	since := now.Add(-failureWindow)
-	groups, complete, err := s.m.Reads().FailureGroups(ctx, since, failureScan, failureGroups, projects)
-	if err != nil {
-		return vm, err
-	}
-	vm.FailuresComplete = complete
-	for _, g := range groups {
+	since := d.At.Add(-failureWindow)
+	vm.FailuresComplete = d.FailuresComplete
+	for _, g := range d.Failures {
 		vm.FailureGroups = append(vm.FailureGroups, failureGroupRow(locale.From(ctx), g, since, now))
 	}
 	return vm, nil

@@ -2,25 +2,31 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// FailureGroups groups the failed and timed-out runs since since by task
-// (delayed tasks by topic), newest first, at most limit groups, reading at
-// most scan failures of each result; complete is false when that cut the
-// counts short. Only runs of the projects given (nil: every one) that
-// whoever asks may read are counted.
-func (r *Reads) FailureGroups(ctx context.Context, since time.Time, scan, limit int, projects []int64) ([]store.FailureGroup, bool, error) {
-	return store.FailureGroups(ctx, r.db, since, scan, limit, restrictProjects(ctx, projects))
-}
-
 // RunsPerSlot counts runs by UTC slot (minute, hour or day) and result in
 // [from, to), of the projects given (nil: every one) that whoever asks may
-// read.
+// read. From LargeEstateRows runs in the range on, the counts are kept for
+// ReadCacheTTL and refreshed in the background.
 func (r *Reads) RunsPerSlot(ctx context.Context, u store.SlotUnit, from, to time.Time, projects []int64) ([]store.DayCount, error) {
-	return store.RunsPerSlot(ctx, r.db, u, from, to, restrictProjects(ctx, projects))
+	projects = restrictProjects(ctx, projects)
+	key := fmt.Sprintf("runs-per-slot|%v|%s|%s|%s", u, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), projectsKey(projects))
+	v, _, err := r.cache.get(ctx, key, func(ctx context.Context) (any, int, error) {
+		counts, err := store.RunsPerSlot(ctx, r.db, u, from, to, projects)
+		runs := 0
+		for _, c := range counts {
+			runs += c.N
+		}
+		return counts, runs, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]store.DayCount), nil
 }
 
 // FailureGroup is the failures of one task or delayed topic (the dashboard's).

@@ -3,7 +3,7 @@ package master
 import (
 	"context"
 	"errors"
-	"strconv"
+	"fmt"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -52,22 +52,33 @@ type Dashboard struct {
 	Tasks      map[store.TaskStatus]int
 	NoExecutor int
 	RunsToday  []store.DayCount
-	Failures   []store.FailedRun
+	// Failures are the failures of the window grouped by task or delayed
+	// topic; FailuresComplete is false when their counts were cut short.
+	Failures         []FailureGroup
+	FailuresComplete bool
 	// At is when the counts were read: now, or up to ReadCacheTTL ago for a
 	// large estate.
 	At time.Time
 }
 
+// FailureQuery is what the dashboard's grouped failures read: the
+// failures of the last Window, at most Scan of each result, at most Limit
+// groups (see FailureGroups).
+type FailureQuery struct {
+	Window      time.Duration
+	Scan, Limit int
+}
+
 // ReadDashboard reads the dashboard's counters: task counts, tasks with no
-// running executor, today's runs (UTC day of now) and the latest failures.
-// Its counts are of the projects given (nil: every one) that whoever asks
-// may read. From LargeEstateRows tasks or runs today on, the counts are
-// kept for ReadCacheTTL and refreshed in the background.
-func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, projects []int64) (Dashboard, error) {
+// running executor, today's runs (UTC day of now) and the failures of the
+// window grouped. Its counts are of the projects given (nil: every one) that
+// whoever asks may read. From LargeEstateRows tasks or runs today on, they
+// are kept for ReadCacheTTL and refreshed in the background.
+func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, fq FailureQuery, projects []int64) (Dashboard, error) {
 	projects = restrictProjects(ctx, projects)
 	y, mo, day := now.UTC().Date()
 	today := time.Date(y, mo, day, 0, 0, 0, 0, time.UTC)
-	key := "dashboard|" + today.Format(time.DateOnly) + "|" + strconv.Itoa(failures) + "|" + projectsKey(projects)
+	key := fmt.Sprintf("dashboard|%s|%s|%d|%d|%s", today.Format(time.DateOnly), fq.Window, fq.Scan, fq.Limit, projectsKey(projects))
 	v, at, err := r.cache.get(ctx, key, func(ctx context.Context) (any, int, error) {
 		var d Dashboard
 		var err error
@@ -80,7 +91,7 @@ func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, 
 		if d.RunsToday, err = store.RunsPerDay(ctx, r.db, today, today.AddDate(0, 0, 1), projects); err != nil {
 			return d, 0, err
 		}
-		if d.Failures, err = store.LatestFailures(ctx, r.db, failures, projects); err != nil {
+		if d.Failures, d.FailuresComplete, err = store.FailureGroups(ctx, r.db, r.cache.now().Add(-fq.Window), fq.Scan, fq.Limit, projects); err != nil {
 			return d, 0, err
 		}
 		rows := 0
@@ -99,25 +110,4 @@ func (r *Reads) ReadDashboard(ctx context.Context, now time.Time, failures int, 
 	d := v.(Dashboard)
 	d.At = at
 	return d, nil
-}
-
-// RunsPerDay counts runs by UTC day and result in [from, to), of the
-// projects given (nil: every one) that whoever asks may read.
-// From LargeEstateRows runs in the range on, the counts are kept for
-// ReadCacheTTL and refreshed in the background.
-func (r *Reads) RunsPerDay(ctx context.Context, from, to time.Time, projects []int64) ([]store.DayCount, error) {
-	projects = restrictProjects(ctx, projects)
-	key := "runs-per-day|" + from.UTC().Format(time.RFC3339) + "|" + to.UTC().Format(time.RFC3339) + "|" + projectsKey(projects)
-	v, _, err := r.cache.get(ctx, key, func(ctx context.Context) (any, int, error) {
-		counts, err := store.RunsPerDay(ctx, r.db, from, to, projects)
-		runs := 0
-		for _, c := range counts {
-			runs += c.N
-		}
-		return counts, runs, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.([]store.DayCount), nil
 }

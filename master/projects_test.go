@@ -125,7 +125,7 @@ func TestProjectsIsolateRolesAndPools(t *testing.T) {
 		if _, _, err := p.m.ListRuns(rita, tk.ID, 10, 0); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("reports' owner lists billing's runs: %v", err)
 		}
-		d, err := p.m.Reads().ReadDashboard(rita, time.Now(), 5, nil)
+		d, err := p.m.Reads().ReadDashboard(rita, time.Now(), master.FailureQuery{Window: time.Hour, Scan: 10, Limit: 5}, nil)
 		if err != nil || d.Tasks[store.TaskStopped] != 0 {
 			t.Fatalf("reports' owner counts billing's tasks: %+v %v", d.Tasks, err)
 		}

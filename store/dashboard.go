@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -95,57 +93,6 @@ func RunsPerDay(ctx context.Context, db bun.IDB, from, to time.Time, projects []
 		return nil, fmt.Errorf("store: runs per day: %w", err)
 	}
 	return rows, nil
-}
-
-// FailedRun is a failed or timed-out run as the dashboard lists it.
-type FailedRun struct {
-	ID         string    `bun:"id"`
-	TaskID     string    `bun:"task_id"`
-	TaskTitle  string    `bun:"task_title"`
-	Node       string    `bun:"node"`
-	StartedAt  time.Time `bun:"started_at"`
-	Result     string    `bun:"result"`
-	HTTPStatus int       `bun:"http_status"`
-	ExitCode   *int      `bun:"exit_code"`
-	// Excerpt is the start of the run's output.
-	Excerpt string `bun:"excerpt"`
-}
-
-// LatestFailures returns the newest failed or timed-out runs, newest first,
-// with their task's title (deleted tasks included) and an output excerpt.
-// projects limits the runs (nil: every run). Each result is read on its own
-// along its index in started_at order and the two are merged: one query for
-// both would sort every failure ever recorded.
-func LatestFailures(ctx context.Context, db bun.IDB, limit int, projects []int64) ([]FailedRun, error) {
-	if limit <= 0 {
-		limit = 10
-	}
-	rows := []FailedRun{}
-	for _, result := range []string{ResultFailed, ResultTimeout} {
-		var part []FailedRun
-		err := runsInProjects(db.NewSelect().TableExpr("runs AS r"), "r.", projects).
-			ColumnExpr("r.id, r.task_id, r.node, r.started_at, r.result, r.http_status, r.exit_code").
-			ColumnExpr("COALESCE(t.title, '') AS task_title").
-			ColumnExpr("SUBSTR(r.output, 1, 200) AS excerpt").
-			Join("LEFT JOIN tasks AS t ON t.id = r.task_id").
-			Where("r.result = ?", result).
-			OrderExpr("r.started_at DESC, r.id DESC").Limit(int64(limit)).
-			Scan(ctx, &part)
-		if err != nil {
-			return nil, fmt.Errorf("store: latest failures: %w", err)
-		}
-		rows = append(rows, part...)
-	}
-	for i := range rows {
-		rows[i].StartedAt = rows[i].StartedAt.UTC()
-	}
-	slices.SortFunc(rows, func(a, b FailedRun) int {
-		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	return rows[:min(limit, len(rows))], nil
 }
 
 // noRunningExecutor is the condition, on a tasks row aliased t, that none of
