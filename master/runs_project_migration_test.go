@@ -64,6 +64,9 @@ func TestRunsProjectMigrationFillsEveryRunsProject(t *testing.T) {
 			if _, err := store.InsertRuns(ctx, st.DB, []store.Run{{ID: "r-new", TaskID: "t-bill", Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "success", Attempt: 1}}); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := store.InsertDelayedRuns(ctx, st.DB, []store.Run{{ID: "r-dnew", TaskID: "d-bill", DelayedID: "d-bill", Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now, Result: "failed", Attempt: 1}}); err != nil {
+				t.Fatal(err)
+			}
 			tk, err := store.GetTask(ctx, st.DB, "t-bill")
 			if err != nil {
 				t.Fatal(err)
@@ -72,8 +75,8 @@ func TestRunsProjectMigrationFillsEveryRunsProject(t *testing.T) {
 			if err := store.UpdateTask(ctx, st.DB, tk); err != nil {
 				t.Fatal(err)
 			}
-			if _, n, err = m.Reads().SearchRuns(ctx, master.RunFilter{Projects: []int64{2}}); err != nil || n != 1 {
-				t.Fatalf("billing's runs after its task moved: %d %v, want the delayed task's one", n, err)
+			if _, n, err = m.Reads().SearchRuns(ctx, master.RunFilter{Projects: []int64{2}}); err != nil || n != 2 {
+				t.Fatalf("billing's runs after its task moved: %d %v, want the delayed task's two", n, err)
 			}
 			if _, n, err = m.Reads().SearchRuns(ctx, master.RunFilter{Projects: []int64{1}}); err != nil || n != 4 {
 				t.Fatalf("default's runs after the task moved in: %d %v, want 4", n, err)

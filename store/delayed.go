@@ -573,6 +573,9 @@ func InsertDelayedRuns(ctx context.Context, db bun.IDB, runs []Run) ([]Run, erro
 	if len(fresh) == 0 {
 		return nil, nil
 	}
+	if err := fillRunProjects(ctx, db, fresh); err != nil {
+		return nil, err
+	}
 	if _, err := db.NewInsert().Model(&fresh).Exec(ctx); err != nil {
 		if isDuplicate(err) {
 			return nil, fmt.Errorf("store: insert delayed runs: %w", ErrConflict)

@@ -263,7 +263,7 @@ func seedScale(ctx context.Context, st *store.Store, sz scaleSizes) (string, err
 			if i%17 == 0 {
 				res = protocol.ResultFailed
 			}
-			runs = append(runs, store.Run{ID: uuid.NewString(), TaskID: task, Node: names[i%19], ScheduledAt: started.Truncate(time.Second),
+			runs = append(runs, store.Run{ID: uuid.NewString(), TaskID: task, ProjectID: store.DefaultProjectID, Node: names[i%19], ScheduledAt: started.Truncate(time.Second),
 				StartedAt: started, EndedAt: started.Add(12 * time.Millisecond), DurationMS: 12, Result: res, Attempt: 1,
 				HTTPStatus: 200, ExitCode: &code, Output: `{"status":"ok","latency_ms":12}`, CreatedAt: started})
 		}
