@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,7 +23,11 @@ func TestListsCountUpToTheirLimit(t *testing.T) {
 			if i%3 == 0 {
 				st = store.TaskPaused
 			}
-			if err := store.CreateTask(ctx, db, newTask(fmt.Sprintf("task-%02d", i), fmt.Sprintf("count %02d", i), st)); err != nil {
+			tk := newTask(fmt.Sprintf("task-%02d", i), fmt.Sprintf("count %02d", i), st)
+			if i%2 == 0 {
+				tk.Executors = []string{"w1", "w2"}
+			}
+			if err := store.CreateTask(ctx, db, tk); err != nil {
 				t.Fatal(err)
 			}
 			if _, _, err := store.CreateDelayed(ctx, db, newDelayed(delayedID(i+1), fmt.Sprint(i), time.Now().Add(time.Hour))); err != nil {
@@ -40,6 +45,17 @@ func TestListsCountUpToTheirLimit(t *testing.T) {
 			page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Status: c.status, Limit: 5, CountLimit: c.limit})
 			if err != nil || total != c.want || len(page) != 5 {
 				t.Errorf("tasks, limit %d: %d items, total %d, %v; want 5 items, total %d", c.limit, len(page), total, err, c.want)
+			}
+		}
+		// By node: the page and the count agree (15 tasks name w1, 10 of
+		// them running).
+		for _, c := range []struct {
+			limit, want int
+			status      *store.TaskStatus
+		}{{0, 15, nil}, {4, 4, nil}, {0, 10, &running}} {
+			page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Node: "w1", Status: c.status, Limit: 3, CountLimit: c.limit})
+			if err != nil || total != c.want || len(page) != 3 || !slices.Contains(page[0].Executors, "w1") {
+				t.Errorf("tasks of w1, limit %d: %d items, total %d, %v; want 3 of w1, total %d", c.limit, len(page), total, err, c.want)
 			}
 		}
 		if page, total, err := store.ListDelayed(ctx, db, store.DelayedFilter{Status: store.DelayedPending, Limit: 10, CountLimit: 12}); err != nil || total != 12 || len(page) != 10 {

@@ -224,9 +224,13 @@ type TaskFilter struct {
 	CountLimit int
 }
 
-// ListTasks returns a page of tasks, newest first, and the total matching.
+// ListTasks returns a page of tasks, newest first (ties of one creation
+// instant by id, descending, so the page reads its index in order at any
+// offset), and the total matching.
 func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, error) {
 	var tasks []Task
+	// filter applies the conditions but the node's: the page and the count
+	// each apply that one their own way.
 	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
 		if f.Status != nil {
 			q = q.Where("status = ?", *f.Status)
@@ -236,25 +240,31 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 		if f.Title != "" {
 			q = q.Where("LOWER(title) LIKE ? ESCAPE '!'", "%"+escapeLikeBang(strings.ToLower(f.Title))+"%")
 		}
-		if f.Node != "" {
-			q = q.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
-		}
 		return inProjects(q, "project_id", f.Projects)
 	}
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
 	page := filter(db.NewSelect().Model(&tasks))
-	if f.After != nil {
-		page, f.Offset = after(page, f.After, "created_at", "id", true, f.After.ID), 0
+	if f.Node != "" {
+		page = page.Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", f.Node)
 	}
-	if err := page.OrderExpr("created_at DESC, id ASC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
+	if f.After != nil {
+		page, f.Offset = after(page, f.After, "created_at", "id", false, f.After.ID), 0
+	}
+	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
 	}
 	total, known := pageTotal(f.Offset, len(tasks), f.Limit, f.After != nil)
 	if !known {
 		var err error
-		if total, err = countUpTo(ctx, db, filter(db.NewSelect().Model((*Task)(nil))), f.CountLimit); err != nil {
+		count := filter(db.NewSelect().Model((*Task)(nil)))
+		if f.Node != "" {
+			// Driven by the node's executor rows: a node runs a few of
+			// many tasks, and probing every task for it reads them all.
+			count = filter(db.NewSelect().TableExpr("task_executors AS te").Join("JOIN tasks ON tasks.id = te.task_id")).Where("te.node = ?", f.Node)
+		}
+		if total, err = countUpTo(ctx, db, count, f.CountLimit); err != nil {
 			return nil, 0, fmt.Errorf("store: count tasks: %w", err)
 		}
 	}
