@@ -146,6 +146,15 @@ func Open(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
+const (
+	// sqliteIdleConns is how many SQLite connections stay open between
+	// requests (database/sql keeps 2 by default), each with its page cache.
+	sqliteIdleConns = 8
+	// sqliteCacheKiB is each SQLite connection's page cache (SQLite's
+	// default is 2,000 KiB): at most 8 idle connections × 8 MiB.
+	sqliteCacheKiB = 8 << 10
+)
+
 // Connect opens the database and checks that it answers, without migrating
 // it: `schedulemaster migrate --status` reads what Open would apply. A
 // SQLite file is created (private) when missing.
@@ -164,11 +173,16 @@ func Connect(ctx context.Context, dsn DSN, log *slog.Logger) (*Store, error) {
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", WALAutoCheckpointPages))
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", WALSizeLimit))
 		q.Add("_pragma", "foreign_keys(1)")
+		q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -sqliteCacheKiB))
 		q.Set("_txlock", "immediate")
 		sqldb, err := sql.Open(sqliteshim.ShimName, "file:"+dsn.Path+"?"+q.Encode())
 		if err != nil {
 			return nil, fmt.Errorf("store: open sqlite: %w", err)
 		}
+		// Connections are kept (not closed after each burst) and each
+		// keeps a page cache: a list reads a large database's index
+		// pages from memory instead of from the file at every query.
+		sqldb.SetMaxIdleConns(sqliteIdleConns)
 		db = bun.NewDB(sqldb, sqlitedialect.New())
 	case MySQL:
 		cfg, err := mysql.ParseDSN(dsn.Conn)

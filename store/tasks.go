@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // TaskStatus is a task's status column; it lives here for the reason given at
@@ -262,7 +263,13 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 		if f.Node != "" {
 			// Driven by the node's executor rows: a node runs a few of
 			// many tasks, and probing every task for it reads them all.
-			count = filter(db.NewSelect().TableExpr("task_executors AS te").Join("JOIN tasks ON tasks.id = te.task_id")).Where("te.node = ?", f.Node)
+			// SQLite's CROSS JOIN keeps that order (its planner would
+			// rather walk the tasks); the others plan it by statistics.
+			join := "JOIN tasks ON tasks.id = te.task_id"
+			if db.Dialect().Name() == dialect.SQLite {
+				join = "CROSS " + join
+			}
+			count = filter(db.NewSelect().TableExpr("task_executors AS te").Join(join)).Where("te.node = ?", f.Node)
 		}
 		if total, err = countUpTo(ctx, db, count, f.CountLimit); err != nil {
 			return nil, 0, fmt.Errorf("store: count tasks: %w", err)
