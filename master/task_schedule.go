@@ -67,21 +67,32 @@ func (m *Master) runningNames(ctx context.Context, names []string) ([]string, er
 }
 
 // tasksFor returns the running and paused tasks a node executes, pushed on
-// Enable, registration and recovery. The node counts as running in its
-// broadcast shards: it is being told to run them.
+// registration. The node counts as running in its broadcast shards: it is
+// being told to run them.
 func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
-	// Its labels may have changed since the last push (a new process, an
-	// admin's edit): its pool memberships first.
-	if n, err := store.GetNode(ctx, m.st.DB, node); err == nil {
-		if _, err := syncNodeMembers(ctx, m.st.DB, n); err != nil {
-			m.log.Error("pool membership of node", "node", node, "err", err)
-		}
-	}
+	m.refreshMembers(ctx, node)
 	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
 	if err != nil {
 		m.log.Error("load tasks of node", "node", node, "err", err)
 		return []protocol.TaskSpec{}
 	}
+	return m.specsOf(ctx, node, rows)
+}
+
+// refreshMembers updates node's pool memberships before its tasks are
+// pushed: its labels may have changed since the last push (a new process,
+// an admin's edit).
+func (m *Master) refreshMembers(ctx context.Context, node string) {
+	if n, err := store.GetNode(ctx, m.st.DB, node); err == nil {
+		if _, err := syncNodeMembers(ctx, m.st.DB, n); err != nil {
+			m.log.Error("pool membership of node", "node", node, "err", err)
+		}
+	}
+}
+
+// specsOf is what node receives for rows, tasks it executes; a task whose
+// stored definition is bad is left out (and logged).
+func (m *Master) specsOf(ctx context.Context, node string, rows []store.Task) []protocol.TaskSpec {
 	tasks := make([]*Task, 0, len(rows))
 	var shared []string // executors of its broadcast tasks
 	for i := range rows {
@@ -97,6 +108,7 @@ func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec 
 	}
 	var running []string
 	if len(shared) > 0 {
+		var err error
 		if running, err = m.runningNames(ctx, dedupe(shared)); err != nil {
 			m.log.Error("load running executors of broadcast tasks", "node", node, "err", err)
 		}

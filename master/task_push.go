@@ -1,0 +1,72 @@
+// Pushing a node's whole schedule: in parts of pushPart tasks read a page
+// at a time, so that a worker with 100,000 tasks costs the master one page
+// of memory and each call a bounded time; every worker at once after a
+// restart or a failover.
+
+package master
+
+import (
+	"context"
+	"sync"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// pushPart is how many tasks one part of a push carries (and how many the
+// master reads and holds at once for it).
+const pushPart = 1000
+
+// repushParallel bounds how many workers a re-push serves at once.
+const repushParallel = 8
+
+// pushTasks makes node n schedule its running and paused tasks, and only
+// those: in parts (protocol.PathStartupPart), or in one body for a worker
+// too old for parts. n is the node as the master saw it before the push.
+func (m *Master) pushTasks(ctx context.Context, n *store.Node) error {
+	m.refreshMembers(ctx, n.Name)
+	session := protocol.NewNonce()
+	after := ""
+	for first := true; ; first = false {
+		rows, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
+		if err != nil {
+			return err
+		}
+		last := len(rows) < pushPart
+		err = m.client.StartupPart(ctx, n, session, first, last, m.specsOf(ctx, n.Name, rows))
+		if first && IsNoRoute(err) {
+			return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
+		}
+		if err != nil || last {
+			return err
+		}
+		after = rows[len(rows)-1].ID
+	}
+}
+
+// repushTasks gives every running worker its running tasks again: after a
+// master restart the master's view is the truth, whatever a worker kept.
+// Workers are served at once (up to repushParallel), each in parts.
+func (m *Master) repushTasks(ctx context.Context) {
+	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+	if err != nil {
+		m.log.Error("re-push tasks: list nodes", "err", err)
+		return
+	}
+	sem := make(chan struct{}, repushParallel)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Type != store.TypeWorker {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := m.pushTasks(ctx, n); err != nil {
+				m.log.Warn("re-push tasks failed; the health checker will deal with the node", "node", n.Name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,150 @@
+// Reads and writes of many tasks at once: a node's tasks page by page,
+// tasks by id, status changes and creations of a chunk in one statement.
+
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// TasksOfNodePage returns up to limit of the running and paused tasks node
+// executes (named or selected) whose id is after after, in id order: a
+// node's tasks read a page at a time (keyset), so that pushing 100,000
+// tasks never holds them all.
+func TasksOfNodePage(ctx context.Context, db bun.IDB, node, after string, limit int) ([]Task, error) {
+	var tasks []Task
+	q := db.NewSelect().Model(&tasks).
+		Where("status IN (?)", bun.In([]TaskStatus{TaskRunning, TaskPaused})).
+		Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", node)
+	if after != "" {
+		q = q.Where("id > ?", after)
+	}
+	if err := q.OrderExpr("id ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: tasks of node %s: %w", node, err)
+	}
+	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
+		return nil, err
+	}
+	return tasks, nil
+}
+
+// GetTasks returns the tasks of ids that exist and are not deleted, with
+// their executors, by id.
+func GetTasks(ctx context.Context, db bun.IDB, ids []string) (map[string]*Task, error) {
+	out := make(map[string]*Task, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		var rows []Task
+		if err := db.NewSelect().Model(&rows).Where("id IN (?)", bun.In(chunk)).Where("status <> ?", TaskDeleted).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("store: get tasks: %w", err)
+		}
+		if err := loadExecutorsOf(ctx, db, rows); err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			out[rows[i].ID] = &rows[i]
+		}
+	}
+	return out, nil
+}
+
+// errSomeMoved rolls back a chunk's status change when a task of it left
+// the expected status meanwhile.
+var errSomeMoved = errors.New("store: a task changed status meanwhile")
+
+// SetTasksStatus changes the status of every task of ids that is one of
+// from, in one transaction per chunk of 500, and returns the ids changed.
+// A chunk whose tasks are all in from is one UPDATE; one where some are not
+// (another master moved them meanwhile) is done task by task, each change
+// conditional as SetTaskStatus.
+func SetTasksStatus(ctx context.Context, db bun.IDB, ids []string, from []TaskStatus, to TaskStatus) ([]string, error) {
+	done := make([]string, 0, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		err := RetryTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+			res, err := tx.NewUpdate().Model((*Task)(nil)).Set("status = ?", to).Set("updated_at = ?", time.Now().UTC()).
+				Where("id IN (?)", bun.In(chunk)).Where("status IN (?)", bun.In(from)).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || int(n) != len(chunk) {
+				return errSomeMoved
+			}
+			return nil
+		})
+		if err == nil {
+			done = append(done, chunk...)
+			continue
+		}
+		if !errors.Is(err, errSomeMoved) {
+			return done, fmt.Errorf("store: set tasks status: %w", err)
+		}
+		for _, id := range chunk {
+			err := SetTaskStatus(ctx, db, id, from, to)
+			switch {
+			case err == nil:
+				done = append(done, id)
+			case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+			default:
+				return done, err
+			}
+		}
+	}
+	return done, nil
+}
+
+// CreateTasks inserts tasks and their named executors, a few statements for
+// them all; run it in a transaction. The executor rows go in task and name
+// order (see insertExecutors).
+func CreateTasks(ctx context.Context, db bun.IDB, tasks []*Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	var execs []TaskExecutor
+	for _, t := range tasks {
+		t.CreatedAt, t.UpdatedAt = now, now
+		if t.ProjectID == 0 {
+			t.ProjectID = DefaultProjectID
+		}
+		for _, n := range slices.Sorted(slices.Values(t.Executors)) {
+			execs = append(execs, TaskExecutor{TaskID: t.ID, Node: n})
+		}
+	}
+	slices.SortFunc(execs, func(a, b TaskExecutor) int {
+		if a.TaskID != b.TaskID {
+			return cmp.Compare(a.TaskID, b.TaskID)
+		}
+		return cmp.Compare(a.Node, b.Node)
+	})
+	for chunk := range slices.Chunk(tasks, 100) {
+		if _, err := db.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+			return fmt.Errorf("store: create tasks: %w", err)
+		}
+	}
+	for chunk := range slices.Chunk(execs, 500) {
+		if _, err := db.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+			return fmt.Errorf("store: set executors: %w", err)
+		}
+	}
+	return nil
+}
+
+// AddEvents appends events to the event log in few statements, each as
+// AddEvent would.
+func AddEvents(ctx context.Context, db bun.IDB, evs []Event) error {
+	for i := range evs {
+		prepareEvent(&evs[i])
+	}
+	for chunk := range slices.Chunk(evs, 200) {
+		if _, err := db.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+			return fmt.Errorf("store: add events: %w", err)
+		}
+	}
+	return nil
+}
