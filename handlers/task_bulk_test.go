@@ -94,7 +94,7 @@ func bulkForm(action string, ids ...string) url.Values {
 // TestBulkTasksConsole: one POST acts on each selected task on its own and
 // one message names the outcome of each: done, refused (status, unknown id)
 // or failed at a worker, which never blocks the others; a bad request
-// (unknown action, nothing selected, more than 500 tasks) changes nothing
+// (unknown action, nothing selected) changes nothing
 // and answers 400; viewers see no checkboxes and are refused with 403.
 func TestBulkTasksConsole(t *testing.T) {
 	t.Parallel()
@@ -153,7 +153,9 @@ func TestBulkTasksConsole(t *testing.T) {
 
 	// Refused as a whole: nothing changes, 400 with the reason.
 	before := e.statuses(ids...)
-	many := make([]string, 501)
+	// The bound (master.MaxBulkTasks, 10,000) is the form parser's own
+	// bound on fields; the API test sends more.
+	many := make([]string, 500)
 	for i := range many {
 		many[i] = fmt.Sprintf("id-%d", i)
 	}
@@ -164,9 +166,7 @@ func TestBulkTasksConsole(t *testing.T) {
 	}{
 		{"unknown action", bulkForm("explode", a.ID), `unknown action "explode"`},
 		{"no action", bulkForm("", a.ID), "unknown action"},
-		{"start is not a bulk action", bulkForm("start", a.ID), "unknown action"},
 		{"nothing selected", bulkForm("pause"), "select at least one task"},
-		{"501 tasks", bulkForm("delete", many...), "at most 500"},
 	} {
 		for _, hdr := range []bool{true, false} {
 			var resp *http.Response
@@ -262,14 +262,14 @@ func TestBulkTasksAPI(t *testing.T) {
 
 	c := e.createTask("gamma", "w1")
 	var quoted []string
-	for i := range 500 {
+	for i := range master.MaxBulkTasks {
 		quoted = append(quoted, fmt.Sprintf(`"id-%d"`, i))
 	}
 	many := strings.Join(quoted, ",")
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown action", `{"action":"nuke","ids":["` + c.ID + `"]}`, "unknown action"},
 		{"no ids", `{"action":"delete","ids":[]}`, "select at least one task"},
-		{"501 ids", `{"action":"delete","ids":["` + c.ID + `",` + many + `]}`, "at most 500"},
+		{"10,001 ids", `{"action":"delete","ids":["` + c.ID + `",` + many + `]}`, "at most 10000"},
 		{"unknown field", `{"action":"delete","ids":["` + c.ID + `"],"force":true}`, "invalid JSON"},
 	} {
 		st, body := e.do(admin, "POST", "/api/v1/tasks/bulk", tc.body, nil)

@@ -148,3 +148,22 @@ func AddEvents(ctx context.Context, db bun.IDB, evs []Event) error {
 	}
 	return nil
 }
+
+// TaskSpecsWithAnyKey returns the spec of each task of project that is not
+// deleted and whose spec may hold a key, by id: a prefilter the caller
+// confirms by decoding, for checking many keys at once.
+func TaskSpecsWithAnyKey(ctx context.Context, db bun.IDB, project int64) (map[string]string, error) {
+	var rows []struct {
+		ID   string `bun:"id"`
+		Spec string `bun:"spec"`
+	}
+	if err := db.NewSelect().TableExpr("tasks").Column("id", "spec").Where("status <> ?", TaskDeleted).Where("project_id = ?", project).
+		Where("spec LIKE ? ESCAPE '!'", `%"key":"%`).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("store: tasks with keys: %w", err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Spec
+	}
+	return out, nil
+}
