@@ -57,11 +57,11 @@ const (
 	// PathStartupPart pushes a node's tasks in parts (a restarted master's
 	// re-push): the parts of one session together are what PathStartup
 	// carries in one body; a worker of an earlier version answers it 404.
-	PathStartupPart = "/api/server/startup/part"
-	PathMasterRegister   = "/api/worker/register"
-	PathMasterOffline    = "/api/worker/offline"
-	PathMasterClaim      = "/api/worker/claim"
-	PathMasterRuns       = "/api/worker/runs"
+	PathStartupPart    = "/api/server/startup/part"
+	PathMasterRegister = "/api/worker/register"
+	PathMasterOffline  = "/api/worker/offline"
+	PathMasterClaim    = "/api/worker/claim"
+	PathMasterRuns     = "/api/worker/runs"
 	// PathMasterLock is the old name of PathMasterClaim, still served by the
 	// master for workers of earlier versions.
 	PathMasterLock = "/api/worker/lock"
