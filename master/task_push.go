@@ -8,6 +8,7 @@ package master
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -26,7 +27,7 @@ const repushParallel = 8
 func (m *Master) pushTasks(ctx context.Context, n *store.Node) error {
 	m.refreshMembers(ctx, n.Name)
 	session := protocol.NewNonce()
-	after := ""
+	after, start, sent := "", time.Now(), 0
 	for first := true; ; first = false {
 		rows, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
 		if err != nil {
@@ -36,6 +37,10 @@ func (m *Master) pushTasks(ctx context.Context, n *store.Node) error {
 		err = m.client.StartupPart(ctx, n, session, first, last, m.specsOf(ctx, n.Name, rows))
 		if first && IsNoRoute(err) {
 			return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
+		}
+		sent += len(rows)
+		if err == nil && last {
+			m.log.Info("tasks pushed", "node", n.Name, "tasks", sent, "took", time.Since(start).Round(time.Millisecond))
 		}
 		if err != nil || last {
 			return err
@@ -53,6 +58,7 @@ func (m *Master) repushTasks(ctx context.Context) {
 		m.log.Error("re-push tasks: list nodes", "err", err)
 		return
 	}
+	start, workers := time.Now(), 0
 	sem := make(chan struct{}, repushParallel)
 	var wg sync.WaitGroup
 	for i := range nodes {
@@ -60,6 +66,7 @@ func (m *Master) repushTasks(ctx context.Context) {
 		if n.Type != store.TypeWorker {
 			continue
 		}
+		workers++
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -69,4 +76,5 @@ func (m *Master) repushTasks(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+	m.log.Info("tasks re-pushed to the running workers", "workers", workers, "took", time.Since(start).Round(time.Millisecond))
 }

@@ -57,6 +57,7 @@ type options struct {
 	Runs       int           // runs per figure (median)
 	Only       string        // comma-separated scenario names
 	Bin        string        // prebuilt schedulemaster binary (default: go build)
+	RestartBin string        // binary of the restarted master in the bulk scenario (default: Bin)
 	CPUProfile string        // directory for one CPU profile per scenario
 	LagFor     time.Duration // trigger-lag measurement window
 	Verbose    bool
@@ -95,6 +96,7 @@ func scenarios() []scenario {
 		{"burst", "10,000 HTTP fires at one instant on two workers, beside a bare fan-out", (*bench).burstScenario},
 		{"herd", "100,000 HTTP fires at one instant on three workers: none skipped, throughput flat", (*bench).herdScenario},
 		{"burstdelayed", "10,000 delayed tasks due at one instant on two workers, beside a bare fan-out", (*bench).burstDelayedScenario},
+		{"bulk", "100,000 tasks created and started in bulk, 50,000 delayed tasks in batches, a master restart re-pushing them all", (*bench).bulkScenario},
 	}
 }
 
@@ -108,8 +110,9 @@ func main() {
 	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<random> is created and dropped); default $SM_TEST_MYSQL_DSN")
 	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
-	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd")
+	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,bulk")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
+	flag.StringVar(&o.RestartBin, "restart-bin", "", "bulk scenario: binary of the restarted master, e.g. an earlier version's (default: the same binary)")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
 	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")
 	flag.BoolVar(&o.Verbose, "v", false, "print the warnings the engines log")
