@@ -140,6 +140,7 @@ type bulkItem struct {
 // bulkChunkOf does a to one chunk of ids, filling out (same order). Only a
 // database failure of the chunk as a whole is returned.
 func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, out []BulkResult, running map[string]*store.Node) error {
+	began := time.Now()
 	sorted := slices.Sorted(slices.Values(ids))
 	for _, id := range sorted { // in one order: two bulk actions never wait on each other
 		defer m.locks.lock("task:" + id)()
@@ -190,9 +191,11 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 		}
 		items = append(items, it)
 	}
+	read := time.Since(began)
 	if a != TaskDelete {
 		m.bulkSend(ctx, a, items, false)
 	}
+	sent := time.Since(began) - read
 	// The statuses of the tasks done everywhere, in one transaction (or a
 	// few); a task another master moved meanwhile is undone on its workers.
 	var okIDs []string
@@ -246,7 +249,8 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 	if err := store.AddEvents(wctx, m.st.DB, evs); err != nil {
 		m.log.Error("event log: record bulk action failed", "action", a, "tasks", len(evs), "err", err)
 	}
-	m.log.Info("bulk task action", "action", a, "tasks", len(ids), "done", len(changed))
+	m.log.Info("bulk task action", "action", a, "tasks", len(ids), "done", len(changed), "read", read.Round(time.Millisecond),
+		"sent", sent.Round(time.Millisecond), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 

@@ -96,11 +96,13 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 	if err != nil {
 		return nil, err
 	}
-	checks := map[int64]*taskCheck{}
-	projects := map[string]*Project{}
+	sc := &saveChecks{checks: map[int64]*taskCheck{}, projects: map[string]*Project{}}
+	for _, in := range inputs {
+		sc.keys = sc.keys || strings.TrimSpace(in.Key) != ""
+	}
 	for _, it := range items {
 		if it != nil {
-			if err := m.checkSave(ctx, it, stored, checks, projects); err != nil {
+			if err := m.checkSave(ctx, it, stored, sc); err != nil {
 				return nil, err
 			}
 		}
@@ -122,7 +124,8 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 
 // checkSave checks one input of a bulk save and builds its row; a refusal
 // goes into its result. Only a database failure is returned.
-func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]*store.Task, checks map[int64]*taskCheck, projects map[string]*Project) error {
+func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]*store.Task, sc *saveChecks) error {
+	projects := sc.projects
 	in, r := &it.in, it.r
 	refuse := func(err error) error {
 		if KindOf(err) == 0 {
@@ -183,7 +186,7 @@ func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]
 		}
 		it.cur = cur
 	}
-	chk, err := m.saveCheck(ctx, checks, in.projectID)
+	chk, err := m.saveCheck(ctx, sc, in.projectID)
 	if err != nil {
 		return err
 	}
@@ -205,9 +208,19 @@ func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]
 	return nil
 }
 
+// saveChecks is what the checks of a bulk save read once: a check per
+// project, the projects by name, and whether any input has a key.
+type saveChecks struct {
+	checks   map[int64]*taskCheck
+	projects map[string]*Project
+	keys     bool
+}
+
 // saveCheck returns the check of a project's inputs, made when first
-// needed: its nodes, pools and every key its tasks hold, read once.
-func (m *Master) saveCheck(ctx context.Context, checks map[int64]*taskCheck, project int64) (*taskCheck, error) {
+// needed: its nodes, pools and, when an input of the save has a key, every
+// key its tasks hold, read once.
+func (m *Master) saveCheck(ctx context.Context, sc *saveChecks, project int64) (*taskCheck, error) {
+	checks := sc.checks
 	if chk := checks[project]; chk != nil {
 		return chk, nil
 	}
@@ -218,11 +231,15 @@ func (m *Master) saveCheck(ctx context.Context, checks map[int64]*taskCheck, pro
 	if err := m.checkInProject(ctx, chk, project); err != nil {
 		return nil, err
 	}
+	chk.keys = map[string]string{}
+	if !sc.keys {
+		checks[project] = chk // no input has a key: none to compare
+		return chk, nil
+	}
 	specs, err := store.TaskSpecsWithAnyKey(ctx, m.st.DB, chk.project)
 	if err != nil {
 		return nil, err
 	}
-	chk.keys = make(map[string]string, len(specs))
 	for id, spec := range specs {
 		var d protocol.TaskDef
 		if json.Unmarshal([]byte(spec), &d) == nil && d.Key != "" {

@@ -29,11 +29,10 @@ func (m *Master) pushTasks(ctx context.Context, n *store.Node) error {
 	session := protocol.NewNonce()
 	after, start, sent := "", time.Now(), 0
 	for first := true; ; first = false {
-		rows, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
+		rows, next, last, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
 		if err != nil {
 			return err
 		}
-		last := len(rows) < pushPart
 		err = m.client.StartupPart(ctx, n, session, first, last, m.specsOf(ctx, n.Name, rows))
 		if first && IsNoRoute(err) {
 			return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
@@ -45,7 +44,7 @@ func (m *Master) pushTasks(ctx context.Context, n *store.Node) error {
 		if err != nil || last {
 			return err
 		}
-		after = rows[len(rows)-1].ID
+		after = next
 	}
 }
 

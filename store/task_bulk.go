@@ -14,25 +14,32 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// TasksOfNodePage returns up to limit of the running and paused tasks node
-// executes (named or selected) whose id is after after, in id order: a
-// node's tasks read a page at a time (keyset), so that pushing 100,000
-// tasks never holds them all.
-func TasksOfNodePage(ctx context.Context, db bun.IDB, node, after string, limit int) ([]Task, error) {
-	var tasks []Task
-	q := db.NewSelect().Model(&tasks).
-		Where("status IN (?)", bun.In([]TaskStatus{TaskRunning, TaskPaused})).
-		Where("id IN (SELECT task_id FROM task_executors WHERE node = ?)", node)
-	if after != "" {
-		q = q.Where("id > ?", after)
+// TasksOfNodePage returns the running and paused tasks among the next
+// limit tasks node executes (named or selected) whose id is after after, in
+// id order, the last id looked at, and whether there are no more: a node's
+// tasks read a page at a time (keyset on its executor rows), so that
+// pushing 100,000 tasks never holds them all and no page costs more than
+// the first.
+func TasksOfNodePage(ctx context.Context, db bun.IDB, node, after string, limit int) (_ []Task, last string, done bool, err error) {
+	var ids []string
+	if err := db.NewSelect().Model((*TaskExecutor)(nil)).Column("task_id").Where("node = ?", node).Where("task_id > ?", after).
+		OrderExpr("task_id ASC").Limit(int64(limit)).Scan(ctx, &ids); err != nil {
+		return nil, "", false, fmt.Errorf("store: tasks of node %s: %w", node, err)
 	}
-	if err := q.OrderExpr("id ASC").Limit(int64(limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("store: tasks of node %s: %w", node, err)
+	if len(ids) == 0 {
+		return nil, after, true, nil
+	}
+	var tasks []Task
+	// +status: the status index must not drive the read (it would visit
+	// every running task for each page).
+	if err := db.NewSelect().Model(&tasks).Where("id IN (?)", bun.In(ids)).
+		Where("+status IN (?)", bun.In([]TaskStatus{TaskRunning, TaskPaused})).OrderExpr("id ASC").Scan(ctx); err != nil {
+		return nil, "", false, fmt.Errorf("store: tasks of node %s: %w", node, err)
 	}
 	if err := loadExecutorsOf(ctx, db, tasks); err != nil {
-		return nil, err
+		return nil, "", false, err
 	}
-	return tasks, nil
+	return tasks, ids[len(ids)-1], len(ids) < limit, nil
 }
 
 // GetTasks returns the tasks of ids that exist and are not deleted, with
@@ -41,7 +48,7 @@ func GetTasks(ctx context.Context, db bun.IDB, ids []string) (map[string]*Task, 
 	out := make(map[string]*Task, len(ids))
 	for chunk := range slices.Chunk(ids, 500) {
 		var rows []Task
-		if err := db.NewSelect().Model(&rows).Where("id IN (?)", bun.In(chunk)).Where("status <> ?", TaskDeleted).Scan(ctx); err != nil {
+		if err := db.NewSelect().Model(&rows).Where("id IN (?)", bun.In(chunk)).Where("+status <> ?", TaskDeleted).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("store: get tasks: %w", err)
 		}
 		if err := loadExecutorsOf(ctx, db, rows); err != nil {
@@ -67,8 +74,10 @@ func SetTasksStatus(ctx context.Context, db bun.IDB, ids []string, from []TaskSt
 	done := make([]string, 0, len(ids))
 	for chunk := range slices.Chunk(ids, 500) {
 		err := RetryTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+			// +status: the rows are found by id; the status index would
+			// make each chunk visit every task of the status.
 			res, err := tx.NewUpdate().Model((*Task)(nil)).Set("status = ?", to).Set("updated_at = ?", time.Now().UTC()).
-				Where("id IN (?)", bun.In(chunk)).Where("status IN (?)", bun.In(from)).Exec(ctx)
+				Where("id IN (?)", bun.In(chunk)).Where("+status IN (?)", bun.In(from)).Exec(ctx)
 			if err != nil {
 				return err
 			}

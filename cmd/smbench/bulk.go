@@ -26,6 +26,12 @@ const bulkBatch = 10_000
 // schedule ends (one body, or the last part).
 var schedulingStarted = regexp.MustCompile(`msg="scheduling started"`)
 
+// bulkLine matches what a master logs about a chunk of a bulk action.
+var bulkLine = regexp.MustCompile(`msg="bulk task action" action=start`)
+
+// pushLine matches what a restarted master logs about its pushes.
+var pushLine = regexp.MustCompile(`master serving|tasks pushed|re-pushed|elected|leader`)
+
 // bulkScenario is issue 28's bulk work and restart at scale, on real
 // processes: a master over SQLite and three workers. N HTTP tasks are
 // created through POST /api/v1/tasks/bulk (10,000 per call) and started
@@ -36,6 +42,9 @@ var schedulingStarted = regexp.MustCompile(`msg="scheduling started"`)
 // binary (an earlier version, for a before/after figure).
 func (b *bench) bulkScenario(ctx context.Context) []row {
 	n := b.pick(100_000, 3_000)
+	if b.opt.BulkN > 0 {
+		n = b.opt.BulkN
+	}
 	delayed := b.pick(50_000, 2_000)
 	name := fmt.Sprintf("bulk: %s HTTP tasks created through POST /api/v1/tasks/bulk (%s per call), 3 worker processes, SQLite", fmtInt(n), fmtInt(bulkBatch))
 	bin, err := b.binaryPath(ctx)
@@ -127,9 +136,11 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 				Error string `json:"error"`
 			} `json:"results"`
 		}
+		t1 := time.Now()
 		if err := api.post(ctx, "/api/v1/tasks/bulk", map[string]any{"action": "start", "ids": ids[lo:min(lo+bulkBatch, len(ids))]}, &out); err != nil {
 			return []row{errRow(name, err)}
 		}
+		b.logf("bulk: start call %d took %s", lo/bulkBatch, time.Since(t1))
 		for _, r := range out.Results {
 			if !r.OK {
 				return []row{errRow(name, fmt.Errorf("bulk start failed for a task: %s", r.Error))}
@@ -183,6 +194,15 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 		restartBin = b.opt.RestartBin
 		rname += " (restarted master: " + filepath.Base(restartBin) + ")"
 	}
+	mp.mu.Lock()
+	shown := 0
+	for _, l := range mp.logs {
+		if bulkLine.MatchString(l) && shown < 12 {
+			b.logf("bulk: master: %s", l)
+			shown++
+		}
+	}
+	mp.mu.Unlock()
 	mp.stop()
 	var seen []<-chan time.Time
 	for _, w := range workers {
@@ -222,6 +242,13 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 		return append(rows, errRow(rname, fmt.Errorf("after the restart the workers schedule %d tasks, want %d (%v)", scheduled, n, err)))
 	}
 	b.logf("bulk: restart re-push %s, master RSS peak %s, VmHWM %s", repush, fmtMB(peak), fmtMB(hwm))
+	mp.mu.Lock()
+	for _, l := range mp.logs {
+		if pushLine.MatchString(l) {
+			b.logf("bulk: restarted master: %s", l)
+		}
+	}
+	mp.mu.Unlock()
 	return append(rows,
 		row{rname, fmt.Sprintf("%s from the process start", fmtDur(repush)), "-", Info},
 		row{"  restart: master RSS while it pushes (sampled peak; VmHWM)", fmt.Sprintf("%s; %s", fmtMB(peak), fmtMB(hwm)),

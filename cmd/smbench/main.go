@@ -58,6 +58,7 @@ type options struct {
 	Only       string        // comma-separated scenario names
 	Bin        string        // prebuilt schedulemaster binary (default: go build)
 	RestartBin string        // binary of the restarted master in the bulk scenario (default: Bin)
+	BulkN      int           // tasks of the bulk scenario (default 100,000, 3,000 with -short)
 	CPUProfile string        // directory for one CPU profile per scenario
 	LagFor     time.Duration // trigger-lag measurement window
 	Verbose    bool
@@ -113,6 +114,7 @@ func main() {
 	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,bulk")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
 	flag.StringVar(&o.RestartBin, "restart-bin", "", "bulk scenario: binary of the restarted master, e.g. an earlier version's (default: the same binary)")
+	flag.IntVar(&o.BulkN, "bulk-n", 0, "bulk scenario: number of tasks (default 100,000, 3,000 with -short)")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
 	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")
 	flag.BoolVar(&o.Verbose, "v", false, "print the warnings the engines log")
