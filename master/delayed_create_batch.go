@@ -22,7 +22,7 @@ const MaxDelayedBatch = 10_000
 
 // delayedChunk is how many delayed tasks of a batch are written in one
 // transaction.
-const delayedChunk = 500
+const delayedChunk = 1000
 
 // DelayedBatchResult is the outcome of a batch creation for one delayed task
 // of the request, by its place in it (Index): Created, or the pending task of

@@ -21,7 +21,7 @@ import (
 )
 
 // saveChunk is how many tasks of a bulk save are written in one transaction.
-const saveChunk = 500
+const saveChunk = 1000
 
 // What a bulk save did to a task.
 const (

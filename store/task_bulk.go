@@ -144,18 +144,21 @@ func CreateTasks(ctx context.Context, db bun.IDB, tasks []*Task) error {
 	return nil
 }
 
-// AddEvents appends events to the event log in few statements, each as
-// AddEvent would.
+// AddEvents appends events to the event log in few statements and one
+// transaction, each as AddEvent would.
 func AddEvents(ctx context.Context, db bun.IDB, evs []Event) error {
 	for i := range evs {
 		prepareEvent(&evs[i])
 	}
-	for chunk := range slices.Chunk(evs, 200) {
-		if _, err := db.NewInsert().Model(&chunk).Exec(ctx); err != nil {
-			return fmt.Errorf("store: add events: %w", err)
+	// One transaction for them all: one commit, not one per statement.
+	return RetryTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+		for chunk := range slices.Chunk(evs, 200) {
+			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+				return fmt.Errorf("store: add events: %w", err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // TaskSpecsWithAnyKey returns the spec of each task of project that is not

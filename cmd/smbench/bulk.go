@@ -115,9 +115,11 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 				Error string `json:"error"`
 			} `json:"results"`
 		}
+		t1 := time.Now()
 		if err := api.post(ctx, "/api/v1/tasks/bulk", map[string]any{"tasks": tasks}, &out); err != nil {
 			return []row{errRow(name, err)}
 		}
+		b.logf("bulk: create call %d took %s", lo/bulkBatch, time.Since(t1))
 		for _, r := range out.Results {
 			if !r.OK {
 				return []row{errRow(name, fmt.Errorf("bulk create refused a task: %s", r.Error))}
@@ -174,9 +176,11 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 				Error   string `json:"error"`
 			} `json:"results"`
 		}
+		t1 := time.Now()
 		if err := api.post(ctx, "/api/v1/delayed/batch", map[string]any{"tasks": tasks}, &out); err != nil {
 			return append(rows, errRow(dname, err))
 		}
+		b.logf("bulk: delayed batch call %d took %s", lo/bulkBatch, time.Since(t1))
 		for _, r := range out.Results {
 			if !r.Created {
 				return append(rows, errRow(dname, fmt.Errorf("a delayed task was not created: %s", r.Error)))
