@@ -73,6 +73,24 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 	if p := PrincipalFrom(ctx); p != nil && !p.CanAnywhere(ActEdit) {
 		return nil, Errorf(KindForbidden, "forbidden: your role may not %s in any project", actionVerb[ActEdit])
 	}
+	create := make([]bool, len(inputs))
+	for i := range inputs {
+		create[i] = strings.TrimSpace(inputs[i].ID) == ""
+	}
+	out, err := m.saveTasks(ctx, inputs, create, by)
+	if err != nil {
+		return nil, err
+	}
+	if start {
+		m.startSaved(ctx, out)
+	}
+	return out, nil
+}
+
+// saveTasks is SaveTasks without its bounds: create[i] says inputs[i] is
+// created, with its id when it has one (Apply chooses the ids of the tasks
+// it creates, so that their parents can name them), else updated.
+func (m *Master) saveTasks(ctx context.Context, inputs []TaskInput, create []bool, by string) ([]SaveResult, error) {
 	out := make([]SaveResult, len(inputs))
 	items := make([]*saveItem, len(inputs))
 	var updates []string
@@ -81,7 +99,7 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 		in := inputs[i]
 		in.ID = strings.TrimSpace(in.ID)
 		out[i] = SaveResult{Index: i, Action: SaveCreate, ID: in.ID, Title: in.Title}
-		if in.ID != "" {
+		if !create[i] {
 			out[i].Action = SaveUpdate
 			if j, dup := seen[in.ID]; dup {
 				out[i].Error = fmt.Sprintf("task %s is given twice (also at index %d)", printable(in.ID), j)
@@ -99,6 +117,7 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 	sc := &saveChecks{checks: map[int64]*taskCheck{}, projects: map[string]*Project{}}
 	for _, in := range inputs {
 		sc.keys = sc.keys || strings.TrimSpace(in.Key) != ""
+		sc.children = sc.children || len(in.Children) > 0
 	}
 	for _, it := range items {
 		if it != nil {
@@ -115,9 +134,6 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 	}
 	for chunk := range slices.Chunk(valid, saveChunk) {
 		m.writeSaves(ctx, chunk, by)
-	}
-	if start {
-		m.startSaved(ctx, out)
 	}
 	return out, nil
 }
@@ -153,7 +169,9 @@ func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]
 	}
 	name := strings.TrimSpace(in.Project)
 	if r.Action == SaveCreate {
-		in.ID = uuid.NewString()
+		if in.ID == "" {
+			in.ID = uuid.NewString()
+		}
 		p, err := project(name)
 		if err != nil {
 			return refuse(err)
@@ -213,7 +231,9 @@ func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]
 type saveChecks struct {
 	checks   map[int64]*taskCheck
 	projects map[string]*Project
-	keys     bool
+	// keys and children say an input has a key, children: the keys, the
+	// children graph are read (once per project).
+	keys, children bool
 }
 
 // saveCheck returns the check of a project's inputs, made when first
@@ -230,6 +250,12 @@ func (m *Master) saveCheck(ctx context.Context, sc *saveChecks, project int64) (
 	}
 	if err := m.checkInProject(ctx, chk, project); err != nil {
 		return nil, err
+	}
+	if sc.children {
+		// Read before any input is checked: each checked input joins it.
+		if err := m.loadGraph(ctx, chk); err != nil {
+			return nil, err
+		}
 	}
 	chk.keys = map[string]string{}
 	if !sc.keys {
