@@ -24,28 +24,65 @@ const repushParallel = 8
 // pushTasks makes node n schedule its running and paused tasks, and only
 // those: in parts (protocol.PathStartupPart), or in one body for a worker
 // too old for parts. n is the node as the master saw it before the push.
-func (m *Master) pushTasks(ctx context.Context, n *store.Node) error {
-	m.refreshMembers(ctx, n.Name)
+func (m *Master) pushTasks(parent context.Context, n *store.Node) error {
+	m.refreshMembers(parent, n.Name)
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	// The next page is read while the current one is on its way: two
+	// pages held at most.
+	pages := make(chan pushPage, 1)
+	go func() {
+		defer close(pages)
+		after := ""
+		for {
+			rows, next, last, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
+			p := pushPage{last: last, err: err, n: len(rows)}
+			if err == nil {
+				p.specs = m.specsOf(ctx, n.Name, rows)
+			}
+			select {
+			case pages <- p:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || last {
+				return
+			}
+			after = next
+		}
+	}()
 	session := protocol.NewNonce()
-	after, start, sent := "", time.Now(), 0
+	start, sent := time.Now(), 0
 	for first := true; ; first = false {
-		rows, next, last, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
+		p, ok := <-pages
+		if !ok {
+			return ctx.Err()
+		}
+		if p.err != nil {
+			return p.err
+		}
+		err := m.client.StartupPart(ctx, n, session, first, p.last, p.specs)
+		if first && IsNoRoute(err) {
+			cancel() // the reader stops: the old worker gets all in one body
+			return m.client.Startup(parent, n, m.tasksFor(parent, n.Name))
+		}
 		if err != nil {
 			return err
 		}
-		err = m.client.StartupPart(ctx, n, session, first, last, m.specsOf(ctx, n.Name, rows))
-		if first && IsNoRoute(err) {
-			return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
-		}
-		sent += len(rows)
-		if err == nil && last {
+		sent += p.n
+		if p.last {
 			m.log.Info("tasks pushed", "node", n.Name, "tasks", sent, "took", time.Since(start).Round(time.Millisecond))
+			return nil
 		}
-		if err != nil || last {
-			return err
-		}
-		after = next
 	}
+}
+
+// pushPage is one page of a push: what its tasks' executor is sent.
+type pushPage struct {
+	specs []protocol.TaskSpec
+	n     int
+	last  bool
+	err   error
 }
 
 // repushTasks gives every running worker its running tasks again: after a

@@ -6,6 +6,8 @@ package master
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -96,7 +98,7 @@ func (m *Master) specsOf(ctx context.Context, node string, rows []store.Task) []
 	tasks := make([]*Task, 0, len(rows))
 	var shared []string // executors of its broadcast tasks
 	for i := range rows {
-		t, err := decodeTask(&rows[i])
+		t, err := decodeForPush(&rows[i])
 		if err != nil {
 			m.log.Error("skip task with a bad stored definition", "task", rows[i].ID, "err", err)
 			continue
@@ -123,6 +125,17 @@ func (m *Master) specsOf(ctx context.Context, node string, rows []store.Task) []
 		out = append(out, t.specFor(node, mine))
 	}
 	return out
+}
+
+// decodeForPush is decodeTask without what a push does not send (next fire
+// time, keepers, children): a push decodes every task of a node.
+func decodeForPush(r *store.Task) (*Task, error) {
+	out := &Task{Executors: r.Executors, Selector: r.Selector, Selected: r.Selected, Status: r.Status, ProjectID: r.ProjectID}
+	if err := json.Unmarshal([]byte(r.Spec), &out.TaskDef); err != nil {
+		return nil, fmt.Errorf("master: task %s: stored definition: %w", r.ID, err)
+	}
+	out.ID = r.ID
+	return out, nil
 }
 
 // shardState remembers, per broadcast task, the running executors this

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // TasksOfNodePage returns the running and paused tasks among the next
@@ -22,7 +23,15 @@ import (
 // the first.
 func TasksOfNodePage(ctx context.Context, db bun.IDB, node, after string, limit int) (_ []Task, last string, done bool, err error) {
 	var ids []string
-	if err := db.NewSelect().Model((*TaskExecutor)(nil)).Column("task_id").Where("node = ?", node).Where("task_id > ?", after).
+	// SQLite would read the node's rows by the node index and sort them
+	// all for each page; +node makes it walk the primary key from after
+	// (30 ms a page at 33,000 tasks a node against 0.5 ms). MariaDB's node
+	// index is in key order already.
+	byNode := "node = ?"
+	if db.Dialect().Name() == dialect.SQLite {
+		byNode = "+node = ?"
+	}
+	if err := db.NewSelect().Model((*TaskExecutor)(nil)).Column("task_id").Where(byNode, node).Where("task_id > ?", after).
 		OrderExpr("task_id ASC").Limit(int64(limit)).Scan(ctx, &ids); err != nil {
 		return nil, "", false, fmt.Errorf("store: tasks of node %s: %w", node, err)
 	}
