@@ -284,3 +284,52 @@ func TestBulkTasksAPI(t *testing.T) {
 		t.Fatalf("refused bulk requests changed gamma: %s", s)
 	}
 }
+
+// TestBulkSaveAndDelayedBatchAPI: POST /api/v1/tasks/bulk with tasks
+// creates and starts each valid one and answers each refusal with its
+// fields, in order; POST /api/v1/delayed/batch does the same for delayed
+// tasks; a request naming both tasks and an action, or none, is a 400.
+func TestBulkSaveAndDelayedBatchAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	startRunningWorker(t, e, "w1")
+	admin := e.login("admin", "admin-password-1")
+	good := `{"title":"bulk a","type":"http","schedule":{"kind":"interval","every":"1h"},"http":{"url":"http://127.0.0.1:1/"},"executors":["w1"]}`
+	ghost := `{"title":"bulk b","type":"http","schedule":{"kind":"interval","every":"1h"},"http":{"url":"http://127.0.0.1:1/"},"executors":["ghost"]}`
+	st, body := e.do(admin, "POST", "/api/v1/tasks/bulk", `{"start":true,"tasks":[`+good+`,`+ghost+`,{"title":""}]}`, nil)
+	var out struct {
+		Results []master.SaveResult `json:"results"`
+	}
+	if st != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || len(out.Results) != 3 {
+		t.Fatalf("bulk save: %d %s", st, body)
+	}
+	r := out.Results
+	if !r[0].OK || !r[0].Started || r[0].ID == "" || r[1].OK || !strings.Contains(r[1].Fields["executors"], "unknown node") ||
+		r[2].OK || r[2].Fields["title"] == "" || r[2].Index != 2 {
+		t.Fatalf("bulk save results: %s", body)
+	}
+	if s := e.statuses(r[0].ID); s != "running" {
+		t.Fatalf("the saved task is %s", s)
+	}
+	for _, bad := range []string{`{"action":"stop","ids":["x"],"tasks":[]}`, `{"tasks":[]}`, `{"action":"start"}`} {
+		if st, body := e.do(admin, "POST", "/api/v1/tasks/bulk", bad, nil); st != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", bad, st, body)
+		}
+	}
+	st, body = e.do(admin, "POST", "/api/v1/delayed/batch", `{"tasks":[{"source_app":"app","topic":"t","content_key":"k1","delay":"1h",
+"notify_url":"http://127.0.0.1:1/x","executors":["w1"]},{"source_app":"app","topic":"t","content_key":"k1","delay":"1h",
+"notify_url":"http://127.0.0.1:1/x","executors":["w1"]},{"source_app":""}]}`, nil)
+	var dout struct {
+		Results []master.DelayedBatchResult `json:"results"`
+	}
+	if st != http.StatusOK || json.Unmarshal([]byte(body), &dout) != nil || len(dout.Results) != 3 {
+		t.Fatalf("delayed batch: %d %s", st, body)
+	}
+	d := dout.Results
+	if !d[0].Created || !d[1].OK || d[1].Created || d[1].ID != d[0].ID || d[2].OK || d[2].Fields["source_app"] == "" {
+		t.Fatalf("delayed batch results: %s", body)
+	}
+	if st, body := e.do(admin, "POST", "/api/v1/delayed/batch", `{"tasks":[]}`, nil); st != http.StatusBadRequest {
+		t.Errorf("empty batch: %d %s, want 400", st, body)
+	}
+}
