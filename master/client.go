@@ -179,10 +179,17 @@ func (c *Client) TaskBatch(ctx context.Context, n *store.Node, op string, specs 
 	for i, r := range out.Results {
 		if r.Status != http.StatusOK {
 			se := &protocol.StatusError{Status: r.Status, Msg: r.Error}
-			errs[i] = wrapf(KindWorker, se, "node %s refused to %s task %s (%d): %s", n.Name, op, r.ID, r.Status, r.Error)
+			// Said as the call for this task alone would say it.
+			errs[i] = wrapf(KindWorker, se, "node %s answered %s with %d: %s", n.Name, batchOpPath[op], r.Status, r.Error)
 		}
 	}
 	return errs, nil
+}
+
+// batchOpPath is the call of one task for each batch operation.
+var batchOpPath = map[string]string{
+	protocol.BatchStart: protocol.PathTaskStart, protocol.BatchStop: protocol.PathTaskStop,
+	protocol.BatchPause: protocol.PathTaskPause, protocol.BatchResume: protocol.PathTaskResume,
 }
 
 // Shutdown tells the worker to stop scheduling; the worker waits for running jobs.

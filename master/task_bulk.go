@@ -435,16 +435,11 @@ func (m *Master) sendBatch(ctx context.Context, op string, n *store.Node, jobs [
 			if op == protocol.BatchStart {
 				errs[i] = m.client.TaskStart(ctx, n, j.it.specs[j.node])
 			} else {
-				errs[i] = m.client.TaskOp(ctx, n, singleOpPath[op], j.it.t.ID)
+				errs[i] = m.client.TaskOp(ctx, n, batchOpPath[op], j.it.t.ID)
 			}
 		})
 	}
 	wg.Wait()
-}
-
-// singleOpPath is the call of one task for each batch operation but start.
-var singleOpPath = map[string]string{
-	protocol.BatchStop: protocol.PathTaskStop, protocol.BatchPause: protocol.PathTaskPause, protocol.BatchResume: protocol.PathTaskResume,
 }
 
 // bulkFailed reports an action that was tried and failed: a refusal with
