@@ -21,9 +21,45 @@ const (
 	chartTicks  = 4
 )
 
-// runsChart lays out days bars from the first UTC day: success at the bottom,
-// failed and timed out stacked on top, with a value axis of round numbers.
-func runsChart(lc *locale.Localizer, first time.Time, days int, counts []master.DayCount) views.ChartVM {
+// chartRange is one time range the runs chart offers: slots of one unit,
+// the newest holding now.
+type chartRange struct {
+	name  string // the ?range= value
+	unit  master.SlotUnit
+	slots int
+	step  time.Duration
+	label string // Go layout of a slot's axis label
+	every int    // label every this many slots
+}
+
+// chartRanges are the ranges the dashboard's chart offers; the first is the default.
+var chartRanges = [...]chartRange{
+	{name: "24h", unit: master.SlotHour, slots: 24, step: time.Hour, label: "15:00", every: 3},
+	{name: "1h", unit: master.SlotMinute, slots: 60, step: time.Minute, label: "15:04", every: 10},
+	{name: "14d", unit: master.SlotDay, slots: chartDays, step: 24 * time.Hour, label: "01-02", every: 1},
+}
+
+// chartRangeNamed is the range called name, the default for "" or an unknown name.
+func chartRangeNamed(name string) chartRange {
+	for _, r := range chartRanges {
+		if r.name == name {
+			return r
+		}
+	}
+	return chartRanges[0]
+}
+
+// first is the start of the range's oldest slot, for a range ending with
+// the slot that holds now.
+func (r chartRange) first(now time.Time) time.Time {
+	return now.UTC().Truncate(r.step).Add(-time.Duration(r.slots-1) * r.step)
+}
+
+// rangeChart lays out one bar per slot of the range from first (UTC):
+// success at the bottom, failed and timed out stacked on top, with a value
+// axis of round numbers.
+func rangeChart(lc *locale.Localizer, rg chartRange, first time.Time, counts []master.DayCount) views.ChartVM {
+	layout := rg.unit.SlotLayout()
 	byDay := map[string]*views.RunCounts{}
 	for _, dc := range counts {
 		c := byDay[dc.Day]
@@ -33,12 +69,13 @@ func runsChart(lc *locale.Localizer, first time.Time, days int, counts []master.
 		}
 		addCount(c, dc.Result, dc.N)
 	}
+	days := rg.slots
 	plotW, plotH := chartW-chartLeft-chartRight, chartH-chartTop-chartBottom
 	baseY := chartTop + plotH
 	day := make([]views.RunCounts, days)
 	peak, total := 0, 0
 	for i := range days {
-		if c := byDay[first.AddDate(0, 0, i).Format(time.DateOnly)]; c != nil {
+		if c := byDay[first.Add(time.Duration(i)*rg.step).Format(layout)]; c != nil {
 			day[i] = *c
 		}
 		peak = max(peak, day[i].Success+day[i].Failed+day[i].Timeout)
@@ -47,13 +84,20 @@ func runsChart(lc *locale.Localizer, first time.Time, days int, counts []master.
 	step := niceStep(peak, chartTicks)
 	top := step * chartTicks
 	scale := plotH / float64(top)
-	last := first.AddDate(0, 0, days-1)
+	last := first.Add(time.Duration(days-1) * rg.step)
 	vm := views.ChartVM{
 		ViewBox: "0 0 " + num(chartW) + " " + num(chartH), Width: num(chartW), Height: num(chartH),
-		Title:  lc.T("RunsChartTitle", "From", first.Format(time.DateOnly), "To", last.Format(time.DateOnly)),
-		Desc:   lc.N("RunsChartDesc", total, "Days", days),
 		AxisX1: num(chartLeft), AxisX2: num(chartW - chartRight), AxisY: num(baseY),
 		MaxValue: top, Empty: total == 0,
+	}
+	if rg.unit == master.SlotDay {
+		vm.Title = lc.T("RunsChartTitle", "From", first.Format(time.DateOnly), "To", last.Format(time.DateOnly))
+		vm.Desc = lc.N("RunsChartDesc", total, "Days", days)
+		vm.EmptyText = lc.T("DashChartEmpty")
+	} else {
+		vm.EmptyText = lc.T("DashChartEmpty" + rg.name)
+		vm.Title = lc.T("RunsChartTitleSlots", "From", first.Format("2006-01-02 15:04"), "To", last.Add(rg.step).Format("2006-01-02 15:04"))
+		vm.Desc = lc.N("RunsChartDescSlots", total, "Range", lc.T("DashRangeText"+rg.name))
 	}
 	for i := 0; i <= chartTicks; i++ {
 		v := step * i
@@ -63,17 +107,24 @@ func runsChart(lc *locale.Localizer, first time.Time, days int, counts []master.
 	slot := plotW / float64(days)
 	barW := slot * 0.62
 	for i := range days {
-		d := first.AddDate(0, 0, i)
+		d := first.Add(time.Duration(i) * rg.step)
 		c := day[i]
 		x := chartLeft + float64(i)*slot
 		failed := c.Failed + c.Timeout
 		hs, hf := float64(c.Success)*scale, float64(failed)*scale
+		when := lc.Weekday(d.Weekday()) + " " + d.Format(time.DateOnly)
+		if rg.unit != master.SlotDay {
+			when = d.Format("2006-01-02 15:04") + "–" + d.Add(rg.step).Format("15:04")
+		}
 		cd := views.ChartDay{
-			Day: d.Format(time.DateOnly), Label: d.Format("01-02"), Counts: c,
-			Tooltip: lc.N("RunsChartTooltip", c.Total, "Day", lc.Weekday(d.Weekday())+" "+d.Format(time.DateOnly),
+			Day: d.Format(layout), Counts: c,
+			Tooltip: lc.N("RunsChartTooltip", c.Total, "Day", when,
 				"Success", c.Success, "Failed", c.Failed, "Timeout", c.Timeout, "Skipped", c.Skipped),
 			Hit:    views.ChartRect{X: num(x), Y: num(chartTop), W: num(slot), H: num(plotH), Draw: true},
 			LabelX: num(x + slot/2), LabelY: num(baseY + 18),
+		}
+		if (days-1-i)%rg.every == 0 {
+			cd.Label = d.Format(rg.label)
 		}
 		bx := x + (slot-barW)/2
 		if c.Success > 0 {

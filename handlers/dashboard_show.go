@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/locale"
@@ -19,8 +21,17 @@ const (
 	dashboardPoll = "every 5s"
 	// chartDays is how many days the runs chart shows, today included.
 	chartDays = 14
-	// dashboardFailures is how many of the latest failures the dashboard lists.
+	// dashboardFailures is how many of the latest failures the dashboard
+	// reads for its counters (ReadDashboard).
 	dashboardFailures = 10
+	// failureGroups is how many tasks (and delayed topics) the dashboard's
+	// failures list, the one with the newest failure first.
+	failureGroups = 10
+	// failureWindow is how far back the grouped failures go.
+	failureWindow = 24 * time.Hour
+	// failureScan bounds the failures of each result read for the groups,
+	// so the dashboard stays cheap over a million runs.
+	failureScan = 1000
 )
 
 // showDashboard shows the counters, the latest failures and the runs chart;
@@ -37,14 +48,18 @@ func (s *server) showDashboard(c *gin.Context) {
 		s.render(c, http.StatusOK, views.DashboardLive(live))
 		return
 	}
-	today := utcDay(now)
-	from := today.AddDate(0, 0, -(chartDays - 1))
-	counts, err := s.m.Reads().RunsPerDay(ctx, from, today.AddDate(0, 0, 1), s.currentProjectIDs(c))
+	rg := chartRangeNamed(c.Query("range"))
+	from := rg.first(now)
+	counts, err := s.m.Reads().RunsPerSlot(ctx, rg.unit, from, from.Add(time.Duration(rg.slots)*rg.step), s.currentProjectIDs(c))
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
-	vm := views.DashboardVM{Layout: s.layout(c, tr(c, "NavDashboard"), "dashboard"), Live: live, Chart: runsChart(lc(c), from, chartDays, counts)}
+	vm := views.DashboardVM{Layout: s.layout(c, tr(c, "NavDashboard"), "dashboard"), Live: live, Chart: rangeChart(lc(c), rg, from, counts),
+		Range: rg.name}
+	for _, r := range chartRanges {
+		vm.Ranges = append(vm.Ranges, r.name)
+	}
 	s.render(c, http.StatusOK, views.DashboardPage(vm))
 }
 
@@ -96,18 +111,14 @@ func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []
 	for _, dc := range d.RunsToday {
 		addCount(&vm.RunsToday, dc.Result, dc.N)
 	}
-	for _, f := range d.Failures {
-		row := views.FailureRow{
-			RunID: f.ID, TaskID: f.TaskID, TaskTitle: f.TaskTitle, Node: f.Node, Started: ago(locale.From(ctx), f.StartedAt, now),
-			StartedAt: utcText(f.StartedAt), Result: f.Result, Excerpt: f.Excerpt,
-		}
-		switch {
-		case f.HTTPStatus != 0:
-			row.Code = "HTTP " + strconv.Itoa(f.HTTPStatus)
-		case f.ExitCode != nil:
-			row.Code = "exit " + strconv.Itoa(*f.ExitCode)
-		}
-		vm.Failures = append(vm.Failures, row)
+	since := now.Add(-failureWindow)
+	groups, complete, err := s.m.Reads().FailureGroups(ctx, since, failureScan, failureGroups, projects)
+	if err != nil {
+		return vm, err
+	}
+	vm.FailuresComplete = complete
+	for _, g := range groups {
+		vm.FailureGroups = append(vm.FailureGroups, failureGroupRow(locale.From(ctx), g, since, now))
 	}
 	return vm, nil
 }
@@ -125,4 +136,39 @@ func addCount(c *views.RunCounts, r string, n int) {
 		c.Skipped += n
 	}
 	c.Total += n
+}
+
+// failureGroupRow is one task's (or delayed topic's) failures as the
+// dashboard lists them.
+func failureGroupRow(lc *locale.Localizer, g master.FailureGroup, since, now time.Time) views.FailureGroupRow {
+	row := views.FailureGroupRow{
+		TaskID: g.TaskID, Title: g.TaskTitle, Delayed: g.Delayed, Topic: g.Topic, ContentKey: g.ContentKey, Count: g.Count,
+		LastRunID: g.LastRunID, Node: g.LastNode, Last: ago(lc, g.LastAt, now), LastAt: utcText(g.LastAt), Result: g.LastResult,
+		LastError: firstLine(g.Excerpt),
+	}
+	switch {
+	case g.HTTPStatus != 0:
+		row.Code = "HTTP " + strconv.Itoa(g.HTTPStatus)
+	case g.ExitCode != nil:
+		row.Code = lc.T("RunExit", "Code", *g.ExitCode)
+	}
+	q := url.Values{"task": {g.TaskID}, "since": {since.UTC().Format("2006-01-02T15:04")}}
+	if len(g.Results) == 1 {
+		q.Set("result", g.Results[0])
+	}
+	row.RunsURL = "/runs?" + q.Encode()
+	if g.Delayed {
+		row.TopicURL = "/delayed?" + url.Values{"topic": {g.Topic}}.Encode()
+	}
+	return row
+}
+
+// firstLine is the first line of an output that is not blank, trimmed.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if t := strings.TrimSpace(line); t != "" {
+			return t
+		}
+	}
+	return ""
 }

@@ -88,12 +88,8 @@ func (s *server) renderDelayedForm(c *gin.Context, status int, vm views.DelayedF
 			vm.Executors = append(vm.Executors, views.NodeOption{Name: n.Name, StatusName: n.Status.String(), Checked: checked[n.Name]})
 		}
 	}
-	known := map[string]bool{}
-	for _, f := range views.DelayedFormFields {
-		known[f] = true
-	}
 	for k, v := range vm.Errors {
-		if !known[k] {
+		if !views.DelayedFormSpec.Knows(k) {
 			vm.OtherErrors = append(vm.OtherErrors, k+": "+v)
 		}
 	}

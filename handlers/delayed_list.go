@@ -142,7 +142,7 @@ func (s *server) delayedListVM(c *gin.Context, flash *views.Flash) (views.Delaye
 func delayedRow(lc *locale.Localizer, d *master.Delayed, now time.Time) views.DelayedRow {
 	r := views.DelayedRow{
 		ID: d.ID, SourceApp: d.SourceApp, Topic: d.Topic, ContentKey: d.ContentKey, Due: utcText(d.DueAt),
-		Status: d.Status, Late: d.Late, LateBy: d.LateBy, Node: d.Node, CanCancel: d.Status == master.DelayedPending,
+		DueISO: d.DueAt.UTC().Format(time.RFC3339), Status: d.Status, Late: d.Late, LateBy: d.LateBy, Node: d.Node, CanCancel: d.Status == master.DelayedPending,
 		Attempts: lc.T("DelayedAttemptsOf", "N", d.Attempts, "Of", d.Retries+1),
 	}
 	if d.DueAt.After(now) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,7 +223,7 @@ func TestDashboardNumbersChartAndFailures(t *testing.T) {
 		}
 
 		// Empty: zeros, no failure, the chart with 14 empty days.
-		status, body := e.do(c, "GET", "/dashboard", "", nil)
+		status, body := e.do(c, "GET", "/dashboard?range=14d", "", nil)
 		if status != http.StatusOK || idText(body, "dash-nodes-running") != "0" || !strings.Contains(body, `id="no-failures"`) ||
 			len(chartDayRE.FindAllString(body, -1)) != 14 || !strings.Contains(body, "No runs in the last 14 days") {
 			t.Fatalf("empty dashboard: %d\n%s", status, body)
@@ -266,7 +267,7 @@ func TestDashboardNumbersChartAndFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		status, body = e.do(c, "GET", "/dashboard", "", nil)
+		status, body = e.do(c, "GET", "/dashboard?range=14d", "", nil)
 		if status != http.StatusOK {
 			t.Fatalf("dashboard: %d", status)
 		}
@@ -326,21 +327,18 @@ func TestDashboardNumbersChartAndFailures(t *testing.T) {
 			t.Error("the value axis does not reach the peak")
 		}
 
-		// The latest 10 failures, newest first, each linking to its output.
-		links := regexp.MustCompile(`<tr id="failure-(run-\d+)">`).FindAllStringSubmatch(body, -1)
-		var got []string
-		for _, l := range links {
-			got = append(got, l[1])
-			if !strings.Contains(body, `href="/runs/`+l[1]+`"`) {
-				t.Errorf("failure %s has no link to its run", l[1])
-			}
+		// The failures of the last 24 hours, grouped by task: the latest
+		// failure's output, its error in one line, and the runs filtered to them.
+		groups24 := regexp.MustCompile(`<tr id="failures-([^"]+)" data-count="(\d+)"`).FindAllStringSubmatch(body, -1)
+		if len(groups24) != 1 || groups24[0][1] != "task-0" {
+			t.Fatalf("failure groups = %v, want task-0 alone", groups24)
 		}
-		want := "run-024,run-023,run-022,run-018,run-017,run-016,run-015,run-014,run-013,run-012"
-		if strings.Join(got, ",") != want {
-			t.Errorf("failures = %v, want %s", got, want)
+		if n, _ := strconv.Atoi(groups24[0][2]); n < 3 {
+			t.Errorf("task-0 counts %d failures, want at least today's 3", n)
 		}
-		if !strings.Contains(body, "boom timeout") || !strings.Contains(body, "HTTP 500") || !strings.Contains(body, `href="/tasks/task-0"`) {
-			t.Error("a failure row lacks its excerpt, code or task link")
+		if !strings.Contains(body, `href="/runs/run-024"`) || !strings.Contains(body, `title="boom timeout"`) || !strings.Contains(body, "HTTP 500") ||
+			!strings.Contains(body, `href="/tasks/task-0"`) || !strings.Contains(body, `href="/runs?since=`) || !strings.Contains(body, `task=task-0`) {
+			t.Errorf("the failure group lacks its output link, last error, code, task link or runs link")
 		}
 
 		// The live part polls itself; htmx gets it alone.

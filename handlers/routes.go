@@ -44,6 +44,8 @@ type server struct {
 	metrics  http.Handler // the master's Prometheus metrics; nil: none
 	oidc     *oidcClient  // nil: no OIDC sign-on
 	secure   bool         // cookies are Secure (TLS)
+	// zones are the time zone names the task form suggests, read once.
+	zones []string
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
@@ -57,7 +59,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		d.PollInterval = 2 * time.Second
 	}
 	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String(),
-		secure: d.SecureCookies}
+		secure: d.SecureCookies, zones: protocol.TimezoneNames()}
 	if d.OIDC != nil {
 		s.oidc = &oidcClient{cfg: *d.OIDC}
 	}

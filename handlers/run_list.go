@@ -58,7 +58,20 @@ func (s *server) runsVM(c *gin.Context, t *master.Task) (views.RunsVM, error) {
 	vm := views.RunsVM{TaskID: taskID, Total: total, PollInterval: s.poll, LastRun: tr(c, "TimeNever"), NextRun: "-",
 		Result: result, Results: master.RunResults(), FilterURL: base + "/runs"}
 	now := time.Now()
-	vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), t.RunCount, t.LastResult
+	vm.StatusName, vm.RunCount, vm.LastResult = t.Status.String(), int64(total), t.LastResult
+	// The counters agree with the table: every stored run of the task,
+	// those in progress included (the task's own counter counts finished
+	// runs, and those the retention removed).
+	if result != "" {
+		_, all, err := s.m.Reads().SearchRuns(c.Request.Context(), master.RunFilter{TaskID: taskID, Limit: 1})
+		if err != nil {
+			return views.RunsVM{}, err
+		}
+		vm.RunCount = int64(all)
+	}
+	if _, vm.Running, err = s.m.Reads().SearchRuns(c.Request.Context(), master.RunFilter{TaskID: taskID, Result: master.ResultRunning, Limit: 1}); err != nil {
+		return views.RunsVM{}, err
+	}
 	if t.LastRunAt != nil {
 		vm.LastRun = ago(lc(c), *t.LastRunAt, now)
 	}

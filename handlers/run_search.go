@@ -178,6 +178,8 @@ func (s *server) listRuns(c *gin.Context) {
 		title := fvm.Task
 		if titles, err := s.m.Reads().TaskTitles(ctx, []string{fvm.Task}); err == nil && titles[fvm.Task] != "" {
 			title = titles[fvm.Task]
+		} else if names, err := s.m.Reads().DelayedNames(ctx, []string{fvm.Task}); err == nil && names[fvm.Task].Topic != "" {
+			title = tr(c, "RunDelayedFilterTitle", "Topic", names[fvm.Task].Topic, "Key", names[fvm.Task].ContentKey)
 		}
 		vm.Tasks = append(vm.Tasks, views.TaskLink{ID: fvm.Task, Title: title})
 	}
@@ -255,8 +257,13 @@ func (s *server) runListLiveVM(c *gin.Context, f master.RunFilter, fvm views.Run
 // runListRows renders runs with the titles of their tasks (one query).
 func (s *server) runListRows(c *gin.Context, runs []master.Run) ([]views.RunListRow, error) {
 	ids := make([]string, 0, len(runs))
+	var delayed []string
 	for i := range runs {
-		if !slices.Contains(ids, runs[i].TaskID) {
+		if d := runs[i].DelayedID; d != "" {
+			if !slices.Contains(delayed, d) {
+				delayed = append(delayed, d)
+			}
+		} else if !slices.Contains(ids, runs[i].TaskID) {
 			ids = append(ids, runs[i].TaskID)
 		}
 	}
@@ -264,10 +271,18 @@ func (s *server) runListRows(c *gin.Context, runs []master.Run) ([]views.RunList
 	if err != nil {
 		return nil, err
 	}
+	// Delayed tasks by their topic and key, not their 32-character id.
+	names, err := s.m.Reads().DelayedNames(c.Request.Context(), delayed)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	rows := make([]views.RunListRow, len(runs))
 	for i := range runs {
 		rows[i] = views.RunListRow{RunRow: runRow(lc(c), &runs[i], now), TaskID: runs[i].TaskID, TaskTitle: titles[runs[i].TaskID]}
+		if d := runs[i].DelayedID; d != "" {
+			rows[i].DelayedID, rows[i].DelayedTopic, rows[i].DelayedKey = d, names[d].Topic, names[d].ContentKey
+		}
 	}
 	return rows, nil
 }

@@ -185,7 +185,7 @@ func (s *server) schedulePreview(c *gin.Context) {
 		vm.Note = pv.note
 	}
 	for k, v := range fe {
-		vm.Errors = append(vm.Errors, k+": "+views.Refusal(c.Request.Context(), v))
+		vm.Errors = append(vm.Errors, views.TaskFormSpec.Said(c.Request.Context(), k, v))
 	}
 	// A fresh form has no schedule yet: invite, do not scold.
 	own := map[string]string{protocol.ScheduleCron: "cron", protocol.ScheduleInterval: "every", protocol.ScheduleOnce: "at"}

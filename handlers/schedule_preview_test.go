@@ -34,7 +34,7 @@ func TestAPISchedulePreview(t *testing.T) {
 		{"cron H, no id", "kind=cron&cron=H+H+*+*+*", 200, 0, "H picks a stable value"},
 		{"cron H", "kind=cron&cron=H+H+*+*+*&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, `"cron":"5 23 * * *"`},
 		{"cron H fires", "kind=cron&cron=H+H+*+*+*&id=6f1c2e0a-0000-4000-8000-000000000001", 200, 5, "T23:05:00Z"},
-		{"bad H", "kind=cron&cron=H(0-99)+*+*+*+*", 400, 0, "minute field"},
+		{"bad H", "kind=cron&cron=H(0-99)+*+*+*+*", 400, 0, `minute \"H(0-99)\": H(0-99) is outside 0-59`},
 		{"bad align", "kind=interval&every=1h&align=later", 400, 0, "schedule.align"},
 		{"once", "kind=once&at=" + url.QueryEscape(soon.Format(time.RFC3339)), 200, 1, soon.Format(time.RFC3339)},
 		{"no kind", "cron=*+*+*+*+*", 400, 0, "schedule.kind: is required"},
@@ -118,12 +118,12 @@ func TestTaskFormSchedulePreviewFragment(t *testing.T) {
 
 	// The parse error inline, no fires.
 	status, frag = e.do(c, "GET", "/schedules/preview?"+with(q, "schedule_cron", "99 * * * *").Encode(), "", nil)
-	if status != 200 || !strings.Contains(frag, `class="field-error preview-error"`) || !strings.Contains(frag, "schedule.cron:") ||
+	if status != 200 || !strings.Contains(frag, `class="field-error preview-error"`) || !strings.Contains(frag, "Cron expression: minute 99 is outside 0-59") ||
 		strings.Contains(frag, "<li>") {
 		t.Fatalf("bad cron fragment: %d %s", status, frag)
 	}
 	_, frag = e.do(c, "GET", "/schedules/preview?"+with(q, "timezone", "Nowhere/City").Encode(), "", nil)
-	if !strings.Contains(frag, "timezone: &#34;Nowhere/City&#34; is not an IANA time zone") {
+	if !strings.Contains(frag, "Time zone: &#34;Nowhere/City&#34; is not an IANA time zone") {
 		t.Fatalf("bad zone fragment: %s", frag)
 	}
 

@@ -328,8 +328,12 @@ func TestTaskActionsOnARunningWorker(t *testing.T) {
 			t.Errorf("running task page lacks %s", want)
 		}
 	}
-	if strings.Contains(page, `data-action="start"`) || strings.Contains(page, `data-action="edit"`) || strings.Contains(page, `data-action="delete"`) {
+	if strings.Contains(page, `data-action="start"`) || strings.Contains(page, `href="/tasks/`+id+`/edit"`) || strings.Contains(page, `data-action="delete"`) {
 		t.Error("running task page offers start, edit or delete")
+	}
+	// Edit is shown disabled, with the reason.
+	if !strings.Contains(page, `aria-disabled="true" data-action="edit"`) || !strings.Contains(page, "Stop the task to edit it.") {
+		t.Error("running task page does not show a disabled Edit with its reason")
 	}
 
 	// Editing is refused while running, with the reason, and changes nothing.

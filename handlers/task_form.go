@@ -59,6 +59,7 @@ func (s *server) renderTaskForm(c *gin.Context, status int, vm views.TaskFormVM)
 		}
 	}
 	vm.OtherErrors = otherErrors(vm.Errors)
+	vm.Zones = s.zones
 	s.render(c, status, views.TaskFormPage(vm))
 }
 
@@ -114,13 +115,9 @@ func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, exec
 
 // otherErrors are the messages of fields the form has no place for.
 func otherErrors(fe map[string]string) []string {
-	known := map[string]bool{}
-	for _, f := range views.TaskFormFields {
-		known[f] = true
-	}
 	var out []string
 	for k, v := range fe {
-		if !known[k] {
+		if !views.TaskFormSpec.Knows(k) {
 			out = append(out, k+": "+v)
 		}
 	}

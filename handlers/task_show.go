@@ -46,7 +46,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 		Status: int(t.Status), StatusName: t.Status.String(),
 		Timeout: lc(c).Duration(time.Duration(t.Timeout)), Retries: t.Retries, Overlap: policyText(lc(c), "Overlap", t.Overlap), Routing: routingText(lc(c), t.Routing, t.RoutingKey), Misfire: policyText(lc(c), "Misfire", t.Misfire),
 		AtCapacity: policyText(lc(c), "AtCapacity", t.AtCapacity), Params: sortedKV(t.Params),
-		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: t.RunCount,
+		Executors: t.Executors, Keepers: t.Keepers, LastResult: t.LastResult, RunCount: runs.RunCount,
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions:     roleActions(taskActions(t.Status), currentUser(c).Can(t.ProjectID, master.ActOperate), currentUser(c).Can(t.ProjectID, master.ActEdit)),
 		ActionQuery: "?from=detail", ShowActions: currentUser(c).Can(t.ProjectID, master.ActOperate) || currentUser(c).Can(t.ProjectID, master.ActEdit), Runs: runs,

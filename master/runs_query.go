@@ -38,9 +38,17 @@ func (r *Reads) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run,
 	if err := CheckRunResult(f.Result); err != nil {
 		return nil, 0, err
 	}
+	delayed := false
 	if f.TaskID != "" && PrincipalFrom(ctx) != nil {
 		// Runs of a deleted task stay readable by who may read its project.
 		pid, err := store.TaskProject(ctx, r.db, f.TaskID)
+		if errors.Is(err, store.ErrNotFound) {
+			// The runs of a delayed task name it as their task.
+			var d *store.DelayedTask
+			if d, err = store.GetDelayed(ctx, r.db, f.TaskID); err == nil {
+				pid, delayed = d.ProjectID, true
+			}
+		}
 		if err == nil {
 			err = authorize(ctx, pid, ActRead, taskNotFound(f.TaskID))
 		} else if errors.Is(err, store.ErrNotFound) {
@@ -60,7 +68,7 @@ func (r *Reads) SearchRuns(ctx context.Context, f store.RunFilter) ([]store.Run,
 	if err != nil {
 		return nil, 0, err
 	}
-	if total == 0 && f.TaskID != "" {
+	if total == 0 && f.TaskID != "" && !delayed {
 		if _, err := r.getTask(ctx, f.TaskID); err != nil {
 			return nil, 0, err
 		}

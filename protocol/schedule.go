@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,7 +27,12 @@ func ParseCron(expr string) (cron.Schedule, error) {
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {
-		return nil, err
+		// The parser's words ("end of range (61) above maximum (59): 61")
+		// name no field; say which one and why, in a sentence.
+		if msg := cronSentence(expr); msg != "" {
+			return nil, errors.New(msg)
+		}
+		return nil, fmt.Errorf("%q is not a valid cron expression: %v", expr, err)
 	}
 	switch v := s.(type) {
 	case cron.ConstantDelaySchedule:

@@ -90,7 +90,8 @@ func isHashed(item string) bool { return item != "" && (item[0] == 'H' || item[0
 // so "H * * * *" is one minute of every hour, the same for the task on every
 // node, and different tasks spread over the hour. An H may stand wherever a
 // number or range may, in a list too. An expression without H is returned as
-// it is; one with a malformed H is refused, saying which field.
+// it is; one with a malformed H is refused in a sentence naming the field
+// (minute "H(0-99)": H(0-99) is outside 0-59).
 func ExpandHashed(expr, seed string) (string, error) {
 	if !HasHashed(expr) {
 		return expr, nil
@@ -114,7 +115,7 @@ func ExpandHashed(expr, seed string) (string, error) {
 			}
 			out, err := expandH(it, f, seed+"/"+strconv.Itoa(j))
 			if err != nil {
-				return "", fmt.Errorf("%s field %q: %v", f.name, it, err)
+				return "", fmt.Errorf("%s %q: %v", f.name, it, err)
 			}
 			items[j] = out
 		}

@@ -24,18 +24,20 @@ const (
 
 // Limits on task definitions, so a typo cannot schedule something absurd.
 const (
-	MaxTimeout      = 24 * time.Hour
-	MinInterval     = time.Second
-	MaxInterval     = 366 * 24 * time.Hour
-	MaxRetries      = 10
-	MaxTitleLen     = 200
-	MaxOutputBytes  = 64 << 10
-	DefaultTimeout  = 30 * time.Second
-	maxParams       = 100
-	maxBodyBytes    = 256 << 10
-	maxCommandBytes = 16 << 10
-	maxHeaders      = 50
-	maxHeaderValue  = 8 << 10
+	MaxTimeout  = 24 * time.Hour
+	MinInterval = time.Second
+	MaxInterval = 366 * 24 * time.Hour
+	MaxRetries  = 10
+	MaxTitleLen = 200
+	// MaxDescriptionLen bounds a task's description.
+	MaxDescriptionLen = 4000
+	MaxOutputBytes    = 64 << 10
+	DefaultTimeout    = 30 * time.Second
+	maxParams         = 100
+	maxBodyBytes      = 256 << 10
+	maxCommandBytes   = 16 << 10
+	maxHeaders        = 50
+	maxHeaderValue    = 8 << 10
 	// controlChars may not reach a request line or header.
 	controlChars = "\r\n\x00"
 )
@@ -265,8 +267,8 @@ func (d *TaskDef) Validate(now time.Time) error {
 	if d.Key != "" && !taskKeyRE.MatchString(d.Key) {
 		fe["key"] = "must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit"
 	}
-	if len(d.Description) > 4000 {
-		fe["description"] = "is longer than 4000 characters"
+	if len(d.Description) > MaxDescriptionLen {
+		fe["description"] = fmt.Sprintf("is longer than %d characters", MaxDescriptionLen)
 	}
 	loc, err := LoadTimezone(d.Timezone)
 	if err != nil {
@@ -278,9 +280,9 @@ func (d *TaskDef) Validate(now time.Time) error {
 		if d.Schedule.Cron == "" {
 			fe["schedule.cron"] = "is required for a cron schedule"
 		} else if expr, err := ExpandHashed(d.Schedule.Cron, d.ID); err != nil {
-			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression: %v", d.Schedule.Cron, err)
+			fe["schedule.cron"] = err.Error() // a sentence naming the field, as below
 		} else if sch, err := ParseCronIn(expr, loc); err != nil {
-			fe["schedule.cron"] = fmt.Sprintf("%q is not a valid cron expression (5 fields, or 6 with leading seconds): %v", d.Schedule.Cron, err)
+			fe["schedule.cron"] = err.Error() // a sentence naming the field and why (cronSentence)
 		} else if plan := planOf(d, loc, sch, expr); d.EndAt != nil {
 			if _, ok := plan.Next(now); !ok {
 				fe["schedule.cron"] = "never fires between start_at and end_at"

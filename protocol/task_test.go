@@ -84,7 +84,7 @@ func TestTaskDefValidate(t *testing.T) {
 	d := validHTTP()
 	d.Schedule.Cron = "every tuesday"
 	err := d.Validate(now)
-	if err == nil || !strings.Contains(err.Error(), "5 fields, or 6 with leading seconds") {
+	if err == nil || !strings.Contains(err.Error(), "a cron expression has 5 (minute hour day-of-month month day-of-week), or 6 with leading seconds") {
 		t.Fatalf("cron message does not say what is expected: %v", err)
 	}
 }

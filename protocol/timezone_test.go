@@ -125,3 +125,28 @@ func TestTimezoneValidate(t *testing.T) {
 		t.Errorf("Asia/Tokyo refused: %v", err)
 	}
 }
+
+// TestTimezoneNamesAreLoadable: the zones the console suggests are bounded,
+// start with UTC, hold the common ones and all load.
+func TestTimezoneNamesAreLoadable(t *testing.T) {
+	t.Parallel()
+	names := protocol.TimezoneNames()
+	if len(names) < 300 || len(names) > protocol.MaxZoneNames || names[0] != "UTC" {
+		t.Fatalf("%d zones, first %q; want 300 to %d, UTC first", len(names), names[0], protocol.MaxZoneNames)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			t.Fatalf("%s listed twice", n)
+		}
+		seen[n] = true
+		if _, err := protocol.LoadTimezone(n); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	for _, want := range []string{"Europe/Berlin", "America/New_York", "Asia/Shanghai", "Asia/Tokyo", "Australia/Sydney", "America/Sao_Paulo"} {
+		if !seen[want] {
+			t.Errorf("%s is not suggested", want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ type DelayedRow struct {
 	Topic      string
 	ContentKey string
 	Due        string // "2026-05-01 12:00:00 UTC"
+	DueISO     string // the same, RFC 3339
 	DueRel     string // "in 3m", "2m ago"
 	Status     string
 	Late       bool
@@ -113,7 +114,3 @@ type DelayedFields struct {
 	Keepers     string
 	Selector    string
 }
-
-// DelayedFormFields lists the fields the delayed form shows errors next to.
-var DelayedFormFields = []string{"source_app", "topic", "content_key", "delay", "at", "notify_url", "content_type",
-	"notify_body", "retries", "executors", "selector", "keepers"}

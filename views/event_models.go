@@ -53,6 +53,9 @@ type DashboardVM struct {
 	Layout LayoutVM
 	Live   DashboardLiveVM
 	Chart  ChartVM
+	// Range is the chart's time range (1h, 24h, 14d), one of Ranges.
+	Range  string
+	Ranges []string
 }
 
 // DashboardLiveVM is the part of the dashboard that refreshes itself.
@@ -67,25 +70,37 @@ type DashboardLiveVM struct {
 	NoExecutor int
 	Today      string // the UTC day, 2006-01-02
 	RunsToday  RunCounts
-	Failures   []FailureRow
+	// FailureGroups is the failures of the last 24 hours by task (delayed
+	// tasks by topic), the newest first; FailuresComplete is false when
+	// there were too many to count them all (the counts are then "at least").
+	FailureGroups    []FailureGroupRow
+	FailuresComplete bool
+}
+
+// FailureGroupRow is the failures of one task, or of one delayed topic.
+type FailureGroupRow struct {
+	TaskID  string // the task; for a delayed topic, the latest failed delayed task
+	Title   string
+	Delayed bool
+	Topic   string
+	// TopicURL is the delayed list filtered to the topic.
+	TopicURL   string
+	ContentKey string
+	Count      int
+	LastRunID  string
+	Node       string
+	Last       string // relative
+	LastAt     string // absolute, UTC
+	Result     string
+	Code       string
+	LastError  string // the first line of the latest failure's output
+	// RunsURL is the runs page filtered to the group's failures.
+	RunsURL string
 }
 
 // RunCounts counts runs by result.
 type RunCounts struct {
 	Success, Failed, Timeout, Skipped, Total int
-}
-
-// FailureRow is one of the latest failed or timed-out runs.
-type FailureRow struct {
-	RunID     string
-	TaskID    string
-	TaskTitle string
-	Node      string
-	Started   string // relative
-	StartedAt string // absolute, UTC
-	Result    string
-	Code      string // HTTP status or exit code, "" when none
-	Excerpt   string
 }
 
 // ChartVM is the runs-per-day bar chart, with every coordinate computed.
@@ -102,6 +117,8 @@ type ChartVM struct {
 	Days     []ChartDay
 	MaxValue int
 	Empty    bool // no run in the whole range
+	// EmptyText says there was no run in the range.
+	EmptyText string
 }
 
 // ChartTick is one horizontal grid line of the value axis and its label.

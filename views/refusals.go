@@ -69,6 +69,31 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^must be 1 to 100 letters, digits, '\.', '_' or '-', starting with a letter or digit$`), "RefTaskKey", nil},
 	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid cron expression \(5 fields, or 6 with leading seconds\): (.+)$`), "RefCronInvalidFields", []string{"Value", "Msg"}},
 	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a valid cron expression: (.+)$`), "RefCronInvalid", []string{"Value", "Msg"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) (\d+) is outside (\d+)-(\d+)$`), "RefCronOutside", []string{"Field", "Value", "Lo", "Hi"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) "((?:[^"\\]|\\.)*)" is not a number or a name like (\S+)$`), "RefCronNotNumberOrName", []string{"Field", "Value", "Example"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) "((?:[^"\\]|\\.)*)" is not a number$`), "RefCronNotNumber", []string{"Field", "Value"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) range (\d+)-(\d+) runs backwards$`), "RefCronBackwards", []string{"Field", "Lo", "Hi"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) step "((?:[^"\\]|\\.)*)" must be a whole number of at least 1$`), "RefCronStep", []string{"Field", "Value"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) has an empty item between commas$`), "RefCronEmptyItem", []string{"Field"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) "((?:[^"\\]|\\.)*)" has more than one "(/|-)"$`), "RefCronTooMany", []string{"Field", "Value", "Sep"}},
+	{regexp.MustCompile(`^has (\d+) fields?; a cron expression has 5 \(minute hour day-of-month month day-of-week\), or 6 with leading seconds$`), "RefCronFieldCount", []string{"N"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not a shorthand cron knows: use @yearly, @monthly, @weekly, @daily, @hourly or @every with a duration$`), "RefCronDescriptor", []string{"Value"}},
+	{regexp.MustCompile(`^(second|minute|hour|day of month|month|day of week) "((?:[^"\\]|\\.)*)": (.+)$`), "RefCronHashed", []string{"Field", "Value", "Msg"}},
+	{regexp.MustCompile(`^H\((\d+)-(\d+)\) is outside (\d+)-(\d+)$`), "RefHOutside", []string{"A", "B", "Lo", "Hi"}},
+	{regexp.MustCompile(`^H\((\d+)-(\d+)\) runs backwards$`), "RefHBackwards", []string{"A", "B"}},
+	{regexp.MustCompile(`^H/n needs a whole number n of at least 1$`), "RefHStep", nil},
+	{regexp.MustCompile(`^the step (\d+) is longer than the range (\d+)-(\d+)$`), "RefHStepLonger", []string{"Step", "Lo", "Hi"}},
+	{regexp.MustCompile(`^H must be H, H\(a-b\), H/n or H\(a-b\)/n: missing \)$`), "RefHMissingParen", nil},
+	{regexp.MustCompile(`^H must be H, H\(a-b\), H/n or H\(a-b\)/n: H\(a-b\) needs a range like H\(0-29\)$`), "RefHNeedsRange", nil},
+	{regexp.MustCompile(`^H must be H, H\(a-b\), H/n or H\(a-b\)/n$`), "RefHForms", nil},
+	{regexp.MustCompile(`^H\(a-b\) needs whole numbers$`), "RefHWholeNumbers", nil},
+	{regexp.MustCompile(`^H needs 5 fields, or 6 with leading seconds \(got (\d+)\)$`), "RefHFields", []string{"N"}},
+	{regexp.MustCompile(`^second$`), "RefCronSecond", nil},
+	{regexp.MustCompile(`^minute$`), "RefCronMinute", nil},
+	{regexp.MustCompile(`^hour$`), "RefCronHour", nil},
+	{regexp.MustCompile(`^day of month$`), "RefCronDayOfMonth", nil},
+	{regexp.MustCompile(`^month$`), "RefCronMonth", nil},
+	{regexp.MustCompile(`^day of week$`), "RefCronDayOfWeek", nil},
 	{regexp.MustCompile(`^time zone prefixes are not supported; set the task's timezone field instead$`), "RefCronTZPrefix", nil},
 	{regexp.MustCompile(`^@every needs a duration like 30s or 5m$`), "RefEveryNeeds", nil},
 	{regexp.MustCompile(`^@every (.+)$`), "RefEveryMsg", []string{"Msg"}},
@@ -414,8 +439,9 @@ func joinNested(s string) string {
 // nestedGroups are the placeholders that hold another engine sentence (the
 // reason inside "label "x": key is empty", the pool list inside a pool
 // allowance refusal, the token a selector error found, who executes a task
-// that has no running worker), said in the reader's language in turn.
-var nestedGroups = map[string]bool{"Msg": true, "Pools": true, "Found": true, "Why": true}
+// that has no running worker, the cron field a sentence is about), said in
+// the reader's language in turn.
+var nestedGroups = map[string]bool{"Msg": true, "Pools": true, "Found": true, "Why": true, "Field": true}
 
 // maxRefusalDepth bounds the nesting, so that no sentence, however built,
 // makes the translation recurse without end.

@@ -46,6 +46,13 @@ func TestProtocolRefusalsAreSaidInChinese(t *testing.T) {
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(1500 * time.Millisecond)}})
 	validate(protocol.TaskDef{Title: "t", Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{URL: "https://example.com"},
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 0 * * *", Align: "spread"}, StartAt: &past, EndAt: &later})
+	// Cron sentences, one per way a field can be wrong.
+	for _, c := range []string{"61 * * * *", "0 0 * * fooday", "x * * * *", "30-10 * * * *", "*/0 * * * *", "1-2-3 * * * *",
+		"every tuesday", "@fortnightly", "0 0 0 * *", "0 0 * 13 *", "60 * * * * *",
+		"H(0-99) * * * *", "H(9-3) * * * *", "H/0 * * * *", "H/100 * * * *", "H(1-5 * * * *", "Hx * * * *", "H(a-b) * * * *", "H(1) * * * *", "H H H"} {
+		validate(protocol.TaskDef{Title: "t", Type: protocol.TaskShell, Shell: &protocol.ShellSpec{Command: "true"},
+			Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: c}})
+	}
 	for _, s := range []string{"pool=", "a=b,a=c", "Bad_=x", "k=-v-", "ex_ample/k=v"} {
 		if _, err := protocol.ParseLabels(s); err != nil {
 			msgs = append(msgs, err.Error())

@@ -56,6 +56,31 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefTaskKey", "must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit"},
 	{"RefCronInvalidFields", "\"* * *\" is not a valid cron expression (5 fields, or 6 with leading seconds): expected exactly 5 fields, found 3: [* * *]"},
 	{"RefCronInvalid", "\"@every 0s\" is not a valid cron expression: @every must be more than 0"},
+	{"RefCronOutside", "minute 61 is outside 0-59"},
+	{"RefCronNotNumberOrName", "day of week \"fooday\" is not a number or a name like mon"},
+	{"RefCronNotNumber", "minute \"x\" is not a number"},
+	{"RefCronBackwards", "minute range 30-10 runs backwards"},
+	{"RefCronStep", "hour step \"0\" must be a whole number of at least 1"},
+	{"RefCronEmptyItem", "month has an empty item between commas"},
+	{"RefCronTooMany", "minute \"1-2-3\" has more than one \"-\""},
+	{"RefCronFieldCount", "has 2 fields; a cron expression has 5 (minute hour day-of-month month day-of-week), or 6 with leading seconds"},
+	{"RefCronDescriptor", "\"@fortnightly\" is not a shorthand cron knows: use @yearly, @monthly, @weekly, @daily, @hourly or @every with a duration"},
+	{"RefCronHashed", "minute \"H(0-99)\": H(0-99) is outside 0-59"},
+	{"RefHOutside", "H(0-99) is outside 0-59"},
+	{"RefHBackwards", "H(9-3) runs backwards"},
+	{"RefHStep", "H/n needs a whole number n of at least 1"},
+	{"RefHStepLonger", "the step 100 is longer than the range 0-59"},
+	{"RefHMissingParen", "H must be H, H(a-b), H/n or H(a-b)/n: missing )"},
+	{"RefHNeedsRange", "H must be H, H(a-b), H/n or H(a-b)/n: H(a-b) needs a range like H(0-29)"},
+	{"RefHForms", "H must be H, H(a-b), H/n or H(a-b)/n"},
+	{"RefHWholeNumbers", "H(a-b) needs whole numbers"},
+	{"RefHFields", "H needs 5 fields, or 6 with leading seconds (got 3)"},
+	{"RefCronSecond", "second"},
+	{"RefCronMinute", "minute"},
+	{"RefCronHour", "hour"},
+	{"RefCronDayOfMonth", "day of month"},
+	{"RefCronMonth", "month"},
+	{"RefCronDayOfWeek", "day of week"},
 	{"RefCronTZPrefix", "time zone prefixes are not supported; set the task's timezone field instead"},
 	{"RefEveryNeeds", "@every needs a duration like 30s or 5m"},
 	{"RefEveryMsg", "@every is shorter than 1s: sub-second intervals cannot run as written"},
@@ -343,7 +368,8 @@ var keptEnglish = strings.Fields(`
 	application json x www form urlencoded content_type JSON delay at status result
 	admin viewer owner editor operator none starttls tls role disabled password email
 	ops scheduler allow-shell API T Z every host port default timezone x-www-form-urlencoded
-	in notin en zh-CN after ScheduleMaster schedulemaster migrate U ID`)
+	in notin en zh-CN after ScheduleMaster schedulemaster migrate U ID
+	yearly monthly weekly daily hourly a-b n`)
 
 var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*`)
 

@@ -14,6 +14,11 @@ type RunListRow struct {
 	RunRow
 	TaskID    string
 	TaskTitle string // "" when the task is gone
+	// DelayedID names the delayed task of a run of one, by its Topic and
+	// ContentKey.
+	DelayedID    string
+	DelayedTopic string
+	DelayedKey   string
 }
 
 // RunListVM is the runs page across every task.

@@ -13,7 +13,10 @@ type TaskActions struct {
 	Resume  bool
 	RunOnce bool
 	Edit    bool
-	Delete  bool
+	// EditBlocked: the user may edit the task, but not in its status
+	// (running or paused): Edit shows disabled, with the reason.
+	EditBlocked bool
+	Delete      bool
 }
 
 // TaskRow is one line of the task list.
@@ -102,6 +105,62 @@ type TaskFormVM struct {
 	Errors      map[string]string // field ("schedule.cron") -> message
 	OtherErrors []string          // errors of fields the form has no place for
 	FormError   string
+
+	// Zones are the time zone names the zone field suggests.
+	Zones []string
+}
+
+// foldState is "error" when one of the fields has an error, "" otherwise.
+func (vm TaskFormVM) foldState(fields ...string) string {
+	for _, f := range fields {
+		if vm.Errors[f] != "" {
+			return "error"
+		}
+	}
+	return ""
+}
+
+// changedRetries: the timeout or the retries differ from a new task's.
+func (vm TaskFormVM) changedRetries() bool {
+	return notDefault(vm.Timeout, "30s") || notDefault(vm.Retries, "0")
+}
+
+// changedRouting: routing or what a full worker does differ from the default.
+func (vm TaskFormVM) changedRouting() bool {
+	return notDefault(vm.Routing, "weighted") || vm.RoutingKey != "" || notDefault(vm.AtCapacity, "wait")
+}
+
+// changedOverlap: the overlap or the misfire policy differ from the default.
+func (vm TaskFormVM) changedOverlap() bool {
+	return notDefault(vm.Overlap, "allow") || notDefault(vm.Misfire, "skip")
+}
+
+// changedChildren: some child task is checked.
+func (vm TaskFormVM) changedChildren() bool {
+	for _, c := range vm.Children {
+		if c.Checked {
+			return true
+		}
+	}
+	return false
+}
+
+// notDefault: v is set and is not def.
+func notDefault(v, def string) bool {
+	v = strings.TrimSpace(v)
+	return v != "" && v != def
+}
+
+// foldMark says why a folded section is open, for tests and styles:
+// "error", "changed" or "default".
+func foldMark(state string, changed bool) string {
+	switch {
+	case state == "error":
+		return "error"
+	case changed:
+		return "changed"
+	}
+	return "default"
 }
 
 // TaskFields are the task form's values as typed (times as datetime-local
@@ -220,7 +279,10 @@ type RunsVM struct {
 	FilterURL string
 	// Live counters of the task.
 	StatusName string
+	// RunCount is every stored run of the task, those in progress
+	// (Running of them) included: what the table lists unfiltered.
 	RunCount   int64
+	Running    int
 	LastRun    string
 	LastResult string
 	NextRun    string

@@ -54,7 +54,8 @@ func TestBrowserDashboard(t *testing.T) {
 	b.wait("offline nodes", 5*time.Second, textJS("#dash-nodes-offline"), equals("0"))
 	b.wait("no failure yet", 5*time.Second, existsJS("#no-failures"), equals("true"))
 	b.wait("the chart", 5*time.Second, existsJS("svg#runs-per-day"), equals("true"))
-	b.wait("one bar group per day", 5*time.Second, countJS("svg#runs-per-day g.chart-day"), equals("14"))
+	b.wait("one bar per hour of the last 24 (the default range)", 5*time.Second, countJS("svg#runs-per-day g.chart-day"), equals("24"))
+	b.wait("the 24 h range marked as chosen", 5*time.Second, attrJS(`#chart-ranges a[aria-current=page]`, "data-range"), equals("24h"))
 	b.wait("the chart is drawn", 5*time.Second,
 		`String(document.querySelector("svg#runs-per-day").getBoundingClientRect().width > 300)`, equals("true"))
 
@@ -75,14 +76,15 @@ func TestBrowserDashboard(t *testing.T) {
 	b.wait("the failure in the live block", 15*time.Second, existsJS(link), equals("true"))
 	t.Logf("the failure showed up on the dashboard %s after the run was recorded", time.Since(start).Round(100*time.Millisecond))
 	b.wait("today's failed count", 5*time.Second, textJS("#dash-today-failed"), equals("1"))
-	b.wait("the failure names its task", 5*time.Second, textJS("#failure-"+run+" td:nth-child(2)"), equals("dash fails"))
+	b.wait("the failure names its task", 5*time.Second, textJS("#failures-"+tk.ID+" td.name"), equals("dash fails"))
 	b.checkMarker("after the live refresh")
 
-	// The chart is drawn once per page: reload it to see today's failed bar.
-	b.do("reload the dashboard", 20*time.Second,
-		chromedp.Navigate(m.URL+"/dashboard"),
+	// The chart is drawn once per page: open its 14 days to see today's failed bar.
+	b.do("open the 14 days", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#chart-ranges a[data-range="14d"]`)),
 		chromedp.WaitVisible(chromedp.ID("runs-per-day")),
 	)
+	b.wait("one bar group per day", 5*time.Second, countJS("svg#runs-per-day g.chart-day"), equals("14"))
 	today := time.Now().UTC().Format(time.DateOnly)
 	b.wait("today's bar group", 5*time.Second, attrJS(`svg#runs-per-day g.chart-day[data-day="`+today+`"]`, "data-failed"), equals("1"))
 	b.wait("today's failed bar", 5*time.Second,

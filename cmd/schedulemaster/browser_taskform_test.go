@@ -93,7 +93,7 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 	first := b.wait("the fires in the zone", 5*time.Second, textJS("#schedule-preview li"), contains("CE"))
 	t.Logf("gaps %s; first fire %s", gaps, first)
 	b.do("type a wrong cron", 10*time.Second, clearJS("schedule-cron"), chromedp.SendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
-	perr := b.wait("the parse error inline", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("schedule.cron"))
+	perr := b.wait("the parse error inline", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("Cron expression: minute 61 is outside 0-59"))
 	b.wait("no fires listed", 5*time.Second, countJS("#schedule-preview .preview-fires li"), equals("0"))
 	b.wait("the error right under the schedule fields", 5*time.Second, `(() => {
 		const p = document.querySelector("#schedule-preview .preview-error").getBoundingClientRect(), c = document.getElementById("schedule-cron").getBoundingClientRect();
@@ -115,6 +115,12 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 		t.Fatalf("refusal %q does not say what is missing", msg)
 	}
 	t.Logf("refused: %s", msg)
+	// The executors are the first bad field: a group of checkboxes, so its
+	// first box takes the focus, and the summary links the group.
+	b.wait("the executors marked", 5*time.Second, attrJS("#executors", "data-invalid"), equals("true"))
+	b.wait("the executors described by the message", 5*time.Second, attrJS("#executors", "aria-describedby"), contains("error-executors"))
+	b.wait("the first box focused", 5*time.Second, activeJS, equals("executor-fw1"))
+	b.wait("the summary links the group", 5*time.Second, attrJS("#form-errors a[data-field-link]", "href"), equals("#executors"))
 	if n := taskTotal(t, m); n != 0 {
 		t.Fatalf("the refused shell task was stored (%d tasks)", n)
 	}
