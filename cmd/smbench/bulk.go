@@ -246,6 +246,22 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 		return append(rows, errRow(rname, fmt.Errorf("after the restart the workers schedule %d tasks, want %d (%v)", scheduled, n, err)))
 	}
 	b.logf("bulk: restart re-push %s, master RSS peak %s, VmHWM %s", repush, fmtMB(peak), fmtMB(hwm))
+	// Then a bulk stop of one call's worth.
+	stopN := min(bulkBatch, len(ids))
+	var stopOut struct {
+		Results []struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		} `json:"results"`
+	}
+	t0 = time.Now()
+	stopErr := api.post(ctx, "/api/v1/tasks/bulk", map[string]any{"action": "stop", "ids": ids[:stopN]}, &stopOut)
+	stopped := time.Since(t0)
+	for _, r := range stopOut.Results {
+		if !r.OK && stopErr == nil {
+			stopErr = fmt.Errorf("bulk stop failed for a task: %s", r.Error)
+		}
+	}
 	mp.mu.Lock()
 	for _, l := range mp.logs {
 		if pushLine.MatchString(l) {
@@ -253,11 +269,16 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 		}
 	}
 	mp.mu.Unlock()
-	return append(rows,
+	rows = append(rows,
 		row{rname, fmt.Sprintf("%s from the process start", fmtDur(repush)), "-", Info},
 		row{"  restart: master RSS while it pushes (sampled peak; VmHWM)", fmt.Sprintf("%s; %s", fmtMB(peak), fmtMB(hwm)),
 			"< 100 MB", verdict(hwm < 100<<20)},
 	)
+	sname := fmt.Sprintf("  bulk: %s tasks stopped in one POST /api/v1/tasks/bulk {\"action\":\"stop\"}", fmtInt(stopN))
+	if stopErr != nil {
+		return append(rows, errRow(sname, stopErr))
+	}
+	return append(rows, row{sname, fmtDur(stopped), "-", Info})
 }
 
 // bulkAPI calls a master's open API with a session.
