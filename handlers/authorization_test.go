@@ -92,6 +92,7 @@ var authzRoutes = map[string]string{
 	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
 	"POST /api/v1/tasks": clsEdit, "PUT /api/v1/tasks/:id": clsEdit, "DELETE /api/v1/tasks/:id": clsEdit,
 	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
+	"POST /api/v1/delayed/batch": clsEdit,
 
 	"POST /projects/:name": clsManage, "POST /projects/:name/members": clsManage, "POST /projects/:name/members/:username/remove": clsManage,
 	"PATCH /api/v1/projects/:name": clsManage, "PUT /api/v1/projects/:name/members/:username": clsManage,
@@ -229,6 +230,12 @@ func TestAuthorizationEveryRouteEveryRole(t *testing.T) {
 				// "no such task", as a missing one.
 				if st != http.StatusOK || !strings.Contains(text, `"no such task"`) && !strings.Contains(text, "no such task") {
 					t.Errorf("%s %s as %s: %d %.200s, want 200 saying no such task", method, path, who.name, st, text)
+				}
+			case strings.HasSuffix(pattern, "/delayed/batch") && who.hidden && st == http.StatusOK:
+				// A batch answers per task: another project is "not
+				// found", as a missing one.
+				if !strings.Contains(text, "project alpha not found") || strings.Contains(text, `"ok":true`) {
+					t.Errorf("%s %s as %s: %d %.200s, want each task refused as not existing", method, path, who.name, st, text)
 				}
 			default:
 				want := http.StatusForbidden
@@ -371,6 +378,8 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		body = `{"title":"authz","type":"http","schedule":{"kind":"interval","every":"1h"},"http":{"method":"GET","url":"http://127.0.0.1:1/x"},"executors":["w1"]}`
 	case "POST /api/v1/delayed":
 		body = fmt.Sprintf(`{"project":"alpha","source_app":"app","topic":"t","content_key":"k%d","delay":"1h","notify_url":"http://127.0.0.1:1/x","executors":["w1"]}`, seq)
+	case "POST /api/v1/delayed/batch":
+		body = fmt.Sprintf(`{"tasks":[{"project":"alpha","source_app":"app","topic":"t","content_key":"b%d","delay":"1h","notify_url":"http://127.0.0.1:1/x","executors":["w1"]}]}`, seq)
 	case "POST /tasks/bulk":
 		body = url.Values{"action": {"stop"}, "ids": {newTask().ID}}.Encode()
 	case "POST /api/v1/tasks/bulk":

@@ -87,12 +87,35 @@ type (
 		ID     string `json:"id"`
 		Status string `json:"status"`
 	}
+	// bulkBody is either an action on ids or tasks to save (and start).
 	bulkBody struct {
-		Action string   `json:"action"`
-		IDs    []string `json:"ids"`
+		Action string             `json:"action,omitempty"`
+		IDs    []string           `json:"ids,omitempty"`
+		Tasks  []master.TaskInput `json:"tasks,omitempty"`
+		Start  bool               `json:"start,omitempty"`
+	}
+	// bulkItem is one task's outcome: an action's (master.BulkResult) or
+	// a save's (master.SaveResult).
+	bulkItem struct {
+		Index      *int                 `json:"index,omitempty"`
+		Action     string               `json:"action,omitempty"`
+		ID         string               `json:"id,omitempty"`
+		Title      string               `json:"title,omitempty"`
+		OK         bool                 `json:"ok"`
+		Error      string               `json:"error,omitempty"`
+		Refused    bool                 `json:"refused,omitempty"`
+		Fields     protocol.FieldErrors `json:"fields,omitempty"`
+		Started    bool                 `json:"started,omitempty"`
+		StartError string               `json:"start_error,omitempty"`
 	}
 	bulkAnswer struct {
-		Results []master.BulkResult `json:"results"`
+		Results []bulkItem `json:"results"`
+	}
+	delayedBatchBody struct {
+		Tasks []master.DelayedInput `json:"tasks"`
+	}
+	delayedBatchAnswer struct {
+		Results []master.DelayedBatchResult `json:"results"`
 	}
 	offlineAnswer struct {
 		Status string `json:"status"`
@@ -239,6 +262,10 @@ var openAPIOps = []apiOp{
 		body: master.DelayedInput{}, example: `{"source_app":"shop","topic":"order.remind","content_key":"order-42","delay":"30m",
 "notify_url":"https://shop.example/hook","notify_body":"{\"order\":42}","content_type":"application/json","retries":3,"executors":["w1"]}`,
 		status: 201, also: []int{200}, resp: apiDelayed{}, errors: []int{400}},
+	{method: "POST", path: "/api/v1/delayed/batch", tag: "delayed", summary: "Create many delayed tasks, each on its own", auth: "project",
+		body: delayedBatchBody{}, example: `{"tasks":[{"source_app":"shop","topic":"order.remind","content_key":"order-42","delay":"30m","notify_url":"https://shop.example/hook"}]}`,
+		status: 200, resp: delayedBatchAnswer{}, errors: []int{400, 403, 413},
+		notes: "Up to 10,000 delayed tasks; each is checked and authorized on its own and answered in order: created, the pending one of its key (created false), or refused (error, fields)."},
 	{method: "GET", path: "/api/v1/delayed", tag: "delayed", summary: "Delayed tasks, newest first", auth: "user",
 		query: withPage(apiParam{"after", "string", "the next cursor of the previous page (keyset paging; offset is then ignored)"}, apiParam{"project", "string", "only this project"}, apiParam{"status", "string", "pending, running, done, failed or cancelled"},
 			apiParam{"topic", "string", ""}, apiParam{"source_app", "string", ""}),
@@ -272,8 +299,10 @@ var openAPIOps = []apiOp{
 		status: 200, resp: pageOf[master.Task]{}, errors: []int{400}},
 	{method: "POST", path: "/api/v1/tasks", tag: "tasks", summary: "Create a stopped task", auth: "project",
 		body: master.TaskInput{}, example: taskExample, status: 201, resp: master.Task{}, errors: []int{400}},
-	{method: "POST", path: "/api/v1/tasks/bulk", tag: "tasks", summary: "Pause, resume, stop or delete many tasks, each on its own", auth: "project",
-		body: bulkBody{}, example: `{"action":"pause","ids":["0b8c…","3f2a…"]}`, status: 200, resp: bulkAnswer{}, errors: []int{400}},
+	{method: "POST", path: "/api/v1/tasks/bulk", tag: "tasks", summary: "Start, pause, resume, stop, delete, create or update many tasks, each on its own", auth: "project",
+		body: bulkBody{}, example: `{"action":"start","ids":["0b8c…","3f2a…"]}`, status: 200, resp: bulkAnswer{}, errors: []int{400, 403, 413},
+		notes: "Either {\"action\",\"ids\"}: the action done to each task (up to 10,000), or {\"tasks\":[…],\"start\":bool}: each task created (no id) or updated (the id of a stopped task), and started with start. " +
+			"Each task is checked and authorized on its own and answered in order (index, ok, error, fields); one refused never stops the others. The work is batched: one call per worker carrying its tasks, one transaction per chunk."},
 	{method: "GET", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "One task (secrets masked) with its health", auth: "user",
 		status: 200, resp: master.Task{}, errors: []int{404}},
 	{method: "PUT", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Replace a stopped task's definition", auth: "project",

@@ -373,6 +373,7 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(200, "POST", "/api/v1/tasks/"+id+"/stop", "/api/v1/tasks/{id}/stop", "")
 	a.must(201, "POST", "/api/v1/tasks/"+id+"/clone", "/api/v1/tasks/{id}/clone", "")
 	a.must(200, "POST", "/api/v1/tasks/bulk", "/api/v1/tasks/bulk", `{"action":"pause","ids":["`+id+`","ghost"]}`)
+	a.must(200, "POST", "/api/v1/tasks/bulk", "/api/v1/tasks/bulk", `{"tasks":[`+task+`,{"title":""}],"start":true}`)
 	a.must(404, "GET", "/api/v1/tasks/ghost", "/api/v1/tasks/{id}", "")
 
 	// Configuration as code.
@@ -408,6 +409,8 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 		ID string `json:"id"`
 	}
 	_ = json.Unmarshal([]byte(del), &d)
+	a.must(200, "POST", "/api/v1/delayed/batch", "/api/v1/delayed/batch", `{"tasks":[{"source_app":"shop","topic":"remind","content_key":"o-43","delay":"1h",
+"notify_url":"`+target.URL+`/hook","executors":["w1"]},{"source_app":""}]}`)
 	a.must(200, "GET", "/api/v1/delayed", "/api/v1/delayed", "")
 	a.must(200, "GET", "/api/v1/delayed/"+d.ID, "/api/v1/delayed/{id}", "")
 	a.must(200, "POST", "/api/v1/delayed/"+d.ID+"/cancel", "/api/v1/delayed/{id}/cancel", "")

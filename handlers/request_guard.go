@@ -27,6 +27,9 @@ const (
 	// maxTaskBody bounds task definitions, as JSON or as the console form: it
 	// fits a task with a large HTTP body and many params.
 	maxTaskBody = maxBody
+	// maxBulkBody bounds a bulk request (POST /api/v1/tasks/bulk,
+	// /api/v1/delayed/batch): up to master.MaxBulkTasks tasks of a few KiB.
+	maxBulkBody = 64 << 20
 	// maxOtherJSONBody bounds the other open API bodies (users, nodes).
 	maxOtherJSONBody = 256 << 10
 )

@@ -263,10 +263,13 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	// The OpenAPI document of these routes: open, like /health.
 	apiBase.GET("/openapi.json", s.openAPI)
 
+	// Bulk actions and saves: up to master.MaxBulkTasks tasks in one body.
+	apiBulk := apiBase.Group("/tasks", s.guardBody(maxBulkBody), s.requireUser(true))
+	apiBulk.POST("/bulk", s.apiBulkTasks)
+	apiBase.POST("/delayed/batch", s.guardBody(maxBulkBody), s.requireUser(true), s.apiCreateDelayedBatch)
 	apiTasks := apiBase.Group("/tasks", s.guardBody(maxTaskBody), s.requireUser(true))
 	apiTasks.GET("", s.apiListTasks)
 	apiTasks.POST("", s.apiCreateTask)
-	apiTasks.POST("/bulk", s.apiBulkTasks)
 	apiTasks.GET("/:id", s.apiGetTask)
 	apiTasks.PUT("/:id", s.apiUpdateTask)
 	apiTasks.DELETE("/:id", s.apiDeleteTask)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
@@ -64,14 +65,45 @@ func (s *server) logBulk(c *gin.Context, action string, results []master.BulkRes
 	s.log.Info("bulk task action", "action", action, "tasks", len(results), "done", done, "user", currentUser(c).Name)
 }
 
-// apiBulkTasks answers POST /api/v1/tasks/bulk {"action","ids"} with the
-// outcome per task: {"results":[{"id","ok","error"}]}, in the order of ids.
+// apiBulkTasks answers POST /api/v1/tasks/bulk. With {"action","ids"} it
+// does the action to each task: {"results":[{"id","ok","error"}]}, in the
+// order of ids. With {"tasks":[...],"start":bool} it creates (no id) or
+// updates (an id) each task, and starts them with start:
+// {"results":[{"index","action","id","ok","error","fields","started"}]}, in
+// the order of tasks. Both at once is refused.
 func (s *server) apiBulkTasks(c *gin.Context) {
 	var in struct {
-		Action string   `json:"action"`
-		IDs    []string `json:"ids"`
+		Action string             `json:"action"`
+		IDs    []string           `json:"ids"`
+		Tasks  []master.TaskInput `json:"tasks"`
+		Start  bool               `json:"start"`
 	}
-	if !bindJSON(c, &in) {
+	body, err := readBodyLimit(c, maxBulkBody)
+	if err != nil {
+		return
+	}
+	if err := protocol.DecodeStrict(body, &in); err != nil {
+		c.AbortWithStatusJSON(http.StatusBadRequest, protocol.ErrorResponse{Error: "invalid JSON body: " + err.Error()})
+		return
+	}
+	if in.Tasks != nil {
+		if in.Action != "" || in.IDs != nil {
+			s.apiError(c, master.Errorf(master.KindInvalid, "send either tasks (to create or update them) or an action and ids, not both"))
+			return
+		}
+		results, err := s.m.SaveTasks(c.Request.Context(), in.Tasks, in.Start, currentUser(c).Name)
+		if err != nil {
+			s.apiError(c, err)
+			return
+		}
+		done := 0
+		for _, r := range results {
+			if r.OK {
+				done++
+			}
+		}
+		s.log.Info("bulk task save", "tasks", len(results), "done", done, "start", in.Start, "user", currentUser(c).Name)
+		c.JSON(http.StatusOK, gin.H{"results": results})
 		return
 	}
 	results, err := s.m.BulkTasks(c.Request.Context(), in.Action, in.IDs)
@@ -87,6 +119,7 @@ func (s *server) apiBulkTasks(c *gin.Context) {
 // 4"), its name in a refusal ("pause") and the rest not done ("and 2 more
 // not paused").
 var bulkTexts = map[string][3]string{
+	"start":  {"BulkStarted", "BulkActStart", "BulkMoreNotStarted"},
 	"pause":  {"BulkPaused", "BulkActPause", "BulkMoreNotPaused"},
 	"resume": {"BulkResumed", "BulkActResume", "BulkMoreNotResumed"},
 	"stop":   {"BulkStopped", "BulkActStop", "BulkMoreNotStopped"},

@@ -116,7 +116,8 @@ func (c *Client) Connect(ctx context.Context, n *store.Node, cluster, clusterKey
 
 // Startup tells the worker to start scheduling the given tasks.
 func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []protocol.TaskSpec) error {
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	// The whole schedule in one body: the deadline grows with it.
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout+time.Duration(len(tasks))*perTaskTime)
 	defer cancel()
 	if tasks == nil {
 		tasks = []protocol.TaskSpec{}
@@ -131,6 +132,64 @@ func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []protocol.Ta
 		req.DownNoticed, req.DownSince = true, &since
 	}
 	return c.call(ctx, n, http.MethodPost, protocol.PathStartup, map[string]string{protocol.HeaderSecret: n.Secret}, req, nil)
+}
+
+// perTaskTime is what one task adds to the deadline of a call carrying many
+// (a worker schedules some 10,000 a second): a call is never cut because
+// it carries much.
+const perTaskTime = 200 * time.Microsecond
+
+// StartupPart sends one part of a push in parts (see
+// protocol.StartupPartRequest). n is the node as the master saw it before
+// the push (see Startup). A worker too old for parts answers 404
+// (IsNoRoute).
+func (c *Client) StartupPart(ctx context.Context, n *store.Node, session string, first, last bool, tasks []protocol.TaskSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout+time.Duration(len(tasks))*perTaskTime)
+	defer cancel()
+	if tasks == nil {
+		tasks = []protocol.TaskSpec{}
+	}
+	req := protocol.StartupPartRequest{Session: session, First: first, Last: last, Tasks: tasks}
+	if n.Status != store.StatusRunning {
+		since := n.UpdatedAt.UTC()
+		req.DownNoticed, req.DownSince = true, &since
+	}
+	return c.call(ctx, n, http.MethodPost, protocol.PathStartupPart, map[string]string{protocol.HeaderSecret: n.Secret}, req, nil)
+}
+
+// TaskBatch does op to many tasks on a worker in one call (at most
+// protocol.MaxTaskBatch): specs for start, ids for the other ops. errs[i]
+// is nil when the i-th task was done, else its refusal, as the call for
+// that task alone would have returned it. A call that failed as a whole
+// returns its error and no errs; a worker too old for the batch answers it
+// 404 (IsNoRoute).
+func (c *Client) TaskBatch(ctx context.Context, n *store.Node, op string, specs []protocol.TaskSpec, ids []string) (errs []error, err error) {
+	count := len(specs) + len(ids)
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout+time.Duration(count)*perTaskTime)
+	defer cancel()
+	req := protocol.TaskBatchRequest{Op: op, Tasks: specs, IDs: ids}
+	var out protocol.TaskBatchReply
+	if err := c.call(ctx, n, http.MethodPost, protocol.PathTaskBatch, map[string]string{protocol.HeaderSecret: n.Secret}, req, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != count {
+		return nil, wrapf(KindWorker, protocol.ErrInvalid, "node %s answered %d results for a batch of %d tasks", n.Name, len(out.Results), count)
+	}
+	errs = make([]error, count)
+	for i, r := range out.Results {
+		if r.Status != http.StatusOK {
+			se := &protocol.StatusError{Status: r.Status, Msg: r.Error}
+			// Said as the call for this task alone would say it.
+			errs[i] = wrapf(KindWorker, se, "node %s answered %s with %d: %s", n.Name, batchOpPath[op], r.Status, r.Error)
+		}
+	}
+	return errs, nil
+}
+
+// batchOpPath is the call of one task for each batch operation.
+var batchOpPath = map[string]string{
+	protocol.BatchStart: protocol.PathTaskStart, protocol.BatchStop: protocol.PathTaskStop,
+	protocol.BatchPause: protocol.PathTaskPause, protocol.BatchResume: protocol.PathTaskResume,
 }
 
 // Shutdown tells the worker to stop scheduling; the worker waits for running jobs.

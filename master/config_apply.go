@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
@@ -96,9 +98,11 @@ func placeholder(i int) string { return "new:" + strconv.Itoa(i) }
 // task through the checks of CreateTask and UpdateTask, and a refusal names
 // every task and field at fault with nothing changed. A running or paused
 // task whose definition changes is stopped, updated and brought back to its
-// state (Restart in the plan). A change that fails (a worker refuses a
-// start) stops the apply there: the plan says what was done, and the error
-// which change failed.
+// state (Restart in the plan). The new tasks are created first, in bulk
+// (one transaction per chunk, one call per worker to start them), then the
+// other changes are made in order. A change that fails (a worker refuses a
+// start) stops the apply there: the plan says what was done (Done per
+// change), and the error which change failed.
 func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*Plan, error) {
 	defer m.locks.lock("apply")()
 	plan, steps, err := m.planApply(ctx, doc, opts)
@@ -108,17 +112,28 @@ func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*
 	if opts.DryRun {
 		return plan, nil
 	}
+	fail := func(s *applyStep, err error) (*Plan, error) {
+		msg := Message(err)
+		if KindOf(err) == 0 {
+			msg = "the master failed (its log says why)" // a Go error chain stays in the log
+		}
+		s.change.Error = msg
+		plan.Error = fmt.Sprintf("%s %s: %s", s.change.Action, changeName(s.change), msg)
+		m.log.Warn("apply stopped", "change", s.change.Action, "task", s.change.ID, "err", err)
+		return plan, err
+	}
+	// The new tasks first, batched (see applyCreates), then the others in
+	// order.
 	created := map[string]string{} // placeholder -> id
+	if s, err := m.applyCreates(ctx, steps, created, opts.By); err != nil {
+		return fail(s, err)
+	}
 	for _, s := range steps {
+		if s.change.Action == PlanCreate {
+			continue
+		}
 		if err := m.applyStep(ctx, s, created, opts.By); err != nil {
-			msg := Message(err)
-			if KindOf(err) == 0 {
-				msg = "the master failed (its log says why)" // a Go error chain stays in the log
-			}
-			s.change.Error = msg
-			plan.Error = fmt.Sprintf("%s %s: %s", s.change.Action, changeName(s.change), msg)
-			m.log.Warn("apply stopped", "change", s.change.Action, "task", s.change.ID, "err", err)
-			return plan, err
+			return fail(s, err)
 		}
 		s.change.Done = true
 	}
@@ -172,6 +187,98 @@ func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string
 		}
 	}
 	return m.reachState(ctx, c.ID, from, s.to)
+}
+
+// applyCreates makes the creations of steps as one bulk save (its ids
+// chosen first, so that a new parent names its new children) and brings
+// the new tasks to their state in bulk: a transaction per chunk and one
+// call per worker instead of a few per task. It returns the first step
+// that failed, in the order of steps, and why.
+func (m *Master) applyCreates(ctx context.Context, steps []*applyStep, created map[string]string, by string) (*applyStep, error) {
+	var creates []*applyStep
+	for _, s := range steps {
+		if s.change.Action == PlanCreate {
+			creates = append(creates, s)
+			created[s.in.ID] = uuid.NewString()
+		}
+	}
+	if len(creates) == 0 {
+		return nil, nil
+	}
+	inputs := make([]TaskInput, len(creates))
+	yes := make([]bool, len(creates))
+	for i, s := range creates {
+		in := s.in
+		in.ID, yes[i] = created[in.ID], true
+		in.Children = slices.Clone(in.Children)
+		for j, ch := range in.Children {
+			if id, ok := created[ch]; ok {
+				in.Children[j] = id
+			}
+		}
+		inputs[i] = in
+	}
+	saved, err := m.saveTasks(ctx, inputs, yes, by)
+	if err != nil {
+		return creates[0], err
+	}
+	failed := map[*applyStep]error{}
+	var start, pause []string
+	byID := map[string]*applyStep{}
+	for i, s := range creates {
+		r := saved[i]
+		if !r.OK {
+			failed[s] = Errorf(KindState, "%s", r.Error)
+			continue
+		}
+		s.change.ID = r.ID
+		byID[r.ID] = s
+		if s.to != StateStopped {
+			start = append(start, r.ID)
+		}
+		if s.to == StatePaused {
+			pause = append(pause, r.ID)
+		}
+	}
+	for _, step := range []struct {
+		action string
+		ids    []string
+	}{{string(TaskStart), start}, {string(TaskPause), pause}} {
+		for chunk := range slices.Chunk(step.ids, MaxBulkTasks) {
+			results, err := m.BulkTasks(ctx, step.action, chunk)
+			if err != nil {
+				return byID[chunk[0]], err
+			}
+			for _, r := range results {
+				if r.OK || failed[byID[r.ID]] != nil {
+					continue
+				}
+				kind := KindWorker
+				if r.Refused {
+					kind = KindState
+				}
+				failed[byID[r.ID]] = Errorf(kind, "%s", r.Error)
+			}
+		}
+	}
+	var first *applyStep
+	for _, s := range steps {
+		if s.change.Action != PlanCreate {
+			continue
+		}
+		if err := failed[s]; err != nil {
+			s.change.Error = Message(err)
+			if first == nil {
+				first = s
+			}
+			continue
+		}
+		s.change.Done = true
+	}
+	if first != nil {
+		return first, failed[first]
+	}
+	return nil, nil
 }
 
 // reachState moves a task from one state to another.

@@ -299,7 +299,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 // pushState makes the worker schedule (running) or not (idle).
 func (m *Master) pushState(ctx context.Context, n *store.Node, want store.NodeStatus) error {
 	if want == store.StatusRunning {
-		return m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name))
+		return m.pushTasks(ctx, n)
 	}
 	return m.client.Shutdown(ctx, n, m.cfg.ShutdownWait)
 }

@@ -322,7 +322,7 @@ func TestConcurrentEnable(t *testing.T) {
 			var startups atomic.Int32
 			router := tw.Router()
 			tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == protocol.PathStartup {
+				if r.URL.Path == protocol.PathStartup || r.URL.Path == protocol.PathStartupPart {
 					startups.Add(1)
 				}
 				router.ServeHTTP(rw, r)
@@ -347,7 +347,7 @@ func TestConcurrentEnable(t *testing.T) {
 			var once sync.Once
 			router := tw.Router()
 			tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == protocol.PathStartup {
+				if r.URL.Path == protocol.PathStartup || r.URL.Path == protocol.PathStartupPart {
 					if arrived.Add(1) >= 2 {
 						once.Do(func() { close(release) })
 					}

@@ -319,25 +319,6 @@ func (m *Master) retentionPass() {
 	m.retention.pass(m.life.ctx)
 }
 
-// repushTasks gives every running worker its running tasks again: after a
-// master restart the master's view is the truth, whatever a worker kept.
-func (m *Master) repushTasks(ctx context.Context) {
-	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
-	if err != nil {
-		m.log.Error("re-push tasks: list nodes", "err", err)
-		return
-	}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Type != store.TypeWorker {
-			continue
-		}
-		if err := m.client.Startup(ctx, n, m.tasksFor(ctx, n.Name)); err != nil {
-			m.log.Warn("re-push tasks failed; the health checker will deal with the node", "node", n.Name, "err", err)
-		}
-	}
-}
-
 // Stop cancels the background work (health sweeps, retention, re-push, child
 // runs, notifications, claim decisions), waits until all of it has ended,
 // releases the cluster lease if it holds it and marks the master's own node

@@ -162,7 +162,7 @@ func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, er
 	if err != nil {
 		return nil, err
 	}
-	if err := m.client.Startup(ctx, n, m.tasksFor(ctx, name)); err != nil {
+	if err := m.pushTasks(ctx, n); err != nil {
 		return nil, err
 	}
 	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{

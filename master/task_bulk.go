@@ -5,24 +5,29 @@ package master
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// MaxBulkTasks bounds how many tasks one bulk action names.
-const MaxBulkTasks = 500
+// MaxBulkTasks bounds how many tasks one bulk action names: the work is
+// done a chunk at a time (bulkChunk tasks), so the bound is the time of one
+// request, not memory.
+const MaxBulkTasks = 10_000
 
-// bulkParallel is how many tasks of a bulk action are acted on at once: an
-// action waits on every executor, so a few at a time keep a page of tasks
-// quick without flooding the workers.
-const bulkParallel = 8
+// bulkChunk is how many tasks of a bulk action are read, sent to the
+// workers and written at once: one read, a few calls per worker, one
+// transaction.
+const bulkChunk = 1000
 
 // BulkActions are the actions a bulk request may ask for.
-var BulkActions = []TaskAction{TaskPause, TaskResume, TaskStop, TaskDelete}
+var BulkActions = []TaskAction{TaskStart, TaskPause, TaskResume, TaskStop, TaskDelete}
 
 // BulkResult is the outcome of a bulk action for one task: OK, or Error
 // saying why not. Refused says the task was left as it was because its
@@ -63,75 +68,378 @@ func CheckBulk(action string, ids []string) ([]string, error) {
 	return out, nil
 }
 
-// BulkTasks does action (pause, resume, stop or delete) to each task of ids,
-// each on its own: a task that does not exist, whose status does not allow
-// the action, or whose action fails is reported and never stops the others.
-// Delete is refused for a task that is not stopped (unlike DeleteTask, which
-// stops it first): a selection may hold running tasks by mistake. The
-// results are in the order of the ids, repeats removed.
+// BulkTasks does action (start, pause, resume, stop or delete) to each
+// task of ids, each on its own: a task that does not exist, that whoever
+// asks may not act on, whose status does not allow the action, or whose
+// action fails is reported and never stops the others. Delete is refused
+// for a task that is not stopped (unlike DeleteTask, which stops it first):
+// a selection may hold running tasks by mistake. The work is batched
+// (bulkChunk tasks at a time): the tasks read at once, one call per worker
+// carrying its tasks (one call per task to a worker too old for that), the
+// statuses written in one transaction. The results are in the order of
+// the ids, repeats removed.
 func (m *Master) BulkTasks(ctx context.Context, action string, ids []string) ([]BulkResult, error) {
 	ids, err := CheckBulk(action, ids)
 	if err != nil {
 		return nil, err
 	}
 	a := TaskAction(action)
-	act := ActOperate
-	if a == TaskDelete {
-		act = ActEdit
+	if p := PrincipalFrom(ctx); p != nil && !p.CanAnywhere(bulkAct(a)) {
+		return nil, Errorf(KindForbidden, "forbidden: your role may not %s in any project", actionVerb[bulkAct(a)])
 	}
-	if p := PrincipalFrom(ctx); p != nil && !p.CanAnywhere(act) {
-		return nil, Errorf(KindForbidden, "forbidden: your role may not %s in any project", actionVerb[act])
+	var running map[string]*store.Node
+	if a != TaskDelete {
+		if running, err = m.runningWorkers(ctx); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]BulkResult, len(ids))
-	sem := make(chan struct{}, bulkParallel)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = m.bulkOne(ctx, a, id)
-		}()
+	for i := 0; i < len(ids); i += bulkChunk {
+		end := min(i+bulkChunk, len(ids))
+		if err := m.bulkChunkOf(ctx, a, ids[i:end], out[i:end], running); err != nil {
+			return nil, err
+		}
 	}
-	wg.Wait()
 	return out, nil
 }
 
-// bulkOne does a to one task and says how it went.
-func (m *Master) bulkOne(ctx context.Context, a TaskAction, id string) BulkResult {
-	r := BulkResult{ID: id}
-	act := ActOperate
+// bulkAct is what a bulk action needs the caller's role to allow.
+func bulkAct(a TaskAction) Action {
 	if a == TaskDelete {
-		act = ActEdit
+		return ActEdit
 	}
-	ctx, t, err := m.taskFor(ctx, id, act)
-	if errors.Is(err, ErrNotFound) {
-		r.Error, r.Refused = "no such task", true
-		return r
-	}
+	return ActOperate
+}
+
+// runningWorkers returns the running workers by name.
+func (m *Master) runningWorkers(ctx context.Context) (map[string]*store.Node, error) {
+	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
 	if err != nil {
-		return m.bulkFailed(r, a, err)
+		return nil, err
 	}
-	r.Title = t.Title
-	if !TaskAllows(t.Status, a) {
-		r.Error, r.Refused = bulkRefusal(a, t.Status), true
-		return r
+	out := make(map[string]*store.Node, len(nodes))
+	for i := range nodes {
+		if nodes[i].Type == store.TypeWorker {
+			out[nodes[i].Name] = &nodes[i]
+		}
 	}
-	switch a {
-	case TaskPause:
-		_, err = m.PauseTask(ctx, id)
-	case TaskResume:
-		_, err = m.ResumeTask(ctx, id)
-	case TaskStop:
-		_, err = m.StopTask(ctx, id)
-	case TaskDelete:
-		err = m.deleteStoppedTask(ctx, id)
+	return out, nil
+}
+
+// bulkItem is one task of a chunk on its way: its result, the task, and
+// its running executors (the nodes the action goes to).
+type bulkItem struct {
+	r     *BulkResult
+	t     *Task
+	nodes []*store.Node
+	specs []protocol.TaskSpec // per node: what it is sent (start) or given back (undo of a stop)
+	done  []bool              // per node: the action was done there
+	err   error
+}
+
+// bulkChunkOf does a to one chunk of ids, filling out (same order). Only a
+// database failure of the chunk as a whole is returned.
+func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, out []BulkResult, running map[string]*store.Node) error {
+	began := time.Now()
+	sorted := slices.Sorted(slices.Values(ids))
+	for _, id := range sorted { // in one order: two bulk actions never wait on each other
+		defer m.locks.lock("task:" + id)()
 	}
+	rows, err := store.GetTasks(ctx, m.st.DB, ids)
 	if err != nil {
-		return m.bulkFailed(r, a, err)
+		return err
 	}
-	r.OK = true
-	return r
+	names, err := m.ProjectNames(ctx)
+	if err != nil {
+		return err
+	}
+	var items []*bulkItem
+	for i, id := range ids {
+		r := &out[i]
+		*r = BulkResult{ID: id}
+		row := rows[id]
+		if row == nil {
+			r.Error, r.Refused = "no such task", true
+			continue
+		}
+		if err := authorize(ctx, row.ProjectID, bulkAct(a), taskNotFound(id)); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				r.Error, r.Refused = "no such task", true
+			} else {
+				*r = m.bulkFailed(*r, a, err)
+			}
+			continue
+		}
+		t, err := decodeTask(row)
+		if err != nil {
+			*r = m.bulkFailed(*r, a, err)
+			continue
+		}
+		t.Project = names[t.ProjectID]
+		r.Title = t.Title
+		if !TaskAllows(t.Status, a) {
+			r.Error, r.Refused = bulkRefusal(a, t.Status), true
+			continue
+		}
+		it := &bulkItem{r: r, t: t}
+		if a != TaskDelete {
+			m.bulkTargets(it, a, running)
+			if it.err != nil {
+				*r = m.bulkFailed(*r, a, it.err)
+				continue
+			}
+		}
+		items = append(items, it)
+	}
+	read := time.Since(began)
+	if a != TaskDelete {
+		m.bulkSend(ctx, a, items, false)
+	}
+	sent := time.Since(began) - read
+	// The statuses of the tasks done everywhere, in one transaction (or a
+	// few); a task another master moved meanwhile is undone on its workers.
+	var okIDs []string
+	for _, it := range items {
+		if it.err == nil {
+			okIDs = append(okIDs, it.t.ID)
+		}
+	}
+	changed, err := store.SetTasksStatus(ctx, m.st.DB, okIDs, taskFrom(a), bulkTo[a])
+	if err != nil {
+		m.log.Error("bulk task action: write statuses", "action", a, "err", err)
+	}
+	moved := map[string]bool{}
+	for _, id := range okIDs {
+		moved[id] = true
+	}
+	for _, id := range changed {
+		delete(moved, id)
+	}
+	var undo []*bulkItem
+	for _, it := range items {
+		if it.err == nil && moved[it.t.ID] {
+			it.err = Errorf(KindState, "task %s changed state meanwhile; reload and retry", it.t.ID)
+			if err != nil {
+				it.err = fmt.Errorf("master: task %s: %w", it.t.ID, err)
+			}
+			undo = append(undo, it)
+		}
+	}
+	if len(undo) > 0 && a != TaskDelete {
+		uctx, cancel := m.life.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
+		m.bulkSend(uctx, a, undo, true)
+		cancel()
+	}
+	evs := make([]store.Event, 0, len(items))
+	for _, it := range items {
+		if it.err != nil {
+			*it.r = m.bulkFailed(*it.r, a, it.err)
+		} else {
+			it.r.OK = true
+		}
+		e := store.Event{At: time.Now(), Actor: ActorFrom(ctx), Action: "task." + string(a), TargetType: store.TargetTask,
+			Target: it.t.ID, Outcome: store.OutcomeOK, Detail: "bulk", Master: m.cfg.Identity, ProjectID: it.t.ProjectID}
+		if it.err != nil {
+			e.Outcome, e.Detail = store.OutcomeError, "bulk: "+Message(it.err)
+		}
+		evs = append(evs, e)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := store.AddEvents(wctx, m.st.DB, evs); err != nil {
+		m.log.Error("event log: record bulk action failed", "action", a, "tasks", len(evs), "err", err)
+	}
+	m.log.Info("bulk task action", "action", a, "tasks", len(ids), "done", len(changed), "read", read.Round(time.Millisecond),
+		"sent", sent.Round(time.Millisecond), "took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// bulkTo is the status each bulk action leaves a task in.
+var bulkTo = map[TaskAction]store.TaskStatus{
+	TaskStart: store.TaskRunning, TaskPause: store.TaskPaused, TaskResume: store.TaskRunning,
+	TaskStop: store.TaskStopped, TaskDelete: store.TaskDeleted,
+}
+
+// bulkTargets fills the nodes an action on it.t goes to (its running
+// executors) and what each is sent; a start with none is refused, as
+// StartTask refuses it.
+func (m *Master) bulkTargets(it *bulkItem, a TaskAction, running map[string]*store.Node) {
+	var names []string
+	for _, name := range it.t.members() {
+		if n := running[name]; n != nil {
+			it.nodes = append(it.nodes, n)
+			names = append(names, name)
+		}
+	}
+	if len(it.nodes) == 0 && a == TaskStart {
+		it.err = Errorf(KindState, "no running worker for this task (%s)", it.t.executorsText())
+		return
+	}
+	spec := *it.t
+	if a == TaskStart {
+		spec.Status = store.TaskRunning
+	}
+	var shards []string
+	if spec.Routing == protocol.RoutingBroadcast {
+		shards = names
+	}
+	it.specs = make([]protocol.TaskSpec, len(it.nodes))
+	for i, n := range it.nodes {
+		it.specs[i] = spec.specFor(n.Name, shards)
+	}
+	it.done = make([]bool, len(it.nodes))
+}
+
+// bulkOps is the worker operation of each bulk action and the one that
+// undoes it.
+var bulkOps = map[TaskAction][2]string{
+	TaskStart:  {protocol.BatchStart, protocol.BatchStop},
+	TaskStop:   {protocol.BatchStop, protocol.BatchStart},
+	TaskPause:  {protocol.BatchPause, protocol.BatchResume},
+	TaskResume: {protocol.BatchResume, protocol.BatchPause},
+}
+
+// bulkJob is one task's part of a batched operation on one node.
+type bulkJob struct {
+	it   *bulkItem
+	node int // index in it.nodes
+}
+
+// bulkSend does a (or, with undo, what undoes it) on the nodes of items,
+// one node's tasks in calls of up to protocol.MaxTaskBatch, every node at
+// once. Without undo, a task that failed on a node is undone on those it
+// was done on, and its error names the nodes; with undo, the nodes it was
+// done on get it undone, and a failure is only logged.
+func (m *Master) bulkSend(ctx context.Context, a TaskAction, items []*bulkItem, undo bool) {
+	op := bulkOps[a][0]
+	if undo {
+		op = bulkOps[a][1]
+	}
+	jobs := map[string][]bulkJob{}
+	nodes := map[string]*store.Node{}
+	for _, it := range items {
+		if it.err != nil && !undo {
+			continue
+		}
+		for i, n := range it.nodes {
+			if undo && !it.done[i] {
+				continue
+			}
+			jobs[n.Name] = append(jobs[n.Name], bulkJob{it: it, node: i})
+			nodes[n.Name] = n
+		}
+	}
+	errs := m.sendJobs(ctx, op, nodes, jobs)
+	if undo {
+		for name, es := range errs {
+			for j, err := range es {
+				if err != nil {
+					m.log.Error("rollback failed", "task", jobs[name][j].it.t.ID, "node", name, "verb", op, "err", err)
+				}
+			}
+		}
+		return
+	}
+	failed := map[*bulkItem][]string{}
+	firsts := map[*bulkItem]error{}
+	for name, es := range errs {
+		for j, err := range es {
+			job := jobs[name][j]
+			if err == nil {
+				job.it.done[job.node] = true
+				continue
+			}
+			failed[job.it] = append(failed[job.it], name)
+			if firsts[job.it] == nil {
+				firsts[job.it] = err
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	var back []*bulkItem
+	for it, names := range failed {
+		slices.Sort(names)
+		first := firsts[it]
+		it.err = wrapf(KindWorker, first, "%s failed on node %s: %s", a, strings.Join(names, ", "), Message(first))
+		back = append(back, it)
+	}
+	uctx, cancel := m.life.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
+	defer cancel()
+	m.bulkSend(uctx, a, back, true)
+}
+
+// bulkBatchBytes bounds the request of one batched call by its specs' size.
+const bulkBatchBytes = 8 << 20
+
+// sendJobs does op to the jobs of each node and returns each job's
+// outcome, by node in the order of jobs. The nodes are served at once,
+// each in calls of up to protocol.MaxTaskBatch tasks (one call per task
+// to a worker too old for batches).
+func (m *Master) sendJobs(ctx context.Context, op string, nodes map[string]*store.Node, jobs map[string][]bulkJob) map[string][]error {
+	out := make(map[string][]error, len(jobs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, js := range jobs {
+		n := nodes[name]
+		wg.Go(func() {
+			errs := make([]error, len(js))
+			for lo := 0; lo < len(js); {
+				hi, size := lo, 0
+				for hi < len(js) && hi-lo < protocol.MaxTaskBatch && (hi == lo || size < bulkBatchBytes) {
+					size += specBytes(&js[hi].it.specs[js[hi].node])
+					hi++
+				}
+				m.sendBatch(ctx, op, n, js[lo:hi], errs[lo:hi])
+				lo = hi
+			}
+			mu.Lock()
+			out[name] = errs
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// sendBatch does op to jobs on n in one call, or one call per job when n
+// is too old for batches, filling errs.
+func (m *Master) sendBatch(ctx context.Context, op string, n *store.Node, jobs []bulkJob, errs []error) {
+	var specs []protocol.TaskSpec
+	var ids []string
+	for _, j := range jobs {
+		if op == protocol.BatchStart {
+			specs = append(specs, j.it.specs[j.node])
+		} else {
+			ids = append(ids, j.it.t.ID)
+		}
+	}
+	got, err := m.client.TaskBatch(ctx, n, op, specs, ids)
+	switch {
+	case err == nil:
+		copy(errs, got)
+		return
+	case !IsNoRoute(err):
+		for i := range errs {
+			errs[i] = err
+		}
+		return
+	}
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if op == protocol.BatchStart {
+				errs[i] = m.client.TaskStart(ctx, n, j.it.specs[j.node])
+			} else {
+				errs[i] = m.client.TaskOp(ctx, n, batchOpPath[op], j.it.t.ID)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // bulkFailed reports an action that was tried and failed: a refusal with
@@ -153,6 +461,8 @@ func bulkRefusal(a TaskAction, s store.TaskStatus) string {
 		return "it is " + s.String() + " — stop it first"
 	case a == TaskStop:
 		return "it is already stopped"
+	case a == TaskStart && s == store.TaskRunning:
+		return "it is already running"
 	case a == TaskPause && s == store.TaskPaused:
 		return "it is already paused"
 	case a == TaskPause:
@@ -163,18 +473,6 @@ func bulkRefusal(a TaskAction, s store.TaskStatus) string {
 		return "it is " + s.String() + " — only a paused task can be resumed"
 	}
 	return "it is " + s.String()
-}
-
-// deleteStoppedTask marks a stopped task deleted; a task that was started
-// meanwhile is refused (the update is conditional on the stopped status).
-func (m *Master) deleteStoppedTask(ctx context.Context, id string) (err error) {
-	defer func() { m.events.record(ctx, "task.delete", store.TargetTask, id, err, "") }()
-	defer m.locks.lock("task:" + id)()
-	if err := store.SetTaskStatus(ctx, m.st.DB, id, taskFrom(TaskDelete), store.TaskDeleted); err != nil {
-		return mapTaskErr(err, id)
-	}
-	m.log.Info("task deleted", "task", id)
-	return nil
 }
 
 // bulkClip shortens s to at most n bytes (on a rune boundary) for a message.

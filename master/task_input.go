@@ -123,25 +123,8 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 		}
 		in.projectID = p.ID
 	}
-	if !TaskAllows(cur.Status, TaskEdit) {
-		return nil, Errorf(KindState, "task %s is %s; stop it before editing", id, cur.Status)
-	}
-	in.ID = id
-	// The console's form carries no key: an edit that sends none keeps it.
-	var stored protocol.TaskDef
-	storedOK := json.Unmarshal([]byte(cur.Spec), &stored) == nil
-	if strings.TrimSpace(in.Key) == "" && storedOK {
-		in.Key = stored.Key
-	}
-	// Secrets are shown masked; an edit that sends the mask back keeps them,
-	// unless the URL now points to another host.
-	if storedOK {
-		if err := keepSecretsForSameHost(&in.TaskDef, &stored); err != nil {
-			return nil, err
-		}
-	}
-	if storedOK {
-		keepAlign(&in.TaskDef, &stored)
+	if err := prepareEdit(cur, &in); err != nil {
+		return nil, err
 	}
 	row, err := m.checkTaskInput(ctx, &in)
 	if err != nil {
@@ -171,6 +154,29 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	}
 	m.log.Info("task edited", "task", id)
 	return m.GetTask(ctx, id)
+}
+
+// prepareEdit checks that task cur may be edited (it is stopped) and gives
+// the edit in what it keeps from cur: the key when it sends none (the
+// console's form carries none), the secrets it sends back masked (unless
+// the URL now points to another host), the alignment.
+func prepareEdit(cur *store.Task, in *TaskInput) error {
+	if !TaskAllows(cur.Status, TaskEdit) {
+		return Errorf(KindState, "task %s is %s; stop it before editing", cur.ID, cur.Status)
+	}
+	in.ID = cur.ID
+	var stored protocol.TaskDef
+	if json.Unmarshal([]byte(cur.Spec), &stored) != nil {
+		return nil
+	}
+	if strings.TrimSpace(in.Key) == "" {
+		in.Key = stored.Key
+	}
+	if err := keepSecretsForSameHost(&in.TaskDef, &stored); err != nil {
+		return err
+	}
+	keepAlign(&in.TaskDef, &stored)
+	return nil
 }
 
 // keepAlign gives an edit of an interval task that names no alignment the

@@ -6,6 +6,8 @@ package master
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -67,25 +69,36 @@ func (m *Master) runningNames(ctx context.Context, names []string) ([]string, er
 }
 
 // tasksFor returns the running and paused tasks a node executes, pushed on
-// Enable, registration and recovery. The node counts as running in its
-// broadcast shards: it is being told to run them.
+// registration. The node counts as running in its broadcast shards: it is
+// being told to run them.
 func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
-	// Its labels may have changed since the last push (a new process, an
-	// admin's edit): its pool memberships first.
-	if n, err := store.GetNode(ctx, m.st.DB, node); err == nil {
-		if _, err := syncNodeMembers(ctx, m.st.DB, n); err != nil {
-			m.log.Error("pool membership of node", "node", node, "err", err)
-		}
-	}
+	m.refreshMembers(ctx, node)
 	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
 	if err != nil {
 		m.log.Error("load tasks of node", "node", node, "err", err)
 		return []protocol.TaskSpec{}
 	}
+	return m.specsOf(ctx, node, rows)
+}
+
+// refreshMembers updates node's pool memberships before its tasks are
+// pushed: its labels may have changed since the last push (a new process,
+// an admin's edit).
+func (m *Master) refreshMembers(ctx context.Context, node string) {
+	if n, err := store.GetNode(ctx, m.st.DB, node); err == nil {
+		if _, err := syncNodeMembers(ctx, m.st.DB, n); err != nil {
+			m.log.Error("pool membership of node", "node", node, "err", err)
+		}
+	}
+}
+
+// specsOf is what node receives for rows, tasks it executes; a task whose
+// stored definition is bad is left out (and logged).
+func (m *Master) specsOf(ctx context.Context, node string, rows []store.Task) []protocol.TaskSpec {
 	tasks := make([]*Task, 0, len(rows))
 	var shared []string // executors of its broadcast tasks
 	for i := range rows {
-		t, err := decodeTask(&rows[i])
+		t, err := decodeForPush(&rows[i])
 		if err != nil {
 			m.log.Error("skip task with a bad stored definition", "task", rows[i].ID, "err", err)
 			continue
@@ -97,6 +110,7 @@ func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec 
 	}
 	var running []string
 	if len(shared) > 0 {
+		var err error
 		if running, err = m.runningNames(ctx, dedupe(shared)); err != nil {
 			m.log.Error("load running executors of broadcast tasks", "node", node, "err", err)
 		}
@@ -111,6 +125,17 @@ func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec 
 		out = append(out, t.specFor(node, mine))
 	}
 	return out
+}
+
+// decodeForPush is decodeTask without what a push does not send (next fire
+// time, keepers, children): a push decodes every task of a node.
+func decodeForPush(r *store.Task) (*Task, error) {
+	out := &Task{Executors: r.Executors, Selector: r.Selector, Selected: r.Selected, Status: r.Status, ProjectID: r.ProjectID}
+	if err := json.Unmarshal([]byte(r.Spec), &out.TaskDef); err != nil {
+		return nil, fmt.Errorf("master: task %s: stored definition: %w", r.ID, err)
+	}
+	out.ID = r.ID
+	return out, nil
 }
 
 // shardState remembers, per broadcast task, the running executors this

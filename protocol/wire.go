@@ -50,10 +50,18 @@ const (
 	// PathTaskRunOnceBatch runs many tasks once in one call (delayed tasks
 	// due together); a worker of an earlier version answers it 404.
 	PathTaskRunOnceBatch = "/api/task/runonce/batch"
-	PathMasterRegister   = "/api/worker/register"
-	PathMasterOffline    = "/api/worker/offline"
-	PathMasterClaim      = "/api/worker/claim"
-	PathMasterRuns       = "/api/worker/runs"
+	// PathTaskBatch does one operation (start, stop, pause, resume) to many
+	// tasks in one call (bulk actions); a worker of an earlier version
+	// answers it 404.
+	PathTaskBatch = "/api/task/batch"
+	// PathStartupPart pushes a node's tasks in parts (a restarted master's
+	// re-push): the parts of one session together are what PathStartup
+	// carries in one body; a worker of an earlier version answers it 404.
+	PathStartupPart    = "/api/server/startup/part"
+	PathMasterRegister = "/api/worker/register"
+	PathMasterOffline  = "/api/worker/offline"
+	PathMasterClaim    = "/api/worker/claim"
+	PathMasterRuns     = "/api/worker/runs"
 	// PathMasterLock is the old name of PathMasterClaim, still served by the
 	// master for workers of earlier versions.
 	PathMasterLock = "/api/worker/lock"
@@ -86,6 +94,13 @@ const (
 
 // MaxRunOnceBatch bounds the runs of one PathTaskRunOnceBatch call.
 const MaxRunOnceBatch = 250
+
+// Bounds of PathTaskBatch and PathStartupPart calls: the tasks of one call,
+// and its body (a master closes a call well before, by its size).
+const (
+	MaxTaskBatch     = 1000
+	MaxTaskBatchBody = 32 << 20
+)
 
 // MaxClockSkew is how far a signed timestamp may be from the receiver's clock.
 const MaxClockSkew = 5 * time.Minute
@@ -171,6 +186,52 @@ type StartupRequest struct {
 	// fires after it that come before the worker schedules the task again
 	// (the time the answer takes) are the worker's to count.
 	RunningSince *time.Time `json:"running_since,omitempty"`
+}
+
+// StartupPartRequest is the body of POST /api/server/startup/part: one part
+// of a push of a node's tasks. A part with First begins a session (the
+// DownNoticed fields are read there, as StartupRequest's); each part's tasks
+// are scheduled at once; the part with Last ends it, and the worker drops
+// the tasks no part of the session named. A part of a session the worker
+// does not hold (another push began since) is refused with 409.
+type StartupPartRequest struct {
+	Session      string     `json:"session"`
+	First        bool       `json:"first,omitempty"`
+	Last         bool       `json:"last,omitempty"`
+	Tasks        []TaskSpec `json:"tasks"`
+	DownNoticed  bool       `json:"down_noticed,omitempty"`
+	DownSince    *time.Time `json:"down_since,omitempty"`
+	RunningSince *time.Time `json:"running_since,omitempty"`
+}
+
+// Operations of a PathTaskBatch call.
+const (
+	BatchStart  = "start"
+	BatchStop   = "stop"
+	BatchPause  = "pause"
+	BatchResume = "resume"
+)
+
+// TaskBatchRequest is the body of POST /api/task/batch: Op done to each of
+// Tasks (start: full definitions) or IDs (stop, pause, resume), at most
+// MaxTaskBatch.
+type TaskBatchRequest struct {
+	Op    string     `json:"op"`
+	Tasks []TaskSpec `json:"tasks,omitempty"`
+	IDs   []string   `json:"ids,omitempty"`
+}
+
+// TaskBatchReply answers a batch task by task, in its order.
+type TaskBatchReply struct {
+	Results []TaskBatchResult `json:"results"`
+}
+
+// TaskBatchResult is one task of a batch: done (200), or refused with the
+// status and error the call for that task alone would have answered.
+type TaskBatchResult struct {
+	ID     string `json:"id"`
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/worker/register (auto-registration).

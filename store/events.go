@@ -71,6 +71,15 @@ func clip(s string, n int) string {
 // AddEvent appends e to the event log. Over-long fields are cut to their
 // column size; an empty outcome is "ok" and a zero time is now.
 func AddEvent(ctx context.Context, db bun.IDB, e *Event) error {
+	prepareEvent(e)
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("store: add event: %w", err)
+	}
+	return nil
+}
+
+// prepareEvent cuts an event's fields to their columns and fills defaults.
+func prepareEvent(e *Event) {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
@@ -87,10 +96,6 @@ func AddEvent(ctx context.Context, db bun.IDB, e *Event) error {
 	e.Target = clip(e.Target, maxEventTarget)
 	e.Master = clip(e.Master, maxEventMaster)
 	e.Detail = clip(strings.ToValidUTF8(e.Detail, "?"), MaxEventDetail)
-	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
-		return fmt.Errorf("store: add event: %w", err)
-	}
-	return nil
 }
 
 // EventFilter narrows ListEvents; zero fields match everything.

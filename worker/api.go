@@ -24,6 +24,7 @@ func NewHandler(w *Worker, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET "+protocol.PathHealth, a.health)
 	mux.HandleFunc("POST "+protocol.PathConnect, a.connect)
 	mux.HandleFunc("POST "+protocol.PathStartup, a.guard(a.startup))
+	mux.HandleFunc("POST "+protocol.PathStartupPart, a.guard(a.startupPart))
 	mux.HandleFunc("POST "+protocol.PathShutdown, a.guard(a.shutdown))
 	mux.HandleFunc("POST "+protocol.PathTaskStart, a.guard(a.startTask))
 	mux.HandleFunc("POST "+protocol.PathTaskStop, a.guard(a.stopTask))
@@ -31,6 +32,7 @@ func NewHandler(w *Worker, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST "+protocol.PathTaskResume, a.guard(a.resumeTask))
 	mux.HandleFunc("POST "+protocol.PathTaskRunOnce, a.guard(a.runTaskOnce))
 	mux.HandleFunc("POST "+protocol.PathTaskRunOnceBatch, a.guard(a.runTaskOnceBatch))
+	mux.HandleFunc("POST "+protocol.PathTaskBatch, a.guard(a.taskBatch))
 	mux.HandleFunc("POST "+protocol.PathRunOutput, a.guard(a.runOutput))
 	mux.HandleFunc("POST "+protocol.PathRunKill, a.guard(a.killRun))
 	// Prometheus metrics behind the secret; --metrics-listen serves them openly elsewhere.
@@ -160,6 +162,30 @@ func (a *api) startup(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, a.w.Health())
 }
 
+// startupPart schedules one part of a push in parts (see
+// protocol.StartupPartRequest).
+func (a *api) startupPart(rw http.ResponseWriter, r *http.Request) {
+	var req protocol.StartupPartRequest
+	if !readJSON(rw, r, &req, protocol.MaxTaskBatchBody) {
+		return
+	}
+	if err := a.w.StartupPart(r.Context(), req); err != nil {
+		status := http.StatusInternalServerError
+		switch {
+		case errors.Is(err, ErrNotRunning):
+			status = http.StatusServiceUnavailable
+		case errors.Is(err, ErrPartSession):
+			status = http.StatusConflict
+		case errors.Is(err, protocol.ErrInvalid):
+			status = http.StatusBadRequest
+		}
+		a.log.Error("startup part", "err", err)
+		writeJSON(rw, status, protocol.ErrorResponse{Error: err.Error()})
+		return
+	}
+	writeJSON(rw, http.StatusOK, a.w.Health())
+}
+
 // shutdown stops scheduling and waits (bounded) for running jobs.
 func (a *api) shutdown(rw http.ResponseWriter, r *http.Request) {
 	if err := a.w.Shutdown(r.Context()); err != nil {
@@ -274,6 +300,22 @@ func (a *api) runTaskOnceBatch(rw http.ResponseWriter, r *http.Request) {
 		out.Results[i] = res
 	}
 	writeJSON(rw, http.StatusOK, out)
+}
+
+// taskBatch does one operation to many tasks (bulk actions): each task is
+// done or refused on its own, as its call alone would; the answer says
+// which, in order.
+func (a *api) taskBatch(rw http.ResponseWriter, r *http.Request) {
+	var req protocol.TaskBatchRequest
+	if !readJSON(rw, r, &req, protocol.MaxTaskBatchBody) {
+		return
+	}
+	results, err := a.w.TaskBatch(req, func(err error) int { return a.taskStatus(r, err) })
+	if err != nil {
+		writeJSON(rw, http.StatusBadRequest, protocol.ErrorResponse{Error: err.Error()})
+		return
+	}
+	writeJSON(rw, http.StatusOK, protocol.TaskBatchReply{Results: results})
 }
 
 // maxKillerLen bounds who a kill names, written into the run's output.

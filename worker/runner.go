@@ -495,9 +495,16 @@ func (r *runner) setPaused(id string, paused bool) error {
 
 // replace makes the scheduled set equal to specs; it returns the tasks that failed.
 func (r *runner) replace(specs []protocol.TaskSpec) error {
-	want := map[string]bool{}
-	var errs []string
-	took := false
+	want := make(map[string]bool, len(specs))
+	took, errs := r.startAll(specs, want)
+	r.prune(want, took)
+	return notScheduled(errs)
+}
+
+// startAll schedules specs, each on its own, adding their ids to want. took
+// says one of them took its last fire from the previous process; errs says
+// which failed and why.
+func (r *runner) startAll(specs []protocol.TaskSpec, want map[string]bool) (took bool, errs []string) {
 	for _, s := range specs {
 		want[s.ID] = true
 		t, err := r.startSpec(s)
@@ -506,6 +513,12 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 		}
 		took = took || t
 	}
+	return took, errs
+}
+
+// prune drops the scheduled tasks want does not hold: the master sent every
+// task of this node. With took the fires file is written (see startSpec).
+func (r *runner) prune(want map[string]bool, took bool) {
 	r.mu.Lock()
 	var drop []string
 	for id := range r.jobs {
@@ -517,18 +530,21 @@ func (r *runner) replace(specs []protocol.TaskSpec) error {
 	for _, id := range drop {
 		r.stop(id)
 	}
-	// The master sent every task of this node: the last fires of tasks it
-	// no longer gives us are of no use.
+	// The last fires of tasks the master no longer gives us are of no use.
 	r.fires.retain(want)
 	if took {
 		r.forgetMissed()
 		r.writeFires(false)
 	}
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return fmt.Errorf("worker: %d task(s) not scheduled: %s", len(errs), strings.Join(errs, "; "))
+}
+
+// notScheduled sums up the tasks that could not be scheduled, nil for none.
+func notScheduled(errs []string) error {
+	if len(errs) == 0 {
+		return nil
 	}
-	return nil
+	sort.Strings(errs)
+	return fmt.Errorf("worker: %d task(s) not scheduled: %s", len(errs), strings.Join(errs, "; "))
 }
 
 // clear removes every task. With keep (the process stops), their last fires

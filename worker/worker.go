@@ -122,6 +122,10 @@ type Worker struct {
 	master     string // cluster name accepted for Connect; from --workerof or registration
 	connected  bool
 	scheduling bool
+
+	// part is the push in parts in progress (PathStartupPart), nil when none.
+	partMu sync.Mutex
+	part   *partSession
 }
 
 // maxConnsPerHost bounds the connections tasks keep to one host.
@@ -328,6 +332,28 @@ func (w *Worker) Connect(h ConnectHeaders, req protocol.ConnectRequest, now time
 // reported; the others run. Before Run has started the worker it waits for
 // it (until ctx ends); after Stop it fails with ErrNotRunning.
 func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error {
+	if err := w.beginScheduling(ctx); err != nil {
+		return err
+	}
+	w.endPartSession() // this push gives every task: a push in parts is superseded
+	w.handDown(req.DownNoticed, req.DownSince)
+	// The fires between the master's window end and now (the answer's
+	// way back) are this worker's to count, for the tasks given here only.
+	if req.DownNoticed && req.RunningSince != nil {
+		w.runner.fires.handUp(*req.RunningSince)
+		defer w.runner.fires.handUp(time.Time{})
+	}
+	err := w.runner.replace(req.Tasks)
+	w.log.Info("scheduling started", "tasks", w.runner.count())
+	if err != nil {
+		w.log.Error("some tasks could not be scheduled", "err", err)
+	}
+	return err
+}
+
+// beginScheduling starts the scheduler once the worker runs: a push of
+// tasks makes it schedule.
+func (w *Worker) beginScheduling(ctx context.Context) error {
 	select {
 	case <-w.started:
 	case <-w.stopDone:
@@ -345,28 +371,22 @@ func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error
 		w.scheduling = true
 	}
 	w.mu.Unlock()
+	return nil
+}
+
+// handDown splits the counting of missed fires with a master that saw this
+// node down (see protocol.StartupRequest.DownSince).
+func (w *Worker) handDown(noticed bool, since *time.Time) {
 	switch {
-	case req.DownNoticed && req.DownSince != nil && !req.DownSince.IsZero():
-		// The master saw this node down from DownSince on and records what
+	case noticed && since != nil && !since.IsZero():
+		// The master saw this node down from since on and records what
 		// its tasks missed from then: this worker counts the fires before.
-		w.runner.fires.handOver(*req.DownSince)
-	case req.DownNoticed:
+		w.runner.fires.handOver(*since)
+	case noticed:
 		// An older master records all of it: counting the previous process's
 		// last fires too would record it twice.
 		w.runner.fires.retain(map[string]bool{})
 	}
-	// The fires between the master's window end and now (the answer's
-	// way back) are this worker's to count, for the tasks given here only.
-	if req.DownNoticed && req.RunningSince != nil {
-		w.runner.fires.handUp(*req.RunningSince)
-		defer w.runner.fires.handUp(time.Time{})
-	}
-	err := w.runner.replace(req.Tasks)
-	w.log.Info("scheduling started", "tasks", w.runner.count())
-	if err != nil {
-		w.log.Error("some tasks could not be scheduled", "err", err)
-	}
-	return err
 }
 
 // Shutdown stops scheduling and waits (bounded by StopTimeout) for running jobs.
@@ -396,6 +416,15 @@ func (w *Worker) shutdown(ctx context.Context, keep bool) error {
 
 // StartTask schedules a task (idempotent: a started task is updated in place).
 func (w *Worker) StartTask(spec protocol.TaskSpec) error {
+	if err := w.waitScheduling(); err != nil {
+		return err
+	}
+	return w.runner.start(spec)
+}
+
+// waitScheduling is nil when the worker schedules, after waiting briefly
+// for a registration in flight; else ErrNotScheduling.
+func (w *Worker) waitScheduling() error {
 	if !w.isScheduling() {
 		// The master may push a task the moment it has recorded this node
 		// running, while the registration's answer (and with it the
@@ -410,7 +439,7 @@ func (w *Worker) StartTask(spec protocol.TaskSpec) error {
 			return ErrNotScheduling
 		}
 	}
-	return w.runner.start(spec)
+	return nil
 }
 
 // registrationWait bounds how long a pushed task waits for a registration

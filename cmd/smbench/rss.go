@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +28,25 @@ type proc struct {
 	mu   sync.Mutex
 	logs []string
 	done chan struct{}
+	// watchers are told when a log line matches (see watch).
+	watchers []lineWatcher
+}
+
+// lineWatcher is one wait for a log line: when one matches re, the time
+// it was read goes to ch (once).
+type lineWatcher struct {
+	re *regexp.Regexp
+	ch chan time.Time
+}
+
+// watch returns a channel that receives the time the next log line
+// matching re is read (the lines kept in logs are bounded; this sees all).
+func (p *proc) watch(re *regexp.Regexp) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	p.mu.Lock()
+	p.watchers = append(p.watchers, lineWatcher{re, ch})
+	p.mu.Unlock()
+	return ch
 }
 
 var (
@@ -80,6 +100,16 @@ func startProcEnv(ctx context.Context, bin string, env []string, ready *regexp.R
 			p.mu.Lock()
 			if len(p.logs) < 2000 {
 				p.logs = append(p.logs, line)
+			}
+			if len(p.watchers) > 0 {
+				now := time.Now()
+				p.watchers = slices.DeleteFunc(p.watchers, func(w lineWatcher) bool {
+					if w.re.MatchString(line) {
+						w.ch <- now
+						return true
+					}
+					return false
+				})
 			}
 			p.mu.Unlock()
 			if m := ready.FindStringSubmatch(line); m != nil && !sent {
