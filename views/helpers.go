@@ -108,3 +108,25 @@ func pagerRange(ctx context.Context, from, to, total int, capped bool) string {
 	}
 	return T(ctx, "PagerRange", "From", from, "To", to, "Total", total)
 }
+
+// chartHeadingID is the message naming the dashboard chart of a range.
+func chartHeadingID(r string) string {
+	switch r {
+	case "1h":
+		return "DashChartHeading1h"
+	case "24h":
+		return "DashChartHeading24h"
+	}
+	return "DashChartHeading14d"
+}
+
+// chartRangeID is the message of a range's button.
+func chartRangeID(r string) string {
+	switch r {
+	case "1h":
+		return "DashRange1h"
+	case "24h":
+		return "DashRange24h"
+	}
+	return "DashRange14d"
+}
