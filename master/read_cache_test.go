@@ -167,3 +167,49 @@ func TestProjectsKeyTellsNilFromEmpty(t *testing.T) {
 		t.Fatalf("keys %q %q %q: nil and empty must differ, order must not matter", a, b, c)
 	}
 }
+
+// TestReadCacheFirstCountOutlivesAViewThatGaveUp: a first count longer than
+// the view's deadline is not cancelled with it; views asking meanwhile share
+// it; once it lands (a large estate) the next view is served from it.
+func TestReadCacheFirstCountOutlivesAViewThatGaveUp(t *testing.T) {
+	t.Parallel()
+	c, _ := setupReadCache(t)
+	var calls atomic.Int64
+	release := make(chan struct{})
+	slow := func(ctx context.Context) (any, int, error) {
+		calls.Add(1)
+		select {
+		case <-release:
+			return "counted", 1000, nil
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := c.get(short, "k", slow); err == nil {
+		t.Fatal("a view past its deadline got a value")
+	}
+	// A second view while the count runs waits on it: no second count.
+	short2, cancel2 := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel2()
+	if _, _, err := c.get(short2, "k", slow); err == nil || calls.Load() > 1 {
+		t.Fatalf("a second view during the count: %v, %d counts; want its deadline and one count", err, calls.Load())
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if v, _, err := c.get(t.Context(), "k", slow); err != nil || v != "counted" {
+				t.Errorf("a waiting view got %v, %v", v, err)
+			}
+		})
+	}
+	close(release)
+	wg.Wait()
+	if v, _, err := c.get(t.Context(), "k", slow); err != nil || v != "counted" {
+		t.Fatalf("after the count: %v, %v", v, err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d counts, want the one every view shared", n)
+	}
+}

@@ -17,6 +17,9 @@ DROP INDEX idx_delayed_tasks_project ON delayed_tasks;
 --bun:split
 CREATE INDEX idx_delayed_tasks_project ON delayed_tasks (project_id, created_at, id);
 --bun:split
+-- The delayed list's counts by status of a project read this index only.
+CREATE INDEX idx_delayed_tasks_project_status ON delayed_tasks (project_id, status);
+--bun:split
 CREATE INDEX idx_delayed_tasks_status_created ON delayed_tasks (status, created_at, id);
 --bun:split
 CREATE INDEX idx_delayed_tasks_topic_created ON delayed_tasks (topic, created_at, id);
