@@ -429,7 +429,31 @@ func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Actio
 	// form on the page is wired.
 	b.wait(what+": htmx idle", timeout, `String(document.querySelectorAll('.htmx-request,.htmx-swapping,.htmx-settling,.htmx-added').length === 0 &&
 		[...document.querySelectorAll('[hx-post],[hx-get]')].every(e => e['htmx-internal-data'] && e['htmx-internal-data'].initHash))`, equals("true"))
-	b.run(what, timeout, chromedp.Steps(steps...))
+	if len(steps) != 1 {
+		b.run(what, timeout, chromedp.Steps(steps...))
+		return
+	}
+	// One step (a click, say) whose element a live refresh replaced between
+	// chromedp finding it and acting on it fails with "Could not find node
+	// with given id" before anything was done: find it again.
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Until(deadline))
+		_, err := chromedp.Run(ctx, steps[0])
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node with given id") || time.Now().After(deadline) {
+			b.fatalf("%s: %v", what, err)
+		}
+		b.t.Logf("%s: the element was replaced while acting on it; finding it again", what)
+		select {
+		case <-b.ctx.Done():
+			b.fatalf("%s: %v", what, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // wait polls the JavaScript expression (which gives a string) until ok holds,
