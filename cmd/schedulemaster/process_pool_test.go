@@ -242,19 +242,39 @@ func testPoolMembership(t *testing.T, masters []*masterProc) {
 	for _, r := range lost {
 		t.Logf("lost run %s of the fire at %s on %s: %q", r.ID, r.ScheduledAt.Format(time.TimeOnly), r.Node, r.Output)
 	}
+	// The fire each signal was aimed at: p2's (p3's) by the claims' ranking,
+	// unless its claim was slow on a starved machine and the next member
+	// won it after the grace; then the signal caught nothing of it.
+	recordOf := func(fire time.Time) (runJSON, bool) {
+		i := slices.IndexFunc(runs, func(r runJSON) bool { return r.ScheduledAt.Equal(fire) })
+		if i < 0 {
+			return runJSON{}, false
+		}
+		return runs[i], true
+	}
+	rec, ok := recordOf(doomed)
 	switch {
+	case !ok:
+		t.Errorf("no record of the fire at %s", doomed.Format(time.TimeOnly))
+	case rec.Node != "p2":
+		t.Logf("the fire at %s was won by %s, not p2 (p2's claim was slow): the kill -9 caught no run", doomed.Format(time.TimeOnly), rec.Node)
+		if len(lost) != 0 || rec.Result != "success" {
+			t.Errorf("%d lost runs, the fire at %s %s on %s; want none lost and its success", len(lost), doomed.Format(time.TimeOnly), rec.Result, rec.Node)
+		}
 	case !killInFlight:
 		// The run ended before the kill: p2 reported it, nothing is lost.
-		if len(lost) != 0 || !slices.ContainsFunc(runs, func(r runJSON) bool { return r.ScheduledAt.Equal(doomed) && r.Node == "p2" }) {
+		if len(lost) != 0 || rec.Result == "lost" {
 			t.Errorf("%d lost runs; want none and p2's record of the fire at %s (its run ended before the kill)", len(lost), doomed.Format(time.TimeOnly))
 		}
 	case len(lost) != 1 || !lost[0].ScheduledAt.Equal(doomed) || lost[0].Node != "p2" || !strings.Contains(lost[0].Output, "offline"):
 		t.Errorf("%d lost runs, want exactly p2's of the fire at %s (caught by the kill -9), saying it went offline",
 			len(lost), doomed.Format(time.TimeOnly))
 	}
-	for _, r := range runs {
-		if r.ScheduledAt.Equal(drained) && (r.Node != "p3" || r.Result != "success") {
-			t.Errorf("the fire at %s, in flight on p3 at its SIGTERM: %s on %s, want p3's success", drained.Format(time.TimeOnly), r.Result, r.Node)
+	if rec, ok := recordOf(drained); ok && (rec.Result != "success" || rec.Node != "p3") {
+		if rec.Node != "p3" && rec.Result == "success" {
+			t.Logf("the fire at %s was won by %s, not p3 (p3's claim was slow)", drained.Format(time.TimeOnly), rec.Node)
+		} else {
+			t.Errorf("the fire at %s, in flight on p3 at its SIGTERM: %s on %s, want p3's success", drained.Format(time.TimeOnly), rec.Result, rec.Node)
 		}
 	}
 
