@@ -132,15 +132,11 @@ func (svc *DelayedTasks) CreateDelayedBatch(ctx context.Context, ins []DelayedIn
 				first = got[j].DueAt
 			}
 			evs = append(evs, store.Event{At: time.Now(), Actor: ActorFrom(ctx), Action: "delayed.create", TargetType: store.TargetDelayed,
-				Target: got[j].ID, Outcome: store.OutcomeOK, Master: svc.cfg.Identity, ProjectID: got[j].ProjectID,
+				Target: got[j].ID, Outcome: store.OutcomeOK, ProjectID: got[j].ProjectID,
 				Detail: fmt.Sprintf("%s/%s/%s due %s (batch)", got[j].SourceApp, got[j].Topic, got[j].ContentKey, got[j].DueAt.Format(time.RFC3339))})
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := store.AddEvents(wctx, svc.db, evs); err != nil {
-		svc.log.Error("event log: record delayed batch failed", "tasks", len(evs), "err", err)
-	}
+	svc.events.recordAll(ctx, "delayed.create (batch)", evs)
 	if !first.IsZero() {
 		svc.pokeDelayed(first)
 	}

@@ -87,7 +87,7 @@ func TestLeaseKeeperElectsOneReleasesOnStopAndReportsClash(t *testing.T) {
 	t.Parallel()
 	s := storetest.OpenSQLite(t).Store
 	ctx := storetest.Ctx(t)
-	events := &eventLog{db: s.DB, master: "m1", log: storetest.Discard()}
+	events := &eventLog{db: s.DB, master: "m1", log: storetest.Discard(), life: newLifecycle()}
 	// A lease lasts three intervals (3 s): m1's cannot lapse under a loaded
 	// machine between the starts; m2 takes over within an interval of m1's
 	// release.

@@ -75,6 +75,8 @@ type eventLog struct {
 	db     bun.IDB
 	master string // the identity of the master that recorded it
 	log    *slog.Logger
+	// life ends the writes a request outlives when the engine stops.
+	life *lifecycle
 }
 
 // record writes an action to the event log without ever failing the action.
@@ -91,10 +93,28 @@ func (l *eventLog) record(ctx context.Context, action, targetType, target string
 			e.Detail = Message(err)
 		}
 	}
-	// The action happened even if its request is gone: write with a fresh deadline.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// The action happened even if its request is gone: write with a fresh
+	// deadline (the engine's Stop still ends it).
+	wctx, cancel := l.life.detached(ctx, 5*time.Second)
 	defer cancel()
 	if werr := store.AddEvent(wctx, l.db, e); werr != nil {
 		l.log.Error("event log: record failed", "action", action, "target", target, "actor", e.Actor, "err", werr)
+	}
+}
+
+// recordAll writes the events of one action on many items (a bulk action,
+// a batch) in one transaction, stamped with this master, without ever
+// failing the action; what names the action in the log of a failure.
+func (l *eventLog) recordAll(ctx context.Context, what string, evs []store.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	for i := range evs {
+		evs[i].Master = l.master
+	}
+	wctx, cancel := l.life.detached(ctx, 30*time.Second)
+	defer cancel()
+	if err := store.AddEvents(wctx, l.db, evs); err != nil {
+		l.log.Error("event log: record failed", "action", what, "events", len(evs), "err", err)
 	}
 }

@@ -196,7 +196,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	}
 	m.life = newLifecycle()
 	m.readCache = newReadCache(m.life)
-	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log}
+	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log, life: m.life}
 	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
 	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask, cache: m.readCache}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })

@@ -238,17 +238,13 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 			it.r.OK = true
 		}
 		e := store.Event{At: time.Now(), Actor: ActorFrom(ctx), Action: "task." + string(a), TargetType: store.TargetTask,
-			Target: it.t.ID, Outcome: store.OutcomeOK, Detail: "bulk", Master: m.cfg.Identity, ProjectID: it.t.ProjectID}
+			Target: it.t.ID, Outcome: store.OutcomeOK, Detail: "bulk", ProjectID: it.t.ProjectID}
 		if it.err != nil {
 			e.Outcome, e.Detail = store.OutcomeError, "bulk: "+Message(it.err)
 		}
 		evs = append(evs, e)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := store.AddEvents(wctx, m.st.DB, evs); err != nil {
-		m.log.Error("event log: record bulk action failed", "action", a, "tasks", len(evs), "err", err)
-	}
+	m.events.recordAll(ctx, "task."+string(a)+" (bulk)", evs)
 	m.log.Info("bulk task action", "action", a, "tasks", len(ids), "done", len(changed), "read", read.Round(time.Millisecond),
 		"sent", sent.Round(time.Millisecond), "took", time.Since(began).Round(time.Millisecond))
 	return nil

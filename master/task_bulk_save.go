@@ -326,7 +326,7 @@ func (m *Master) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
 	evs := make([]store.Event, 0, len(chunk))
 	for _, it := range chunk {
 		e := store.Event{At: time.Now(), Actor: ActorFrom(ctx), Action: "task.create", TargetType: store.TargetTask,
-			Target: it.row.ID, Outcome: store.OutcomeOK, Detail: "“" + it.row.Title + "” (bulk)", Master: m.cfg.Identity, ProjectID: it.row.ProjectID}
+			Target: it.row.ID, Outcome: store.OutcomeOK, Detail: "“" + it.row.Title + "” (bulk)", ProjectID: it.row.ProjectID}
 		if it.cur != nil {
 			e.Action = "task.edit"
 		}
@@ -338,11 +338,7 @@ func (m *Master) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
 		}
 		evs = append(evs, e)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := store.AddEvents(wctx, m.st.DB, evs); err != nil {
-		m.log.Error("event log: record bulk save failed", "tasks", len(evs), "err", err)
-	}
+	m.events.recordAll(ctx, "task.create/edit (bulk)", evs)
 }
 
 // writeSave writes one save in tx: an update (with its members and the run
