@@ -655,3 +655,75 @@ func TestRunOnceAndCatchUpQueueForASlot(t *testing.T) {
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return r.active.count() == 0 }, "runs still active")
 }
+
+// Under a mixed load (overlap and at-capacity policies, retries, short
+// timeouts, failing and slow answers, the limit changing every few
+// milliseconds, and in one case the worker stopping midway) every fire
+// ends: the caller waiting for them is told, each has exactly one report of
+// its first attempt, and nothing is left active, queued or holding a slot.
+func TestMixedLoadEndsEveryFire(t *testing.T) {
+	for _, stopMidway := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stop=%v", stopMidway), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+				time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // the target's own work
+				if rand.IntN(4) == 0 {
+					rw.WriteHeader(http.StatusInternalServerError)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			r, sink, stop := queueRunner(t, 4)
+			r.backoff = 5 * time.Millisecond
+			if stopMidway {
+				time.AfterFunc(time.Duration(200+rand.IntN(600))*time.Millisecond, stop)
+			}
+			var specs []protocol.TaskSpec
+			for i := range 30 {
+				s := queueSpec(fmt.Sprintf("t%d", i), srv.URL, time.Duration(20+rand.IntN(300))*time.Millisecond)
+				s.Overlap = []string{protocol.OverlapAllow, protocol.OverlapSkip, protocol.OverlapQueue}[rand.IntN(3)]
+				if rand.IntN(3) == 0 {
+					s.AtCapacity = protocol.AtCapacitySkip
+				}
+				s.Retries = rand.IntN(3)
+				specs = append(specs, s)
+			}
+			limits := time.NewTicker(7 * time.Millisecond)
+			defer limits.Stop()
+			const n = 5000
+			var done sync.WaitGroup
+			for i := range n {
+				s := specs[rand.IntN(len(specs))]
+				done.Add(1)
+				r.runQueued(r.newQueuedFire(&s, time.Unix(int64(i), 0), false, r.newRunID(), nil), &done)
+				select {
+				case <-limits.C:
+					r.limit.setMax(1 + rand.IntN(8))
+				default:
+				}
+				if i%5 == 0 {
+					time.Sleep(time.Millisecond) // fires arrive over a second or two
+				}
+			}
+			ended := make(chan struct{})
+			go func() { done.Wait(); close(ended) }()
+			select {
+			case <-ended:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("fires never ended: %d active, %d waiting", r.active.count(), r.limit.waiting())
+			}
+			firsts := func() int {
+				c := 0
+				for _, rep := range sink.all() {
+					if rep.Attempt == 1 {
+						c++
+					}
+				}
+				return c
+			}
+			testutil.Eventually(t, 30*time.Second, func() bool { return firsts() >= n }, "first attempts reported")
+			testutil.Eventually(t, 10*time.Second, func() bool { return r.active.count() == 0 }, "fires still active")
+			if f := firsts(); f != n || r.limit.waiting() != 0 || r.limit.n != 0 {
+				t.Fatalf("%d first attempts reported for %d fires, %d waiting, %d slots held", f, n, r.limit.waiting(), r.limit.n)
+			}
+		})
+	}
+}
