@@ -253,12 +253,15 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	if f.After != nil {
 		page, f.Offset = after(page, f.After, "created_at", "id", false, f.After.ID), 0
 	}
-	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
+	page, empty, err := pageAt[string](ctx, page, "created_at DESC, id DESC", f.Limit, f.Offset)
+	if err == nil && !empty {
+		err = page.Scan(ctx)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
 	}
 	total, known := pageTotal(f.Offset, len(tasks), f.Limit, f.After != nil)
 	if !known {
-		var err error
 		count := filter(db.NewSelect().Model((*Task)(nil)))
 		if f.Node != "" {
 			// Driven by the node's executor rows: a node runs a few of
