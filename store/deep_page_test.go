@@ -120,3 +120,34 @@ func TestDeepPagesAreTheSameRows(t *testing.T) {
 		})
 	})
 }
+
+// TestTaskTitleSearchIgnoresCase: a title search finds a substring in any
+// ASCII case on every engine, and LIKE's wildcards in it are plain text.
+func TestTaskTitleSearchIgnoresCase(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		ctx := storetest.Ctx(t)
+		db := s.Store.DB
+		for i, title := range []string{"Billing Export", "other_job 100%", "otherXjob 1000", "Größe prüfen"} {
+			if err := store.CreateTask(ctx, db, newTask(fmt.Sprintf("ts-%d", i), title, store.TaskStopped)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for search, want := range map[string][]string{
+			"billing": {"ts-0"}, "EXPORT": {"ts-0"}, "g E": {"ts-0"},
+			"r_j": {"ts-1"}, "100%": {"ts-1"}, "job 1": {"ts-2", "ts-1"},
+			"größe": {"ts-3"}, "nothing": nil,
+		} {
+			page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Title: search})
+			var got []string
+			for _, tk := range page {
+				got = append(got, tk.ID)
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if err != nil || !slices.Equal(got, want) || total != len(want) {
+				t.Errorf("title %q: %v (total %d), %v; want %v", search, got, total, err, want)
+			}
+		}
+	})
+}

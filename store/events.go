@@ -151,7 +151,7 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 		like := "%" + escapeLikeBang(strings.ToLower(f.TargetMatch)) + "%"
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("target = ?", f.TargetMatch).
-				WhereOr("target_type = ? AND target IN (SELECT id FROM tasks WHERE LOWER(title) LIKE ? ESCAPE '!')", TargetTask, like)
+				WhereOr("target_type = ? AND target IN (SELECT id FROM tasks WHERE "+titleLike(db)+")", TargetTask, like)
 		})
 	}
 	if f.Outcome != "" {
