@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,7 +129,8 @@ func TestTaskTitleSearchIgnoresCase(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		ctx := storetest.Ctx(t)
 		db := s.Store.DB
-		for i, title := range []string{"Billing Export", "other_job 100%", "otherXjob 1000", "Größe prüfen"} {
+		// The last is as long as a title may be, in characters (4 bytes each).
+		for i, title := range []string{"Billing Export", "other_job 100%", "otherXjob 1000", "Größe prüfen", strings.Repeat("任", 199) + "😀"} {
 			if err := store.CreateTask(ctx, db, newTask(fmt.Sprintf("ts-%d", i), title, store.TaskStopped)); err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +138,7 @@ func TestTaskTitleSearchIgnoresCase(t *testing.T) {
 		for search, want := range map[string][]string{
 			"billing": {"ts-0"}, "EXPORT": {"ts-0"}, "g E": {"ts-0"},
 			"r_j": {"ts-1"}, "100%": {"ts-1"}, "job 1": {"ts-2", "ts-1"},
-			"größe": {"ts-3"}, "nothing": nil,
+			"größe": {"ts-3"}, "任任😀": {"ts-4"}, "nothing": nil,
 		} {
 			page, total, err := store.ListTasks(ctx, db, store.TaskFilter{Title: search})
 			var got []string
