@@ -271,6 +271,17 @@ func DueDelayed(ctx context.Context, db bun.IDB, until time.Time, limit int) ([]
 	return out, nil
 }
 
+// CountDueDelayed counts the pending tasks whose next sending comes by
+// until, up to limit (an index range of (status, next_at)).
+func CountDueDelayed(ctx context.Context, db bun.IDB, until time.Time, limit int) (int, error) {
+	q := db.NewSelect().Model((*DelayedTask)(nil)).Where("status = ?", DelayedPending).Where("next_at <= ?", until.UTC())
+	n, err := countUpTo(ctx, db, q, limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: count due delayed tasks: %w", err)
+	}
+	return n, nil
+}
+
 // OverdueDelayed returns up to limit running tasks whose report deadline
 // (next_at) has passed, earliest first.
 func OverdueDelayed(ctx context.Context, db bun.IDB, now time.Time, limit int) ([]DelayedTask, error) {
