@@ -90,11 +90,14 @@ func pageTotal(offset, got, limit int, cursor bool) (total int, ok bool) {
 const deepOffset = 1000
 
 // pageAt orders page (a list's query with its filters) by order and limits
-// it to the page at offset. From deepOffset on it reads the page's ids first
-// and returns page narrowed to them; empty is true when there are none.
-func pageAt[K any](ctx context.Context, page *bun.SelectQuery, order string, limit, offset int) (q *bun.SelectQuery, empty bool, err error) {
+// it to the page at offset. From deepOffset on, or always with twoStep, it
+// reads the page's ids first and returns page narrowed to them; empty is
+// true when there are none. twoStep suits a filter an index answers but
+// that matches few rows, which read in one step cost a row fetch for each
+// row looked at.
+func pageAt[K any](ctx context.Context, page *bun.SelectQuery, order string, limit, offset int, twoStep bool) (q *bun.SelectQuery, empty bool, err error) {
 	q = page.OrderExpr(order).Limit(int64(limit))
-	if offset < deepOffset {
+	if offset < deepOffset && !twoStep {
 		return q.Offset(int64(offset)), false, nil
 	}
 	var ids []K

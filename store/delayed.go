@@ -208,7 +208,7 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	if f.After != nil {
 		page, f.Offset = after(page, f.After, "created_at", "id", false, f.After.ID), 0
 	}
-	page, empty, err := pageAt[string](ctx, page, "created_at DESC, id DESC", f.Limit, f.Offset)
+	page, empty, err := pageAt[string](ctx, page, "created_at DESC, id DESC", f.Limit, f.Offset, false)
 	if err == nil && !empty {
 		err = page.Scan(ctx)
 	}

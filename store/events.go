@@ -187,7 +187,7 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 		}
 		q, f.Offset = after(q, f.After, "at", "id", false, id), 0
 	}
-	q, empty, err := pageAt[int64](ctx, q, "at DESC, id DESC", f.Limit, f.Offset)
+	q, empty, err := pageAt[int64](ctx, q, "at DESC, id DESC", f.Limit, f.Offset, false)
 	if err == nil && !empty {
 		err = q.Scan(ctx)
 	}

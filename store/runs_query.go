@@ -67,7 +67,7 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 	if f.After != nil {
 		offset = 0
 	}
-	q, empty, err := pageAt[string](ctx, runPageBase(db, f, &runs), runOrder, f.Limit, offset)
+	q, empty, err := pageAt[string](ctx, runPageBase(db, f, &runs), runOrder, f.Limit, offset, false)
 	if err == nil && !empty {
 		err = q.Scan(ctx)
 	}
