@@ -244,6 +244,13 @@ func (l *limiter) releaseLocked() {
 	l.grantLocked() // the slot changes hands: n stays
 }
 
+// held is how many slots runs hold now.
+func (l *limiter) held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
 // waiting is the length of the queue.
 func (l *limiter) waiting() int {
 	l.mu.Lock()

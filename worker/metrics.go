@@ -85,6 +85,21 @@ func newMetrics(stats func() ReportStats) *metrics {
 	return x
 }
 
+// watchLimiter adds the gauges of the node's concurrency limiter: the runs
+// holding a slot and the fires waiting for one (a herd shows here first).
+func (x *metrics) watchLimiter(l *limiter) {
+	x.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sm_worker_runs_waiting",
+			Help: "Fires waiting for a concurrency slot (--maxc) in the node's queue.",
+		}, func() float64 { return float64(l.waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sm_worker_slots_held",
+			Help: "Concurrency slots held by runs now (at most --maxc).",
+		}, func() float64 { return float64(l.held()) }),
+	)
+}
+
 // buildInfoGauge is sm_build_info, the same metric as the master's: always
 // 1, with the running build in its labels.
 func buildInfoGauge() prometheus.Collector {

@@ -38,6 +38,23 @@ func TestWorkerMetrics(t *testing.T) {
 		r.add(protocol.RunReport{ID: "r" + string(rune('a'+i)), TaskID: "t1", Node: "w1", StartedAt: now, EndedAt: now,
 			DurationMS: 1500, Result: res, Attempt: 1})
 	}
+	// The limiter's gauges: two slots held, three fires waiting.
+	l := newLimiter(2)
+	r.metrics.watchLimiter(l)
+	if got := l.tryAcquireN(5); got != 2 {
+		t.Fatalf("took %d slots of 2", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for range 3 {
+		go l.acquire(ctx)
+	}
+	for deadline := time.Now().Add(10 * time.Second); l.waiting() < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiting, want 3", l.waiting())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	r.metrics.fired(40 * time.Millisecond)
 	r.metrics.fired(-time.Millisecond) // a clock step back counts as no lag
 	rec = httptest.NewRecorder()
@@ -47,7 +64,7 @@ func TestWorkerMetrics(t *testing.T) {
 		`sm_worker_runs_total{result="failed"} 2`, `sm_worker_runs_total{result="success"} 1`, `sm_worker_runs_total{result="timeout"} 0`,
 		`sm_worker_run_duration_seconds_bucket{result="failed",le="1"} 0`, `sm_worker_run_duration_seconds_bucket{result="failed",le="2.5"} 2`,
 		`sm_worker_fires_total 2`, `sm_worker_trigger_lag_seconds_count 2`, `sm_worker_trigger_lag_seconds_bucket{le="0.001"} 1`,
-		`sm_worker_report_queue 3`, `sm_worker_reports_dropped_total 0`,
+		`sm_worker_report_queue 3`, `sm_worker_reports_dropped_total 0`, `sm_worker_runs_waiting 3`, `sm_worker_slots_held 2`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("exposition lacks %q", want)

@@ -235,6 +235,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	}
 	w.runner.fires.health = w.reports.health
 	w.runner.fires.load(cfg.DataDir, log)
+	w.reports.metrics.watchLimiter(w.runner.limit)
 	return w, nil
 }
 
