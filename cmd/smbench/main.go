@@ -76,6 +76,10 @@ type bench struct {
 	opt    options
 	tmp    string
 	binary string // built once, on first use
+	// began is when the run began: databases of smbench's name pattern
+	// created before it that no run holds are an earlier run's leftovers.
+	began     time.Time
+	leftovers leftovers
 }
 
 // scenario is one group of measurements.
@@ -191,7 +195,7 @@ func run(ctx context.Context, o options, out io.Writer) ([]tableRow, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{opt: o, tmp: tmp}
+	b := &bench{opt: o, tmp: tmp, began: time.Now()}
 	if o.CPUProfile != "" {
 		if err := os.MkdirAll(o.CPUProfile, 0o755); err != nil {
 			return nil, err
@@ -286,6 +290,11 @@ func verdict(ok bool) string {
 
 func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.opt.Progress, "    "+format+"\n", args...)
+}
+
+// say prints a line of smbench's own (not of a scenario's figures).
+func (b *bench) say(format string, args ...any) {
+	fmt.Fprintf(b.opt.Progress, "smbench: "+format+"\n", args...)
 }
 
 // pick returns full, or short in -short mode.
