@@ -789,7 +789,7 @@ func (w *Worker) register(ctx context.Context) error {
 		return fmt.Errorf("worker: registration answer of %s: %d tasks in a part: at most %d", used, len(resp.Tasks), protocol.MaxTaskBatch)
 	}
 	w.partMu.Lock()
-	current := w.part == ps
+	current, overflow := w.part == ps, ps.overflow
 	if current {
 		if err := w.beginScheduling(ctx); err != nil {
 			w.part = nil
@@ -815,6 +815,9 @@ func (w *Worker) register(ctx context.Context) error {
 			"cluster", resp.Master, "workerof", w.cfg.WorkerOf)
 	}
 	w.log.Info("registered with the master", "cluster", resp.Master, "url", used, "node", node, "tasks", len(resp.Tasks), "more", resp.More)
+	if overflow {
+		return errors.New("worker: too many task operations while the registration was in flight; register again")
+	}
 	if !current {
 		// A master's push (or a Shutdown) came while the answer was on its
 		// way: it decides this node's schedule, not the answer.
