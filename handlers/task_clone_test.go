@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -204,7 +205,7 @@ func TestCloneTask(t *testing.T) {
 	sameDef("the API clone", spec(api.ID))
 
 	// A long title still fits once marked as a copy; unknown tasks and viewers are refused.
-	long := strings.Repeat("é", protocol.MaxTitleLen/2)
+	long := strings.Repeat("é", protocol.MaxTitleLen) // characters, not bytes
 	st, body = e.do(admin, "POST", "/api/v1/tasks", `{"title":"`+long+`","type":"http","schedule":{"kind":"cron","cron":"0 * * * *"},
 		"http":{"method":"GET","url":"http://127.0.0.1:1/x"},"executors":["w1"]}`, nil)
 	if st != http.StatusCreated {
@@ -217,7 +218,7 @@ func TestCloneTask(t *testing.T) {
 	title := decode[struct {
 		Title string `json:"title"`
 	}](t, body).Title
-	if st != http.StatusCreated || len(title) > protocol.MaxTitleLen || !strings.HasSuffix(title, "é (copy)") {
+	if st != http.StatusCreated || utf8.RuneCountInString(title) != protocol.MaxTitleLen || !strings.HasSuffix(title, "é (copy)") {
 		t.Fatalf("clone of a long title: %d %q (%d bytes)", st, title, len(title))
 	}
 	if st, _ := e.do(admin, "POST", "/api/v1/tasks/no-such-task/clone", "", nil); st != http.StatusNotFound {

@@ -118,6 +118,12 @@ type DelayedTasks struct {
 	// armed is the UnixNano the leader's timer waits for (0: none), so that
 	// a creation wakes it only when it is due earlier.
 	armed atomic.Int64
+	// lookahead is how long before their time tasks are claimed now (see
+	// crowdLookahead), in nanoseconds; 0 until the loop has looked.
+	lookahead atomic.Int64
+	// claimCost is the measured time a claim takes per task (an average of
+	// the recent full batches), in nanoseconds; 0 until measured.
+	claimCost atomic.Int64
 
 	notifyOnce sync.Once
 	notifyQ    chan delayedFailure
@@ -169,7 +175,7 @@ func (svc *DelayedTasks) delayedWake() chan struct{} {
 // pokeDelayed wakes the delayed loop when due (less the lookahead) comes
 // before what it waits for.
 func (svc *DelayedTasks) pokeDelayed(due time.Time) {
-	if a := svc.armed.Load(); a != 0 && due.Add(-svc.delayedCfg().Lookahead).UnixNano() >= a {
+	if a := svc.armed.Load(); a != 0 && due.Add(-svc.currentLookahead(svc.delayedCfg())).UnixNano() >= a {
 		return
 	}
 	select {

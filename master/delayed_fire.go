@@ -120,7 +120,9 @@ func (svc *DelayedTasks) nextDelayedWake(ctx context.Context, cfg DelayedConfig,
 	if rok && running.Before(reassignFrom) {
 		running = reassignFrom
 	}
-	pending = pending.Add(-cfg.Lookahead)
+	if pok {
+		pending = pending.Add(-svc.crowdLookahead(ctx, cfg, pending))
+	}
 	switch {
 	case pok && rok && running.Before(pending):
 		return running, true, nil
@@ -128,6 +130,63 @@ func (svc *DelayedTasks) nextDelayedWake(ctx context.Context, cfg DelayedConfig,
 		return pending, true, nil
 	}
 	return running, rok, nil
+}
+
+// maxCrowdLookahead bounds how early a crowd of tasks due together is
+// claimed (a claimed task can no longer be cancelled).
+const maxCrowdLookahead = 10 * time.Second
+
+// defaultClaimCost is the claim time per task assumed before one is
+// measured.
+const defaultClaimCost = 100 * time.Microsecond
+
+// crowdLookahead is how long before next (the earliest pending task's time)
+// the loop starts claiming: the configured lookahead, or longer when more
+// tasks are due soon after next than the lookahead leaves time to claim, at
+// twice the measured cost of a claim (up to maxCrowdLookahead). Claims go
+// a batch at a time while the sendings already claimed leave at their time,
+// so 10,000 tasks due at one instant were claimed, on MariaDB, until seconds
+// after it. The crowd is counted only when next is near.
+func (svc *DelayedTasks) crowdLookahead(ctx context.Context, cfg DelayedConfig, next time.Time) time.Duration {
+	la := cfg.Lookahead
+	if time.Until(next) < cfg.Poll+maxCrowdLookahead {
+		per := 2 * svc.claimCostNow()
+		limit := int(maxCrowdLookahead/per) + 1
+		n, err := store.CountDueDelayed(ctx, svc.db, next.Add(maxCrowdLookahead), limit)
+		switch {
+		case err != nil:
+			svc.log.Warn("delayed tasks: count the tasks due soon; claiming them at the usual lookahead", "err", err)
+		case time.Duration(n)*per > la:
+			la = min(time.Duration(n)*per, maxCrowdLookahead)
+		}
+	}
+	svc.lookahead.Store(int64(la))
+	return la
+}
+
+// currentLookahead is the lookahead crowdLookahead last chose, or the
+// configured one.
+func (svc *DelayedTasks) currentLookahead(cfg DelayedConfig) time.Duration {
+	return max(time.Duration(svc.lookahead.Load()), cfg.Lookahead)
+}
+
+// claimCostNow is the measured claim time per task, or the default.
+func (svc *DelayedTasks) claimCostNow() time.Duration {
+	if c := svc.claimCost.Load(); c > 0 {
+		return time.Duration(c)
+	}
+	return defaultClaimCost
+}
+
+// measureClaim folds a claim of n tasks that took d into the average cost
+// per task (a quarter weight for the newest).
+func (svc *DelayedTasks) measureClaim(d time.Duration, n int) {
+	per := int64(d) / int64(n)
+	old := svc.claimCost.Load()
+	if old > 0 {
+		per = (3*old + per) / 4
+	}
+	svc.claimCost.Store(max(per, 1))
 }
 
 // fireDue claims and sends every task due within the lookahead, batch after
@@ -168,11 +227,12 @@ type sending struct {
 // of a running worker.
 func (svc *DelayedTasks) fireBatch(ctx context.Context, cfg DelayedConfig, fence *store.Fence, snd *sender) (due, claimed, deferred int, err error) {
 	now := time.Now()
-	until := now.Add(cfg.Lookahead)
+	until := now.Add(svc.currentLookahead(cfg))
 	rows, err := store.DueDelayed(ctx, svc.db, until, cfg.Batch)
 	if err != nil || len(rows) == 0 {
 		return 0, 0, 0, err
 	}
+
 	nodes, err := store.ListNodesByStatus(ctx, svc.db, store.StatusRunning)
 	if err != nil {
 		return 0, 0, 0, err
@@ -268,6 +328,10 @@ func (svc *DelayedTasks) fireBatch(ctx context.Context, cfg DelayedConfig, fence
 	unlock()
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("claim delayed tasks: %w", err)
+	}
+	if len(won) >= cfg.Batch/2 {
+		// The claim's own cost, before any wait for the sendings.
+		svc.measureClaim(time.Since(now), len(won))
 	}
 	sort.Slice(won, func(i, j int) bool { return sendAt[won[i].ID].Before(sendAt[won[j].ID]) })
 	for i, w := range won {

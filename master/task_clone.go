@@ -20,11 +20,8 @@ const cloneSuffix = " (copy)"
 // the title shortened (on a character boundary) when both would not fit.
 func CloneTitle(title string) string {
 	title = strings.TrimSpace(title)
-	if keep := protocol.MaxTitleLen - len(cloneSuffix); len(title) > keep {
-		for keep > 0 && !utf8.RuneStart(title[keep]) {
-			keep--
-		}
-		title = strings.TrimSpace(title[:keep])
+	if keep := protocol.MaxTitleLen - utf8.RuneCountInString(cloneSuffix); utf8.RuneCountInString(title) > keep {
+		title = strings.TrimSpace(string([]rune(title)[:keep]))
 	}
 	return title + cloneSuffix
 }

@@ -261,13 +261,13 @@ func (d *TaskDef) Validate(now time.Time) error {
 	switch {
 	case d.Title == "":
 		fe["title"] = "is required"
-	case len(d.Title) > MaxTitleLen:
+	case utf8.RuneCountInString(d.Title) > MaxTitleLen:
 		fe["title"] = fmt.Sprintf("is longer than %d characters", MaxTitleLen)
 	}
 	if d.Key != "" && !taskKeyRE.MatchString(d.Key) {
 		fe["key"] = "must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit"
 	}
-	if len(d.Description) > MaxDescriptionLen {
+	if utf8.RuneCountInString(d.Description) > MaxDescriptionLen {
 		fe["description"] = fmt.Sprintf("is longer than %d characters", MaxDescriptionLen)
 	}
 	loc, err := LoadTimezone(d.Timezone)

@@ -25,6 +25,12 @@ func TestTaskDefValidate(t *testing.T) {
 		field string // "" = valid
 	}{
 		{"valid cron with seconds", func(*protocol.TaskDef) {}, ""},
+		// Limits count characters, as the columns (VARCHAR(200)) and the
+		// form's maxlength do, not bytes.
+		{"title of 200 Chinese characters", func(d *protocol.TaskDef) { d.Title = strings.Repeat("任", protocol.MaxTitleLen) }, ""},
+		{"title of 201 characters", func(d *protocol.TaskDef) { d.Title = strings.Repeat("任", protocol.MaxTitleLen+1) }, "title"},
+		{"description of 4,000 characters", func(d *protocol.TaskDef) { d.Description = strings.Repeat("说", protocol.MaxDescriptionLen) }, ""},
+		{"description of 4,001 characters", func(d *protocol.TaskDef) { d.Description = strings.Repeat("a", protocol.MaxDescriptionLen+1) }, "description"},
 		{"valid 5-field cron", func(d *protocol.TaskDef) { d.Schedule.Cron = "0 3 * * 1-5" }, ""},
 		{"valid descriptor", func(d *protocol.TaskDef) { d.Schedule.Cron = "@hourly" }, ""},
 		{"cron garbage", func(d *protocol.TaskDef) { d.Schedule.Cron = "every tuesday" }, "schedule.cron"},

@@ -208,12 +208,15 @@ func ListDelayed(ctx context.Context, db bun.IDB, f DelayedFilter) ([]DelayedTas
 	if f.After != nil {
 		page, f.Offset = after(page, f.After, "created_at", "id", false, f.After.ID), 0
 	}
-	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
+	page, empty, err := pageAt[string](ctx, page, "created_at DESC, id DESC", f.Limit, f.Offset, false)
+	if err == nil && !empty {
+		err = page.Scan(ctx)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("store: list delayed tasks: %w", err)
 	}
 	total, known := pageTotal(f.Offset, len(out), f.Limit, f.After != nil)
 	if !known {
-		var err error
 		if total, err = countUpTo(ctx, db, filter(db.NewSelect().Model((*DelayedTask)(nil))), f.CountLimit); err != nil {
 			return nil, 0, fmt.Errorf("store: count delayed tasks: %w", err)
 		}
@@ -266,6 +269,17 @@ func DueDelayed(ctx context.Context, db bun.IDB, until time.Time, limit int) ([]
 		return nil, fmt.Errorf("store: due delayed tasks: %w", err)
 	}
 	return out, nil
+}
+
+// CountDueDelayed counts the pending tasks whose next sending comes by
+// until, up to limit (an index range of (status, next_at)).
+func CountDueDelayed(ctx context.Context, db bun.IDB, until time.Time, limit int) (int, error) {
+	q := db.NewSelect().Model((*DelayedTask)(nil)).Where("status = ?", DelayedPending).Where("next_at <= ?", until.UTC())
+	n, err := countUpTo(ctx, db, q, limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: count due delayed tasks: %w", err)
+	}
+	return n, nil
 }
 
 // OverdueDelayed returns up to limit running tasks whose report deadline

@@ -151,7 +151,7 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 		like := "%" + escapeLikeBang(strings.ToLower(f.TargetMatch)) + "%"
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("target = ?", f.TargetMatch).
-				WhereOr("target_type = ? AND target IN (SELECT id FROM tasks WHERE LOWER(title) LIKE ? ESCAPE '!')", TargetTask, like)
+				WhereOr("target_type = ? AND target IN (SELECT id FROM tasks WHERE "+titleLike(db)+")", TargetTask, like)
 		})
 	}
 	if f.Outcome != "" {
@@ -187,7 +187,11 @@ func ListEvents(ctx context.Context, db bun.IDB, f EventFilter) ([]Event, int, e
 		}
 		q, f.Offset = after(q, f.After, "at", "id", false, id), 0
 	}
-	if err := q.OrderExpr("at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
+	q, empty, err := pageAt[int64](ctx, q, "at DESC, id DESC", f.Limit, f.Offset, false)
+	if err == nil && !empty {
+		err = q.Scan(ctx)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("store: list events: %w", err)
 	}
 	for i := range events {

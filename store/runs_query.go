@@ -63,7 +63,15 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 		f.Limit = 50
 	}
 	runs := []Run{}
-	if err := runPageQuery(db, f, &runs).Scan(ctx); err != nil {
+	offset := f.Offset
+	if f.After != nil {
+		offset = 0
+	}
+	q, empty, err := pageAt[string](ctx, runPageBase(db, f, &runs), runOrder, f.Limit, offset, false)
+	if err == nil && !empty {
+		err = q.Scan(ctx)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("store: query runs: %w", err)
 	}
 	if f.Preview {
@@ -71,23 +79,35 @@ func QueryRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, int, error)
 	}
 	total, known := pageTotal(f.Offset, len(runs), f.Limit, f.After != nil)
 	if !known {
-		if err := runCountQuery(db, f).Scan(ctx, &total); err != nil {
+		if err = runCountQuery(db, f).Scan(ctx, &total); err != nil {
 			return nil, 0, fmt.Errorf("store: count runs: %w", err)
 		}
 	}
 	return runs, total, nil
 }
 
+// runOrder is the order of every list of runs: newest first.
+const runOrder = "started_at DESC, id DESC"
+
 // runPageQuery selects the page of runs f asks for into dest.
 func runPageQuery(db bun.IDB, f RunFilter, dest *[]Run) *bun.SelectQuery {
+	if f.After != nil {
+		f.Offset = 0
+	}
+	return runPageBase(db, f, dest).OrderExpr(runOrder).Limit(int64(f.Limit)).Offset(int64(f.Offset))
+}
+
+// runPageBase selects the runs of f's page into dest: its filters and
+// cursor, without the order and the bounds.
+func runPageBase(db bun.IDB, f RunFilter, dest *[]Run) *bun.SelectQuery {
 	q := f.where(db.NewSelect().Model(dest).ExcludeColumn("output"))
 	if f.After != nil {
-		q, f.Offset = after(q, f.After, "started_at", "id", false, f.After.ID), 0
+		q = after(q, f.After, "started_at", "id", false, f.After.ID)
 	}
 	if f.Preview {
 		q = withPreview(q)
 	}
-	return q.OrderExpr("started_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset))
+	return q
 }
 
 // runCountQuery counts the runs matching f, stopping at f.CountLimit when set.

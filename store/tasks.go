@@ -239,7 +239,7 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 			q = q.Where("status <> ?", TaskDeleted)
 		}
 		if f.Title != "" {
-			q = q.Where("LOWER(title) LIKE ? ESCAPE '!'", "%"+escapeLikeBang(strings.ToLower(f.Title))+"%")
+			q = q.Where(titleLike(db), "%"+escapeLikeBang(strings.ToLower(f.Title))+"%")
 		}
 		return inProjects(q, "project_id", f.Projects)
 	}
@@ -253,12 +253,15 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 	if f.After != nil {
 		page, f.Offset = after(page, f.After, "created_at", "id", false, f.After.ID), 0
 	}
-	if err := page.OrderExpr("created_at DESC, id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx); err != nil {
+	page, empty, err := pageAt[string](ctx, page, "created_at DESC, id DESC", f.Limit, f.Offset, f.Title != "" || f.Node != "")
+	if err == nil && !empty {
+		err = page.Scan(ctx)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("store: list tasks: %w", err)
 	}
 	total, known := pageTotal(f.Offset, len(tasks), f.Limit, f.After != nil)
 	if !known {
-		var err error
 		count := filter(db.NewSelect().Model((*Task)(nil)))
 		if f.Node != "" {
 			// Driven by the node's executor rows: a node runs a few of
@@ -279,6 +282,22 @@ func ListTasks(ctx context.Context, db bun.IDB, f TaskFilter) ([]Task, int, erro
 		return nil, 0, err
 	}
 	return tasks, int(total), nil
+}
+
+// titleLike is the condition of a title search, its argument a lower-case
+// LIKE pattern. SQLite's LIKE ignores ASCII case already and its LOWER folds
+// only ASCII, so there it is the plain LIKE (a LOWER call per row was half a
+// search's time over 100,000 titles); the others compare bytes (MariaDB's
+// utf8mb4_bin) or case (PostgreSQL), so they fold the title. ListTasks reads
+// a search in two steps (and one node's tasks): it looks at every title of
+// the index and keeps a few, and MariaDB fetched the row of each title it
+// looked at (285 ms at 100,000 tasks), and sorted the whole rows of a node's
+// 5,000 tasks for one page of them.
+func titleLike(db bun.IDB) string {
+	if db.Dialect().Name() == dialect.SQLite {
+		return "title LIKE ? ESCAPE '!'"
+	}
+	return "LOWER(title) LIKE ? ESCAPE '!'"
 }
 
 // UpdateTask rewrites a stopped task's definition, keepers, children and executors.

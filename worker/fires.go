@@ -416,7 +416,8 @@ func (r *runner) restarted(tj *taskJob, now time.Time) bool {
 		defer r.bg.Done()
 		if spec.Misfire == protocol.MisfireRunOnce {
 			r.log.Info("misfire after restart: catch-up run", "task", spec.ID, "first_missed", first, "missed", n)
-			r.runCatchUp(spec, catchUp{n: n, first: first, last: lastMissed, more: more}, r.newRunID())
+			r.bg.Add(1) // until the catch-up run has ended
+			r.runCatchUp(spec, catchUp{n: n, first: first, last: lastMissed, more: more}, r.newRunID(), &r.bg)
 			return
 		}
 		r.reports.add(restartMisfireReport(r.node(), spec, n, first, lastMissed, more, last, back))
@@ -444,7 +445,8 @@ func (r *runner) handedUp(tj *taskJob) {
 		defer r.bg.Done()
 		if spec.Misfire == protocol.MisfireRunOnce {
 			r.log.Info("misfire while the master handed the task back: catch-up run", "task", spec.ID, "first_missed", c.First, "missed", c.N)
-			r.runCatchUp(spec, catchUp{n: c.N, first: c.First, last: c.Last, more: c.More}, r.newRunID())
+			r.bg.Add(1) // until the catch-up run has ended
+			r.runCatchUp(spec, catchUp{n: c.N, first: c.First, last: c.Last, more: c.More}, r.newRunID(), &r.bg)
 			return
 		}
 		why := fmt.Sprintf("misfire: the fire at %s came while the master was giving this worker its tasks back", c.First.Format(time.RFC3339))

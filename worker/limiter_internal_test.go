@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,50 +297,88 @@ func (l *broadcastLimiter) release() {
 	l.mu.Unlock()
 }
 
+// benchTurn is a queued run of BenchmarkLimiterHerd: it holds its slot for
+// hold, then frees it.
+type benchTurn struct {
+	l    *limiter
+	w    waiter
+	hold time.Duration
+	wg   *sync.WaitGroup
+}
+
+func (b *benchTurn) slotted(time.Time) {
+	if b.hold > 0 {
+		time.Sleep(b.hold)
+	}
+	b.l.release()
+	b.wg.Done()
+}
+
+func (b *benchTurn) noSlot(bool) { b.wg.Done() }
+
 // BenchmarkLimiterHerd drains a queue of waiters through 16 slots, each run
 // holding its slot for hold (a short request; 1ms, as short sleeps round up
 // to the poller's millisecond anyway): handoffs/s is the runs the
 // node gets through, which must stay flat as the queue grows, and
-// wakes/handoff the goroutines woken per freed slot.
+// wakes/handoff the goroutines woken per freed slot. "fifo" waiters are
+// goroutines blocked in acquire, "turns" are queued records (join), as the
+// runner queues its fires, "broadcast" the limiter this package had before;
+// goroutines/waiter is what the queue holds while it waits.
 func BenchmarkLimiterHerd(b *testing.B) {
 	const slots = 16
-	for _, impl := range []string{"fifo", "broadcast"} {
+	for _, impl := range []string{"turns", "fifo", "broadcast"} {
 		for _, hold := range []time.Duration{0, time.Millisecond} {
 			for _, herd := range []int{1000, 30000} {
 				b.Run(fmt.Sprintf("%s/hold=%s/waiters=%d", impl, hold, herd), func(b *testing.B) {
 					var total time.Duration
-					var wakes int64
+					var wakes, parked int64
 					for range b.N {
-						var acquire func() bool
 						var release func()
 						var queued func() int
 						var woken func() int64
-						if impl == "fifo" {
+						var wg sync.WaitGroup
+						before := runtime.NumGoroutine()
+						switch impl {
+						case "turns":
 							l := newLimiter(slots)
 							l.tryAcquireN(slots)
-							acquire = func() bool { return l.acquire(context.Background()) }
+							turns := make([]benchTurn, herd)
+							far := time.Now().Add(time.Hour)
+							for i := range turns {
+								wg.Add(1)
+								turns[i] = benchTurn{l: l, hold: hold, wg: &wg}
+								l.join(&turns[i].w, &turns[i], far)
+							}
 							release, queued, woken = l.release, l.waiting, l.wakes.Load
-						} else {
-							l := &broadcastLimiter{max: slots, n: slots, wake: make(chan struct{})}
-							acquire = func() bool { return l.acquire(context.Background()) }
-							release, woken = l.release, l.wakes.Load
-							queued = func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.waiting }
-						}
-						var wg sync.WaitGroup
-						for range herd {
-							wg.Add(1)
-							go func() {
-								defer wg.Done()
-								acquire()
-								if hold > 0 {
-									time.Sleep(hold)
-								}
-								release()
-							}()
+						case "fifo", "broadcast":
+							var acquire func() bool
+							if impl == "fifo" {
+								l := newLimiter(slots)
+								l.tryAcquireN(slots)
+								acquire = func() bool { return l.acquire(context.Background()) }
+								release, queued, woken = l.release, l.waiting, l.wakes.Load
+							} else {
+								l := &broadcastLimiter{max: slots, n: slots, wake: make(chan struct{})}
+								acquire = func() bool { return l.acquire(context.Background()) }
+								release, woken = l.release, l.wakes.Load
+								queued = func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.waiting }
+							}
+							for range herd {
+								wg.Add(1)
+								go func() {
+									defer wg.Done()
+									acquire()
+									if hold > 0 {
+										time.Sleep(hold)
+									}
+									release()
+								}()
+							}
 						}
 						for queued() < herd {
 							time.Sleep(time.Millisecond)
 						}
+						parked += int64(max(0, runtime.NumGoroutine()-before))
 						start := time.Now()
 						for range slots {
 							release()
@@ -350,6 +389,7 @@ func BenchmarkLimiterHerd(b *testing.B) {
 					}
 					b.ReportMetric(float64(b.N*herd)/total.Seconds(), "handoffs/s")
 					b.ReportMetric(float64(wakes)/float64(b.N*herd), "wakes/handoff")
+					b.ReportMetric(float64(parked)/float64(b.N*herd), "goroutines/waiter")
 				})
 			}
 		}

@@ -89,7 +89,7 @@ func (r *runner) claimed(taskID string) {
 		}
 		if m.spec.Misfire == protocol.MisfireRunOnce {
 			r.log.Info("misfire: catch-up run", "task", taskID, "first_missed", m.first, "missed", m.count)
-			r.runCatchUp(m.spec, catchUp{n: m.count, first: m.first, last: m.last}, id)
+			r.runCatchUp(m.spec, catchUp{n: m.count, first: m.first, last: m.last}, id, nil)
 			return
 		}
 		r.reports.add(misfireReport(r.node(), m, id))

@@ -29,7 +29,9 @@ type runState struct {
 	waiting *queuedFire // under queue: the one fire waiting for running to reach 0
 }
 
-// queuedFire is a fire waiting for the previous run of its task to end.
+// queuedFire is a fire to run: waiting for the previous run of its task to
+// end, waiting in the node's queue for a concurrency slot (its wait field
+// is its place there: a record, not a goroutine), or running.
 type queuedFire struct {
 	spec   protocol.TaskSpec
 	fire   time.Time
@@ -38,6 +40,13 @@ type queuedFire struct {
 	catchUp *catchUp
 	id      runID     // report id of its first attempt
 	tmpl    *taskPrep // the task's prepared HTTP request, if any
+
+	// Set once it starts (begin):
+	r       *runner
+	attempt int             // the attempt running or waiting for its slot
+	cur     runID           // that attempt's report id
+	done    *sync.WaitGroup // told when it and the fires queued behind it have ended (nil: nobody waits)
+	wait    waiter          // its place in the node's queue for a slot
 }
 
 // newQueuedFire is a fire to run, from the runner's pool of ended fires:
@@ -59,9 +68,14 @@ func (r *runner) release(q *queuedFire) {
 }
 
 // run runs a fire under its task's overlap policy, then any fire that queued
-// behind it. A run, retries included, ends before a queued fire starts.
+// behind it, and returns when they have ended (a fire queued behind another
+// run returns at once). A run, retries included, ends before a queued fire
+// starts.
 func (r *runner) run(spec protocol.TaskSpec, fire time.Time, manual bool) {
-	r.runWith(spec, fire, manual, nil)
+	var done sync.WaitGroup
+	done.Add(1)
+	r.runQueued(r.newQueuedFire(&spec, fire, manual, r.newRunID(), nil), &done)
+	done.Wait()
 }
 
 // catchUp is what a catch-up run stands for: n missed fires from first to
@@ -72,52 +86,65 @@ type catchUp struct {
 	more        bool
 }
 
-// runCatchUp runs one catch-up run for the missed fires c, scheduled at the
+// runCatchUp starts one catch-up run for the missed fires c, scheduled at the
 // first of them; its reports carry the count (RunReport.Covers) and say it
-// in their output's first line.
-func (r *runner) runCatchUp(spec protocol.TaskSpec, c catchUp, id runID) {
+// in their output's first line. done (nil: none) is told when it has ended.
+func (r *runner) runCatchUp(spec protocol.TaskSpec, c catchUp, id runID, done *sync.WaitGroup) {
 	q := r.newQueuedFire(&spec, c.first, false, id, nil)
 	q.catchUp = &c
+	r.runQueued(q, done)
+}
+
+// runAs starts a scheduled fire whose first report carries id, the one its
+// claim named; done (nil: none) is told when it has ended.
+func (r *runner) runAs(spec protocol.TaskSpec, fire time.Time, id runID, tmpl *taskPrep, done *sync.WaitGroup) {
+	r.runQueued(r.newQueuedFire(&spec, fire, false, id, tmpl), done)
+}
+
+// runQueued starts q under its task's overlap policy, without waiting for
+// it: done (nil: none) is told when it has ended, or at once when it was
+// not admitted (queued behind the run in progress, which then runs it, or
+// skipped).
+func (r *runner) runQueued(q *queuedFire, done *sync.WaitGroup) {
 	if !r.admit(q) {
+		if done != nil {
+			done.Done()
+		}
 		return
 	}
-	r.runAdmitted(q, slot{})
-}
-
-// runWith is run with the task's prepared HTTP request.
-func (r *runner) runWith(spec protocol.TaskSpec, fire time.Time, manual bool, tmpl *taskPrep) {
-	r.runQueued(r.newQueuedFire(&spec, fire, manual, r.newRunID(), tmpl))
-}
-
-// runAs runs a scheduled fire whose first report carries id, the one its
-// claim named.
-func (r *runner) runAs(spec protocol.TaskSpec, fire time.Time, id runID, tmpl *taskPrep) {
-	r.runQueued(r.newQueuedFire(&spec, fire, false, id, tmpl))
-}
-
-// runQueued runs q under its task's overlap policy.
-func (r *runner) runQueued(q *queuedFire) {
-	if !r.admit(q) {
-		return
+	r.begin(q, done)
+	if q := r.step(q); q != nil {
+		go r.runSlot(q, time.Now())
 	}
-	r.runAdmitted(q, slot{})
 }
 
-// runAdmitted runs an admitted fire (its first attempt in first when the
-// caller already took the node's concurrency slot), then the fires queued
-// behind it.
-func (r *runner) runAdmitted(q *queuedFire, first slot) {
-	r.execute(q, first)
-	id := q.spec.ID
+// begin marks admitted fire q as executing, its first attempt next; done
+// (nil: none) is told when it has ended.
+func (r *runner) begin(q *queuedFire, done *sync.WaitGroup) {
+	r.active.add(1)
+	q.r, q.attempt, q.cur, q.done = r, 1, q.id, done
+}
+
+// fireEnded ends fire q, its last attempt reported, and returns the fire
+// queued behind it, begun and needing a slot (nil: none; q's waiter is then
+// told). Stale queued fires are recorded skipped here.
+func (r *runner) fireEnded(q *queuedFire) *queuedFire {
+	r.active.add(-1)
+	id, done := q.spec.ID, q.done
 	r.release(q)
 	for q = r.finish(id); q != nil; q = r.finish(id) {
 		if why := r.stale(q); why != "" {
 			r.reports.add(skippedReport(r.node(), q, why))
-		} else {
-			r.execute(q, slot{})
+			r.release(q)
+			continue
 		}
-		r.release(q)
+		r.begin(q, done)
+		return q
 	}
+	if done != nil {
+		done.Done()
+	}
+	return nil
 }
 
 // admit decides whether q starts now. When it does not, the fire is either

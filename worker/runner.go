@@ -190,6 +190,12 @@ type runner struct {
 	fires  lastFires      // the last fire of each task, kept across restarts (fires.go)
 	bg     sync.WaitGroup // catch-up runs after a restart, waited for like scheduled runs
 
+	// retrying holds the fires waiting for their next attempt's delay, a
+	// timer each; stopWatch arranges, once, that the worker's stop ends
+	// them and the fires queued for a slot (stopWaits, execute.go).
+	retrying  retryWaits
+	stopWatch sync.Once
+
 	// draining is set when the worker stops: no new fire is taken and the
 	// fires queued behind a run are recorded skipped; the runs in progress
 	// go on until the drain timeout.
@@ -377,12 +383,14 @@ func (r *runner) leaveLocked(tj *taskJob) error {
 }
 
 // fireGroup is the gocron job body of a schedule. It names the fire once and
-// starts every member's run in its own goroutine, then waits for them, so
-// that stopping the scheduler waits for runs as it did for one job per task.
-// The runs that need no claim are admitted (overlap policy) and given their
-// concurrency slots in one step each, and start together once all their
-// goroutines exist: a run's start does not wait behind the work (requests,
-// reports) of the runs started before it in the same fire.
+// starts every member's run, then waits for them, so that stopping the
+// scheduler waits for runs as it did for one job per task. The runs that
+// need no claim are admitted (overlap policy) and given the free
+// concurrency slots in one step each; those that got one start together,
+// each in its goroutine, once all their goroutines exist: a run's start does
+// not wait behind the work (requests, reports) of the runs started before it
+// in the same fire. The others join the node's queue for a slot, in order,
+// as records: a herd of fires costs no goroutine per waiting run.
 func (r *runner) fireGroup(g *fireGroup) {
 	r.fireGroupAt(g, g.plan.FireOf(time.Now()))
 }
@@ -410,7 +418,7 @@ func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 		spec := tj.current()
 		if spec.Routing != protocol.RoutingBroadcast && spec.Executors > 1 {
 			wg.Add(1)
-			go r.fireMember(tj, fire, &wg) // the claim is a call to the master
+			go r.fireAt(tj, fire, &wg) // the claim is a call to the master
 			continue
 		}
 		if spec.Routing == protocol.RoutingBroadcast {
@@ -426,18 +434,23 @@ func (r *runner) fireGroupAt(g *fireGroup, fire time.Time) {
 		start := &gate{open: make(chan struct{})}
 		for i, q := range fires {
 			wg.Add(1)
-			go r.runMember(q, i < held, start, &wg)
+			r.begin(q, &wg)
+			if i < held {
+				go r.runMember(q, start)
+			}
 		}
 		start.at = time.Now()
 		close(start.open)
+		// The rest wait for a slot in the node's queue (or, under
+		// at_capacity skip, are recorded skipped now).
+		for _, q := range fires[held:] {
+			if q := r.step(q); q != nil {
+				go r.runSlot(q, time.Now())
+			}
+		}
 	}
 	r.fires.touch()
 	wg.Wait()
-}
-
-func (r *runner) fireMember(tj *taskJob, fire time.Time, wg *sync.WaitGroup) {
-	defer wg.Done()
-	r.fireAt(tj, fire)
 }
 
 // gate starts the runs of one fire together, at when it opens.
@@ -446,11 +459,10 @@ type gate struct {
 	at   time.Time // written before open is closed
 }
 
-func (r *runner) runMember(q *queuedFire, held bool, start *gate, wg *sync.WaitGroup) {
-	defer wg.Done()
+// runMember runs a fire that holds its slot once start opens.
+func (r *runner) runMember(q *queuedFire, start *gate) {
 	<-start.open
-	first := slot{held: held, at: start.at}
-	r.runAdmitted(q, first)
+	r.runSlot(q, start.at)
 }
 
 // stop removes a task and forgets its last fire: a task stopped on purpose
@@ -579,53 +591,58 @@ func (r *runner) get(id string) (protocol.TaskSpec, bool) {
 	return tj.current(), true
 }
 
-// fire runs one fire of a task now, named by the clock (tests fire tasks
-// this way; the scheduler goes through fireGroup).
-func (r *runner) fire(tj *taskJob) { r.fireAt(tj, tj.scheduledFire(time.Now())) }
+// fire runs one fire of a task now, named by the clock, and returns when it
+// has ended (tests fire tasks this way; the scheduler goes through
+// fireGroup).
+func (r *runner) fire(tj *taskJob) {
+	var done sync.WaitGroup
+	done.Add(1)
+	r.fireAt(tj, tj.scheduledFire(time.Now()), &done)
+	done.Wait()
+}
 
 // fireAt is one task's part of a fire: claim the fire when several executors
-// share the task, then run it with retries.
-func (r *runner) fireAt(tj *taskJob, fire time.Time) {
+// share the task, then start it; done is told when it has ended.
+func (r *runner) fireAt(tj *taskJob, fire time.Time, done *sync.WaitGroup) {
+	spec, id, ok := r.claimFire(tj, fire)
+	if !ok {
+		if done != nil {
+			done.Done()
+		}
+		return
+	}
+	r.runAs(spec, fire, id, tj.httpReq, done)
+}
+
+// claimFire decides whether this node runs tj's fire: with several
+// executors (not broadcast), by a claim to the master. It returns the spec
+// to run and the report id of its first attempt.
+func (r *runner) claimFire(tj *taskJob, fire time.Time) (protocol.TaskSpec, runID, bool) {
 	if r.draining.Load() {
-		return // no claim once the worker drains: another executor takes it
+		return protocol.TaskSpec{}, runID{}, false // no claim once the worker drains: another executor takes it
 	}
 	spec := tj.current()
 	id := r.newRunID()
 	if spec.Routing == protocol.RoutingBroadcast {
-		spec = sharded(spec) // every executor runs every fire: no claim
-	} else if spec.Executors > 1 {
-		won, err := r.claim(r.ctx, spec.ID, fire, id)
-		if err != nil {
-			if log, n := r.unclaimed.hit(time.Now()); log {
-				r.log.Warn("fires not claimed: no master reachable; another executor may run them (logged again every 5m, and when claims get through)",
-					"task", spec.ID, "fire", fire, "unclaimed_so_far", n, "err", err)
-			}
-			r.misfired(spec, fire, err)
-			return
-		}
-		if ended, n, since := r.unclaimed.end(); ended {
-			r.log.Info("fires are claimed again", "unclaimed_fires", n, "since", since)
-		}
-		r.claimed(spec.ID)
-		if !won {
-			return
-		}
+		return sharded(spec), id, true // every executor runs every fire: no claim
 	}
-	r.runAs(spec, fire, id, tj.httpReq)
-}
-
-// acquire takes a concurrency slot, waiting in turn at most timeout for one;
-// with skip (at_capacity: skip), not at all.
-func (r *runner) acquire(timeout time.Duration, skip bool) bool {
-	if r.limit.tryAcquire() {
-		return true
+	if spec.Executors <= 1 {
+		return spec, id, true
 	}
-	if skip {
-		return false
+	won, err := r.claim(r.ctx, spec.ID, fire, id)
+	if err != nil {
+		if log, n := r.unclaimed.hit(time.Now()); log {
+			r.log.Warn("fires not claimed: no master reachable; another executor may run them (logged again every 5m, and when claims get through)",
+				"task", spec.ID, "fire", fire, "unclaimed_so_far", n, "err", err)
+		}
+		r.misfired(spec, fire, err)
+		return spec, id, false
 	}
-	wait, cancel := context.WithTimeout(r.ctx, timeout)
-	defer cancel()
-	return r.limit.acquire(wait)
+	if ended, n, since := r.unclaimed.end(); ended {
+		r.log.Info("fires are claimed again", "unclaimed_fires", n, "since", since)
+	}
+	r.claimed(spec.ID)
+	return spec, id, won
 }
 
 // waitBackground waits, at most until ctx ends, for the catch-up runs.
@@ -640,88 +657,28 @@ func (r *runner) waitBackground(ctx context.Context) error {
 	}
 }
 
-// runOnce runs a task now, outside its schedule, without a claim.
+// runOnce runs a task now, outside its schedule, without a claim. It does
+// not wait for the run: a run that finds the node full waits in its queue.
 func (r *runner) runOnce(spec protocol.TaskSpec, c *protocol.CatchUp) {
-	if c == nil {
-		go r.run(spec, time.Now().UTC(), true)
-		return
-	}
-	// A catch-up run the master sends: a run now that stands for the
-	// missed fires c.
-	go func() {
-		q := r.newQueuedFire(&spec, time.Now().UTC(), true, r.newRunID(), nil)
+	q := r.newQueuedFire(&spec, time.Now().UTC(), true, r.newRunID(), nil)
+	if c != nil {
+		// A catch-up run the master sends: a run now that stands for the
+		// missed fires c.
 		q.catchUp = &catchUp{n: c.Fires, first: c.First, last: c.Last, more: c.More}
-		if r.admit(q) {
-			r.runAdmitted(q, slot{})
-		}
-	}()
-}
-
-// slot is a first attempt's place on the node, taken by the caller: the
-// concurrency slot is held and the attempt started at.
-type slot struct {
-	held bool
-	at   time.Time
-}
-
-// execute runs the attempts of fire q until one succeeds or the retries are
-// used up, with exponentially growing delays, and reports every attempt.
-// q.id is the report id of the first attempt; first, when held, is its slot.
-func (r *runner) execute(q *queuedFire, first slot) {
-	r.active.add(1)
-	defer r.active.add(-1)
-	spec, id := &q.spec, q.id
-	for attempt := 1; attempt <= spec.Retries+1; attempt++ {
-		if attempt > 1 {
-			id = r.newRunID()
-			r.attemptStarted(spec.ID, id)
-			first = slot{}
-		}
-		rep := r.attempt(&spec.TaskDef, q.fire, attempt, q.manual, id, first, q.tmpl)
-		if c := q.catchUp; c != nil {
-			rep.Covers = min(c.n, protocol.MaxCovers)
-			rep.Output = protocol.CatchUpLine(c.n, c.first, c.last, c.more) + "\n" + rep.Output
-		}
-		r.reports.add(rep)
-		if !rep.Result.Retryable() || attempt > spec.Retries {
-			return // a killed run is not retried, nor a fire that found no slot
-		}
-		delay := r.backoff << (attempt - 1)
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-time.After(delay):
-		}
 	}
+	r.runQueued(q, nil)
 }
 
-// attempt runs one execution within the node's concurrency bound and timeout.
-// pre, when held, is the slot the caller took for it; tmpl, if any, the
-// task's prepared HTTP request.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, pre slot, tmpl *taskPrep) protocol.RunReport {
+// attempt runs one execution in the concurrency slot it holds (taken at at),
+// within its timeout, and frees the slot; tmpl, if any, is the task's
+// prepared HTTP request.
+func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, at time.Time, tmpl *taskPrep) protocol.RunReport {
+	defer r.limit.release()
 	timeout := time.Duration(def.Timeout)
 	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
-	if !pre.held {
-		skip := def.AtCapacity == protocol.AtCapacitySkip
-		if !r.acquire(timeout, skip) {
-			now := time.Now().UTC()
-			rep.StartedAt, rep.EndedAt, rep.Result = now, now, protocol.ResultSkipped
-			switch {
-			case r.ctx.Err() != nil:
-				rep.Output = "skipped: the worker stopped before a concurrency slot was free"
-			case skip:
-				rep.Output = "skipped: the node was at its max concurrency (at_capacity: skip)"
-			default:
-				rep.Output = fmt.Sprintf("skipped: the node was at its max concurrency for the whole timeout of %s", timeout)
-			}
-			return rep
-		}
-		pre.at = time.Now()
-	}
-	defer r.limit.release()
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
-	rep.StartedAt = pre.at.UTC()
+	rep.StartedAt = at.UTC()
 	if tmpl == nil {
 		tmpl = prepareTask(def) // a run outside the schedule (run once)
 	}

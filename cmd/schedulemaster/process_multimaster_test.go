@@ -156,9 +156,14 @@ func testMultiMasterFailover(t *testing.T, dsn string) {
 	if low := time.Duration(maxFailures-1)*interval - 300*time.Millisecond; offlineAfter < low {
 		t.Errorf("killed worker offline after %s: sooner than %d probes one interval apart (%s)", offlineAfter, maxFailures, low)
 	}
-	for i := 1; i < len(steps); i++ {
-		if gap := steps[i].at.Sub(steps[i-1].at); gap < interval*6/10 {
-			t.Errorf("failure counter went %d -> %d within %s: a failure was counted twice", steps[i-1].failures, steps[i].failures, gap)
+	// The n-th failure needs n-1 intervals after the kill: a counter seen
+	// higher than that at any time was counted twice. (Measured against the
+	// kill, not between observations: the poll sees a step late at times,
+	// which only loosens this bound and cannot fail it.)
+	for _, s := range steps {
+		if most := int((s.at.Sub(killed)+interval/2)/interval) + 1; s.failures > most {
+			t.Errorf("failure counter at %d %s after the kill: more than the %d one master's probes can count by then; a failure was counted twice",
+				s.failures, s.at.Sub(killed).Round(time.Millisecond), most)
 		}
 	}
 	if n := a.node("wk"); !strings.Contains(n.Reason, "failed health checks") {

@@ -473,6 +473,11 @@ func procStatus(pid int) (rss, hwm int64, err error) {
 	return rss, hwm, nil
 }
 
+// resetPeakRSS makes this process's VmHWM its current resident memory
+// (Linux: "5" to clear_refs), so that a peak read after is of what came
+// since; where that fails the peak stays the process's whole life's.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
 // procCPU returns the CPU time (user + system) a process has used so far.
 // /proc/PID/stat counts clock ticks, 100 per second on Linux.
 func procCPU(pid int) (time.Duration, error) {

@@ -61,6 +61,7 @@ type options struct {
 	BulkN      int           // tasks of the bulk scenario (default 100,000, 3,000 with -short)
 	CPUProfile string        // directory for one CPU profile per scenario
 	ScaleDB    string        // SQLite file the scale scenario seeds once and then reuses
+	ScaleMySQL string        // MariaDB database the scale scenario seeds once, keeps and reuses
 	LagFor     time.Duration // trigger-lag measurement window
 	Verbose    bool
 	Progress   io.Writer // progress lines (stderr)
@@ -121,6 +122,7 @@ func main() {
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
 	flag.StringVar(&o.RestartBin, "restart-bin", "", "bulk scenario: binary of the restarted master, e.g. an earlier version's (default: the same binary)")
 	flag.IntVar(&o.BulkN, "bulk-n", 0, "bulk scenario: number of tasks (default 100,000, 3,000 with -short)")
+	flag.StringVar(&o.ScaleMySQL, "scale-mysql-db", "", "scale scenario: a MariaDB database (on the -mysql server) seeded on the first run, kept, and reused after; default a new one per run, dropped at the end")
 	flag.StringVar(&o.ScaleDB, "scale-db", "", "scale scenario: a SQLite file seeded on the first run and reused after (the estate takes minutes to write); default a new one per run")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "directory: write a CPU profile per scenario (<dir>/<scenario>.pprof)")
 	flag.DurationVar(&o.LagFor, "lag-for", 0, "trigger-lag measurement window (default 60s, 5s with -short)")

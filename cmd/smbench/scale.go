@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
@@ -51,7 +55,13 @@ func (b *bench) scaleScenario(ctx context.Context) []row {
 			rows = append(rows, row{"scale, " + srv.label, "skipped: " + srv.missing, "-", Info})
 			continue
 		}
-		st, cleanup, err := srv.open(ctx, log)
+		open := srv.open
+		if srv.key == "mysql" && b.opt.ScaleMySQL != "" {
+			open = func(ctx context.Context, log *slog.Logger) (*store.Store, func(), error) {
+				return openKeptMySQL(ctx, srv.dsns[0], b.opt.ScaleMySQL, log)
+			}
+		}
+		st, cleanup, err := open(ctx, log)
 		if err != nil {
 			rows = append(rows, errRow("scale, "+name, err))
 			continue
@@ -79,13 +89,48 @@ func (b *bench) scaleSQLite(ctx context.Context, log *slog.Logger) (*store.Store
 	return store.Open(ctx, dsn, log)
 }
 
+// openKeptMySQL opens (creating it if need be) the MariaDB database name on
+// the server of raw, migrated; it is kept at the end, for the next run.
+func openKeptMySQL(ctx context.Context, raw, name string, log *slog.Logger) (*store.Store, func(), error) {
+	if !keptName.MatchString(name) {
+		return nil, nil, fmt.Errorf("-scale-mysql-db %q: want letters, digits and _ only, at most 64", name)
+	}
+	cfg, err := mysql.ParseDSN(strings.TrimPrefix(raw, "mysql://"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DBName = ""
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	db.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DBName = name
+	dsn, err := store.ParseDSN("mysql://"+cfg.FormatDSN(), "")
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, dsn, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// keptName is a database name -scale-mysql-db accepts.
+var keptName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
 // scaleOn seeds st (unless a reused -scale-db holds the estate) and times
 // the pages.
 func (b *bench) scaleOn(ctx context.Context, st *store.Store, label string, sz scaleSizes, iters int) []row {
 	t0 := time.Now()
 	var hot string
 	err := st.DB.NewSelect().Table("tasks").Column("id").Where("title = ?", "ping billing 00000").Limit(1).Scan(ctx, &hot)
-	reuse := err == nil && b.opt.ScaleDB != ""
+	reuse := err == nil && (b.opt.ScaleDB != "" || b.opt.ScaleMySQL != "")
 	if !reuse {
 		if hot, err = seedScale(ctx, st, sz); err != nil {
 			return []row{errRow("scale, "+label, err)}
@@ -93,7 +138,7 @@ func (b *bench) scaleOn(ctx context.Context, st *store.Store, label string, sz s
 	}
 	rows := []row{{"scale, " + label, fmt.Sprintf("seeded in %s", fmtDur(time.Since(t0))), "-", Info}}
 	if reuse {
-		rows[0].Figure = "reused the estate of " + b.opt.ScaleDB
+		rows[0].Figure = "reused the estate seeded before (-scale-db, -scale-mysql-db)"
 	} else if err := addAdmin(ctx, st.DB, benchUser, benchPassword); err != nil {
 		return append(rows, errRow("scale, "+label, err))
 	}
