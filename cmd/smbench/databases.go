@@ -107,8 +107,9 @@ func createdOf(name string) (time.Time, bool) {
 // sweepMySQL drops, on the MariaDB/MySQL server of admin (a connection
 // without a database), the smbench databases created before began that no
 // run holds (its lock, see holdMySQLDatabase) and no session uses: what an
-// earlier run that failed or was killed left behind.
-func sweepMySQL(ctx context.Context, admin *sql.DB, host string, began time.Time, log say) {
+// earlier run that failed or was killed left behind. keep is never dropped
+// (-scale-mysql-db's database).
+func sweepMySQL(ctx context.Context, admin *sql.DB, host string, began time.Time, keep string, log say) {
 	rows, err := admin.QueryContext(ctx, `SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'smbench\_%'`)
 	if err != nil {
 		log("could not list leftover smbench databases on %s: %v", host, err)
@@ -118,7 +119,7 @@ func sweepMySQL(ctx context.Context, admin *sql.DB, host string, began time.Time
 	for rows.Next() {
 		var name string
 		if rows.Scan(&name) == nil {
-			if created, ok := createdOf(name); ok {
+			if created, ok := createdOf(name); ok && name != keep {
 				found = append(found, leftoverDB{name, created})
 			}
 		}

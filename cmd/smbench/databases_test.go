@@ -55,7 +55,10 @@ func TestSweepDropsOnlyLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.DBName = ""
-		servers = append(servers, server{"mysql", cfg.FormatDSN(), "mysql", sweepMySQL, holdMySQLDatabase, func(s string) string { return "`" + s + "`" }})
+		sweep := func(ctx context.Context, db *sql.DB, host string, began time.Time, log say) {
+			sweepMySQL(ctx, db, host, began, "", log)
+		}
+		servers = append(servers, server{"mysql", cfg.FormatDSN(), "mysql", sweep, holdMySQLDatabase, func(s string) string { return "`" + s + "`" }})
 	}
 	if dsn := os.Getenv(storetest.EnvPostgresDSN); dsn != "" {
 		servers = append(servers, server{"postgres", dsn, "pgx", sweepPostgres, holdPostgresDatabase, func(s string) string { return `"` + s + `"` }})

@@ -285,7 +285,7 @@ func (b *bench) createMySQLDatabase(ctx context.Context, raw string) (string, fu
 	if err != nil {
 		return "", nil, err
 	}
-	b.leftovers.sweepOnce("mysql "+admin.Addr, func() { sweepMySQL(ctx, db, admin.Addr, b.began, b.say) })
+	b.leftovers.sweepOnce("mysql "+admin.Addr, func() { sweepMySQL(ctx, db, admin.Addr, b.began, b.opt.ScaleMySQL, b.say) })
 	name := newDatabaseName(time.Now())
 	release := holdMySQLDatabase(ctx, db, name)
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {

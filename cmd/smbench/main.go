@@ -114,9 +114,9 @@ func main() {
 	}
 	var o options
 	flag.BoolVar(&o.Short, "short", false, "small sizes, one run: proves every scenario works; figures are not judged")
-	flag.StringVar(&o.Postgres, "pg", os.Getenv("SM_TEST_PG_DSN"), "PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (a database smbench_<random> is created and dropped); default $SM_TEST_PG_DSN")
-	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<random> is created and dropped); default $SM_TEST_MYSQL_DSN")
-	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
+	flag.StringVar(&o.Postgres, "pg", os.Getenv("SM_TEST_PG_DSN"), "PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (a database smbench_<unix time>_<random> is created and dropped; those an earlier run left are dropped at the start); default $SM_TEST_PG_DSN")
+	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<unix time>_<random> is created and dropped; those an earlier run left are dropped at the start); default $SM_TEST_MYSQL_DSN")
+	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<unix time>_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
 	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,bulk,scale")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")

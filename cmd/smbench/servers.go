@@ -79,7 +79,7 @@ func (b *bench) serverOf(key string) server {
 	panic("smbench: no server " + key)
 }
 
-// create makes an empty database smbench_<random> on the server and returns
+// create makes an empty database smbench_<time>_<random> on the server and returns
 // its --db value on every node (one but for Galera) and a function that
 // drops it.
 func (s server) create(ctx context.Context) ([]string, func(), error) {
@@ -114,7 +114,7 @@ func (s server) open(ctx context.Context, log *slog.Logger) (*store.Store, func(
 	return st, func() { st.Close(); drop() }, nil
 }
 
-// createGaleraDatabase creates an empty database smbench_<random> through
+// createGaleraDatabase creates an empty database smbench_<time>_<random> through
 // the first node of a Galera cluster (Galera replicates the DDL to the
 // others) and returns its --db value on every node and a function that drops
 // it.
