@@ -44,7 +44,7 @@ var authzRoutes = map[string]string{
 	"GET /login/oidc": clsOpen, "GET /login/oidc/callback": clsOpen, "GET /api/v1/openapi.json": clsOpen,
 
 	"POST /api/worker/register": clsWorker, "POST /api/worker/offline": clsWorker, "POST /api/worker/claim": clsWorker,
-	"POST /api/worker/lock": clsWorker, "POST /api/worker/runs": clsWorker,
+	"POST /api/worker/lock": clsWorker, "POST /api/worker/runs": clsWorker, "POST /api/worker/tasks": clsWorker,
 
 	"GET /metrics": clsReader, "GET /": clsSignedIn, "GET /dashboard": clsSignedIn, "GET /dashboard/live": clsSignedIn,
 	"GET /nodes": clsSignedIn, "GET /nodes/rows": clsSignedIn, "GET /nodes/:name": clsSignedIn, "GET /nodes/:name/live": clsSignedIn,

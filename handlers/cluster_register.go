@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"cmp"
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -33,6 +36,32 @@ func (s *server) registerWorker(c *gin.Context) {
 	resp, err := s.m.Register(c.Request.Context(), h, body)
 	if err != nil {
 		s.log.Warn("registration refused", "node", h.Node, "from", c.ClientIP(), "err", err)
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+// workerTasks handles POST /api/worker/tasks: a page of the tasks of a
+// worker that registered with parts. Its deadline grows with the page asked
+// for, a second within the worker's own (protocol.PageTimeout).
+func (s *server) workerTasks(c *gin.Context) {
+	actx, cancel := context.WithTimeout(c.Request.Context(), authDeadline)
+	node, err := s.m.Authenticate(actx, c.GetHeader(protocol.HeaderNode), c.GetHeader(protocol.HeaderSecret))
+	cancel()
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	var req protocol.TasksPageRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), protocol.PageTimeout(cmp.Or(max(req.Limit, 0), protocol.MaxTaskBatch))-time.Second)
+	defer cancel()
+	resp, err := s.m.TasksPage(ctx, node, req)
+	if err != nil {
+		s.log.Warn("tasks page refused", "node", node.Name, "from", c.ClientIP(), "err", err)
 		s.apiError(c, err)
 		return
 	}

@@ -101,6 +101,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	cluster := r.Group("/")
 	cluster.POST(protocol.PathMasterRegister, deadline(clusterDeadline), s.registerWorker)
 	cluster.POST(protocol.PathMasterOffline, deadline(clusterDeadline), s.offlineWorker)
+	cluster.POST(protocol.PathMasterTasks, s.workerTasks) // its deadline grows with the page it asks for
 	cluster.POST(protocol.PathMasterClaim, deadline(claimDeadline), s.claimFire)
 	cluster.POST(protocol.PathMasterLock, deadline(claimDeadline), s.claimFire) // the old path of claims, kept as an alias
 	cluster.POST(protocol.PathMasterRuns, deadline(clusterDeadline), s.reportRuns)

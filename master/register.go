@@ -46,7 +46,9 @@ func selfPriority(declared int) int { return min(declared, protocol.DefaultPrior
 // presents; an auto node without a key (legacy, or after Reset identity)
 // binds it; an auto node with a key accepts only that key. Registration never
 // touches a node an admin created, the master's node, or a name that differs
-// only in case from another node. It returns the node's running tasks.
+// only in case from another node. It returns the node's running and paused
+// tasks: all of them, or to a worker that takes them in parts
+// (RegisterRequest.Parts) the first page, the rest fetched by TasksPage.
 func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (protocol.RegisterResponse, error) {
 	now := time.Now()
 	if h.Node == "" || h.Timestamp == "" || h.Nonce == "" || h.Signature == "" {
@@ -187,7 +189,19 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	// worker counts those before (its previous process may have stopped long
 	// before, while no master ran), and all of them when the master had not
 	// seen it down (a restart faster than the health checks).
-	resp := protocol.RegisterResponse{Master: m.cfg.Cluster, Tasks: m.tasksFor(ctx, n.Name)}
+	resp := protocol.RegisterResponse{Master: m.cfg.Cluster}
+	if req.Parts {
+		// The first page only; the worker fetches the rest (TasksPage).
+		m.refreshMembers(ctx, n.Name)
+		var err error
+		if resp.Tasks, resp.After, resp.More, err = m.taskPage(ctx, n.Name, "", pushPart); err != nil {
+			m.log.Error("load tasks of node", "node", n.Name, "err", err)
+			return protocol.RegisterResponse{}, mapStoreErr(err, n.Name)
+		}
+	} else {
+		// A worker of an earlier version reads every task from the answer.
+		resp.Tasks = m.tasksFor(ctx, n.Name)
+	}
 	if old != nil && old.Status != store.StatusRunning {
 		// Where the master's misfire windows for its tasks begin.
 		since, up := cmp.Or(old.DownSince, old.UpdatedAt).UTC(), n.UpdatedAt.UTC()

@@ -1,14 +1,18 @@
-// Pushing a node's whole schedule: in parts of pushPart tasks read a page
-// at a time, so that a worker with 100,000 tasks costs the master one page
-// of memory and each call a bounded time; every worker at once after a
-// restart or a failover.
+// A node's whole schedule in parts of pushPart tasks read a page at a time,
+// so that a worker with 100,000 tasks costs the master one page of memory
+// and each call a bounded time: pushed to every worker at once after a
+// restart or a failover (pushTasks), fetched page by page by a worker that
+// registers (TasksPage).
 
 package master
 
 import (
+	"cmp"
 	"context"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -75,6 +79,50 @@ func (m *Master) pushTasks(parent context.Context, n *store.Node) error {
 			return nil
 		}
 	}
+}
+
+// taskPage reads a page of node's running and paused tasks after the
+// cursor after, as node receives them; more says tasks follow, from next on.
+func (m *Master) taskPage(ctx context.Context, node, after string, limit int) (specs []protocol.TaskSpec, next string, more bool, err error) {
+	rows, next, last, err := store.TasksOfNodePage(ctx, m.st.DB, node, after, limit)
+	if err != nil {
+		return nil, "", false, err
+	}
+	return m.specsOf(ctx, node, rows), next, !last, nil
+}
+
+// TasksPage answers a registered worker's fetch of the rest of its tasks
+// (protocol.PathMasterTasks) after the cursor of its registration answer or
+// of the page before: a page of at most protocol.MaxTaskBatch, read by key
+// as a push reads them. The master keeps nothing between pages, so the next
+// one may come from another master. A node that is not running (disabled,
+// offline since) gets none.
+//
+// Why the worker pulls rather than the master pushing after its answer: the
+// worker opens its session (worker.partSession) before it sends the
+// registration, so every task operation a master sends it after reading a
+// page is seen by that session and wins over the page; the worker asks
+// for a page only once it has applied the one before, so no part overtakes
+// another; and a master that dies half-way costs nothing, the worker asks
+// the next master from the same cursor. A push would need the worker to
+// hold parts that come before the answer, and a session no one ends when
+// its master dies.
+func (m *Master) TasksPage(ctx context.Context, n *store.Node, req protocol.TasksPageRequest) (protocol.TasksPageResponse, error) {
+	if len(req.After) > protocol.MaxCursorLen || !utf8.ValidString(req.After) || strings.ContainsRune(req.After, 0) {
+		return protocol.TasksPageResponse{}, Errorf(KindInvalid, "after must be a task id (at most %d chars)", protocol.MaxCursorLen)
+	}
+	if req.Limit < 0 || req.Limit > protocol.MaxTaskBatch {
+		return protocol.TasksPageResponse{}, Errorf(KindInvalid, "limit must be from 1 to %d (0: %d)", protocol.MaxTaskBatch, pushPart)
+	}
+	if n.Status != store.StatusRunning {
+		return protocol.TasksPageResponse{}, Errorf(KindState, "node %s is %s: it is given no tasks until it registers or is enabled again", n.Name, n.Status)
+	}
+	specs, after, more, err := m.taskPage(ctx, n.Name, req.After, cmp.Or(req.Limit, pushPart))
+	if err != nil {
+		m.log.Error("load tasks of node", "node", n.Name, "err", err)
+		return protocol.TasksPageResponse{}, mapStoreErr(err, n.Name)
+	}
+	return protocol.TasksPageResponse{Tasks: specs, More: more, After: after}, nil
 }
 
 // pushPage is one page of a push: what its tasks' executor is sent.

@@ -59,9 +59,14 @@ const (
 	// carries in one body; a worker of an earlier version answers it 404.
 	PathStartupPart    = "/api/server/startup/part"
 	PathMasterRegister = "/api/worker/register"
-	PathMasterOffline  = "/api/worker/offline"
-	PathMasterClaim    = "/api/worker/claim"
-	PathMasterRuns     = "/api/worker/runs"
+	// PathMasterTasks gives a worker that registered with Parts the rest of
+	// its tasks, a page at a time after a cursor (TasksPageRequest); a
+	// master of an earlier version never sends a cursor, so it is never
+	// asked.
+	PathMasterTasks   = "/api/worker/tasks"
+	PathMasterOffline = "/api/worker/offline"
+	PathMasterClaim   = "/api/worker/claim"
+	PathMasterRuns    = "/api/worker/runs"
 	// PathMasterLock is the old name of PathMasterClaim, still served by the
 	// master for workers of earlier versions.
 	PathMasterLock = "/api/worker/lock"
@@ -248,18 +253,58 @@ type RegisterRequest struct {
 	// Labels are the worker's own labels (--labels), already validated by
 	// it; a master validates them again (Labels.Validate).
 	Labels Labels `json:"labels,omitempty"`
+	// Parts says the worker takes its tasks in parts: the answer carries at
+	// most one page of them and, with More, the cursor of the rest, which
+	// the worker fetches from PathMasterTasks. Without it (a worker of an
+	// earlier version) the answer carries every task. A master of an
+	// earlier version refuses the field as unknown; the worker then
+	// registers again without it.
+	Parts bool `json:"parts,omitempty"`
 }
 
 // RegisterResponse answers a registration: the cluster's name (what
-// --workerof names) and the node's running tasks.
+// --workerof names) and the node's running tasks (all of them, or with More
+// the first page).
 type RegisterResponse struct {
 	Master string     `json:"master"`
 	Tasks  []TaskSpec `json:"tasks"`
 	// DownNoticed, DownSince and RunningSince are StartupRequest's for the
-	// tasks above.
+	// tasks above and for those of every page fetched after them.
 	DownNoticed  bool       `json:"down_noticed,omitempty"`
 	DownSince    *time.Time `json:"down_since,omitempty"`
 	RunningSince *time.Time `json:"running_since,omitempty"`
+	// More says the node has tasks after Tasks: the worker fetches them
+	// from PathMasterTasks, from After on. Only a registration with Parts
+	// gets it.
+	More  bool   `json:"more,omitempty"`
+	After string `json:"after,omitempty"`
+}
+
+// TasksPageRequest is the body of POST /api/worker/tasks (authenticated by
+// sm_node and sm_secret): the node's running and paused tasks after the
+// cursor After, at most Limit of them (at most MaxTaskBatch; 0 is
+// MaxTaskBatch).
+type TasksPageRequest struct {
+	After string `json:"after"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// TasksPageResponse is one page of a node's tasks, in key order; More says
+// there are tasks after it, from After on.
+type TasksPageResponse struct {
+	Tasks []TaskSpec `json:"tasks"`
+	More  bool       `json:"more,omitempty"`
+	After string     `json:"after,omitempty"`
+}
+
+// MaxCursorLen bounds a TasksPageRequest's cursor (a task id).
+const MaxCursorLen = 128
+
+// PageTimeout is how long a worker waits for a page of n tasks (a
+// registration answer with Parts, a TasksPageResponse): a master answers
+// within less (PageTimeout less a second).
+func PageTimeout(n int) time.Duration {
+	return 10*time.Second + time.Duration(n)*200*time.Microsecond
 }
 
 // ErrorResponse is the JSON error body of every API.

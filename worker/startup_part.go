@@ -14,12 +14,55 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
 
-// partSession is a push in parts in progress: the tasks its parts named so
-// far, and whether one took its last fire from the previous process.
+// partSession is a schedule arriving in parts: a master's push
+// (StartupPart, or Startup's one body) or a registration's answer and the
+// pages the worker fetches after it (register). It holds the tasks its
+// parts named so far, whether one took its last fire from the previous
+// process, what the first part said of the master's misfire windows, and
+// the single task operations that came meanwhile.
 type partSession struct {
 	id   string
 	want map[string]bool
 	took bool
+	// downNoticed and runningSince are the first part's (see
+	// protocol.StartupRequest): every part's tasks are scheduled with
+	// them, however late they come.
+	downNoticed  bool
+	runningSince *time.Time
+	// direct holds the tasks a single operation (start, stop, pause,
+	// resume: StartTask, StopTask, PauseTask, ResumeTask, TaskBatch)
+	// changed during the session, with the last one. A part read by a
+	// master before that operation reached its database would undo it (a
+	// stop is sent to the workers before it is stored), so the part's word
+	// on such a task yields: a stopped task is not started again, a started
+	// one keeps what it was started with, a pause or resume holds. A part
+	// read after the operation says what it says.
+	direct map[string]directOp
+	// overflow: the session was given up, past maxDirectOps.
+	overflow bool
+}
+
+// directOp is a single task operation noted by a partSession.
+type directOp uint8
+
+const (
+	opStarted directOp = iota + 1
+	opStopped
+	opPaused
+	opResumed
+)
+
+// maxDirectOps bounds the operations one session notes (one entry a task):
+// a session that outlives more is given up, and the schedule is given again
+// by the master's next push or a new registration.
+const maxDirectOps = 1 << 20
+
+// newPartSession begins a session: it supersedes the one in progress, if
+// any. Called under partMu.
+func (w *Worker) newPartSession(id string) *partSession {
+	ps := &partSession{id: id, want: map[string]bool{}, direct: map[string]directOp{}}
+	w.part = ps
+	return ps
 }
 
 // ErrPartSession means a part of a push in parts came for a session the
@@ -27,11 +70,75 @@ type partSession struct {
 // missing. The master pushes again from the first part.
 var ErrPartSession = errors.New("worker: no such push session (another push began since); push again from the first part")
 
-// endPartSession forgets the push in parts in progress, if any.
+// endPartSession forgets the session in progress, if any: what comes of it
+// later is not applied.
 func (w *Worker) endPartSession() {
 	w.partMu.Lock()
 	w.part = nil
 	w.partMu.Unlock()
+}
+
+// noteDirect records a single operation on task id in the session in
+// progress, if any. Called under partMu, after the operation was done.
+func (w *Worker) noteDirect(id string, op directOp) {
+	ps := w.part
+	if ps == nil {
+		return
+	}
+	if _, ok := ps.direct[id]; !ok && len(ps.direct) >= maxDirectOps {
+		w.log.Warn("too many task operations while a schedule arrives in parts: it is given up; "+
+			"the master's next push or a new registration gives it again", "operations", len(ps.direct))
+		ps.overflow = true
+		w.part = nil
+		return
+	}
+	ps.direct[id] = op
+	switch op {
+	case opStarted:
+		ps.want[id] = true // the last part must not drop it
+	case opStopped:
+		delete(ps.want, id)
+	}
+}
+
+// applyPart schedules one part of session ps, the current one, as its
+// direct operations leave it; the last part drops the tasks no part named
+// and no operation started, and ends the session. Called under partMu.
+func (w *Worker) applyPart(ps *partSession, tasks []protocol.TaskSpec, last bool) error {
+	specs := tasks
+	if len(ps.direct) > 0 {
+		specs = make([]protocol.TaskSpec, 0, len(tasks))
+		for _, s := range tasks {
+			switch ps.direct[s.ID] {
+			case opStarted, opStopped:
+				continue
+			case opPaused:
+				s.Paused = true
+			case opResumed:
+				s.Paused = false
+			}
+			specs = append(specs, s)
+		}
+	}
+	// The fires between the master's window end and the moment a task is
+	// scheduled again are this worker's to count, for the tasks given by
+	// the session only.
+	if ps.downNoticed && ps.runningSince != nil {
+		w.runner.fires.handUp(*ps.runningSince)
+		defer w.runner.fires.handUp(time.Time{})
+	}
+	took, errs := w.runner.startAll(specs, ps.want)
+	ps.took = ps.took || took
+	if last {
+		w.runner.prune(ps.want, ps.took)
+		w.part = nil
+		w.log.Info("scheduling started", "tasks", w.runner.count())
+	}
+	err := notScheduled(errs)
+	if err != nil {
+		w.log.Error("some tasks could not be scheduled", "err", err)
+	}
+	return err
 }
 
 // StartupPart schedules one part of a push in parts; the last part drops
@@ -45,35 +152,26 @@ func (w *Worker) StartupPart(ctx context.Context, req protocol.StartupPartReques
 	if len(req.Tasks) > protocol.MaxTaskBatch {
 		return fmt.Errorf("%w: %d tasks in one part: at most %d", protocol.ErrInvalid, len(req.Tasks), protocol.MaxTaskBatch)
 	}
-	if err := w.beginScheduling(ctx); err != nil {
+	if err := w.waitStarted(ctx); err != nil {
 		return err
 	}
 	w.partMu.Lock()
 	defer w.partMu.Unlock()
+	ps := w.part
 	if req.First {
-		w.part = &partSession{id: req.Session, want: map[string]bool{}}
+		ps = w.newPartSession(req.Session)
+		ps.downNoticed, ps.runningSince = req.DownNoticed, req.RunningSince
 		w.handDown(req.DownNoticed, req.DownSince)
 	}
-	ps := w.part
 	if ps == nil || ps.id != req.Session {
 		return ErrPartSession
 	}
-	if req.DownNoticed && req.RunningSince != nil {
-		w.runner.fires.handUp(*req.RunningSince)
-		defer w.runner.fires.handUp(time.Time{})
+	// Under partMu, after the session check: a Shutdown that ended the
+	// session is not undone by a part of it.
+	if err := w.beginScheduling(ctx); err != nil {
+		return err
 	}
-	took, errs := w.runner.startAll(req.Tasks, ps.want)
-	ps.took = ps.took || took
-	if req.Last {
-		w.runner.prune(ps.want, ps.took)
-		w.part = nil
-		w.log.Info("scheduling started", "tasks", w.runner.count())
-	}
-	err := notScheduled(errs)
-	if err != nil {
-		w.log.Error("some tasks could not be scheduled", "err", err)
-	}
-	return err
+	return w.applyPart(ps, req.Tasks, req.Last)
 }
 
 // TaskBatch does op to many tasks, each on its own, as the call for that
@@ -103,10 +201,15 @@ func (w *Worker) TaskBatch(req protocol.TaskBatchRequest, status func(error) int
 			}
 			return out, nil
 		}
+		w.partMu.Lock()
+		defer w.partMu.Unlock()
 		took := false
 		for _, s := range req.Tasks {
 			t, err := w.runner.startSpec(s)
 			took = took || t
+			if err == nil {
+				w.noteDirect(s.ID, opStarted)
+			}
 			add(s.ID, err)
 		}
 		if took {
@@ -114,13 +217,17 @@ func (w *Worker) TaskBatch(req protocol.TaskBatchRequest, status func(error) int
 			w.runner.writeFires(false)
 		}
 	case protocol.BatchStop:
+		w.partMu.Lock()
+		defer w.partMu.Unlock()
 		for _, id := range req.IDs {
-			w.StopTask(id)
+			w.stopTaskLocked(id)
 			add(id, nil)
 		}
 	case protocol.BatchPause, protocol.BatchResume:
+		w.partMu.Lock()
+		defer w.partMu.Unlock()
 		for _, id := range req.IDs {
-			add(id, w.runner.setPaused(id, req.Op == protocol.BatchPause))
+			add(id, w.setPausedLocked(id, req.Op == protocol.BatchPause))
 		}
 	default:
 		return nil, fmt.Errorf("%w: unknown op %q: it must be start, stop, pause or resume", protocol.ErrInvalid, clipOp(req.Op))

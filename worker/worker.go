@@ -7,6 +7,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	crand "crypto/rand"
@@ -21,6 +22,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,13 +80,16 @@ type Worker struct {
 	// regFlight is closed when the registration in flight (if any) ends.
 	regFlight atomic.Pointer[chan struct{}]
 
-	cfg     Config
-	log     *slog.Logger
-	client  *http.Client
-	masters *masters // every worker-to-master call fails over along it
-	bootID  string
-	nonces  *protocol.NonceCache
-	sched   gocron.Scheduler // made by Run, under mu
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	// pageClient has no timeout of its own: each call carrying tasks has a
+	// deadline that grows with them (protocol.PageTimeout).
+	pageClient *http.Client
+	masters    *masters // every worker-to-master call fails over along it
+	bootID     string
+	nonces     *protocol.NonceCache
+	sched      gocron.Scheduler // made by Run, under mu
 
 	nodeKey ed25519.PrivateKey // proves this node's name to the master
 
@@ -123,7 +128,9 @@ type Worker struct {
 	connected  bool
 	scheduling bool
 
-	// part is the push in parts in progress (PathStartupPart), nil when none.
+	// part is the schedule arriving in parts (a push, a registration's
+	// pages), nil when none. partMu also orders single task operations
+	// with the parts (noteDirect).
 	partMu sync.Mutex
 	part   *partSession
 }
@@ -191,6 +198,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 		cfg:         cfg,
 		log:         log,
 		client:      &http.Client{Timeout: 10 * time.Second},
+		pageClient:  &http.Client{},
 		masters:     newMasters(cfg.MasterURL, log),
 		bootID:      protocol.NewNonce(),
 		nonces:      protocol.NewNonceCache(100_000),
@@ -333,34 +341,40 @@ func (w *Worker) Connect(h ConnectHeaders, req protocol.ConnectRequest, now time
 // reported; the others run. Before Run has started the worker it waits for
 // it (until ctx ends); after Stop it fails with ErrNotRunning.
 func (w *Worker) Startup(ctx context.Context, req protocol.StartupRequest) error {
+	if err := w.waitStarted(ctx); err != nil {
+		return err
+	}
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
 	if err := w.beginScheduling(ctx); err != nil {
 		return err
 	}
-	w.endPartSession() // this push gives every task: a push in parts is superseded
+	// This push gives every task: a session in progress is superseded, and
+	// the body is a session of one part.
+	ps := w.newPartSession("")
+	ps.downNoticed, ps.runningSince = req.DownNoticed, req.RunningSince
 	w.handDown(req.DownNoticed, req.DownSince)
-	// The fires between the master's window end and now (the answer's
-	// way back) are this worker's to count, for the tasks given here only.
-	if req.DownNoticed && req.RunningSince != nil {
-		w.runner.fires.handUp(*req.RunningSince)
-		defer w.runner.fires.handUp(time.Time{})
+	return w.applyPart(ps, req.Tasks, true)
+}
+
+// waitStarted waits until Run has started the worker; ErrNotRunning after
+// Stop or when ctx ends first.
+func (w *Worker) waitStarted(ctx context.Context) error {
+	select {
+	case <-w.started:
+		return nil
+	case <-w.stopDone:
+		return ErrNotRunning
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotRunning, ctx.Err())
 	}
-	err := w.runner.replace(req.Tasks)
-	w.log.Info("scheduling started", "tasks", w.runner.count())
-	if err != nil {
-		w.log.Error("some tasks could not be scheduled", "err", err)
-	}
-	return err
 }
 
 // beginScheduling starts the scheduler once the worker runs: a push of
 // tasks makes it schedule.
 func (w *Worker) beginScheduling(ctx context.Context) error {
-	select {
-	case <-w.started:
-	case <-w.stopDone:
-		return ErrNotRunning
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", ErrNotRunning, ctx.Err())
+	if err := w.waitStarted(ctx); err != nil {
+		return err
 	}
 	w.mu.Lock()
 	if w.state != stateRunning {
@@ -397,6 +411,9 @@ func (w *Worker) Shutdown(ctx context.Context) error { return w.shutdown(ctx, fa
 // process (the process stops; a master stopping this node's scheduling
 // decides to skip those fires, like stopping a task).
 func (w *Worker) shutdown(ctx context.Context, keep bool) error {
+	// What a push or a registration in progress brings later is not
+	// applied: this node schedules nothing until told again.
+	w.endPartSession()
 	w.mu.Lock()
 	if !w.scheduling {
 		w.mu.Unlock()
@@ -420,7 +437,13 @@ func (w *Worker) StartTask(spec protocol.TaskSpec) error {
 	if err := w.waitScheduling(); err != nil {
 		return err
 	}
-	return w.runner.start(spec)
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
+	if err := w.runner.start(spec); err != nil {
+		return err
+	}
+	w.noteDirect(spec.ID, opStarted)
+	return nil
 }
 
 // waitScheduling is nil when the worker schedules, after waiting briefly
@@ -447,14 +470,48 @@ func (w *Worker) waitScheduling() error {
 // in flight: well within the master's call timeout.
 const registrationWait = 3 * time.Second
 
-// StopTask removes a task; stopping a task that is not here is fine.
-func (w *Worker) StopTask(id string) { w.runner.stop(id) }
+// StopTask removes a task; stopping a task that is not here is fine. During
+// a schedule arriving in parts, a later part does not start it again.
+func (w *Worker) StopTask(id string) {
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
+	w.stopTaskLocked(id)
+}
+
+// stopTaskLocked is StopTask under partMu.
+func (w *Worker) stopTaskLocked(id string) {
+	w.runner.stop(id)
+	w.noteDirect(id, opStopped)
+}
 
 // PauseTask keeps a task's schedule and skips its runs until ResumeTask.
-func (w *Worker) PauseTask(id string) error { return w.runner.setPaused(id, true) }
+func (w *Worker) PauseTask(id string) error { return w.setPaused(id, true) }
 
 // ResumeTask lets a paused task run again.
-func (w *Worker) ResumeTask(id string) error { return w.runner.setPaused(id, false) }
+func (w *Worker) ResumeTask(id string) error { return w.setPaused(id, false) }
+
+// setPaused is PauseTask or ResumeTask.
+func (w *Worker) setPaused(id string, paused bool) error {
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
+	return w.setPausedLocked(id, paused)
+}
+
+// setPausedLocked is setPaused under partMu. While a schedule arrives in
+// parts, a task not here yet comes with a later part: it comes paused (or
+// not) as this call says.
+func (w *Worker) setPausedLocked(id string, paused bool) error {
+	err := w.runner.setPaused(id, paused)
+	if err != nil && (w.part == nil || !errors.Is(err, ErrUnknownTask)) {
+		return err
+	}
+	op := opResumed
+	if paused {
+		op = opPaused
+	}
+	w.noteDirect(id, op)
+	return nil
+}
 
 // RunOnce runs a task now, once, outside its schedule. A task not scheduled
 // here needs its definition in the request. Once Stop has begun (the worker
@@ -693,14 +750,98 @@ func (w *Worker) registerLoop(ctx context.Context) bool {
 	}
 }
 
+// register registers with a master and schedules the node's tasks it
+// answers with: the first page, then (More) the pages after it, fetched
+// one after another (pullTasks). The session that takes them begins before
+// the registration is sent, so that a task operation a master sends once
+// it has recorded this node is never undone by a page read before it.
 func (w *Worker) register(ctx context.Context) error {
+	w.partMu.Lock()
+	ps := w.newPartSession("register " + protocol.NewNonce())
+	w.partMu.Unlock()
+	// While the registration is in flight, a task pushed by a master that
+	// has recorded it waits for it (StartTask), until the answer's tasks
+	// are scheduled.
+	flight := make(chan struct{})
+	w.regFlight.Store(&flight)
+	landed := false
+	land := func() {
+		if !landed {
+			landed = true
+			close(flight)
+			w.regFlight.CompareAndSwap(&flight, nil)
+		}
+	}
+	defer land()
+	resp, used, node, err := w.registerCall(ctx, true)
+	var se *protocol.StatusError
+	if errors.As(err, &se) && se.Status == http.StatusBadRequest && strings.Contains(se.Msg, `unknown field "parts"`) {
+		// A master of an earlier version: it answers with every task.
+		w.log.Info("the master takes no registration in parts (an earlier version): registering again for every task in one answer", "url", used)
+		resp, used, node, err = w.registerCall(ctx, false)
+		resp.More = false // such a master has no pages to fetch
+	}
+	if err != nil {
+		w.dropPartSession(ps)
+		return err
+	}
+	if len(resp.Tasks) > protocol.MaxTaskBatch && resp.More {
+		w.dropPartSession(ps)
+		return fmt.Errorf("worker: registration answer of %s: %d tasks in a part: at most %d", used, len(resp.Tasks), protocol.MaxTaskBatch)
+	}
+	w.partMu.Lock()
+	current, overflow := w.part == ps, ps.overflow
+	if current {
+		if err := w.beginScheduling(ctx); err != nil {
+			w.part = nil
+			w.partMu.Unlock()
+			return err
+		}
+		ps.downNoticed, ps.runningSince = resp.DownNoticed, resp.RunningSince
+		w.handDown(resp.DownNoticed, resp.DownSince)
+		// A task that cannot be scheduled is logged; the node still registers.
+		_ = w.applyPart(ps, resp.Tasks, !resp.More)
+	}
+	w.partMu.Unlock()
+	land()
+	w.mu.Lock()
+	w.master = resp.Master
+	if w.cfg.WorkerOf != "" {
+		w.master = w.cfg.WorkerOf
+	}
+	w.connected = true
+	w.mu.Unlock()
+	if w.cfg.WorkerOf != "" && resp.Master != w.cfg.WorkerOf {
+		w.log.Warn("the master's cluster is not the one --workerof names: its masters cannot Connect this worker",
+			"cluster", resp.Master, "workerof", w.cfg.WorkerOf)
+	}
+	w.log.Info("registered with the master", "cluster", resp.Master, "url", used, "node", node, "tasks", len(resp.Tasks), "more", resp.More)
+	if overflow {
+		return errors.New("worker: too many task operations while the registration was in flight; register again")
+	}
+	if !current {
+		// A master's push (or a Shutdown) came while the answer was on its
+		// way: it decides this node's schedule, not the answer.
+		w.log.Info("a master's push came during the registration: the answer's tasks are left to it")
+		return nil
+	}
+	if resp.More {
+		return w.pullTasks(ps, resp.After)
+	}
+	return nil
+}
+
+// registerCall sends one registration; parts asks for the tasks in parts.
+// It returns the answer, the URL of the master that answered (or failed
+// last) and the node name registered.
+func (w *Worker) registerCall(ctx context.Context, parts bool) (protocol.RegisterResponse, string, string, error) {
 	w.mu.Lock()
 	req := protocol.RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID,
-		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey)), Labels: w.cfg.Labels}
+		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey)), Labels: w.cfg.Labels, Parts: parts}
 	w.mu.Unlock()
 	body, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return protocol.RegisterResponse{}, "", req.Node.Name, err
 	}
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	nonce := protocol.NewNonce()
@@ -713,35 +854,147 @@ func (w *Worker) register(ctx context.Context) error {
 		// take its own name again.
 		protocol.HeaderNodeSignature: protocol.SignRegistration(w.nodeKey, req.Node.Name, ts, nonce, body),
 	}
-	// While the registration is in flight, a task pushed by a master that
-	// has recorded it waits for it (StartTask).
-	flight := make(chan struct{})
-	w.regFlight.Store(&flight)
-	defer func() {
-		close(flight)
-		w.regFlight.CompareAndSwap(&flight, nil)
-	}()
 	var resp protocol.RegisterResponse
-	used, err := w.call(ctx, protocol.PathMasterRegister, headers, body, &resp)
+	client, limit := w.client, int64(protocol.MaxStartupBody)
+	if parts {
+		// One page at most: the call's deadline is a page's.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, protocol.PageTimeout(protocol.MaxTaskBatch))
+		defer cancel()
+		client, limit = w.pageClient, protocol.MaxTaskBatchBody
+	}
+	used, err := w.callWith(ctx, client, protocol.PathMasterRegister, headers, body, limit, &resp)
+	return resp, used, req.Node.Name, err
+}
+
+// dropPartSession ends session ps if it is still the current one.
+func (w *Worker) dropPartSession(ps *partSession) {
+	w.partMu.Lock()
+	if w.part == ps {
+		w.part = nil
+	}
+	w.partMu.Unlock()
+}
+
+// Pacing of pullTasks' retries of a page that failed in a way another try
+// may fix (no master answered, or a 5xx).
+const (
+	pullFirstRetry = 500 * time.Millisecond
+	pullMaxRetry   = 30 * time.Second
+)
+
+// pullTasks fetches the pages after a registration answer's, one after
+// another from after on, and schedules each in session ps, until the last
+// one, or until ps is superseded (a master's push, a Shutdown: they decide)
+// or Stop begins. The next page is fetched while the current one is
+// scheduled: two pages held at most. A page that fails is tried again
+// (along the masters, with backoff); a refusal (a 4xx, a bad answer) ends
+// the session, keeping what it scheduled, and is returned: the caller
+// registers again.
+func (w *Worker) pullTasks(ps *partSession, after string) error {
+	ctx, cancel := context.WithCancel(w.regCtx) // not the registration's: a page may come long after it
+	defer cancel()
+	type fetched struct {
+		page protocol.TasksPageResponse
+		err  error
+	}
+	pages := make(chan fetched)
+	go func() {
+		defer close(pages)
+		cursor, delay := after, pullFirstRetry
+		for {
+			page, retry, err := w.fetchPage(ctx, cursor)
+			if err != nil && retry {
+				if w.sessionGone(ps) {
+					return
+				}
+				w.log.Warn("fetching this node's tasks failed; retrying", "after", cursor, "in", delay, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(delay):
+				}
+				delay = min(delay*2, pullMaxRetry)
+				continue
+			}
+			delay = pullFirstRetry
+			select {
+			case pages <- fetched{page, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || !page.More || page.After <= cursor {
+				return
+			}
+			cursor = page.After
+		}
+	}()
+	for n := 1; ; {
+		f, ok := <-pages
+		if !ok {
+			if w.sessionGone(ps) {
+				w.log.Info("a master's push came while this node's tasks were fetched: the rest is left to it", "pages", n)
+				return nil
+			}
+			w.dropPartSession(ps)
+			return fmt.Errorf("worker: fetch this node's tasks: %w", cmp.Or(ctx.Err(), ErrNotRunning))
+		}
+		if f.err != nil {
+			w.dropPartSession(ps)
+			return fmt.Errorf("worker: fetch this node's tasks after part %d: %w", n, f.err)
+		}
+		n++
+		w.partMu.Lock()
+		if w.part != ps {
+			overflow := ps.overflow
+			w.partMu.Unlock()
+			if overflow {
+				return errors.New("worker: too many task operations while the schedule arrived in parts; register again")
+			}
+			w.log.Info("a master's push came while this node's tasks were fetched: the rest is left to it", "pages", n)
+			return nil
+		}
+		_ = w.applyPart(ps, f.page.Tasks, !f.page.More)
+		w.partMu.Unlock()
+		if !f.page.More {
+			w.log.Info("this node's tasks fetched", "parts", n)
+			return nil
+		}
+		if f.page.After <= after {
+			w.dropPartSession(ps)
+			return fmt.Errorf("worker: the master's part %d does not move the cursor past %q", n, after)
+		}
+		after = f.page.After
+	}
+}
+
+// sessionGone reports whether session ps is no longer the current one.
+func (w *Worker) sessionGone(ps *partSession) bool {
+	w.partMu.Lock()
+	defer w.partMu.Unlock()
+	return w.part != ps
+}
+
+// fetchPage asks a master for a page of this node's tasks after the cursor
+// after (protocol.PathMasterTasks), within a page's deadline. retry says
+// the failure is one another try may fix (no master answered in time, or a
+// 5xx), not a refusal.
+func (w *Worker) fetchPage(ctx context.Context, after string) (_ protocol.TasksPageResponse, retry bool, _ error) {
+	body, err := json.Marshal(protocol.TasksPageRequest{After: after, Limit: protocol.MaxTaskBatch})
 	if err != nil {
-		return err
+		return protocol.TasksPageResponse{}, false, err
 	}
-	// A task that cannot be scheduled is logged by Startup; the node still registers.
-	_ = w.Startup(ctx, protocol.StartupRequest{Tasks: resp.Tasks, DownNoticed: resp.DownNoticed, DownSince: resp.DownSince,
-		RunningSince: resp.RunningSince})
-	w.mu.Lock()
-	w.master = resp.Master
-	if w.cfg.WorkerOf != "" {
-		w.master = w.cfg.WorkerOf
+	cctx, cancel := context.WithTimeout(ctx, protocol.PageTimeout(protocol.MaxTaskBatch))
+	defer cancel()
+	var page protocol.TasksPageResponse
+	base, err := w.callRaw(cctx, w.pageClient, protocol.PathMasterTasks, w.authHeaders(), body, protocol.MaxTaskBatchBody, &page)
+	if err != nil {
+		return page, ctx.Err() == nil && failsOver(cctx, err), callError(err, base, base+protocol.PathMasterTasks)
 	}
-	w.connected = true
-	w.mu.Unlock()
-	if w.cfg.WorkerOf != "" && resp.Master != w.cfg.WorkerOf {
-		w.log.Warn("the master's cluster is not the one --workerof names: its masters cannot Connect this worker",
-			"cluster", resp.Master, "workerof", w.cfg.WorkerOf)
+	if len(page.Tasks) > protocol.MaxTaskBatch {
+		return page, false, fmt.Errorf("worker: master at %s answered %d tasks in a page: at most %d", base, len(page.Tasks), protocol.MaxTaskBatch)
 	}
-	w.log.Info("registered with the master", "cluster", resp.Master, "url", used, "node", req.Node.Name, "tasks", len(resp.Tasks))
-	return nil
+	return page, false, nil
 }
 
 // Stop stops the worker: registrations in flight end, then it drains (see
@@ -818,14 +1071,23 @@ func (w *Worker) post(ctx context.Context, path string, headers map[string]strin
 // (or failed last). It starts at the master in use and fails over along the
 // list on connection errors and 5xx answers.
 func (w *Worker) call(ctx context.Context, path string, headers map[string]string, body []byte, out any) (string, error) {
+	return w.callWith(ctx, w.client, path, headers, body, protocol.MaxStartupBody, out)
+}
+
+// callWith is call with the given client and answer size limit.
+func (w *Worker) callWith(ctx context.Context, client *http.Client, path string, headers map[string]string, body []byte, limit int64, out any) (string, error) {
+	base, err := w.callRaw(ctx, client, path, headers, body, limit, out)
+	return base, callError(err, base, base+path)
+}
+
+// callRaw is callWith with the error as protocol.Call returned it.
+func (w *Worker) callRaw(ctx context.Context, client *http.Client, path string, headers map[string]string, body []byte, limit int64, out any) (string, error) {
 	var base string
 	err := w.masters.do(ctx, func(b string) error {
 		base = b
-		// A registration answer carries every task of the node: allow as
-		// much as the worker's own startup route does.
-		return protocol.Call(ctx, w.client, http.MethodPost, b+path, headers, body, protocol.MaxStartupBody, out)
+		return protocol.Call(ctx, client, http.MethodPost, b+path, headers, body, limit, out)
 	})
-	return base, callError(err, base, base+path)
+	return base, err
 }
 
 // hedgedPost is post for calls that are harmless twice (a claim, a batch of

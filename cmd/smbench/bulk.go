@@ -29,6 +29,12 @@ var schedulingStarted = regexp.MustCompile(`msg="scheduling started"`)
 // bulkLine matches what a master logs about a chunk of a bulk action.
 var bulkLine = regexp.MustCompile(`msg="bulk task action" action=start`)
 
+// workerEnv is the environment the scenario's workers run with.
+var workerEnv = []string{"GOMEMLIMIT=off"}
+
+// workerRegLine matches what a worker logs about its registration.
+var workerRegLine = regexp.MustCompile(`registered with the master|tasks fetched|takes no registration in parts`)
+
 // pushLine matches what a restarted master logs about its pushes.
 var pushLine = regexp.MustCompile(`master serving|tasks pushed|re-pushed|elected|leader`)
 
@@ -38,8 +44,10 @@ var pushLine = regexp.MustCompile(`master serving|tasks pushed|re-pushed|elected
 // through the same route; delayed tasks are created through POST
 // /api/v1/delayed/batch; then the master is restarted and the time until
 // every worker has had its whole schedule pushed again is measured, with
-// the master's memory. -restart-bin runs the restarted master from another
-// binary (an earlier version, for a before/after figure).
+// the master's memory; then one worker is restarted and the time until it
+// has its whole schedule again is measured, with the master's memory.
+// -restart-bin runs the restarted master from another binary (an earlier
+// version, for a before/after figure); -bin runs every process from it.
 func (b *bench) bulkScenario(ctx context.Context) []row {
 	n := b.pick(100_000, 3_000)
 	if b.opt.BulkN > 0 {
@@ -78,10 +86,12 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 			w.stop()
 		}
 	}()
+	workerArgs := func(i int) []string {
+		return []string{"worker", "--identity", fmt.Sprint("bulk", i), "--ip", "127.0.0.1", "--port", "0", "--master", base,
+			"--cluster-key", benchClusterKey, "--data-dir", filepath.Join(dir, fmt.Sprint("w", i)), "--maxc", "100"}
+	}
 	for i := range 3 {
-		w, _, err := startProcEnv(ctx, bin, []string{"GOMEMLIMIT=off"}, workerServing, "worker", "--identity", fmt.Sprint("bulk", i),
-			"--ip", "127.0.0.1", "--port", "0", "--master", base, "--cluster-key", benchClusterKey,
-			"--data-dir", filepath.Join(dir, fmt.Sprint("w", i)), "--maxc", "100")
+		w, _, err := startProcEnv(ctx, bin, workerEnv, workerServing, workerArgs(i)...)
 		if err != nil {
 			return []row{errRow(name, err)}
 		}
@@ -246,6 +256,72 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 		return append(rows, errRow(rname, fmt.Errorf("after the restart the workers schedule %d tasks, want %d (%v)", scheduled, n, err)))
 	}
 	b.logf("bulk: restart re-push %s, master RSS peak %s, VmHWM %s", repush, fmtMB(peak), fmtMB(hwm))
+	rows = append(rows,
+		row{rname, fmt.Sprintf("%s from the process start", fmtDur(repush)), "-", Info},
+		row{"  restart: master RSS while it pushes (sampled peak; VmHWM)", fmt.Sprintf("%s; %s", fmtMB(peak), fmtMB(hwm)),
+			"< 100 MB", verdict(hwm < 100<<20)},
+	)
+
+	// A worker restarts (SIGTERM, same data dir): it registers again and
+	// gets its whole schedule back from the master.
+	mine := (n + 2) / 3 // bulk0 executes tasks 0, 3, 6, …
+	wname := fmt.Sprintf("  worker restart: a worker with %s tasks restarted (SIGTERM, same data dir), until it has them all again", fmtInt(mine))
+	if b.opt.Bin != "" {
+		wname += " (" + filepath.Base(bin) + ")"
+	}
+	base0, _, _ := procStatus(mp.cmd.Process.Pid) // the master's RSS before
+	workers[0].stop()
+	// The master's peak RSS from here on (Linux: 5 resets VmHWM).
+	hwmSince := "since the worker's restart"
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", mp.cmd.Process.Pid), []byte("5"), 0); err != nil {
+		hwmSince = "since the master's start"
+	}
+	t0 = time.Now()
+	w0, _, back, err := startProcWatch(ctx, bin, workerEnv, workerServing, schedulingStarted, workerArgs(0)...)
+	if err != nil {
+		return append(rows, errRow(wname, err))
+	}
+	workers[0] = w0
+	peak = 0
+	var at time.Time
+	deadline = time.After(5 * time.Minute)
+waitBack:
+	for {
+		select {
+		case at = <-back:
+			break waitBack
+		case <-time.After(100 * time.Millisecond):
+			if rss, _, err := procStatus(mp.cmd.Process.Pid); err == nil {
+				peak = max(peak, rss)
+			}
+		case <-deadline:
+			return append(rows, errRow(wname, fmt.Errorf("the restarted worker did not have its tasks within 5 minutes")))
+		case <-ctx.Done():
+			return append(rows, errRow(wname, ctx.Err()))
+		}
+	}
+	back0 := at.Sub(t0)
+	_, hwm, _ = procStatus(mp.cmd.Process.Pid)
+	if hosts, err = api.waitWorkers(ctx, 3, 60*time.Second); err != nil {
+		return append(rows, errRow(wname, err))
+	}
+	if scheduled, err := scheduledOn(ctx, hosts); err != nil || scheduled != n {
+		return append(rows, errRow(wname, fmt.Errorf("after the worker's restart the workers schedule %d tasks, want %d (%v)", scheduled, n, err)))
+	}
+	b.logf("bulk: worker restart %s, master RSS peak %s, VmHWM %s (%s), RSS before %s", back0, fmtMB(peak), fmtMB(hwm), hwmSince, fmtMB(base0))
+	w0.mu.Lock()
+	for _, l := range w0.logs {
+		if workerRegLine.MatchString(l) {
+			b.logf("bulk: restarted worker: %s", l)
+		}
+	}
+	w0.mu.Unlock()
+	rows = append(rows,
+		row{wname, fmt.Sprintf("%s from the process start", fmtDur(back0)), "-", Info},
+		row{"  worker restart: master RSS meanwhile (sampled peak; VmHWM " + hwmSince + "; RSS before)",
+			fmt.Sprintf("%s; %s; %s", fmtMB(peak), fmtMB(hwm), fmtMB(base0)), "< 100 MB", verdict(hwm < 100<<20)},
+	)
+
 	// Then a bulk stop of one call's worth.
 	stopN := min(bulkBatch, len(ids))
 	var stopOut struct {
@@ -269,11 +345,6 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 		}
 	}
 	mp.mu.Unlock()
-	rows = append(rows,
-		row{rname, fmt.Sprintf("%s from the process start", fmtDur(repush)), "-", Info},
-		row{"  restart: master RSS while it pushes (sampled peak; VmHWM)", fmt.Sprintf("%s; %s", fmtMB(peak), fmtMB(hwm)),
-			"< 100 MB", verdict(hwm < 100<<20)},
-	)
 	sname := fmt.Sprintf("  bulk: %s tasks stopped in one POST /api/v1/tasks/bulk {\"action\":\"stop\"}", fmtInt(stopN))
 	if stopErr != nil {
 		return append(rows, errRow(sname, stopErr))

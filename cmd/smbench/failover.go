@@ -270,9 +270,11 @@ func waitLeader(ctx context.Context, urls []string, masters []*proc, timeout tim
 	}
 }
 
-// createMySQLDatabase creates an empty database smbench_<random> on the server
-// of raw and returns its go-sql-driver DSN and a function that drops it.
-func createMySQLDatabase(ctx context.Context, raw string) (string, func(), error) {
+// createMySQLDatabase creates an empty database smbench_<time>_<random>
+// on the server of raw and returns its go-sql-driver DSN and a function that
+// drops it. Before, once a run, it drops what earlier runs left behind
+// (sweepMySQL); until the drop, the database's lock says it is in use.
+func (b *bench) createMySQLDatabase(ctx context.Context, raw string) (string, func(), error) {
 	cfg, err := mysql.ParseDSN(strings.TrimPrefix(raw, "mysql://"))
 	if err != nil {
 		return "", nil, fmt.Errorf("-mysql: %w", err)
@@ -283,15 +285,17 @@ func createMySQLDatabase(ctx context.Context, raw string) (string, func(), error
 	if err != nil {
 		return "", nil, err
 	}
-	name := "smbench_" + randHex(6)
+	b.leftovers.sweepOnce("mysql "+admin.Addr, func() { sweepMySQL(ctx, db, admin.Addr, b.began, b.opt.ScaleMySQL, b.say) })
+	name := newDatabaseName(time.Now())
+	release := holdMySQLDatabase(ctx, db, name)
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		release()
 		db.Close()
 		return "", nil, fmt.Errorf("create database on %s: %w", admin.Addr, err)
 	}
 	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`")
+		dropDatabase(db, admin.Addr, name, "DROP DATABASE IF EXISTS `"+name+"`", b.say)
+		release()
 		db.Close()
 	}
 	cfg.DBName = name

@@ -77,6 +77,10 @@ type bench struct {
 	opt    options
 	tmp    string
 	binary string // built once, on first use
+	// began is when the run began: databases of smbench's name pattern
+	// created before it that no run holds are an earlier run's leftovers.
+	began     time.Time
+	leftovers leftovers
 }
 
 // scenario is one group of measurements.
@@ -110,9 +114,9 @@ func main() {
 	}
 	var o options
 	flag.BoolVar(&o.Short, "short", false, "small sizes, one run: proves every scenario works; figures are not judged")
-	flag.StringVar(&o.Postgres, "pg", os.Getenv("SM_TEST_PG_DSN"), "PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (a database smbench_<random> is created and dropped); default $SM_TEST_PG_DSN")
-	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<random> is created and dropped); default $SM_TEST_MYSQL_DSN")
-	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
+	flag.StringVar(&o.Postgres, "pg", os.Getenv("SM_TEST_PG_DSN"), "PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (a database smbench_<unix time>_<random> is created and dropped; those an earlier run left are dropped at the start); default $SM_TEST_PG_DSN")
+	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<unix time>_<random> is created and dropped; those an earlier run left are dropped at the start); default $SM_TEST_MYSQL_DSN")
+	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<unix time>_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
 	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,bulk,scale")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
@@ -193,7 +197,7 @@ func run(ctx context.Context, o options, out io.Writer) ([]tableRow, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{opt: o, tmp: tmp}
+	b := &bench{opt: o, tmp: tmp, began: time.Now()}
 	if o.CPUProfile != "" {
 		if err := os.MkdirAll(o.CPUProfile, 0o755); err != nil {
 			return nil, err
@@ -288,6 +292,11 @@ func verdict(ok bool) string {
 
 func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.opt.Progress, "    "+format+"\n", args...)
+}
+
+// say prints a line of smbench's own (not of a scenario's figures).
+func (b *bench) say(format string, args ...any) {
+	fmt.Fprintf(b.opt.Progress, "smbench: "+format+"\n", args...)
 }
 
 // pick returns full, or short in -short mode.

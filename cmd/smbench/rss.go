@@ -78,17 +78,29 @@ func startProc(ctx context.Context, bin string, ready *regexp.Regexp, args ...st
 
 // startProcEnv is startProc with variables added to the environment.
 func startProcEnv(ctx context.Context, bin string, env []string, ready *regexp.Regexp, args ...string) (*proc, []string, error) {
+	p, m, _, err := startProcWatch(ctx, bin, env, ready, nil, args...)
+	return p, m, err
+}
+
+// startProcWatch is startProcEnv that also watches for a line matching
+// watch (when not nil) from the process start on: the channel gets the
+// time the first one is read.
+func startProcWatch(ctx context.Context, bin string, env []string, ready, watch *regexp.Regexp, args ...string) (*proc, []string, <-chan time.Time, error) {
 	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	var seen <-chan time.Time
+	if watch != nil {
+		seen = p.watch(watch)
+	}
 	if len(env) > 0 {
 		p.cmd.Env = append(os.Environ(), env...)
 	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p.cmd.Stdout = io.Discard
 	if err := p.cmd.Start(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	found := make(chan []string, 1)
 	go func() {
@@ -122,15 +134,15 @@ func startProcEnv(ctx context.Context, bin string, env []string, ready *regexp.R
 	}()
 	select {
 	case m := <-found:
-		return p, m, nil
+		return p, m, seen, nil
 	case <-p.done:
-		return nil, nil, fmt.Errorf("%s exited before it was ready:\n%s", filepath.Base(bin), p.tail())
+		return nil, nil, nil, fmt.Errorf("%s exited before it was ready:\n%s", filepath.Base(bin), p.tail())
 	case <-time.After(60 * time.Second):
 		p.kill()
-		return nil, nil, fmt.Errorf("not ready after 60s:\n%s", p.tail())
+		return nil, nil, nil, fmt.Errorf("not ready after 60s:\n%s", p.tail())
 	case <-ctx.Done():
 		p.kill()
-		return nil, nil, ctx.Err()
+		return nil, nil, nil, ctx.Err()
 	}
 }
 

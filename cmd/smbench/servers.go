@@ -24,6 +24,7 @@ type server struct {
 	label   string   // in row names
 	dsns    []string // the flag's value, one per node (Galera: three); nil skips the server's rows
 	missing string   // the figure of a skipped row
+	b       *bench
 }
 
 // servers are the database servers of this run, in table order.
@@ -36,9 +37,9 @@ func (b *bench) servers() []server {
 		pg = []string{b.opt.Postgres}
 	}
 	return []server{
-		{"mysql", "mysql", "MariaDB", my, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)"},
-		{"galera", "mysql", "Galera", b.opt.Galera, "no -galera DSNs (nor $" + envGaleraDSNs + ")"},
-		{"postgres", "postgres", "PostgreSQL", pg, "no -pg URL (nor $SM_TEST_PG_DSN)"},
+		{"mysql", "mysql", "MariaDB", my, "no -mysql DSN (nor $SM_TEST_MYSQL_DSN)", b},
+		{"galera", "mysql", "Galera", b.opt.Galera, "no -galera DSNs (nor $" + envGaleraDSNs + ")", b},
+		{"postgres", "postgres", "PostgreSQL", pg, "no -pg URL (nor $SM_TEST_PG_DSN)", b},
 	}
 }
 
@@ -78,18 +79,18 @@ func (b *bench) serverOf(key string) server {
 	panic("smbench: no server " + key)
 }
 
-// create makes an empty database smbench_<random> on the server and returns
+// create makes an empty database smbench_<time>_<random> on the server and returns
 // its --db value on every node (one but for Galera) and a function that
 // drops it.
 func (s server) create(ctx context.Context) ([]string, func(), error) {
 	switch s.key {
 	case "mysql":
-		dsn, drop, err := createMySQLDatabase(ctx, s.dsns[0])
+		dsn, drop, err := s.b.createMySQLDatabase(ctx, s.dsns[0])
 		return []string{"mysql://" + dsn}, drop, err
 	case "galera":
-		return createGaleraDatabase(ctx, s.dsns)
+		return s.b.createGaleraDatabase(ctx, s.dsns)
 	}
-	u, drop, err := createPostgresDatabase(ctx, s.dsns[0])
+	u, drop, err := s.b.createPostgresDatabase(ctx, s.dsns[0])
 	return []string{u}, drop, err
 }
 
@@ -113,12 +114,12 @@ func (s server) open(ctx context.Context, log *slog.Logger) (*store.Store, func(
 	return st, func() { st.Close(); drop() }, nil
 }
 
-// createGaleraDatabase creates an empty database smbench_<random> through
+// createGaleraDatabase creates an empty database smbench_<time>_<random> through
 // the first node of a Galera cluster (Galera replicates the DDL to the
 // others) and returns its --db value on every node and a function that drops
 // it.
-func createGaleraDatabase(ctx context.Context, nodes []string) ([]string, func(), error) {
-	first, drop, err := createMySQLDatabase(ctx, nodes[0])
+func (b *bench) createGaleraDatabase(ctx context.Context, nodes []string) ([]string, func(), error) {
+	first, drop, err := b.createMySQLDatabase(ctx, nodes[0])
 	if err != nil {
 		return nil, nil, fmt.Errorf("galera node 1: %w", err)
 	}
@@ -140,10 +141,12 @@ func createGaleraDatabase(ctx context.Context, nodes []string) ([]string, func()
 	return out, drop, nil
 }
 
-// createPostgresDatabase creates an empty database smbench_<random> on the
-// PostgreSQL server of the URL raw and returns a URL for it and a function
-// that drops it (ending the connections still open to it).
-func createPostgresDatabase(ctx context.Context, raw string) (string, func(), error) {
+// createPostgresDatabase creates an empty database smbench_<time>_<random>
+// on the PostgreSQL server of the URL raw and returns a URL for it and a
+// function that drops it (ending the connections still open to it). Before,
+// once a run, it drops what earlier runs left behind (sweepPostgres); until
+// the drop, an advisory lock says the database is in use.
+func (b *bench) createPostgresDatabase(ctx context.Context, raw string) (string, func(), error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", nil, fmt.Errorf("-pg: %w", err)
@@ -152,16 +155,18 @@ func createPostgresDatabase(ctx context.Context, raw string) (string, func(), er
 	if err != nil {
 		return "", nil, fmt.Errorf("-pg: %w", err)
 	}
-	db.SetMaxOpenConns(1)
-	name := "smbench_" + randHex(6)
+	db.SetMaxOpenConns(2) // one holds the lock
+	b.leftovers.sweepOnce("postgres "+u.Host, func() { sweepPostgres(ctx, db, u.Host, b.began, b.say) })
+	name := newDatabaseName(time.Now())
+	release := holdPostgresDatabase(ctx, db, name)
 	if _, err := db.ExecContext(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+		release()
 		db.Close()
 		return "", nil, fmt.Errorf("create database on %s: %w", u.Host, err)
 	}
 	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = db.ExecContext(dctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
+		dropDatabase(db, u.Host, name, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`, b.say)
+		release()
 		db.Close()
 	}
 	u.Path = "/" + name
