@@ -41,10 +41,19 @@ func (r *runner) misfired(spec protocol.TaskSpec, fire time.Time, err error) {
 	}
 	m := l.tasks[spec.ID]
 	if m == nil {
-		m = &missed{first: fire}
+		m = &missed{first: fire, last: fire}
 		l.tasks[spec.ID] = m
 	}
-	m.spec, m.last, m.err = spec, fire, err.Error()
+	// Claims of consecutive fires run at once and may fail in any order:
+	// the window spans the earliest and the latest (a record once read
+	// "2 fires from :06 to :05").
+	if fire.Before(m.first) {
+		m.first = fire
+	}
+	if fire.After(m.last) {
+		m.last = fire
+	}
+	m.spec, m.err = spec, err.Error()
 	m.count++
 	window := r.misfireWindow
 	if window <= 0 {

@@ -208,3 +208,29 @@ func TestMisfireRunOnceRunsOneCatchUp(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Claims of consecutive fires fail in any order (each is a call of its
+// own): the window still runs from the earliest missed fire to the latest,
+// and it is recorded once it spans the misfire window.
+func TestMisfireWindowSpansFiresClaimedOutOfOrder(t *testing.T) {
+	t.Parallel()
+	sink := &reportSink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	rep := newReporter("", 0, testutil.Discard(), sink.post)
+	go rep.run(ctx)
+	t.Cleanup(func() { cancel(); <-rep.done })
+	r := &runner{log: testutil.Discard(), node: func() string { return "w1" }, limit: newLimiter(1), reports: rep,
+		ctx: ctx, jobs: map[string]*taskJob{}, misfireWindow: 2 * time.Second}
+	spec := protocol.TaskSpec{TaskDef: protocol.TaskDef{ID: "t1", Title: "t", Type: protocol.TaskHTTP}}
+	base := time.Date(2026, 11, 26, 21, 2, 5, 0, time.UTC)
+	down := errors.New("master down")
+	for _, s := range []int{1, 0, 2} { // :06 fails first, then :05, then :07
+		r.misfired(spec, base.Add(time.Duration(s)*time.Second), down)
+	}
+	waitFor(t, "the window's record", func() bool { return len(misfireRuns(sink.all())) == 1 })
+	got := misfireRuns(sink.all())[0]
+	want := "misfire: no master reachable to claim 3 fires from 2026-11-26T21:02:05Z to 2026-11-26T21:02:07Z"
+	if !strings.HasPrefix(got.Output, want) || !got.ScheduledAt.Equal(base) {
+		t.Fatalf("record %q at %s; want %q at the earliest fire %s", got.Output, got.ScheduledAt, want, base)
+	}
+}

@@ -49,19 +49,35 @@ var pushLine = regexp.MustCompile(`master serving|tasks pushed|re-pushed|elected
 // -restart-bin runs the restarted master from another binary (an earlier
 // version, for a before/after figure); -bin runs every process from it.
 func (b *bench) bulkScenario(ctx context.Context) []row {
+	rows := b.bulkOn(ctx, "SQLite", nil)
+	srv := b.serverOf("mysql")
+	if srv.dsns == nil {
+		return append(rows, row{"bulk, MariaDB", "skipped: " + srv.missing, "-", Info})
+	}
+	dsns, drop, err := srv.create(ctx)
+	if err != nil {
+		return append(rows, errRow("bulk, MariaDB", err))
+	}
+	defer drop()
+	return append(rows, b.bulkOn(ctx, "MariaDB", []string{"--db", dsns[0]})...)
+}
+
+// bulkOn is the bulk scenario with the master's database given by dbArgs
+// (none: SQLite in its data directory); label names the database.
+func (b *bench) bulkOn(ctx context.Context, label string, dbArgs []string) []row {
 	n := b.pick(100_000, 3_000)
 	if b.opt.BulkN > 0 {
 		n = b.opt.BulkN
 	}
 	delayed := b.pick(50_000, 2_000)
-	name := fmt.Sprintf("bulk: %s HTTP tasks created through POST /api/v1/tasks/bulk (%s per call), 3 worker processes, SQLite", fmtInt(n), fmtInt(bulkBatch))
+	name := fmt.Sprintf("bulk: %s HTTP tasks created through POST /api/v1/tasks/bulk (%s per call), 3 worker processes, %s", fmtInt(n), fmtInt(bulkBatch), label)
 	bin, err := b.binaryPath(ctx)
 	if err != nil {
 		return []row{errRow(name, err)}
 	}
 	target := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
 	defer target.Close()
-	dir := filepath.Join(b.tmp, "bulk")
+	dir := filepath.Join(b.tmp, "bulk-"+label)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return []row{errRow(name, err)}
 	}
@@ -75,6 +91,7 @@ func (b *bench) bulkScenario(ctx context.Context) []row {
 	base := "http://" + addr
 	masterArgs := []string{"master", "--listen", addr, "--data-dir", filepath.Join(dir, "master"),
 		"--admin-password", benchPassword, "--cluster-key", benchClusterKey, "--health-interval", "2s", "--health-timeout", "1s"}
+	masterArgs = append(masterArgs, dbArgs...)
 	mp, _, err := startProc(ctx, bin, masterServing, masterArgs...)
 	if err != nil {
 		return []row{errRow(name, err)}
