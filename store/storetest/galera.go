@@ -295,7 +295,8 @@ func (n *GaleraNode) Status() (map[string]string, error) {
 	return st, rows.Err()
 }
 
-// Kill sends SIGKILL to the node (frozen or not) and waits until it is gone.
+// Kill sends SIGKILL to the node (frozen or not) and the helpers it started
+// (its process group), and waits until it is gone.
 func (n *GaleraNode) Kill() {
 	n.mu.Lock()
 	cmd, done := n.cmd, n.done
@@ -303,7 +304,7 @@ func (n *GaleraNode) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
+	killGroup(cmd.Process)
 	<-done
 }
 
