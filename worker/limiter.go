@@ -159,22 +159,30 @@ func (l *limiter) expire() {
 	l.mu.Lock()
 	l.timerAt = time.Time{}
 	now := time.Now()
-	var first, last *waiter
+	var ended turnList
 	for len(l.deadlines) > 0 && !l.deadlines[0].deadline.After(now) {
 		w := l.deadlines[0]
 		l.removeLocked(w)
-		if last == nil {
-			first = w
-		} else {
-			last.next = w
-		}
-		last = w
+		ended.push(w)
 	}
 	if len(l.deadlines) > 0 && !l.closed {
 		l.armLocked(l.deadlines[0].deadline)
 	}
 	l.mu.Unlock()
-	endTurns(first, false)
+	endTurns(ended.first, false)
+}
+
+// turnList collects the turns taken out of the queue under the lock, in
+// order, linked by next, to be ended after it (endTurns).
+type turnList struct{ first, last *waiter }
+
+func (t *turnList) push(w *waiter) {
+	if t.last == nil {
+		t.first = w
+	} else {
+		t.last.next = w
+	}
+	t.last = w
 }
 
 // endTurns calls noSlot on a list of turns linked by next, in order.
@@ -192,17 +200,12 @@ func endTurns(w *waiter, stopped bool) {
 func (l *limiter) closeTurns() {
 	l.mu.Lock()
 	l.closed = true
-	var first, last *waiter
+	var ended turnList
 	for w := l.head; w != nil; {
 		next := w.next
 		if w.turn != nil {
 			l.removeLocked(w)
-			if last == nil {
-				first = w
-			} else {
-				last.next = w
-			}
-			last = w
+			ended.push(w)
 		}
 		w = next
 	}
@@ -211,7 +214,7 @@ func (l *limiter) closeTurns() {
 		l.timerAt = time.Time{}
 	}
 	l.mu.Unlock()
-	endTurns(first, true)
+	endTurns(ended.first, true)
 }
 
 // tryAcquireN takes up to n free slots, without waiting, and returns how many.

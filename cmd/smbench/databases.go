@@ -104,27 +104,42 @@ func createdOf(name string) (time.Time, bool) {
 	return time.Time{}, oldBenchDBName.MatchString(name)
 }
 
+// listLeftovers runs query (the names of the server's databases) and keeps
+// those of smbench's name patterns (createdOf) that want accepts, with the
+// time their name says they were created (zero: an earlier version's name).
+func listLeftovers(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, want func(name string, created time.Time) bool) ([]leftoverDB, error) {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []leftoverDB
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		if created, ok := createdOf(name); ok && want(name, created) {
+			found = append(found, leftoverDB{name, created})
+		}
+	}
+	return found, rows.Err()
+}
+
 // sweepMySQL drops, on the MariaDB/MySQL server of admin (a connection
 // without a database), the smbench databases created before began that no
 // run holds (its lock, see holdMySQLDatabase) and no session uses: what an
 // earlier run that failed or was killed left behind. keep is never dropped
 // (-scale-mysql-db's database).
 func sweepMySQL(ctx context.Context, admin *sql.DB, host string, began time.Time, keep string, log say) {
-	rows, err := admin.QueryContext(ctx, `SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'smbench\_%'`)
+	found, err := listLeftovers(ctx, admin, `SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'smbench\_%'`,
+		func(name string, _ time.Time) bool { return name != keep })
 	if err != nil {
 		log("could not list leftover smbench databases on %s: %v", host, err)
 		return
 	}
-	var found []leftoverDB
-	for rows.Next() {
-		var name string
-		if rows.Scan(&name) == nil {
-			if created, ok := createdOf(name); ok && name != keep {
-				found = append(found, leftoverDB{name, created})
-			}
-		}
-	}
-	rows.Close()
 	for _, d := range found {
 		var size sql.NullInt64
 		var oldest sql.NullFloat64 // Unix seconds: free of the server's time zone
@@ -173,21 +188,12 @@ func sweepPostgres(ctx context.Context, admin *sql.DB, host string, began time.T
 		return
 	}
 	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'smbench\_%'`)
+	found, err := listLeftovers(ctx, conn, `SELECT datname FROM pg_database WHERE datname LIKE 'smbench\_%'`,
+		func(_ string, created time.Time) bool { return !created.IsZero() })
 	if err != nil {
 		log("could not list leftover smbench databases on %s: %v", host, err)
 		return
 	}
-	var found []leftoverDB
-	for rows.Next() {
-		var name string
-		if rows.Scan(&name) == nil {
-			if created, ok := createdOf(name); ok && !created.IsZero() {
-				found = append(found, leftoverDB{name, created})
-			}
-		}
-	}
-	rows.Close()
 	for _, d := range found {
 		if !d.created.Before(began) {
 			continue
