@@ -73,6 +73,8 @@ func errorStatus(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case master.KindUnavailable:
 		return http.StatusServiceUnavailable
+	case master.KindTooEarly:
+		return http.StatusTooEarly
 	}
 	return 0
 }

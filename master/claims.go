@@ -26,14 +26,25 @@ const claimPoll = 4 * time.Millisecond
 // Bounds of a claim, so that a node holding the cluster key and its own
 // secret cannot claim fires that are not due and so suppress them for the
 // other executors: a claim names a fire its task's schedule really produces,
-// at most MaxClaimAhead ahead of the master's clock (clock skew) and at most
-// MaxClaimAge behind it (a catch-up after a long outage), and a node holds at
-// most MaxOpenClaimsPerNode claims of fires still ahead.
-const (
-	MaxClaimAhead        = 5 * time.Minute
-	MaxClaimAge          = 30 * 24 * time.Hour
-	MaxOpenClaimsPerNode = 1000
-)
+// at most MaxClaimAge behind the master's clock (a catch-up after a long
+// outage) and not ahead of it by more than ClaimSkew plus what the master
+// holds (ClaimHold): a node can hold no fire that is not about due.
+const MaxClaimAge = 30 * 24 * time.Hour
+
+// ClaimSkew is how early, by the master's clock, a fire may be decided: the
+// clock skew between a worker and the master that costs nothing. Only the
+// top-ranked executor wins that early; the others wait until the fire is due
+// by the master's clock, plus their rank's grace. A claim of a fire further
+// ahead is held by the master for up to ClaimHold (a worker whose clock runs
+// a little fast) or refused as too early with the time to come back (the
+// worker retries within its claim timeout); it is never decided early, so
+// neither an early claimant nor a fast clock can take a fire from the
+// executor ranked for it.
+const ClaimSkew = 2 * time.Second
+
+// ClaimHold is how long the master holds a claim that came too early before
+// deciding it, rather than refusing it.
+const ClaimHold = time.Second
 
 // claimWriteWait bounds a claim's insert when its request has no deadline of
 // its own.
@@ -65,8 +76,10 @@ func (m *Master) Claim(ctx context.Context, node *store.Node, req protocol.Claim
 // in the database alone, so any master can answer any executor and two masters
 // never disagree: the task's running executors are ranked by RankClaimants
 // (the same pure function on every master); the top-ranked claimant inserts
-// its claim at once, a claimant ranked r waits up to r x ClaimGrace for a
-// better-ranked claim to appear and inserts itself only if none did. The
+// its claim at once, a claimant ranked r waits until the fire is due by the
+// master's clock plus r x ClaimGrace for a better-ranked claim to appear and
+// inserts itself only if none did. A fire is never decided more than
+// ClaimSkew before its time. The
 // primary key of the claims table makes the first insert the only winner, and
 // the answer names it. An executor that is not running is never ranked, so a
 // dead one never holds a fire; one that died undetected delays it by at most
@@ -100,6 +113,9 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 	}
 	if err := c.checkClaimFire(ctx, node.Name, t, fire, time.Now()); err != nil {
 		return protocol.ClaimResponse{}, c.refuseClaim(node.Name, t.ID, fire, err)
+	}
+	if err := c.holdEarly(ctx, fire); err != nil {
+		return protocol.ClaimResponse{}, err
 	}
 	// A fire decided already (the winner's claim came first) is answered at once.
 	held, err := store.GetFireClaim(ctx, c.db, t.ID, fire)
@@ -137,7 +153,15 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 		return protocol.ClaimResponse{}, nil // not running here: it never wins a fire
 	}
 	if rank > 0 {
-		deadline := time.Now().Add(min(time.Duration(rank)*c.grace, maxClaimWait))
+		// Ranked by the fire's time, not the request's: a lower-ranked
+		// claimant that comes early (a fast clock, or a node claiming ahead
+		// on purpose) still waits for the ranked one to claim at the fire's
+		// time, plus its grace.
+		deadline := laterOf(time.Now(), fire).Add(min(time.Duration(rank)*c.grace, maxClaimWait))
+		if dl, ok := ctx.Deadline(); ok && deadline.After(dl.Add(-claimWriteReserve)) {
+			// Past the request's deadline the ranks race, as past maxClaimWait.
+			deadline = dl.Add(-claimWriteReserve)
+		}
 		winner, err := c.awaitClaim(ctx, t.ID, fire, deadline)
 		if err != nil || winner != "" {
 			return claimAnswer(node.Name, winner, err)
@@ -154,6 +178,36 @@ func (c *claimer) claim(ctx context.Context, node *store.Node, req protocol.Clai
 	defer cancel()
 	winner, err := store.ClaimFire(wctx, c.db, t.ID, fire, node.Name, req.RunID)
 	return claimAnswer(node.Name, winner, err)
+}
+
+// claimWriteReserve is what a claim keeps of its request's deadline for its
+// insert after waiting for better-ranked claimants.
+const claimWriteReserve = 300 * time.Millisecond
+
+// holdEarly waits until fire is no more than ClaimSkew ahead of the master's
+// clock; checkClaimFire refused what would need more than ClaimHold.
+func (c *claimer) holdEarly(ctx context.Context, fire time.Time) error {
+	wait := time.Until(fire.Add(-ClaimSkew))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.life.ctx.Done():
+		return Errorf(KindState, "the master is stopping")
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // busyWindow is how far back least_busy routing counts a node's claims: the
@@ -288,13 +342,15 @@ func (c *claimer) refuseClaim(node, taskID string, fire time.Time, err error) er
 }
 
 // checkClaimFire refuses a claim of a fire that is not a real, due fire of t
-// (see MaxClaimAhead), or one more open claim than a node may hold.
+// (see ClaimSkew).
 func (c *claimer) checkClaimFire(ctx context.Context, node string, t *store.Task, fire, now time.Time) error {
-	switch {
-	case fire.After(now.Add(MaxClaimAhead)):
-		return Errorf(KindInvalid, "fire_at %s is more than %s ahead of the master's clock", fire.Format(time.RFC3339Nano), MaxClaimAhead)
-	case fire.Before(now.Add(-MaxClaimAge)):
+	if fire.Before(now.Add(-MaxClaimAge)) {
 		return Errorf(KindInvalid, "fire_at %s is more than %s in the past", fire.Format(time.RFC3339Nano), MaxClaimAge)
+	}
+	if ahead := fire.Sub(now); ahead > ClaimSkew+ClaimHold {
+		return &Error{Kind: KindTooEarly, RetryAfter: ahead - ClaimSkew,
+			Msg: fmt.Sprintf("fire_at %s is %s ahead of the master's clock: a fire is claimed at its time, at most %s early (is this node's clock fast?)",
+				fire.Format(time.RFC3339Nano), ahead.Round(time.Millisecond), ClaimSkew)}
 	}
 	var def protocol.TaskDef
 	if err := json.Unmarshal([]byte(t.Spec), &def); err != nil {
@@ -302,16 +358,6 @@ func (c *claimer) checkClaimFire(ctx context.Context, node string, t *store.Task
 	}
 	if plan, err := protocol.NewPlan(&def); err != nil || !plan.IsFire(fire) {
 		return Errorf(KindInvalid, "fire_at %s is not a fire of task %s's schedule", fire.Format(time.RFC3339Nano), t.ID)
-	}
-	if fire.After(now) {
-		n, err := store.CountOpenClaims(ctx, c.db, node, now)
-		if err != nil {
-			return fmt.Errorf("master: claim: %w", err)
-		}
-		if n >= MaxOpenClaimsPerNode {
-			return &Error{Kind: KindLimited, RetryAfter: time.Second,
-				Msg: fmt.Sprintf("node %s holds %d claims of fires still ahead (the maximum)", node, n)}
-		}
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func BenchmarkClaim(b *testing.B) {
 				masters := []*master.Master{m, m2}
 				ctx := context.Background()
 				// Past fires: a claim may name a fire up to MaxClaimAge
-				// back, but at most MaxClaimAhead ahead.
+				// back, but at most ClaimSkew ahead.
 				base := time.Now().Truncate(time.Second).Add(-2 * time.Hour)
 				lat := make([]time.Duration, 0, b.N*len(nodes))
 				b.ResetTimer()

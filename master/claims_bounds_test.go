@@ -48,9 +48,10 @@ func claimCount(t *testing.T, e *env, task string) int {
 	return int(n)
 }
 
-// A claim is accepted only for a real fire of the task's schedule, at most 5
-// minutes ahead, by one of its executors, within the open-claims bound; every
-// refusal stores nothing and says why.
+// A claim is accepted only for a real fire of the task's schedule, not
+// ahead of the master's clock by more than it decides (too early: the time
+// to come back), by one of its executors; every refusal stores nothing and
+// says why.
 func TestClaimOnlyRealDueFires(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
@@ -63,8 +64,9 @@ func TestClaimOnlyRealDueFires(t *testing.T) {
 			kind       master.Kind
 			says       string
 		}{
-			{"a year ahead", "a", minute.AddDate(1, 0, 0), master.KindInvalid, "ahead"},
-			{"six minutes ahead", "a", minute.Add(6 * time.Minute), master.KindInvalid, "ahead"},
+			{"a year ahead", "a", minute.AddDate(1, 0, 0), master.KindTooEarly, "ahead of the master's clock"},
+			{"six minutes ahead", "a", minute.Add(6 * time.Minute), master.KindTooEarly, "ahead of the master's clock"},
+			{"three minutes ahead", "a", minute.Add(3 * time.Minute), master.KindTooEarly, "ahead of the master's clock"},
 			{"between two fires", "a", minute.Add(-2*time.Minute + 30*time.Second), master.KindInvalid, "not a fire"},
 			{"a millisecond off", "a", minute.Add(-time.Minute + time.Millisecond), master.KindInvalid, "not a fire"},
 			{"long ago", "a", minute.AddDate(0, 0, -40), master.KindInvalid, "in the past"},
@@ -75,40 +77,27 @@ func TestClaimOnlyRealDueFires(t *testing.T) {
 			if master.KindOf(err) != c.kind || !strings.Contains(master.Message(err), c.says) {
 				t.Errorf("%s: %v, want a %v refusal saying %q", c.name, err, c.kind, c.says)
 			}
+			if c.kind == master.KindTooEarly {
+				if ra, want := master.RetryAfter(err), c.fire.Sub(time.Now())-master.ClaimSkew; ra > want+time.Second || ra < want-10*time.Second {
+					t.Errorf("%s: retry after %s, want about %s", c.name, ra, want)
+				}
+			}
 		}
 		if n := claimCount(t, e, id); n != 0 {
 			t.Fatalf("refused claims stored %d rows", n)
 		}
-		// Real fires: now, a little late, a catch-up an hour late, and one
-		// three minutes ahead (clock skew) are decided.
-		for _, fire := range []time.Time{minute, minute.Add(-time.Minute), minute.Add(-time.Hour), minute.Add(3 * time.Minute)} {
+		// Real fires: now, a little late and a catch-up an hour late are decided.
+		for _, fire := range []time.Time{minute, minute.Add(-time.Minute), minute.Add(-time.Hour)} {
 			resp, err := e.m.Claim(e.ctx, e.node("a"), protocol.ClaimRequest{TaskID: id, FireAt: fire})
 			if err != nil || resp.Winner == "" {
 				t.Fatalf("real fire %s: %+v %v", fire, resp, err)
 			}
 		}
-
-		// The open-claims bound: a node holding the maximum of claims ahead gets
-		// no more ahead, but still claims a fire that is due.
-		ahead := make([]store.Claim, master.MaxOpenClaimsPerNode)
-		for i := range ahead {
-			ahead[i] = store.Claim{TaskID: fmt.Sprintf("other-%d", i), FireAt: minute.Add(4 * time.Minute), Node: "b", CreatedAt: time.Now()}
-		}
-		if _, err := s.Store.DB.NewInsert().Model(&ahead).Exec(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		_, err := e.m.Claim(e.ctx, e.node("b"), protocol.ClaimRequest{TaskID: id, FireAt: minute.Add(2 * time.Minute)})
-		if master.KindOf(err) != master.KindLimited || !strings.Contains(master.Message(err), "the maximum") {
-			t.Fatalf("claim over the open bound: %v, want a limit refusal", err)
-		}
-		if resp, err := e.m.Claim(e.ctx, e.node("b"), protocol.ClaimRequest{TaskID: id, FireAt: minute.Add(-2 * time.Minute)}); err != nil || resp.Winner == "" {
-			t.Fatalf("due fire of a node at its open bound: %+v %v", resp, err)
-		}
 	})
 }
 
-// Over real HTTP a refused claim is a 400 with a sentence, and the master
-// logs the node and the reason.
+// Over real HTTP a claim too early is a 425 with a sentence and Retry-After,
+// and the master logs the node and the reason.
 func TestClaimRefusalOverHTTPIsLogged(t *testing.T) {
 	t.Parallel()
 	s := storetest.OpenSQLite(t)
@@ -127,16 +116,16 @@ func TestClaimRefusalOverHTTPIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("a claim a year ahead: %d, want 400", resp.StatusCode)
+	if resp.StatusCode != http.StatusTooEarly || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a claim a year ahead: %d (Retry-After %q), want 425 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if out := logs(); !strings.Contains(out, "claim refused") || !strings.Contains(out, "node=a") || !strings.Contains(out, "ahead") {
 		t.Fatalf("the refusal is not logged with node and reason:\n%.2000s", out)
 	}
 }
 
-// Executors racing with a mix of real and fake fires: exactly one winner per
-// real fire, no fake fire ever stored.
+// Executors racing with a mix of real fires, fake ones and fires not due:
+// exactly one winner per real fire, nothing else ever stored.
 func TestClaimRaceRealAndFakeFires(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
@@ -169,7 +158,9 @@ func TestClaimRaceRealAndFakeFires(t *testing.T) {
 						t.Errorf("real fire %s by %s: %v", fire, name, err)
 					case isReal && resp.Won:
 						wins[fire]++
-					case !isReal && !errors.Is(err, master.ErrInvalid):
+					case !isReal && fire.After(time.Now().Add(master.ClaimSkew+master.ClaimHold)) && master.KindOf(err) != master.KindTooEarly:
+						t.Errorf("fire not due %s by %s: %v, want too early", fire, name, err)
+					case !isReal && fire.Before(time.Now()) && !errors.Is(err, master.ErrInvalid):
 						t.Errorf("fake fire %s by %s: %v, want invalid", fire, name, err)
 					}
 				})

@@ -18,7 +18,7 @@ import (
 // of task, fire and node) and thus these tests are the same at every run.
 //
 // It is yesterday's midnight (UTC): a claim must name a fire at most
-// master.MaxClaimAhead ahead and master.MaxClaimAge behind the clock, and the
+// master.ClaimSkew plus master.ClaimHold ahead and master.MaxClaimAge behind the clock, and the
 // ranks stay the same for a whole day.
 var claimBase = time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour).Add(3*time.Hour + 4*time.Minute)
 

@@ -44,6 +44,9 @@ const (
 	// call past its deadline): the master works, its database does not, and
 	// the same request later, or to another master, succeeds.
 	KindUnavailable
+	// KindTooEarly is a claim of a fire further ahead of the master's clock
+	// than ClaimSkew allows; RetryAfter says when it may be claimed.
+	KindTooEarly
 )
 
 // String names the kind as the sentinels' texts do.
@@ -71,6 +74,8 @@ func (k Kind) String() string {
 		return "busy"
 	case KindUnavailable:
 		return "unavailable"
+	case KindTooEarly:
+		return "too early"
 	}
 	return fmt.Sprintf("kind %d", int(k))
 }
@@ -83,7 +88,7 @@ type Error struct {
 	Msg    string
 	Fields protocol.FieldErrors
 	Err    error
-	// RetryAfter is when a KindLimited caller may try again.
+	// RetryAfter is when a KindLimited or KindTooEarly caller may try again.
 	RetryAfter time.Duration
 }
 

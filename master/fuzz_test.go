@@ -157,7 +157,7 @@ func FuzzRegisterHeaders(f *testing.F) {
 
 // FuzzClaim sends arbitrary claim bodies through the worker API's decoder
 // (DecodeStrict) and Claim: nothing panics, and a claim is won only for a
-// real fire of the task (every whole hour) no more than MaxClaimAhead ahead
+// real fire of the task (every whole hour) no more than ClaimSkew ahead
 // and MaxClaimAge behind.
 func FuzzClaim(f *testing.F) {
 	hour := time.Now().UTC().Truncate(time.Hour)
@@ -185,7 +185,7 @@ func FuzzClaim(f *testing.F) {
 			return
 		}
 		fire, now := req.FireAt.UTC(), time.Now()
-		if !fire.Equal(fire.Truncate(time.Hour)) || fire.After(now.Add(master.MaxClaimAhead)) || fire.Before(now.Add(-master.MaxClaimAge)) {
+		if !fire.Equal(fire.Truncate(time.Hour)) || fire.After(now.Add(master.ClaimSkew)) || fire.Before(now.Add(-master.MaxClaimAge)) {
 			t.Fatalf("won a claim of %s, which is not a due fire of the hourly task", fire.Format(time.RFC3339Nano))
 		}
 	})

@@ -60,6 +60,10 @@ type Config struct {
 	// better-ranked executor to claim a fire before it claims it itself
 	// (default 150ms): the delay a dead but not yet detected executor adds.
 	ClaimGrace time.Duration
+	// UnrunClaimMargin is how long past a claimed fire's timeout the leader
+	// waits for the winner's report before recording the fire as a misfire
+	// naming the node (default DefaultUnrunClaimMargin).
+	UnrunClaimMargin time.Duration
 	// MisfireWindow is how long the fires of a task with no running executor
 	// are gathered into one skipped run while the outage lasts (default 10m):
 	// a long outage leaves a record per window, not one per fire.
@@ -122,6 +126,9 @@ func (c *Config) defaults() {
 	if c.MisfireWindow <= 0 {
 		c.MisfireWindow = 10 * time.Minute
 	}
+	if c.UnrunClaimMargin <= 0 {
+		c.UnrunClaimMargin = DefaultUnrunClaimMargin
+	}
 }
 
 // Master runs the master engine.
@@ -143,6 +150,7 @@ type Master struct {
 	reads *Reads
 	// claims decides fire claims; runs stores the run reports.
 	claims *claimer
+	unrun  *unrunClaims
 	runs   *runIngest
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
@@ -217,6 +225,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.runs = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,
 		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.GetTask, runTask: m.RunTask}
 	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
+	m.unrun = &unrunClaims{db: st.DB, log: log, events: m.events, margin: cfg.UnrunClaimMargin}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
 		health: m.HealthConfig, recover: m.recover, noteLabels: m.noteDeclaredLabels}
 	m.metrics.attach(m)
@@ -297,7 +306,8 @@ func (m *Master) sweepPass() {
 	defer done()
 	m.PollSettings(m.life.ctx) // every master, leader or not
 	if !m.IsLeader() {
-		return // the leader sweeps for the cluster
+		m.unrun.reset() // read again from the start should it lead again
+		return          // the leader sweeps for the cluster
 	}
 	m.Sweep(m.life.ctx)
 	m.prunePendingNodes(WithActor(m.life.ctx, ActorHealthChecker))
@@ -307,6 +317,19 @@ func (m *Master) sweepPass() {
 	// the fires of tasks with no running executor.
 	m.reshard(m.life.ctx)
 	m.AccountMisfires(m.life.ctx)
+	m.RecordUnrunClaims(m.life.ctx)
+}
+
+// RecordUnrunClaims records as misfires, naming the node, the fires whose
+// claim's winner reported no run within the task's timeout plus
+// Config.UnrunClaimMargin (see unrunClaims); it returns how many. The
+// leader runs it after every health sweep.
+func (m *Master) RecordUnrunClaims(ctx context.Context) int {
+	n, err := m.unrun.pass(ctx, time.Now())
+	if err != nil {
+		m.log.Warn("unrun claims not checked", "err", err)
+	}
+	return n
 }
 
 // retentionPass is one pass of the retention duty, counted as background work.

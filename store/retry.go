@@ -83,6 +83,14 @@ func IsRetryable(err error) bool {
 // (both are 1213), or PostgreSQL's deadlock or serialization failure.
 // Unlike the other retryable errors it says nothing about the health of the
 // database node.
+// isUnsupportedStatement reports whether MySQL refused a statement as not
+// its syntax (1064: MySQL has no SET STATEMENT) or naming an unknown
+// variable (1193: a server without wsrep_sync_wait).
+func isUnsupportedStatement(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1064 || me.Number == 1193)
+}
+
 func isLostToConcurrentWrite(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {

@@ -229,24 +229,25 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMo
 		ids[i] = rows[i].ID
 	}
 	var existing []struct {
-		ID     string `bun:"id"`
-		Result string `bun:"result"`
+		ID      string `bun:"id"`
+		Result  string `bun:"result"`
+		Attempt int    `bun:"attempt"`
 	}
-	if err := db.NewSelect().Model((*Run)(nil)).Column("id", "result").Where("id IN (?)", bun.In(ids)).Scan(ctx, &existing); err != nil {
+	if err := db.NewSelect().Model((*Run)(nil)).Column("id", "result", "attempt").Where("id IN (?)", bun.In(ids)).Scan(ctx, &existing); err != nil {
 		return nil, fmt.Errorf("store: find known runs: %w", err)
 	}
-	known := make(map[string]string, len(existing))
+	known := make(map[string]bool, len(existing)) // id: its stored run may be replaced
 	for _, e := range existing {
-		known[e.ID] = e.Result
+		known[e.ID] = e.Result == ResultRunning || e.Result == ResultLost || (e.Result == ResultSkipped && e.Attempt == UnrunClaimAttempt)
 	}
 	rest := make([]Run, 0, len(rows)-len(existing))
-	var ended []Run // final reports of runs stored as in progress or lost
+	var ended []Run // final reports of runs stored as in progress, lost or unrun
 	for _, r := range rows {
-		stored, ok := known[r.ID]
+		replaceable, ok := known[r.ID]
 		switch {
 		case !ok:
 			rest = append(rest, r)
-		case r.Result != ResultRunning && (stored == ResultRunning || stored == ResultLost):
+		case r.Result != ResultRunning && replaceable:
 			ended = append(ended, r)
 		}
 	}
@@ -274,7 +275,8 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMo
 	return done, nil
 }
 
-// endRun replaces a run stored in progress (or lost) with its final report,
+// endRun replaces a run stored in progress (or lost, or recorded unrun by
+// RecordUnrunClaims) with its final report,
 // only from the node that ran it. It is a conditional update: a concurrent
 // delivery that ended it first wins, and this one counts as a duplicate; so
 // does a report of another node's run.
@@ -283,7 +285,10 @@ func endRun(ctx context.Context, db bun.IDB, r *Run) (bool, error) {
 		Column("scheduled_at", "started_at", "ended_at", "duration_ms", "result", "attempt", "http_status",
 			"exit_code", "output", "manual", "binary_output", "covers").
 		WherePK().Where("node = ?", r.Node).Where("task_id = ?", r.TaskID).
-		Where("result IN (?)", bun.In([]string{ResultRunning, ResultLost})).Exec(ctx)
+		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Where("result IN (?)", bun.In([]string{ResultRunning, ResultLost})).
+				WhereOr("result = ? AND attempt = ?", ResultSkipped, UnrunClaimAttempt)
+		}).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return false, nil
@@ -528,13 +533,55 @@ func ClaimFire(ctx context.Context, db bun.IDB, taskID string, fire time.Time, n
 		return err
 	})
 	if err != nil && ctx.Err() == nil && isLostToConcurrentWrite(err) {
-		w, rerr := FireClaimWinner(ctx, db, taskID, fire)
-		if rerr != nil {
-			return "", rerr
-		}
-		return w, nil
+		return winnerAfterConflict(ctx, db, taskID, fire)
 	}
 	return winner, err
+}
+
+// winnerPoll and winnerWait bound the reads of a fire's winner after a
+// claim lost to a concurrent write that this node has not applied yet.
+const (
+	winnerPoll = 5 * time.Millisecond
+	winnerWait = 2 * time.Second
+)
+
+// winnerAfterConflict reads the winner of a fire whose claim lost to a
+// concurrent claim: a loser is always told who won. On Galera the losing
+// node may not have applied the winner's insert yet when its own write
+// fails certification, so the read is causal (wsrep_sync_wait: it waits
+// until this node has applied what the cluster committed before it); on
+// every engine the read is repeated briefly should it still find nothing.
+// When no winner appears (both writes were rolled back) it is an error, so
+// the claimant asks again rather than taking "nobody" for an answer.
+func winnerAfterConflict(ctx context.Context, db bun.IDB, taskID string, fire time.Time) (string, error) {
+	if db.Dialect().Name() == dialect.MySQL {
+		var nodes []string
+		err := db.NewRaw("SET STATEMENT wsrep_sync_wait = 1 FOR SELECT node FROM locks WHERE task_id = ? AND fire_at = ?",
+			taskID, fire.UTC()).Scan(ctx, &nodes)
+		switch {
+		case err == nil && len(nodes) > 0:
+			return nodes[0], nil
+		case err != nil && !isUnsupportedStatement(err):
+			return "", fmt.Errorf("store: read fire claim: %w", err)
+		}
+	}
+	deadline := time.Now().Add(winnerWait)
+	for {
+		w, err := FireClaimWinner(ctx, db, taskID, fire)
+		if err != nil || w != "" {
+			return w, err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("store: claim fire: lost to a concurrent claim whose winner is not recorded: %w", ErrConflict)
+		}
+		t := time.NewTimer(winnerPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // claimFire is one attempt of ClaimFire.
@@ -632,6 +679,83 @@ func ClaimCountsSince(ctx context.Context, db bun.IDB, since time.Time) (map[str
 	return out, nil
 }
 
+// UnrunClaimAttempt is the attempt of the skipped run that stands for a
+// won claim whose winner reported no run (RecordUnrunClaims): no report of
+// a worker has it (attempts count from 1), so a late report of that run
+// still replaces it.
+const UnrunClaimAttempt = 0
+
+// UnreportedClaim is a won claim of a fire whose winner has reported no run
+// under the run id its claim named, with its task's definition.
+type UnreportedClaim struct {
+	TaskID string    `bun:"task_id"`
+	FireAt time.Time `bun:"fire_at"`
+	Node   string    `bun:"node"`
+	RunID  string    `bun:"run_id"`
+	Spec   string    `bun:"spec"`
+}
+
+// ClaimCursor is a position in the claims ordered by fire and task.
+type ClaimCursor struct {
+	FireAt time.Time
+	TaskID string
+}
+
+// UnreportedClaims returns up to limit won claims after the cursor and with
+// fires at or before until, in fire then task order, whose winner has
+// reported no run under the claim's run id. Claims of older workers (no run
+// id) are left out: their runs cannot be matched.
+func UnreportedClaims(ctx context.Context, db bun.IDB, after ClaimCursor, until time.Time, limit int) ([]UnreportedClaim, error) {
+	var rows []UnreportedClaim
+	q := db.NewSelect().TableExpr("locks AS c").
+		ColumnExpr("c.task_id, c.fire_at, c.node, c.run_id, t.spec").
+		Join("JOIN tasks AS t ON t.id = c.task_id").
+		Where("c.run_id <> ''").Where("c.fire_at <= ?", until.UTC()).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("c.fire_at > ?", after.FireAt.UTC()).
+				WhereOr("c.fire_at = ? AND c.task_id > ?", after.FireAt.UTC(), after.TaskID)
+		}).
+		Where("NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = c.run_id)").
+		OrderExpr("c.fire_at ASC, c.task_id ASC").Limit(int64(limit))
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("store: unreported claims: %w", err)
+	}
+	for i := range rows {
+		rows[i].FireAt = rows[i].FireAt.UTC()
+	}
+	return rows, nil
+}
+
+// RunsExist returns which of the run ids are stored.
+func RunsExist(ctx context.Context, db bun.IDB, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), 500)]
+		ids = ids[len(part):]
+		var found []string
+		if err := db.NewSelect().Model((*Run)(nil)).Column("id").Where("id IN (?)", bun.In(part)).Scan(ctx, &found); err != nil {
+			return nil, fmt.Errorf("store: find runs: %w", err)
+		}
+		for _, id := range found {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
+// ClaimStillUnreported reports whether c still stands as read: the claim
+// still names c's run id (its winner did not claim the fire again under
+// another id) and no run has that id.
+func ClaimStillUnreported(ctx context.Context, db bun.IDB, c UnreportedClaim) (bool, error) {
+	n, err := db.NewSelect().TableExpr("locks AS c").
+		Where("c.task_id = ?", c.TaskID).Where("c.fire_at = ?", c.FireAt.UTC()).Where("c.run_id = ?", c.RunID).
+		Where("NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = c.run_id)").Count(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: check unreported claim: %w", err)
+	}
+	return n > 0, nil
+}
+
 // DeleteOldClaims removes fire claims older than before.
 func DeleteOldClaims(ctx context.Context, db bun.IDB, before time.Time) error {
 	if _, err := db.NewDelete().Model((*Claim)(nil)).Where("fire_at < ?", before.UTC()).Exec(ctx); err != nil {
@@ -658,15 +782,6 @@ func DeleteRunsBefore(ctx context.Context, db bun.IDB, cutoff time.Time, limit i
 		return 0, fmt.Errorf("store: delete old runs: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	return int(n), nil
-}
-
-// CountOpenClaims counts node's claims of fires after now.
-func CountOpenClaims(ctx context.Context, db bun.IDB, node string, now time.Time) (int, error) {
-	n, err := db.NewSelect().Model((*Claim)(nil)).Where("node = ?", node).Where("fire_at > ?", now.UTC()).Count(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("store: count open claims: %w", err)
-	}
 	return int(n), nil
 }
 

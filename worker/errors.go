@@ -22,3 +22,8 @@ var (
 // errBatchRefused means the master refused a whole batch of run reports as
 // unreadable (400 or 413): resending it unchanged can never succeed.
 var errBatchRefused = errors.New("worker: the master refused the batch as unreadable")
+
+// errClaimTooEarly means the master refused a claim because the fire is
+// further ahead of its clock than it decides fires (this node's clock runs
+// fast), and the time to come back did not fit in the claim's timeout.
+var errClaimTooEarly = errors.New("worker: the master refused the claim as too early for its clock (is this node's clock fast? check NTP)")

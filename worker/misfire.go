@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ type missed struct {
 	last  time.Time         // scheduled time of the latest one
 	count int
 	err   string // why the latest claim failed
+	// early: the master refused the latest claim as too early for its
+	// clock (this node's clock is fast), rather than being unreachable.
+	early bool
 }
 
 // misfired records a fire whose claim could not be made. Under skip, a window
@@ -53,7 +57,7 @@ func (r *runner) misfired(spec protocol.TaskSpec, fire time.Time, err error) {
 	if fire.After(m.last) {
 		m.last = fire
 	}
-	m.spec, m.err = spec, err.Error()
+	m.spec, m.err, m.early = spec, err.Error(), errors.Is(err, errClaimTooEarly)
 	m.count++
 	window := r.misfireWindow
 	if window <= 0 {
@@ -122,7 +126,13 @@ func (r *runner) reopen(m *missed) {
 // misfireReport is the skipped run that stands for a window of misfires.
 func misfireReport(node string, m *missed, id runID) protocol.RunReport {
 	why := fmt.Sprintf("misfire: no master reachable to claim this fire (%s)", m.err)
-	if m.count > 1 {
+	switch {
+	case m.early && m.count > 1:
+		why = fmt.Sprintf("misfire: the master refused the claims of %d fires from %s to %s as too early for its clock: this node's clock is ahead of the master's (%s)",
+			m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339), m.err)
+	case m.early:
+		why = fmt.Sprintf("misfire: the master refused the claim of this fire as too early for its clock: this node's clock is ahead of the master's (%s)", m.err)
+	case m.count > 1:
 		why = fmt.Sprintf("misfire: no master reachable to claim %d fires from %s to %s (%s)",
 			m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339), m.err)
 	}

@@ -632,8 +632,11 @@ func (r *runner) claimFire(tj *taskJob, fire time.Time) (protocol.TaskSpec, runI
 	won, err := r.claim(r.ctx, spec.ID, fire, id)
 	if err != nil {
 		if log, n := r.unclaimed.hit(time.Now()); log {
-			r.log.Warn("fires not claimed: no master reachable; another executor may run them (logged again every 5m, and when claims get through)",
-				"task", spec.ID, "fire", fire, "unclaimed_so_far", n, "err", err)
+			msg := "fires not claimed: no master reachable; another executor may run them (logged again every 5m, and when claims get through)"
+			if errors.Is(err, errClaimTooEarly) {
+				msg = "fires not claimed: this node's clock is ahead of the master's, which refuses claims of fires that are not yet due; another executor may run them (logged again every 5m, and when claims get through)"
+			}
+			r.log.Warn(msg, "task", spec.ID, "fire", fire, "unclaimed_so_far", n, "err", err)
 		}
 		r.misfired(spec, fire, err)
 		return spec, id, false

@@ -589,12 +589,31 @@ func (w *Worker) claimFire(ctx context.Context, taskID string, fire time.Time, r
 	}
 	ctx, cancel := context.WithTimeout(ctx, protocol.ClaimTimeout)
 	defer cancel()
-	var resp protocol.ClaimResponse
-	if err := w.hedgedPost(ctx, w.masters.claimHedge, protocol.PathMasterClaim, w.authHeaders(), body, &resp); err != nil {
+	for {
+		var resp protocol.ClaimResponse
+		err := w.hedgedPost(ctx, w.masters.claimHedge, protocol.PathMasterClaim, w.authHeaders(), body, &resp)
+		if err == nil {
+			return resp.Won, nil
+		}
 		w.maybeReregister(err)
-		return false, err
+		// A fire further ahead of the master's clock than it decides
+		// (this clock runs fast) is claimed again when the master says,
+		// if that is within the claim's timeout.
+		var se *protocol.StatusError
+		if !errors.As(err, &se) || se.Status != http.StatusTooEarly {
+			return false, err
+		}
+		if dl, ok := ctx.Deadline(); se.RetryAfter <= 0 || (ok && time.Until(dl) <= se.RetryAfter) {
+			return false, fmt.Errorf("%w: %w", errClaimTooEarly, err)
+		}
+		t := time.NewTimer(se.RetryAfter)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, fmt.Errorf("%w: %w", errClaimTooEarly, err)
+		}
 	}
-	return resp.Won, nil
 }
 
 // postRuns delivers one batch of run reports. A 400 or 413 means the master
