@@ -99,6 +99,9 @@ type Principal struct {
 	// not limited to one); TokenRole caps its role there ("": no cap).
 	TokenProject int64
 	TokenRole    ProjectRole
+	// TokenExpiresAt is when the token used expires (zero: never); a token
+	// it creates expires no later.
+	TokenExpiresAt time.Time
 	// Locale is the user's console language ("": follow the browser).
 	Locale string
 }
@@ -119,10 +122,32 @@ func (p *Principal) Actor() string {
 // People create tokens for themselves; a cluster admin may create one for
 // anyone. A token acts in one project with a role no higher than its
 // owner's there, or, for a cluster admin, in the cluster.
+//
+// The rule of tokens made by tokens, stated once here: a child is never
+// wider than its maker. It acts in the maker's project (a project-limited
+// maker names no other), with at most the maker's role there now (the
+// role it gets when none is asked for), and expires no later than the
+// maker (when it expires at all; a child with no expiry asked for gets
+// the maker's).
 func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (string, *store.APIToken, error) {
 	in.Name = strings.TrimSpace(in.Name)
 	in.Project = strings.TrimSpace(in.Project)
-	fe := in.Check(time.Now())
+	asker := PrincipalFrom(ctx)
+	byToken := asker != nil && asker.Token != ""
+	inherit := byToken && in.Role == ""
+	now := time.Now()
+	fe := in.Check(now)
+	if byToken && !asker.TokenExpiresAt.IsZero() && fe["expires_at"] == "" {
+		switch {
+		case in.ExpiresAt.IsZero():
+			in.ExpiresAt = asker.TokenExpiresAt
+		case in.ExpiresAt.After(asker.TokenExpiresAt):
+			if fe == nil {
+				fe = protocol.FieldErrors{}
+			}
+			fe["expires_at"] = "must not be later than the expiry of the token that creates it (" + asker.TokenExpiresAt.UTC().Format(time.RFC3339) + ")"
+		}
+	}
 	if in.Role != "" && !in.Role.Valid() {
 		if fe == nil {
 			fe = protocol.FieldErrors{}
@@ -132,7 +157,7 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 	if fe != nil {
 		return "", nil, fe
 	}
-	if asker := PrincipalFrom(ctx); asker != nil && asker.Name != owner && !asker.ClusterAdmin() {
+	if asker != nil && asker.Name != owner && !asker.ClusterAdmin() {
 		return "", nil, Errorf(KindForbidden, "forbidden: you may create tokens only for yourself")
 	}
 	u, err := store.GetUser(ctx, a.db, owner)
@@ -151,7 +176,13 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 	}
 	// A token never gets more than whoever asks has: a token creating
 	// tokens is capped by its own scope.
-	asker := PrincipalFrom(ctx)
+	if byToken && in.Project == "" && asker.TokenProject != 0 {
+		p, err := store.GetProjectByID(ctx, a.db, asker.TokenProject)
+		if err != nil {
+			return "", nil, err
+		}
+		in.Project = p.Name
+	}
 	var projectID int64
 	if in.Project == "" && u.Role == RoleAdmin && asker != nil && !asker.ClusterAdmin() {
 		return "", nil, Errorf(KindForbidden, "forbidden: a token limited to one project cannot create a cluster token; name its project")
@@ -171,6 +202,9 @@ func (a *Accounts) CreateToken(ctx context.Context, owner string, in NewToken) (
 		}
 		if in.Role != "" && in.Role.rank() > has.rank() {
 			return "", nil, invalidFields(protocol.FieldErrors{"role": fmt.Sprintf("%s's role in project %s is %s: a token may not be given more", u.Username, p.Name, has)})
+		}
+		if inherit {
+			in.Role = has
 		}
 		ctx = withEventProject(ctx, p.ID)
 	} else if in.Role != "" {
@@ -208,9 +242,16 @@ func (a *Accounts) ListTokens(ctx context.Context) ([]store.APIToken, error) {
 }
 
 // mayManageToken reports whether p may see and revoke t: its own, or one of
-// a project p manages (a cluster admin: any).
+// a project p manages (a cluster admin: any). A token limited to a project
+// sees nothing outside it: not its owner's other tokens, not cluster ones.
 func mayManageToken(p *Principal, t *store.APIToken) bool {
-	if p == nil || p.ClusterAdmin() || t.CreatedBy == p.Name {
+	if p == nil || p.ClusterAdmin() {
+		return true
+	}
+	if p.Token != "" && p.TokenProject != 0 && t.ProjectID != p.TokenProject {
+		return false
+	}
+	if t.CreatedBy == p.Name {
 		return true
 	}
 	return t.ProjectID != 0 && p.Can(t.ProjectID, ActManage)
@@ -275,7 +316,7 @@ func (a *Accounts) AuthenticateToken(ctx context.Context, plain string, now time
 	if err != nil {
 		return nil, err
 	}
-	p.Token, p.TokenProject, p.TokenRole = t.Name, t.ProjectID, ProjectRole(t.Role)
+	p.Token, p.TokenProject, p.TokenRole, p.TokenExpiresAt = t.Name, t.ProjectID, ProjectRole(t.Role), t.ExpiresAt
 	return p, nil
 }
 

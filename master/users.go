@@ -341,6 +341,9 @@ func (a *Accounts) patchUser(ctx context.Context, action, name string, p UserPat
 // current_password, new_password and new_password_confirm. On success u
 // carries the new hash.
 func (a *Accounts) ChangeOwnPassword(ctx context.Context, u *store.User, ip, current, next, confirm string) error {
+	if err := refuseToken(ctx, "change its owner's password"); err != nil {
+		return err
+	}
 	if u.AuthMethod != "" {
 		return Errorf(KindState, "you sign in with %s and have no local password to change", u.AuthMethod)
 	}
@@ -413,6 +416,9 @@ func (a *Accounts) ChangeOwnLocale(ctx context.Context, name, lang string) error
 // ChangeOwnEmail sets or clears the email of the user named; a bad address
 // is a field error of email.
 func (a *Accounts) ChangeOwnEmail(ctx context.Context, name, email string) error {
+	if err := refuseToken(ctx, "change its owner's e-mail"); err != nil {
+		return err
+	}
 	if msg := CheckEmail(email); msg != "" {
 		return protocol.FieldErrors{"email": msg}
 	}
@@ -421,5 +427,15 @@ func (a *Accounts) ChangeOwnEmail(ctx context.Context, name, email string) error
 	}
 	a.log.Info("own email changed", "username", name)
 	a.events.record(ctx, "user.email_change", store.TargetUser, name, nil, "")
+	return nil
+}
+
+// refuseToken refuses what only a person signed in may do: an API token
+// acts for its owner in the projects, never on the owner's own account
+// (what signs the owner in or receives the owner's notices).
+func refuseToken(ctx context.Context, what string) error {
+	if p := PrincipalFrom(ctx); p != nil && p.Token != "" {
+		return Errorf(KindForbidden, "forbidden: an API token cannot %s; sign in to the console", what)
+	}
 	return nil
 }
