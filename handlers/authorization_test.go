@@ -26,6 +26,7 @@ const (
 	clsOpen        = "open"         // anyone, signed in or not
 	clsWorker      = "worker"       // workers only (cluster key or node secret): no person
 	clsSignedIn    = "signed-in"    // any signed-in user
+	clsPerson      = "person"       // any signed-in user in a session, never an API token
 	clsAdmin       = "admin"        // cluster admins
 	clsReader      = "cluster-read" // cluster admins and viewers of every project
 	clsRead        = "read"         // who may read project alpha
@@ -50,7 +51,7 @@ var authzRoutes = map[string]string{
 	"GET /nodes": clsSignedIn, "GET /nodes/rows": clsSignedIn, "GET /nodes/:name": clsSignedIn, "GET /nodes/:name/live": clsSignedIn,
 	"GET /schedules/preview": clsSignedIn, "GET /selectors/preview": clsSignedIn, "GET /pools": clsSignedIn, "GET /pools/*pool": clsSignedIn,
 	"GET /runs": clsSignedIn, "GET /runs/live": clsSignedIn, "GET /runs/tasks": clsSignedIn, "GET /tokens": clsSignedIn, "POST /tokens": clsRead,
-	"GET /account": clsSignedIn, "POST /account/password": clsSignedIn, "POST /account/email": clsSignedIn,
+	"GET /account": clsSignedIn, "POST /account/password": clsPerson, "POST /account/email": clsPerson,
 	"GET /events": clsSignedIn, "GET /delayed": clsSignedIn, "GET /delayed/rows": clsSignedIn, "GET /projects": clsSignedIn,
 	"GET /tasks": clsSignedIn, "GET /tasks/rows": clsSignedIn,
 	"GET /api/v1/nodes": clsSignedIn, "GET /api/v1/nodes/:name": clsSignedIn, "GET /api/v1/schedules/preview": clsSignedIn,
@@ -156,7 +157,7 @@ func TestAuthorizationEveryRouteEveryRole(t *testing.T) {
 		return plain
 	}
 	set := func(cls ...string) map[string]bool {
-		m := map[string]bool{clsOpen: true, clsSignedIn: true}
+		m := map[string]bool{clsOpen: true, clsSignedIn: true, clsPerson: true}
 		for _, c := range cls {
 			m[c] = true
 		}
@@ -179,6 +180,12 @@ func TestAuthorizationEveryRouteEveryRole(t *testing.T) {
 			bearer: token("admin", master.NewToken{Name: "cluster"})},
 	}
 
+	// A token acts for its owner in projects, never on the owner's account.
+	for i := range callers {
+		if callers[i].bearer != "" {
+			delete(callers[i].allowed, clsPerson)
+		}
+	}
 	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: e.m, Log: storetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

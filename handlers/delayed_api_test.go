@@ -173,7 +173,7 @@ func TestDelayedAPILifecycle(t *testing.T) {
 			time.Until(d.DueAt) < 29*time.Minute || d.Executors == nil {
 			t.Fatalf("created %s", resp)
 		}
-		for _, k := range []string{`"content_type":"application/json"`, `"late":false`, `"finished_at":null`, `"notify_body":"{\"order\":42}"`} {
+		for _, k := range []string{`"project":"default"`, `"content_type":"application/json"`, `"late":false`, `"finished_at":null`, `"notify_body":"{\"order\":42}"`} {
 			if !strings.Contains(resp, k) {
 				t.Errorf("answer lacks %s: %s", k, resp)
 			}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -79,10 +78,7 @@ func (s *server) switchProject(c *gin.Context) {
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: projectCookie, Value: name, Path: "/", MaxAge: 365 * 24 * 3600,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.sessions.Options.Secure})
-	back := c.PostForm("back")
-	if u, err := url.Parse(back); err != nil || back == "" || !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || u.Host != "" {
-		back = "/dashboard"
-	}
+	back := safeNext(c.PostForm("back"))
 	c.Redirect(http.StatusSeeOther, back)
 }
 

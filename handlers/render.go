@@ -38,6 +38,16 @@ func wantsJSON(c *gin.Context) bool {
 // serverError is the one path for unexpected failures: it logs and answers
 // 500, or 503 when the database did not answer within the request's deadline.
 func (s *server) serverError(c *gin.Context, err error) {
+	// An engine refusal that reached here is the caller's, not the
+	// master's: it answers its own status and logs nothing.
+	if st := errorStatus(err); st != 0 && st != http.StatusServiceUnavailable {
+		if wantsJSON(c) {
+			s.apiError(c, err)
+		} else {
+			s.errorPage(c, st, master.Message(err))
+		}
+		return
+	}
 	if timedOut(c, err) {
 		s.unavailable(c, err)
 		return

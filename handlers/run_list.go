@@ -25,10 +25,12 @@ func (s *server) taskRuns(c *gin.Context) {
 	id := c.Param("id")
 	vm, err := s.taskVM(c, id, nil)
 	if errors.Is(err, master.ErrNotFound) && isHX(c) {
-		// Deleted meanwhile (by someone else): say so on the list.
+		// Deleted meanwhile (by someone else), or never readable: 404, and
+		// htmx, which follows HX-Redirect whatever the status, says so on
+		// the list.
 		s.setFlash(c, false, tr(c, "FlashTaskWasDeleted", "ID", id))
 		c.Header("HX-Redirect", "/tasks")
-		c.Status(http.StatusOK)
+		c.Status(http.StatusNotFound)
 		return
 	}
 	if err != nil {

@@ -433,6 +433,20 @@ func TestTaskActionsOnARunningWorker(t *testing.T) {
 	if status, _ := e.do(c, "GET", "/tasks/"+id, "", nil); status != http.StatusNotFound {
 		t.Fatalf("deleted task page: %d, want 404", status)
 	}
+	// Its live fragment answers 404 too, and sends htmx to the list (htmx
+	// follows HX-Redirect whatever the status).
+	for _, path := range []string{"/tasks/" + id + "/runs", "/tasks/no-such-task/runs"} {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.Header.Set("HX-Request", "true")
+		fresp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresp.Body.Close()
+		if fresp.StatusCode != http.StatusNotFound || fresp.Header.Get("HX-Redirect") != "/tasks" {
+			t.Fatalf("live fragment %s of a missing task: %d redirect %q, want 404 to /tasks", path, fresp.StatusCode, fresp.Header.Get("HX-Redirect"))
+		}
+	}
 	// The run page still works for a deleted task's runs.
 	if status, page := e.do(c, "GET", "/runs/"+runs[0].ID, "", nil); status != 200 || !strings.Contains(page, "(deleted)") {
 		t.Fatalf("run of a deleted task: %d", status)

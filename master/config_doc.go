@@ -164,6 +164,9 @@ type docReader struct {
 	missing map[string]bool
 	// rewrite, with lookup set, writes each filled value back into the tree.
 	rewrite bool
+	// secret, when set, says whether a value at path (its text raw) may
+	// hold references: only secret fields may (see FillDocument).
+	secret func(path, raw string) bool
 }
 
 type docError struct {
@@ -317,9 +320,16 @@ func (r *docReader) scalar(n *yaml.Node, path string) (any, error) {
 		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 			return nil, &docError{path, "holds a NUL byte or invalid UTF-8"}
 		}
-		out, err := expandRefs(s, r.lookup, r.missing)
+		lookup, refs := r.lookup, 0
+		if lookup != nil {
+			lookup = func(name string) (string, bool) { refs++; return r.lookup(name) }
+		}
+		out, err := expandRefs(s, lookup, r.missing)
 		if err != nil {
 			return nil, &docError{path, err.Error()}
+		}
+		if refs > 0 && r.secret != nil && !r.secret(path, s) {
+			return nil, &docError{path, "holds ${ENV:…}, which is filled only in secret fields (a secret header, a secret param, a URL's password), where no viewer reads it"}
 		}
 		if r.rewrite && out != s {
 			n.Value, n.Tag, n.Style = out, "!!str", yaml.DoubleQuotedStyle
@@ -371,29 +381,56 @@ func ParseDocument(data []byte) (*Document, error) {
 	return decodeDocument(v)
 }
 
-// FillDocument fills the ${ENV:NAME} references of a document's text from
-// lookup and returns the text to send to a master, as YAML. Every name
+// FillDocument fills the ${ENV:NAME} references of a document's text and
+// returns the text to send to a master, as YAML. Only the variables named
+// (the operator's --env) are filled, from lookup, and only in secret fields
+// (secret headers and params, a URL's password), which viewers see masked:
+// a reference elsewhere, or to a variable not named, is an error, and the
+// master's own SM_* variables (SM_TOKEN) can never be named. Every name
 // lookup does not know is an error, all named at once, so nothing is sent
 // with a hole in it. The filled values are escaped: a value holding ${ENV:
 // stays text.
-func FillDocument(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+func FillDocument(data []byte, names []string, lookup func(string) (string, bool)) ([]byte, error) {
+	allowed := map[string]bool{}
+	for _, n := range names {
+		switch {
+		case !envRefName.MatchString(n):
+			return nil, Errorf(KindInvalid, "--env %q is not an environment variable name (letters, digits and '_')", clipText(n, 40))
+		case strings.HasPrefix(strings.ToUpper(n), "SM_"):
+			return nil, Errorf(KindInvalid, "--env %s: the SM_* variables configure schedulemaster itself (SM_TOKEN is your API token) and are never filled into a document", n)
+		}
+		allowed[n] = true
+	}
 	root, err := readTree(data)
 	if err != nil {
 		return nil, err
 	}
-	r := &docReader{lookup: lookup, missing: map[string]bool{}, rewrite: true}
-	v, err := r.value(root, "", 0)
+	// First the plain values, references left empty, to learn which
+	// fields are secret; then the fill, refused outside them.
+	probe := &docReader{lookup: func(string) (string, bool) { return "", true }, missing: map[string]bool{}}
+	v, err := probe.value(root, "", 0)
 	if err != nil {
 		return nil, Errorf(KindInvalid, "%s", err.Error())
 	}
-	if len(r.missing) > 0 {
-		names := make([]string, 0, len(r.missing))
-		for n := range r.missing {
-			names = append(names, n)
+	unnamed := map[string]bool{}
+	r := &docReader{missing: map[string]bool{}, rewrite: true, secret: secretPaths(v), lookup: func(name string) (string, bool) {
+		if !allowed[name] {
+			unnamed[name] = true
+			return "", true
 		}
-		slices.Sort(names)
+		return lookup(name)
+	}}
+	if v, err = r.value(root, "", 0); err != nil {
+		return nil, Errorf(KindInvalid, "%s", err.Error())
+	}
+	if len(unnamed) > 0 {
+		list := sortedKeys(unnamed)
+		return nil, Errorf(KindInvalid, "the document refers to %s, not named with --env: name each variable apply may fill (--env %s)",
+			strings.Join(list, ", "), strings.Join(list, " --env "))
+	}
+	if len(r.missing) > 0 {
 		return nil, Errorf(KindInvalid, "the environment has no %s: set %s before applying (the document refers to %s as ${ENV:NAME})",
-			strings.Join(names, ", "), itThem(len(names)), itThem(len(names)))
+			strings.Join(sortedKeys(r.missing), ", "), itThem(len(r.missing)), itThem(len(r.missing)))
 	}
 	if _, err := decodeDocument(v); err != nil {
 		return nil, err
@@ -403,6 +440,101 @@ func FillDocument(data []byte, lookup func(string) (string, bool)) ([]byte, erro
 		return nil, fmt.Errorf("master: write the filled document: %w", err)
 	}
 	return out, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// secretPaths returns whether a value of the plain document v, at path and
+// with text raw, is a secret field: a header IsSecretHeader names, a param
+// of secret_params, or the password of an http.url (every reference in
+// the URL inside its password).
+func secretPaths(v any) func(path, raw string) bool {
+	secret := map[string]bool{}
+	urls := map[string]bool{}
+	root, _ := v.(map[string]any)
+	tasks, _ := root["tasks"].([]any)
+	for i, tv := range tasks {
+		t, _ := tv.(map[string]any)
+		at := fmt.Sprintf("tasks[%d]", i)
+		marked := stringsOf(t["secret_params"])
+		if params, ok := t["params"].(map[string]any); ok {
+			for k := range params {
+				if slices.Contains(marked, k) {
+					secret[joinPath(joinPath(at, "params"), k)] = true
+				}
+			}
+		}
+		h, _ := t["http"].(map[string]any)
+		if h == nil {
+			continue
+		}
+		urls[joinPath(joinPath(at, "http"), "url")] = true
+		marked = stringsOf(h["secret_headers"])
+		if headers, ok := h["headers"].(map[string]any); ok {
+			for k := range headers {
+				if IsSecretHeader(k, marked) {
+					secret[joinPath(joinPath(joinPath(at, "http"), "headers"), k)] = true
+				}
+			}
+		}
+	}
+	return func(path, raw string) bool {
+		return secret[path] || (urls[path] && refsInPassword(raw))
+	}
+}
+
+func stringsOf(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// refsInPassword reports whether every ${ENV: reference of a URL's text
+// lies in its password (scheme://user:PASSWORD@host/...).
+func refsInPassword(raw string) bool {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return false
+	}
+	start := i + 3
+	end := len(raw)
+	if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndex(raw[start:end], "@")
+	if at < 0 {
+		return false
+	}
+	colon := strings.Index(raw[start:start+at], ":")
+	if colon < 0 {
+		return false
+	}
+	lo, hi := start+colon+1, start+at
+	text := strings.ReplaceAll(raw, envRefEscape, strings.Repeat("_", len(envRefEscape)))
+	for k := 0; ; {
+		n := strings.Index(text[k:], envRefOpen)
+		if n < 0 {
+			return true
+		}
+		n += k
+		e := strings.IndexByte(text[n:], '}')
+		if n < lo || e < 0 || n+e >= hi {
+			return false
+		}
+		k = n + e + 1
+	}
 }
 
 func itThem(n int) string {

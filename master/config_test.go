@@ -3,6 +3,8 @@ package master_test
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +102,7 @@ func (e *env) export() string {
 // apply fills text from vars, reads it as the API does, and applies it.
 func (e *env) apply(text string, vars map[string]string, opts master.ApplyOptions) (*master.Plan, error) {
 	e.t.Helper()
-	filled, err := master.FillDocument([]byte(text), lookupIn(vars))
+	filled, err := master.FillDocument([]byte(text), slices.Collect(maps.Keys(vars)), lookupIn(vars))
 	if err != nil {
 		e.t.Fatalf("FillDocument: %v", err)
 	}
@@ -504,12 +506,13 @@ tasks:
 // holds ${ENV: stays text.
 func TestFillDocument(t *testing.T) {
 	t.Parallel()
-	doc := "version: 1\ntasks:\n  - title: t\n    params: {a: \"${ENV:A}\", b: \"x${ENV:B}y\", c: \"${ENV:C}\"}\n"
-	_, err := master.FillDocument([]byte(doc), lookupIn(map[string]string{"A": "1"}))
+	doc := "version: 1\ntasks:\n  - title: t\n    secret_params: [a, b, c]\n    params: {a: \"${ENV:A}\", b: \"x${ENV:B}y\", c: \"${ENV:C}\"}\n"
+	all := []string{"A", "B", "C"}
+	_, err := master.FillDocument([]byte(doc), all, lookupIn(map[string]string{"A": "1"}))
 	if err == nil || !strings.Contains(master.Message(err), "the environment has no B, C") {
 		t.Fatalf("missing: %v", err)
 	}
-	out, err := master.FillDocument([]byte(doc), lookupIn(map[string]string{"A": "${ENV:A}", "B": "2\n  injected: true", "C": ""}))
+	out, err := master.FillDocument([]byte(doc), all, lookupIn(map[string]string{"A": "${ENV:A}", "B": "2\n  injected: true", "C": ""}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -351,6 +351,12 @@ func (svc *DelayedTasks) CreateDelayed(ctx context.Context, in DelayedInput, by 
 		return nil, false, fmt.Errorf("master: create delayed task: %w", err)
 	}
 	d := toDelayed(got)
+	d.Project = p.Name
+	if got.ProjectID != p.ID {
+		if gp, err := store.GetProjectByID(ctx, svc.db, got.ProjectID); err == nil {
+			d.Project = gp.Name
+		}
+	}
 	if !created {
 		svc.log.Info("delayed task exists: idempotent create", "delayed", d.ID, "source_app", d.SourceApp, "topic", d.Topic, "status", d.Status)
 		return &d, false, nil

@@ -145,12 +145,12 @@ func (svc *DelayedTasks) checkDelayedInput(ctx context.Context, in *DelayedInput
 		fe["keepers"] = "at most 100 keepers"
 	} else {
 		for _, k := range in.Keepers {
-			if _, err := store.GetUser(ctx, svc.db, k); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					fe["keepers"] = fmt.Sprintf("unknown user %q", printable(k))
-					continue
-				}
+			ok, err := keeperReads(ctx, svc.db, k, project.ID)
+			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				fe["keepers"] = keeperRefusal(k)
 			}
 		}
 	}

@@ -269,9 +269,15 @@ func TestBreakGlassLimitsLocalPasswordsToAdmins(t *testing.T) {
 	if err := e.m.UpdateSettings(e.ctx, st); err != nil {
 		t.Fatal(err)
 	}
+	// The right password and a wrong one get the same answer: the refusal
+	// confirms no password.
 	_, err := e.m.Accounts().Login(e.ctx, "192.0.2.30", "vic", "a long passphrase vic")
-	if master.KindOf(err) != master.KindForbidden || !strings.Contains(master.Message(err), "cluster admins only") {
-		t.Fatalf("a local viewer under the limit: %v, want forbidden with a sentence", err)
+	if master.KindOf(err) != master.KindUnauthorized || !strings.Contains(master.Message(err), "cluster admins only") {
+		t.Fatalf("a local viewer under the limit: %v, want unauthorized with a sentence", err)
+	}
+	_, wrong := e.m.Accounts().Login(e.ctx, "192.0.2.32", "vic", "not vic's passphrase")
+	if master.KindOf(wrong) != master.KindOf(err) || master.Message(wrong) != master.Message(err) {
+		t.Fatalf("a right password answers %v, a wrong one %v: they differ", err, wrong)
 	}
 	if _, err := e.m.Accounts().Login(e.ctx, "192.0.2.31", "root", "a long passphrase root"); err != nil {
 		t.Fatalf("a local admin under the limit (break glass): %v", err)

@@ -199,19 +199,27 @@ func (a *Accounts) Login(ctx context.Context, ip, username, password string) (*s
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
+	// Break glass: with local passwords limited to cluster admins, a right
+	// password of anyone else is still no way in, and is answered exactly
+	// as a wrong one (the answer names the rule for both), so the refusal
+	// does not confirm a password.
+	adminsOnly := a.settings != nil && a.settings.inForce().LocalAdminsOnly
+	wrong := Errorf(KindUnauthorized, "wrong username or password")
+	if adminsOnly {
+		wrong = Errorf(KindUnauthorized, "wrong username or password; local passwords are for cluster admins only: sign in with your organisation's account")
+	}
 	if !a.logins.checkPassword(hash, password) || u == nil || u.Disabled {
 		a.logins.failed(ctx, now)
-		return nil, Errorf(KindUnauthorized, "wrong username or password")
+		return nil, wrong
+	}
+	if adminsOnly && u.Role != RoleAdmin {
+		a.logins.failed(ctx, now)
+		a.events.record(WithActor(ctx, u.Username), "user.login", store.TargetUser, u.Username,
+			Errorf(KindForbidden, "local passwords are for cluster admins only"), "method local")
+		return nil, wrong
 	}
 	a.logins.succeeded(ctx, t, now)
 	ctx = WithActor(ctx, u.Username)
-	// Break glass: with local passwords limited to cluster admins, a right
-	// password of anyone else is still no way in.
-	if a.settings != nil && a.settings.inForce().LocalAdminsOnly && u.Role != RoleAdmin {
-		err := Errorf(KindForbidden, "local passwords are for cluster admins only; sign in with your organisation's account")
-		a.events.record(ctx, "user.login", store.TargetUser, u.Username, err, "method local")
-		return nil, err
-	}
 	a.events.record(ctx, "user.login", store.TargetUser, u.Username, nil, "method local")
 	return u, nil
 }

@@ -6,10 +6,10 @@ package master
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -205,7 +205,7 @@ type taskCheck struct {
 	nodes   []store.Node
 	byName  map[string]store.Node
 	shell   map[string]int  // by node name, probed when first needed
-	users   map[string]bool // by name, looked up when first needed
+	users   map[string]bool // keepers by project and name, looked up when first needed
 	// graph holds the children of every task that is not deleted, by id;
 	// nil until a task with children is checked.
 	graph map[string][]string
@@ -433,19 +433,17 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		}
 	}
 	for _, k := range in.Keepers {
-		known, seen := chk.users[k]
+		key := strconv.FormatInt(chk.project, 10) + "\x00" + k
+		known, seen := chk.users[key]
 		if !seen {
-			if _, err := store.GetUser(ctx, m.st.DB, k); err != nil {
-				if !errors.Is(err, store.ErrNotFound) {
-					return nil, err
-				}
-			} else {
-				known = true
+			var err error
+			if known, err = keeperReads(ctx, m.st.DB, k, chk.project); err != nil {
+				return nil, err
 			}
-			chk.users[k] = known
+			chk.users[key] = known
 		}
 		if !known {
-			fe["keepers"] = fmt.Sprintf("unknown user %q", k)
+			fe["keepers"] = keeperRefusal(k)
 		}
 	}
 	if len(in.Children) > 0 {

@@ -1,11 +1,14 @@
 package master_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
@@ -223,6 +226,39 @@ func TestHardening3ScopedTokenSeesNothingOutsideItsProject(t *testing.T) {
 		}
 		if kid.ExpiresAt.IsZero() || kid.ExpiresAt.After(exp) {
 			t.Fatalf("a child without an expiry asked for expires %v, want its maker's %v", kid.ExpiresAt, exp)
+		}
+	})
+}
+
+// TestHardening3KeepersRevealNoUserNames: a keeper must be a user who may
+// read the task's project; a user of another project and a name that is
+// no user get the same answer, so an editor learns no user names.
+func TestHardening3KeepersRevealNoUserNames(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		t.Parallel()
+		p := setupProjects(t, s)
+		asBea := master.WithPrincipal(p.ctx, p.as("bea"))
+		answer := func(keeper string) string {
+			in := inProject("billing", "wb")
+			in.Keepers = []string{keeper}
+			_, err := p.m.CreateTask(asBea, in, "bea")
+			if err == nil {
+				return ""
+			}
+			if !isFieldErrors(err, "keepers") {
+				t.Fatalf("keeper %q: %v, want a field error of keepers", keeper, err)
+			}
+			var fe protocol.FieldErrors
+			errors.As(err, &fe)
+			return strings.ReplaceAll(fe["keepers"], keeper, "NAME")
+		}
+		if got := answer("oli"); got != "" {
+			t.Fatalf("a member of billing as keeper: %s", got)
+		}
+		other, none := answer("rita"), answer("nobody")
+		if other == "" || other != none {
+			t.Fatalf("a user of another project: %q; no such user: %q; want the same refusal", other, none)
 		}
 	})
 }

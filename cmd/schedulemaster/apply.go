@@ -30,10 +30,13 @@ type applyConfig struct {
 	// Project is the project the document is applied to or exported from
 	// ("": default).
 	Project string
+	// Env names the variables apply fills into the document's ${ENV:NAME}
+	// (comma-separated; --env may be repeated). No other is read.
+	Env string
 }
 
 const (
-	applySynopsis  = "apply -f FILE --master URL [--project P] [--dry-run] [--prune] [--timeout D]   (API token in SM_TOKEN)"
+	applySynopsis  = "apply -f FILE --master URL [--project P] [--env NAME]... [--dry-run] [--prune] [--timeout D]   (API token in SM_TOKEN)"
 	exportSynopsis = "export --master URL [--project P] [-o FILE] [--timeout D]   (API token in SM_TOKEN)"
 )
 
@@ -51,6 +54,8 @@ func applyOptions(c *applyConfig, export bool) *options {
 	o.add(&option{name: "master", dst: &c.Master, usage: "the master's URL http(s)://host[:port] (required)"})
 	o.add(&option{name: "project", dst: &c.Project, usage: "the project whose tasks the document holds (default: default)"})
 	if !export {
+		o.add(&option{name: "env", noEnv: true, repeat: true, dst: &c.Env,
+			usage: "a variable the document's ${ENV:NAME} may read, in secret fields only (repeat it, or NAME,NAME; never SM_*)"})
 		o.add(&option{name: "dry-run", noEnv: true, def: "false", dst: &c.DryRun, usage: "print the plan and change nothing"})
 		o.add(&option{name: "prune", noEnv: true, def: "false", dst: &c.Prune, usage: "delete the master's tasks the document does not hold"})
 	}
@@ -112,7 +117,13 @@ func runApply(cfg applyConfig, stdin io.Reader, stdout, stderr io.Writer, lookup
 	if err != nil {
 		return fail("read %s: %v", cfg.File, err)
 	}
-	filled, err := master.FillDocument(data, lookupEnv)
+	var names []string
+	for n := range strings.SplitSeq(cfg.Env, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	filled, err := master.FillDocument(data, names, lookupEnv)
 	if err != nil {
 		return fail("%s: %s; nothing was sent", cfg.File, master.Message(err))
 	}

@@ -29,6 +29,8 @@ type healthcheckConfig struct {
 	// URL of a TLS master, whose certificate names another host than 127.0.0.1.
 	target     string
 	skipVerify bool
+	// shown is target as messages print it: never with a password.
+	shown string
 }
 
 const healthcheckSynopsis = "healthcheck [--url URL] [--timeout D] [--config FILE]"
@@ -66,13 +68,15 @@ func parseHealthcheckConfig(args []string, lookupEnv lookupEnvFunc) (healthcheck
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			problems = append(problems, fmt.Sprintf("--url: %q must be an http(s)://host[:port]/path URL", c.URL))
+			problems = append(problems, "--url: must be an http(s)://host[:port]/path URL")
+		} else {
+			c.shown = u.Redacted()
 		}
 		c.target, c.skipVerify = c.URL, c.Insecure
 	} else if target, msg := localReadyURL(c.Listen, c.TLSCert != ""); msg != "" {
 		problems = append(problems, o.where("listen")+": "+msg)
 	} else {
-		c.target, c.skipVerify = target, true
+		c.target, c.skipVerify, c.shown = target, true, target
 	}
 	if len(problems) > 0 {
 		return c, o, &configError{problems: problems}
@@ -123,17 +127,17 @@ func runHealthcheck(ctx context.Context, cfg healthcheckConfig, stdout io.Writer
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.target, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.target, err)
+		return fmt.Errorf("%s: %w", cfg.shown, err)
 	}
 	req.Header.Set("User-Agent", "schedulemaster-healthcheck")
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %s", cfg.target, dialReason(ctx, err, cfg.Timeout))
+		return fmt.Errorf("%s: %s", cfg.shown, dialReason(ctx, err, cfg.Timeout))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, healthBodyLimit))
 	if resp.StatusCode == http.StatusOK {
-		fmt.Fprintf(stdout, "ok: %s answered 200\n", cfg.target)
+		fmt.Fprintf(stdout, "ok: %s answered 200\n", cfg.shown)
 		return nil
 	}
 	var answer struct {
@@ -149,7 +153,7 @@ func runHealthcheck(ctx context.Context, cfg healthcheckConfig, stdout io.Writer
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		what = "is not ready:"
 	}
-	msg := fmt.Sprintf("%s %s %d %s", cfg.target, what, resp.StatusCode, http.StatusText(resp.StatusCode))
+	msg := fmt.Sprintf("%s %s %d %s", cfg.shown, what, resp.StatusCode, http.StatusText(resp.StatusCode))
 	if reason != "" {
 		msg += ": " + reason
 	}

@@ -138,6 +138,15 @@ func TestHealthcheck(t *testing.T) {
 	if r := runCLI(t, "", nil, "healthcheck", "--url", m.URL+"/dashboard"); r.code != 1 || !strings.Contains(r.stderr, "answered 303") {
 		t.Fatalf("healthcheck of a page that redirects to the login:\n%s", r)
 	}
+	// A URL's password is never printed: not when it answers, not when it
+	// fails, not when it does not answer.
+	for _, target := range []string{"http://probe:s3cr3t-pw@" + u.Host + "/ready", "http://probe:s3cr3t-pw@" + u.Host + "/dashboard",
+		"http://probe:s3cr3t-pw@" + ln.Addr().String() + "/ready", "ftp://probe:s3cr3t-pw@" + u.Host} {
+		r := runCLI(t, "", nil, "healthcheck", "--url", target, "--timeout", "300ms")
+		if strings.Contains(r.stdout+r.stderr, "s3cr3t-pw") || (r.code == 0) != strings.HasSuffix(target, u.Host+"/ready") {
+			t.Fatalf("healthcheck --url %s printed its password or answered wrong:\n%s", target, r)
+		}
+	}
 
 	// The master stopped: nothing listens.
 	if err := m.term(); err != nil {

@@ -37,6 +37,9 @@ type option struct {
 	key   string // key in the config file section; "" means none
 	// min and max bound ints and durations (ns), inclusive, when min < max.
 	min, max int64
+	// repeat: the flag may be given more than once; the values are joined
+	// with commas (a *string option).
+	repeat bool
 	// looseEnvBool: an env value means true unless it is exactly "false"
 	// (ScheduleMaster's SMCORE_AUTOR); flags and files stay strict.
 	looseEnvBool bool
@@ -54,6 +57,7 @@ type option struct {
 type rawFlag struct {
 	def, val string
 	isBool   bool
+	repeat   bool
 }
 
 func (r *rawFlag) String() string {
@@ -65,7 +69,13 @@ func (r *rawFlag) String() string {
 	}
 	return r.def
 }
-func (r *rawFlag) Set(s string) error { r.val = s; return nil }
+func (r *rawFlag) Set(s string) error {
+	if r.repeat && r.val != "" {
+		s = r.val + "," + s
+	}
+	r.val = s
+	return nil
+}
 func (r *rawFlag) IsBoolFlag() bool   { return r.isBool }
 
 // configError holds every problem found in a command line, env and config
@@ -110,7 +120,7 @@ func (o *options) add(opt *option) *option {
 	if opt.env == nil && !opt.noEnv {
 		opt.env = []string{envName(opt.name)}
 	}
-	opt.raw = rawFlag{def: opt.def}
+	opt.raw = rawFlag{def: opt.def, repeat: opt.repeat}
 	if _, ok := opt.dst.(*bool); ok {
 		opt.raw.isBool = true
 	}

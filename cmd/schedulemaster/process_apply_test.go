@@ -91,7 +91,7 @@ tasks:
 		t.Fatal(err)
 	}
 	env := []string{"SM_TOKEN=" + m.apiToken(), "PING_TOKEN=s3cret-token-value"}
-	base := []string{"apply", "-f", file, "--master", m.URL}
+	base := []string{"apply", "-f", file, "--master", m.URL, "--env", "PING_TOKEN"}
 
 	code, out, errOut := cli(t, env, append(base, "--dry-run")...)
 	if code != 0 || !strings.Contains(out, "dry run: nothing changed") || strings.Count(out, "+ create") != 2 ||
@@ -105,6 +105,24 @@ tasks:
 	code, out, errOut = cli(t, env[:1], base...)
 	if code != 1 || !strings.Contains(errOut, "the environment has no PING_TOKEN") || !strings.Contains(errOut, "nothing was sent") || m.taskCount() != 0 {
 		t.Fatalf("missing variable: %d\n%s\n%s", code, out, errOut)
+	}
+	// Apply fills only the variables named with --env, only in secret
+	// fields, and never SM_*: the token applying is no one's to read.
+	code, out, errOut = cli(t, env, "apply", "-f", file, "--master", m.URL)
+	if code != 1 || !strings.Contains(errOut, "not named with --env") || m.taskCount() != 0 {
+		t.Fatalf("a variable not named: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, env, append(base, "--env", "SM_TOKEN")...)
+	if code != 1 || !strings.Contains(errOut, "never filled") || m.taskCount() != 0 {
+		t.Fatalf("--env SM_TOKEN: %d\n%s\n%s", code, out, errOut)
+	}
+	leak := filepath.Join(dir, "leak.yaml")
+	if err := os.WriteFile(leak, []byte(strings.Replace(doc, "title: child", "title: child\n    description: \"${ENV:PING_TOKEN}\"", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = cli(t, env, "apply", "-f", leak, "--master", m.URL, "--env", "PING_TOKEN")
+	if code != 1 || !strings.Contains(errOut, "tasks[1].description") || !strings.Contains(errOut, "only in secret fields") || m.taskCount() != 0 {
+		t.Fatalf("a variable in a description: %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = cli(t, env, base...)
 	if code != 0 || !strings.Contains(out, "2 created, 0 updated, 0 unchanged, 0 deleted") || m.taskCount() != 2 {
@@ -150,7 +168,7 @@ tasks:
 	startWorker(t, m2, "aw1")
 	m2.waitNode("aw1", 20*time.Second, "running", func(n *nodeJSON) bool { return n.Status == 2 })
 	env2 := []string{"SM_TOKEN=" + m2.apiToken(), "PING_PARAM_TOKEN=s3cret-token-value"}
-	code, out, errOut = cli(t, env2, "apply", "-f", exported, "--master", m2.URL)
+	code, out, errOut = cli(t, env2, "apply", "-f", exported, "--master", m2.URL, "--env", "PING_PARAM_TOKEN")
 	if code != 0 || !strings.Contains(out, "2 created") {
 		t.Fatalf("apply the export to a fresh master: %d\n%s\n%s", code, out, errOut)
 	}
