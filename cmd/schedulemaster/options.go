@@ -76,7 +76,7 @@ func (r *rawFlag) Set(s string) error {
 	r.val = s
 	return nil
 }
-func (r *rawFlag) IsBoolFlag() bool   { return r.isBool }
+func (r *rawFlag) IsBoolFlag() bool { return r.isBool }
 
 // configError holds every problem found in a command line, env and config
 // file, so the operator fixes them in one go. It maps to exit code 2.
