@@ -69,6 +69,28 @@ func TestBrowserBulkActions(t *testing.T) {
 	b.wait("another refresh", 15*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("false"))
 	b.wait("the selection survived the refreshes", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true false"))
 	b.wait("still two selected", 5*time.Second, textJS("#bulk-count"), equals("2 selected"))
+	// A refresh is held back while a pointer is pressed in the list: with
+	// the button down on sync's checkbox, a poll is answered and the live
+	// part stays; the release then ticks sync (the click is not lost), and
+	// the next poll refreshes again.
+	b.run("count the polls", 5*time.Second, chromedp.Evaluate[chromedp.Void](`window.__polls = 0;
+		document.addEventListener("htmx:afterRequest", e => { if (e.detail.elt.id === "tasks-live") { window.__polls++; } })`))
+	box := b.wait("sync's checkbox on the screen", 5*time.Second, fmt.Sprintf(`(() => { const r = document.getElementById(%q).getBoundingClientRect();
+		return r.width > 0 ? (r.x + r.width/2) + " " + (r.y + r.height/2) : ""; })()`, sel(c)), nonEmpty)
+	var x, y float64
+	if _, err := fmt.Sscan(box, &x, &y); err != nil {
+		t.Fatalf("checkbox position %q: %v", box, err)
+	}
+	b.run("press", 5*time.Second, chromedp.MouseEvent(chromedp.MousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.run("mark the live part under the press", 5*time.Second, chromedp.Evaluate[chromedp.Void](`document.getElementById("tasks-live").__old = true;
+		window.__polls = 0`))
+	b.wait("two polls answered while pressed", 20*time.Second, `String(window.__polls >= 2)`, equals("true"))
+	b.wait("the live part kept under the press", 5*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("true"))
+	b.run("release", 5*time.Second, chromedp.MouseEvent(chromedp.MouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.wait("the click after the held refresh ticked sync", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true true"))
+	b.wait("refreshed again after the release", 15*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("false"))
+	b.tick("untick sync", 20*time.Second, sel(c), false)
+	b.wait("two selected again", 5*time.Second, textJS("#bulk-count"), equals("2 selected"))
 	if path := os.Getenv("SM_SCREENSHOT_BULK"); path != "" {
 		b.screenshot(path)
 	}
