@@ -8,6 +8,9 @@
 //   - an action that does not reach the master (or gets an answer that is not
 //     a page fragment, like a plain 500) says so in the toast region (#flash)
 //     instead of failing silently or swapping an error text into the table;
+//   - a live region's refresh is held back (until its next poll) while a
+//     pointer is pressed in it, so that a click never lands on a row the
+//     refresh replaced between its press and its release;
 //   - copy buttons ([data-copy] naming the id of the element to copy);
 //   - toast close buttons ([data-dismiss]).
 (function () {
@@ -96,12 +99,29 @@
     if (isLive(evt.detail.elt)) { evt.detail.xhr.timeout = 10000; }
   });
 
+  // pressedIn is the live region a pointer is pressed in (a click under
+  // way), else null. Its refresh waits for the next poll rather than
+  // replacing the rows under the press: a row swapped between the press and
+  // the release loses the click (a checkbox not ticked, a button not
+  // pressed), the preserved checkboxes included, which htmx moves.
+  var pressedIn = null;
+  document.addEventListener("pointerdown", function (evt) {
+    var t = evt.target;
+    pressedIn = t instanceof Element ? t.closest("[data-live]") : null;
+  }, true);
+  function released() { window.setTimeout(function () { pressedIn = null; }, 0); }
+  document.addEventListener("pointerup", released, true);
+  document.addEventListener("pointercancel", released, true);
+
   document.addEventListener("htmx:beforeSwap", function (evt) {
     var d = evt.detail, st = d.xhr ? d.xhr.status : 0;
     var type = d.xhr ? (d.xhr.getResponseHeader("Content-Type") || "") : "";
     if (isLive(d.elt)) {
       if (st >= 200 && st < 400) {
         markGood();
+        if (pressedIn && (pressedIn === d.elt || d.elt.contains(pressedIn) || pressedIn.contains(d.elt))) {
+          d.shouldSwap = false;
+        }
         return;
       }
       // Keep the last good rows (marked stale) rather than an error text.

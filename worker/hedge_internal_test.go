@@ -72,13 +72,14 @@ func TestClaimHedgesToTheNextMasterWhenTheCurrentHangs(t *testing.T) {
 	if err != nil || !won {
 		t.Fatalf("claim with the current master hanging: won %v, err %v", won, err)
 	}
-	if took < w.masters.claimHedge || took > protocol.ClaimTimeout/2 {
-		t.Fatalf("claim answered after %s, want just after the hedge delay %s", took, w.masters.claimHedge)
+	if took < w.masters.claimHedge || took >= protocol.ClaimTimeout {
+		t.Fatalf("claim answered after %s, want after the hedge delay %s and before the hung call's timeout %s", took,
+			w.masters.claimHedge, protocol.ClaimTimeout)
 	}
 	if hung.calls.Load() != 1 || good.calls.Load() != 1 {
 		t.Fatalf("calls: hung %d, good %d; want one each", hung.calls.Load(), good.calls.Load())
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for hung.cancelled.Load() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the losing request to the hung master was not cancelled")
@@ -88,13 +89,17 @@ func TestClaimHedgesToTheNextMasterWhenTheCurrentHangs(t *testing.T) {
 	if w.masters.current() != goodURL {
 		t.Fatalf("current master %s, want the one that answered (%s)", w.masters.current(), goodURL)
 	}
-	// The next claim goes to the master that answered, without the delay.
-	start = time.Now()
+	// The next claim goes to the master that answered, first: it alone is
+	// asked. The hedge delay is made longer than the claim's timeout, so
+	// that a claim slowed by a loaded machine is not hedged either: what is
+	// checked is whom it asked, not how fast the answer came.
+	w.masters.claimHedge = 2 * protocol.ClaimTimeout
 	if won, err := w.claimFire(context.Background(), "t1", time.Now().Truncate(time.Second), newRunID()); err != nil || !won {
 		t.Fatalf("second claim: won %v, err %v", won, err)
 	}
-	if took := time.Since(start); took >= w.masters.claimHedge || hung.calls.Load() != 1 {
-		t.Fatalf("second claim took %s and the hung master got %d calls; want no hedge", took, hung.calls.Load())
+	if hung.calls.Load() != 1 || good.calls.Load() != 2 {
+		t.Fatalf("second claim: the hung master got %d calls, the one that answered %d; want it alone asked (1 and 2)",
+			hung.calls.Load(), good.calls.Load())
 	}
 }
 

@@ -77,7 +77,8 @@ func TestBrowserFocusSurvivesActions(t *testing.T) {
 
 	// A bulk action: the bar it was pressed in stays, and so does the focus
 	// (on the message when the button could not keep it).
-	b.do("tick the task", 10*time.Second, chromedp.Click(chromedp.ID("select-"+tk.ID)))
+	b.tick("tick the task", 10*time.Second, "select-"+tk.ID, true)
+	b.wait("one selected", 5*time.Second, textJS("#bulk-count"), equals("1 selected"))
 	b.pressEnterOn("bulk Pause by the keyboard (confirmed)", `button[data-bulk=pause]`)
 	b.wait("paused", 20*time.Second, textJS("#task-"+tk.ID+" [data-testid=status]"), equals("paused"))
 	b.wait("the focus kept by the bulk button or on the message", 10*time.Second,

@@ -52,7 +52,9 @@ func TestBrowserBulkActions(t *testing.T) {
 	b.wait("the buttons wait for a selection", 5*time.Second, `String([...document.querySelectorAll("[data-bulk]")].every(e => e.disabled))`, equals("true"))
 	b.run("set the no-reload marker", 5*time.Second, chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`))
 
-	b.do("select backup and report", 20*time.Second, chromedp.Click(chromedp.ID(sel(a))), chromedp.Click(chromedp.ID(sel(bt))))
+	b.tick("select backup", 20*time.Second, sel(a), true)
+	b.wait("one selected", 5*time.Second, textJS("#bulk-count"), equals("1 selected"))
+	b.tick("select report", 20*time.Second, sel(bt), true)
 	b.wait("two selected", 5*time.Second, textJS("#bulk-count"), equals("2 selected"))
 	b.wait("the boxes", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true false"))
 	b.wait("select all half ticked", 5*time.Second, `String(document.getElementById("select-all").indeterminate)`, equals("true"))
@@ -67,6 +69,28 @@ func TestBrowserBulkActions(t *testing.T) {
 	b.wait("another refresh", 15*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("false"))
 	b.wait("the selection survived the refreshes", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true false"))
 	b.wait("still two selected", 5*time.Second, textJS("#bulk-count"), equals("2 selected"))
+	// A refresh is held back while a pointer is pressed in the list: with
+	// the button down on sync's checkbox, a poll is answered and the live
+	// part stays; the release then ticks sync (the click is not lost), and
+	// the next poll refreshes again.
+	b.run("count the polls", 5*time.Second, chromedp.Evaluate[chromedp.Void](`window.__polls = 0;
+		document.addEventListener("htmx:afterRequest", e => { if (e.detail.elt.id === "tasks-live") { window.__polls++; } })`))
+	box := b.wait("sync's checkbox on the screen", 5*time.Second, fmt.Sprintf(`(() => { const r = document.getElementById(%q).getBoundingClientRect();
+		return r.width > 0 ? (r.x + r.width/2) + " " + (r.y + r.height/2) : ""; })()`, sel(c)), nonEmpty)
+	var x, y float64
+	if _, err := fmt.Sscan(box, &x, &y); err != nil {
+		t.Fatalf("checkbox position %q: %v", box, err)
+	}
+	b.run("press", 5*time.Second, chromedp.MouseEvent(chromedp.MousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.run("mark the live part under the press", 5*time.Second, chromedp.Evaluate[chromedp.Void](`document.getElementById("tasks-live").__old = true;
+		window.__polls = 0`))
+	b.wait("two polls answered while pressed", 20*time.Second, `String(window.__polls >= 2)`, equals("true"))
+	b.wait("the live part kept under the press", 5*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("true"))
+	b.run("release", 5*time.Second, chromedp.MouseEvent(chromedp.MouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.wait("the click after the held refresh ticked sync", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true true"))
+	b.wait("refreshed again after the release", 15*time.Second, `String(document.getElementById("tasks-live").__old === true)`, equals("false"))
+	b.tick("untick sync", 20*time.Second, sel(c), false)
+	b.wait("two selected again", 5*time.Second, textJS("#bulk-count"), equals("2 selected"))
 	if path := os.Getenv("SM_SCREENSHOT_BULK"); path != "" {
 		b.screenshot(path)
 	}
@@ -94,7 +118,7 @@ func TestBrowserBulkActions(t *testing.T) {
 	// (after stopping it) can no longer be resumed.
 	m.taskAction(c.ID, "stop")
 	b.wait("sync stopped by the refresh", 15*time.Second, attrJS("#task-"+c.ID, "data-status"), equals("0"))
-	b.do("select all", 20*time.Second, chromedp.Click(chromedp.ID("select-all")))
+	b.tick("select all", 20*time.Second, "select-all", true)
 	b.wait("all three ticked", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("true true true"))
 	b.wait("three selected", 5*time.Second, textJS("#bulk-count"), equals("3 selected"))
 	b.do("Resume selected", 20*time.Second, chromedp.Click(chromedp.CSS(`button[data-bulk=resume]`)))
@@ -104,7 +128,7 @@ func TestBrowserBulkActions(t *testing.T) {
 	}
 	b.wait("backup running", 10*time.Second, attrJS("#task-"+a.ID, "data-status"), equals("1"))
 	b.wait("sync still stopped", 5*time.Second, attrJS("#task-"+c.ID, "data-status"), equals("0"))
-	b.do("unselect all", 20*time.Second, chromedp.Click(chromedp.ID("select-all")))
+	b.tick("unselect all", 20*time.Second, "select-all", false)
 	b.wait("none ticked", 5*time.Second, checkedJS(sel(a), sel(bt), sel(c)), equals("false false false"))
 	b.wait("buttons disabled again", 5*time.Second, `String([...document.querySelectorAll("[data-bulk]")].every(e => e.disabled))`, equals("true"))
 	b.checkMarker("after the bulk actions")
@@ -116,7 +140,7 @@ func TestBrowserBulkActions(t *testing.T) {
 	b.wait("the checkboxes", 5*time.Second, inViewJS("#task-rows input.row-select"), equals("ok"))
 	b.wait("select all", 5*time.Second, inViewJS("#select-all"), equals("ok"))
 	b.wait("the bulk buttons", 5*time.Second, inViewJS("[data-bulk]"), equals("ok"))
-	b.do("tick sync on the phone", 20*time.Second, chromedp.Click(chromedp.ID(sel(c))))
+	b.tick("tick sync on the phone", 20*time.Second, sel(c), true)
 	b.wait("one selected on the phone", 5*time.Second, textJS("#bulk-count"), equals("1 selected"))
 	b.checkConsole()
 }

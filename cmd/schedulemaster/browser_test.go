@@ -456,6 +456,57 @@ func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Actio
 	}
 }
 
+// clickUntil makes click (on an element of a live-refreshed list) until the
+// state its click produces shows: after each click it polls state (a
+// JavaScript expression giving a string) for a while, and clicks again only
+// when ok still does not hold, so a click lost to a refresh (the row
+// swapped under the press) is made again rather than waited for. Each click
+// goes through do, which waits until htmx is idle, and the console holds a
+// live refresh back while a pointer is pressed in its region. state must
+// read what the click changes (a checkbox's checked state, say), not a later
+// outcome, so that a click that did land is never made twice.
+func (b *browser) clickUntil(what string, timeout time.Duration, click chromedp.Action[chromedp.Void], state string, ok func(string) bool) string {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for try := 1; ; try++ {
+		b.do(fmt.Sprintf("%s (click %d)", what, try), time.Until(deadline), click)
+		var last string
+		for settle := time.Now().Add(2 * time.Second); ; {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			v, err := chromedp.Run(ctx, chromedp.Evaluate[string](state))
+			cancel()
+			if err == nil && ok(v) {
+				return v
+			}
+			last = v
+			if b.ctx.Err() != nil {
+				b.fatalf("%s: the browser session ended: %v", what, b.ctx.Err())
+			}
+			if time.Now().After(settle) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if time.Now().After(deadline) {
+			b.fatalf("%s: not there after %d clicks in %s (last value %q)", what, try, timeout, last)
+		}
+		b.t.Logf("%s: click %d did not take (state %q); clicking again", what, try, last)
+	}
+}
+
+// tick sets the checkbox with the given id in a live-refreshed list to want
+// (clicking it only if it is not so already, and again if a click was lost)
+// and returns once it is.
+func (b *browser) tick(what string, timeout time.Duration, id string, want bool) {
+	b.t.Helper()
+	state := fmt.Sprintf(`String(document.getElementById(%q) ? document.getElementById(%q).checked : "absent")`, id, id)
+	wantS := fmt.Sprint(want)
+	if b.wait(what+": the box is there", timeout, state, func(v string) bool { return v != "absent" }) == wantS {
+		return
+	}
+	b.clickUntil(what, timeout, chromedp.Click(chromedp.ID(id)), state, equals(wantS))
+}
+
 // wait polls the JavaScript expression (which gives a string) until ok holds,
 // or fails with the last value after the timeout. An evaluation error, as
 // during a navigation, is retried.

@@ -62,11 +62,11 @@ func TestProcessWorkerRestartedWhileItsMasterIsDownLosesNoFire(t *testing.T) {
 	mdir, wdir := t.TempDir(), t.TempDir()
 	m := startMaster(t, mdir, "--listen", listen)
 	w, _ := startWorker(t, m, "ow1", "--data-dir", wdir)
-	waitFor(t, 20*time.Second, "ow1 running", func() bool { n := m.node("ow1"); return n != nil && n.Status == 2 })
+	waitFor(t, 60*time.Second, "ow1 running", func() bool { n := m.node("ow1"); return n != nil && n.Status == 2 })
 	tk := m.createTask(fmt.Sprintf(`{"title":"every second","type":"http","schedule":{"kind":"interval","every":"1s"},
 		"http":{"url":%q},"executors":["ow1"],"misfire":"skip"}`, tg.URL+"/ow"))
 	m.taskAction(tk.ID, "start")
-	m.waitRuns(tk.ID, 20*time.Second, "two runs", func(rs []runJSON) bool { return len(rs) >= 2 })
+	m.waitRuns(tk.ID, 60*time.Second, "two runs", func(rs []runJSON) bool { return len(rs) >= 2 })
 
 	// The master dies; then the worker is restarted while it is down.
 	m.kill()
@@ -76,7 +76,12 @@ func TestProcessWorkerRestartedWhileItsMasterIsDownLosesNoFire(t *testing.T) {
 	w2, _ := startWorker(t, m, "ow1", "--data-dir", wdir)
 	defer w2.kill()
 	down := time.Now()
-	waitFor(t, 20*time.Second, "four fires while the master is down", func() bool { return time.Since(down) > 4*time.Second })
+	// The outage the test needs: the restarted worker is up and has found
+	// its master down (a failed registration), and four seconds of fires
+	// have passed meanwhile (a length, which load only makes longer).
+	waitFor(t, 90*time.Second, "the restarted worker finding its master down, four fires into the outage", func() bool {
+		return w2.logged("registration with the master failed") && time.Since(down) > 4*time.Second
+	})
 	back := time.Now()
 	m2 := startMaster(t, mdir, "--listen", listen)
 
@@ -92,7 +97,9 @@ func TestProcessWorkerRestartedWhileItsMasterIsDownLosesNoFire(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, 60*time.Second, "every fire of the outage accounted for", func() bool {
+	// Generous: the worker registers again on a backoff (up to 30 s
+	// between tries), then gets its task back and reports.
+	waitFor(t, 3*time.Minute, "every fire of the outage accounted for", func() bool {
 		runs = m2.runs(tk.ID)
 		last = covered(t, runs)
 		first, again = time.Time{}, time.Time{}

@@ -109,10 +109,14 @@ func testPoolMembership(t *testing.T, masters []*masterProc) {
 			return slices.ContainsFunc(runs, func(r runJSON) bool { return r.Node == node && r.ScheduledAt.After(since) })
 		})
 	}
-	// inFlightOn waits for the next fire that the claims' ranking (a pure
+	// inFlightOn waits for a fire that the claims' ranking (a pure
 	// function every master computes alike) gives node first among the
 	// running members, and for its hit: node won it (the others wait a
-	// grace for its claim) and now waits for the target's answer.
+	// grace for its claim) and now waits for the target's answer. A hit
+	// this test saw too late to act on while the run is in flight (a
+	// starved test process) is passed over for the next such fire, until a
+	// generous deadline: the condition waited on is a hit seen in flight,
+	// not a hit within a second.
 	var inFlightHit time.Time // the hit of the fire inFlightOn last returned
 	inFlightOn := func(node string, members ...string) time.Time {
 		t.Helper()
@@ -120,20 +124,25 @@ func testPoolMembership(t *testing.T, masters []*masterProc) {
 		for _, n := range members {
 			cands = append(cands, master.Candidate{Name: n, Weight: m.node(n).Priority})
 		}
-		fire := time.Now().Truncate(time.Second).Add(2 * time.Second)
-		for master.RankClaimants(tk.ID, fire, cands)[0].Name != node {
-			fire = fire.Add(time.Second)
-		}
-		for deadline := fire.Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if h := tg.times(path); len(h) > 0 && !h[len(h)-1].Before(fire) {
-				if late := time.Since(h[len(h)-1]); late > 300*time.Millisecond {
-					t.Fatalf("the hit of the fire at %s seen %s late: the run may have ended", fire.Format(time.TimeOnly), late)
-				}
-				inFlightHit = h[len(h)-1]
-				return fire
+		giveUp := time.Now().Add(90 * time.Second)
+		for fire := time.Now().Truncate(time.Second).Add(2 * time.Second); ; fire = time.Now().Truncate(time.Second).Add(2 * time.Second) {
+			for master.RankClaimants(tk.ID, fire, cands)[0].Name != node {
+				fire = fire.Add(time.Second)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no target hit for the fire at %s", fire.Format(time.TimeOnly))
+			for ; ; time.Sleep(5 * time.Millisecond) {
+				if h := tg.times(path); len(h) > 0 && !h[len(h)-1].Before(fire) {
+					hit := h[len(h)-1]
+					if late := time.Since(hit); late <= 300*time.Millisecond {
+						inFlightHit = hit
+						return fire
+					}
+					t.Logf("the hit of the fire at %s seen %s late: its run may have ended; waiting for the next fire %s ranks first",
+						fire.Format(time.TimeOnly), time.Since(hit).Round(time.Millisecond), node)
+					break
+				}
+				if time.Now().After(giveUp) {
+					t.Fatalf("no target hit of a fire %s ranks first seen in flight within 90s (last: the fire at %s)", node, fire.Format(time.TimeOnly))
+				}
 			}
 		}
 	}
@@ -231,8 +240,13 @@ func testPoolMembership(t *testing.T, masters []*masterProc) {
 		fire, hit := runs[i].ScheduledAt, hits[i]
 		lag := hit.Sub(fire)
 		maxLag = max(maxLag, lag)
-		if lag < -100*time.Millisecond || lag > 3*time.Second {
-			t.Errorf("hit %d at %s for the fire of %s (%s): want each fire hit once, in order, within 3s",
+		// The upper bound only catches a misalignment (a fire not hit and
+		// a later one hit twice would pair a hit with a fire long before
+		// it); it is generous, not a latency target: the claims (decided
+		// at the fire's time, a lower rank after its grace) and -race on a
+		// loaded machine delay a hit by seconds.
+		if lag < -100*time.Millisecond || lag > 20*time.Second {
+			t.Errorf("hit %d at %s for the fire of %s (%s): want each fire hit once, in order",
 				i, hit.Format("15:04:05.000"), fire.Format(time.TimeOnly), lag.Round(time.Millisecond))
 		}
 	}

@@ -46,7 +46,7 @@ func (b *bench) burstScenario(ctx context.Context) []row {
 		for i := 0; i < b.opt.Runs; i++ {
 			settle()
 			var r burstResult
-			r, err = b.burstWorkersInTime(ctx, burstSpec{tasks: tasks, workers: 2, maxc: maxc, warm: 5 * time.Second, timeout: 30 * time.Second},
+			r, err = b.burstWorkers(ctx, burstSpec{tasks: tasks, workers: 2, maxc: maxc, warm: 5 * time.Second, timeout: 30 * time.Second},
 				filepath.Join(b.tmp, fmt.Sprintf("burst%d-%d", maxc, i)))
 			if err != nil {
 				break
@@ -56,7 +56,7 @@ func (b *bench) burstScenario(ctx context.Context) []row {
 			skipped += r.skipped
 		}
 		if err != nil {
-			rows = append(rows, errRow(name, err))
+			rows = append(rows, lateRow(name, err))
 			continue
 		}
 		m := medianLag(all)
@@ -121,44 +121,50 @@ type burstResult struct {
 }
 
 // burstSpec is one burst: tasks split over workers with max concurrency
-// maxc, firing warm from now; timeout is each task's (its wait for a slot
+// maxc, firing at least warm after its set-up; timeout is each task's (its wait for a slot
 // included).
 type burstSpec struct {
 	tasks, workers, maxc int
 	warm, timeout        time.Duration
 }
 
-// errLateSetup is a burst whose workers took their tasks after the fire
-// time (a starved machine: -race, other builds): no figure, set up again.
-var errLateSetup = errors.New("the workers took their tasks after the fire time")
+// errLateSetup is a burst whose tasks could not be given their fire time
+// before it came: the workers took longer to re-time their tasks than twice
+// the whole set-up had taken (a starved machine). The burst is not measured;
+// lateRow reports it, never as an error.
+var errLateSetup = errors.New("the workers took their fire time after it had passed")
 
-// burstWorkersInTime is burstWorkers, set up again with twice the warm-up
-// (up to three times) when the set-up outlasted it.
-func (b *bench) burstWorkersInTime(ctx context.Context, sp burstSpec, dir string) (burstResult, error) {
-	for try := 1; ; try++ {
-		r, err := b.burstWorkers(ctx, sp, fmt.Sprintf("%s-%d", dir, try))
-		if !errors.Is(err, errLateSetup) || try == 3 {
-			return r, err
-		}
-		b.logf("burst: the set-up took longer than its warm-up of %s; again with %s", sp.warm, 2*sp.warm)
-		sp.warm *= 2
+// lateRow is the row of a burst not measured because of errLateSetup, else
+// the error's row.
+func lateRow(name string, err error) row {
+	if errors.Is(err, errLateSetup) {
+		return row{name, "not measured: " + err.Error(), "-", Skip}
 	}
+	return errRow(name, err)
 }
 
 // burstAt is when a burst fires: a whole second after a warm-up long enough
-// for the workers to take their tasks.
+// for the workers to take their fire time.
 func burstAt(warm time.Duration) time.Time {
 	return time.Now().Add(warm).Truncate(time.Second).Add(time.Second)
 }
 
+// burstParked is the fire time the tasks are set up with, a day ahead, before
+// the burst's own instant is known: none fires there.
+func burstParked() time.Time { return time.Now().Add(24 * time.Hour).Truncate(time.Second) }
+
 // burstWorkers runs HTTP tasks with a one-time schedule at the same instant,
 // split over in-process worker engines, reporting to the lag peer as their
-// master.
+// master. Set-up first, however long it takes: the peer starts, the workers
+// start and schedule their tasks at a parked time a day ahead. Only then is
+// the burst's instant fixed, after a warm-up of sp.warm or twice the
+// set-up's scheduling, whichever is longer, and the workers re-time their
+// tasks to it (a schedule of the same tasks, replacing theirs).
 func (b *bench) burstWorkers(ctx context.Context, sp burstSpec, dir string) (burstResult, error) {
 	var res burstResult
 	tasks, n, maxc := sp.tasks, sp.workers, sp.maxc
-	at := burstAt(sp.warm)
-	peer, err := startLagPeer(at, time.Second, fmt.Sprintf("%s=%d", burstAtEnv, at.UnixNano()))
+	parked := burstParked()
+	peer, err := startLagPeer(parked, time.Second, fmt.Sprintf("%s=%d", burstAtEnv, parked.UnixNano()))
 	if err != nil {
 		return res, err
 	}
@@ -172,6 +178,18 @@ func (b *bench) burstWorkers(ctx context.Context, sp burstSpec, dir string) (bur
 			cancel()
 		}
 	}()
+	specs := func(i int, at time.Time) []protocol.TaskSpec {
+		specs := make([]protocol.TaskSpec, 0, tasks/n+1)
+		for k := i; k < tasks; k += n {
+			def := httpTask(fmt.Sprintf("burst%06d", k), "", peer.URL)
+			def.Schedule = protocol.Schedule{Kind: protocol.ScheduleOnce, At: &at}
+			def.Timeout = protocol.Duration(sp.timeout)
+			specs = append(specs, protocol.TaskSpec{TaskDef: def, Executors: 1})
+		}
+		return specs
+	}
+	setup := time.Now()
+	var scheduling time.Duration
 	for i := 0; i < n; i++ {
 		w, err := worker.New(worker.Config{
 			Identity: fmt.Sprintf("burst%d", i), Protocol: "http", IP: "127.0.0.1", Port: 1, Priority: 1, MaxConcurrency: maxc,
@@ -182,22 +200,29 @@ func (b *bench) burstWorkers(ctx context.Context, sp burstSpec, dir string) (bur
 		}
 		ws = append(ws, w)
 		go w.Run(ctx)
-		specs := make([]protocol.TaskSpec, 0, tasks/n+1)
-		for k := i; k < tasks; k += n {
-			def := httpTask(fmt.Sprintf("burst%06d", k), "", peer.URL)
-			def.Schedule = protocol.Schedule{Kind: protocol.ScheduleOnce, At: &at}
-			def.Timeout = protocol.Duration(sp.timeout)
-			specs = append(specs, protocol.TaskSpec{TaskDef: def, Executors: 1})
+		began := time.Now()
+		if err := w.Startup(ctx, protocol.StartupRequest{Tasks: specs(i, parked)}); err != nil {
+			return res, err
 		}
-		if err := w.Startup(ctx, protocol.StartupRequest{Tasks: specs}); err != nil {
+		scheduling += time.Since(began)
+	}
+	warm := max(sp.warm, 2*scheduling)
+	at := burstAt(warm)
+	b.logf("burst: set up in %s (scheduling %s); fires at %s, %s from now", fmtDur(time.Since(setup)), fmtDur(scheduling),
+		at.Format("15:04:05"), fmtDur(time.Until(at)))
+	if err := peer.setBurst(at); err != nil {
+		return res, err
+	}
+	for i, w := range ws {
+		if err := w.Startup(ctx, protocol.StartupRequest{Tasks: specs(i, at)}); err != nil {
 			if time.Now().After(at) {
-				return res, fmt.Errorf("%w (%v)", errLateSetup, err)
+				return res, fmt.Errorf("%w: a warm-up of %s (twice the set-up's scheduling, %s) was too short (%v)", errLateSetup, warm, scheduling, err)
 			}
 			return res, err
 		}
 	}
 	if time.Now().After(at) {
-		return res, errLateSetup
+		return res, fmt.Errorf("%w: a warm-up of %s (twice the set-up's scheduling, %s) was too short", errLateSetup, warm, scheduling)
 	}
 	// The peak memory is the burst's own: the one of the set-up (and of an
 	// earlier burst in this process) is forgotten.
@@ -239,12 +264,17 @@ func (b *bench) burstWorkers(ctx context.Context, sp burstSpec, dir string) (bur
 // transport holding at most conns connections to the target, and returns
 // their arrival lag at the lag peer.
 func burstFloor(ctx context.Context, tasks, conns int) (lagStats, error) {
-	at := burstAt(2 * time.Second)
-	peer, err := startLagPeer(at, time.Second, fmt.Sprintf("%s=%d", burstAtEnv, at.UnixNano()))
+	parked := burstParked()
+	peer, err := startLagPeer(parked, time.Second, fmt.Sprintf("%s=%d", burstAtEnv, parked.UnixNano()))
 	if err != nil {
 		return lagStats{}, err
 	}
 	defer peer.Close()
+	// The instant is fixed once the peer runs (its start is set-up too).
+	at := burstAt(2 * time.Second)
+	if err := peer.setBurst(at); err != nil {
+		return lagStats{}, err
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxConnsPerHost, tr.MaxIdleConnsPerHost = 0, conns, conns
 	defer tr.CloseIdleConnections()
@@ -288,9 +318,9 @@ func (b *bench) herdScenario(ctx context.Context) []row {
 	sp := burstSpec{tasks: tasks, workers: 3, maxc: 100, warm: time.Duration(b.pick(25, 5)) * time.Second, timeout: 120 * time.Second}
 	name := fmt.Sprintf("herd: %s HTTP tasks firing at one instant on 3 workers, --maxc %d, timeout %s", fmtInt(tasks), sp.maxc, sp.timeout)
 	settle()
-	r, err := b.burstWorkersInTime(ctx, sp, filepath.Join(b.tmp, "herd"))
+	r, err := b.burstWorkers(ctx, sp, filepath.Join(b.tmp, "herd"))
 	if err != nil {
-		return []row{errRow(name, err)}
+		return []row{lateRow(name, err)}
 	}
 	b.logf("herd: %s; %d skipped %s; %.0f runs/s early, %.0f late; peak RSS %s (%s before the fire); peak goroutines %d",
 		fmtLag(r.arrival), r.skipped, r.skipWhy, r.early, r.late, fmtMB(r.rss), fmtMB(r.base), r.goroutines)
@@ -308,8 +338,8 @@ func (b *bench) herdScenario(ctx context.Context) []row {
 	sp.timeout = 10 * time.Second
 	name = fmt.Sprintf("  herd with a timeout of %s (the wait for a slot included)", sp.timeout)
 	settle()
-	if r, err = b.burstWorkersInTime(ctx, sp, filepath.Join(b.tmp, "herd10")); err != nil {
-		return append(rows, errRow(name, err))
+	if r, err = b.burstWorkers(ctx, sp, filepath.Join(b.tmp, "herd10")); err != nil {
+		return append(rows, lateRow(name, err))
 	}
 	b.logf("herd, timeout 10s: %s; %d skipped %s; %.0f runs/s early, %.0f late; peak RSS %s; peak goroutines %d",
 		fmtLag(r.arrival), r.skipped, r.skipWhy, r.early, r.late, fmtMB(r.rss), r.goroutines)

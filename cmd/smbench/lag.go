@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -34,12 +35,12 @@ func newLagRecorder(from time.Time, d time.Duration, capacity int) *lagRecorder 
 }
 
 func (l *lagRecorder) add(scheduled, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if scheduled.Before(l.from) || !scheduled.Before(l.to) {
 		return
 	}
-	l.mu.Lock()
 	l.samples = append(l.samples, at.Sub(scheduled))
-	l.mu.Unlock()
 }
 
 func (l *lagRecorder) count() int {
@@ -88,6 +89,8 @@ const (
 	lagForEnv  = "SMBENCH_LAG_FOR"
 	// burstAtEnv, when set, makes the peer count every request's arrival
 	// from that one instant (UnixNano): the burst scenario's fire time.
+	// POST /burst?at=<UnixNano> moves it (and the window) to the instant
+	// fixed once the workers are set up.
 	burstAtEnv  = "SMBENCH_BURST_AT"
 	lagPeerRole = "lagpeer"
 )
@@ -126,13 +129,14 @@ func serveLagPeer() error {
 	}
 	starts := newLagRecorder(time.Unix(0, from), d, 0)
 	arrivals := newLagRecorder(time.Unix(0, from), d, 0)
-	var burstAt time.Time
+	// burstAt is the burst's instant (UnixNano), 0 for none.
+	var burstAt atomic.Int64
 	if v := os.Getenv(burstAtEnv); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return err
 		}
-		burstAt = time.Unix(0, n)
+		burstAt.Store(n)
 	}
 	var skipped int
 	var skipWhy string
@@ -166,10 +170,24 @@ func serveLagPeer() error {
 			_ = json.NewEncoder(rw).Encode(lagPeerStats{Starts: starts.samples, Arrivals: arrivals.samples, Skipped: skipped, SkipWhy: skipWhy})
 			arrivals.mu.Unlock()
 			starts.mu.Unlock()
+		case r.URL.Path == "/burst" && r.Method == http.MethodPost:
+			n, err := strconv.ParseInt(r.URL.Query().Get("at"), 10, 64)
+			if err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			at := time.Unix(0, n)
+			for _, l := range []*lagRecorder{starts, arrivals} {
+				l.mu.Lock()
+				l.from, l.to = at, at.Add(d)
+				l.mu.Unlock()
+			}
+			burstAt.Store(n)
+			rw.WriteHeader(http.StatusNoContent)
 		case strings.HasPrefix(r.URL.Path, "/t/"):
 			now := time.Now()
-			if !burstAt.IsZero() {
-				arrivals.add(burstAt, now)
+			if n := burstAt.Load(); n != 0 {
+				arrivals.add(time.Unix(0, n), now)
 			} else {
 				arrivals.add(secondOf(now), now)
 			}
@@ -225,6 +243,19 @@ func startLagPeer(from time.Time, d time.Duration, env ...string) (*lagPeer, err
 	}
 	p.URL = strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 	return p, nil
+}
+
+// setBurst moves the peer's burst instant (and its window) to at.
+func (p *lagPeer) setBurst(at time.Time) error {
+	resp, err := http.Post(fmt.Sprintf("%s/burst?at=%d", p.URL, at.UnixNano()), "", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("lag peer: POST /burst: %s", resp.Status)
+	}
+	return nil
 }
 
 func (p *lagPeer) stats() (lagPeerStats, error) {
