@@ -161,9 +161,14 @@ func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*st
 			row.ExternalSubject = id.Subject // the name stays this person's
 		}
 		if err := store.CreateUser(ctx, a.db, row); err != nil {
+			if errors.Is(err, store.ErrDuplicate) && !externalRetry(ctx) {
+				// Created meanwhile (another sign-in, or an admin): decide
+				// again, once; names compare case-folded in the lookup and
+				// the unique index alike, so the second look finds it.
+				return a.SignInExternal(context.WithValue(ctx, externalRetryKey{}, true), id)
+			}
 			if errors.Is(err, store.ErrDuplicate) {
-				// Created meanwhile (another sign-in, or an admin): decide again.
-				return a.SignInExternal(ctx, id)
+				return refuse(Errorf(KindForbidden, "a user named %s (compared without case) already exists and could not be matched to this %s account; an admin can rename or delete it", id.Username, id.Method))
 			}
 			return nil, err
 		}
@@ -173,7 +178,7 @@ func (a *Accounts) SignInExternal(ctx context.Context, id ExternalIdentity) (*st
 	case err != nil:
 		return nil, err
 	case u.AuthMethod != id.Method:
-		return refuse(Errorf(KindForbidden, "a local user named %s already exists, so the %s account of that name cannot sign in; an admin can rename or delete the local user", id.Username, id.Method))
+		return refuse(Errorf(KindForbidden, "a local user named %s already exists (names compare without case), so the %s account %s cannot sign in; an admin can rename or delete the local user", u.Username, id.Method, id.Username))
 	case id.Method == MethodOIDC && u.ExternalSubject != "" && u.ExternalSubject != id.Subject:
 		// The provider gave this name to another person: never take over the first one's account.
 		return refuse(Errorf(KindForbidden, "user %s belongs to another person of the %s provider; an admin can rename or delete it", id.Username, id.Method))
@@ -243,3 +248,8 @@ func (a *Accounts) loginDirectory(ctx context.Context, t *loginTicket, now time.
 	a.logins.succeeded(ctx, t, now)
 	return a.SignInExternal(ctx, *id)
 }
+
+type externalRetryKey struct{}
+
+// externalRetry reports whether this sign-in is already the one retry.
+func externalRetry(ctx context.Context) bool { v, _ := ctx.Value(externalRetryKey{}).(bool); return v }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/ldapauth"
 	"github.com/schedulemaster-go/schedulemaster/ldapauth/ldaptest"
@@ -144,6 +145,19 @@ func TestLDAPLocalUsersFirstAndNameClash(t *testing.T) {
 	_, err := e.m.Accounts().SignInExternal(e.ctx, master.ExternalIdentity{Method: master.MethodLDAP, Username: "admin", Groups: []string{ldaptest.AdminGroup}})
 	if master.KindOf(err) != master.KindForbidden || !strings.Contains(master.Message(err), "a local user named admin already exists") {
 		t.Fatalf("directory admin over local admin: %v; want refused", err)
+	}
+	// Names compare case-folded: a directory name that differs from a
+	// local one only by case is refused at once, with the sentence, on
+	// every attempt (it used to retry itself until its deadline).
+	for _, name := range []string{"ADMIN", "Admin"} {
+		start := time.Now()
+		_, err := e.m.Accounts().SignInExternal(e.ctx, master.ExternalIdentity{Method: master.MethodLDAP, Username: name, Groups: []string{ldaptest.AdminGroup}})
+		if master.KindOf(err) != master.KindForbidden || !strings.Contains(master.Message(err), "a local user named admin already exists") {
+			t.Fatalf("directory %s over local admin: %v (after %s); want refused", name, err, time.Since(start))
+		}
+	}
+	if u, err := e.m.Accounts().Login(e.ctx, ldapIP, "ADMIN", localPW); err != nil || u.Username != "admin" {
+		t.Fatalf("local admin signing in as ADMIN: %+v, %v; want admin", u, err)
 	}
 	// A local user keeps working while the directory is down.
 	s.Stop()

@@ -68,10 +68,11 @@ func CreateUser(ctx context.Context, db bun.IDB, u *User) error {
 	return nil
 }
 
-// GetUser returns the user with that username or ErrNotFound.
+// GetUser returns the user with that username, compared case-folded, or
+// ErrNotFound.
 func GetUser(ctx context.Context, db bun.IDB, username string) (*User, error) {
 	u := new(User)
-	if err := db.NewSelect().Model(u).Where("username = ?", username).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(u).Where(usernameIs(db), username).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: get user: %w", notFound(err))
 	}
 	return u, nil
@@ -232,4 +233,15 @@ func updateUser(ctx context.Context, db bun.IDB, username string, removesAdmin b
 		}
 		return nil
 	})
+}
+
+// usernameIs is the condition "the user named ?" as names compare
+// everywhere: case-folded, the way the unique index of every engine folds
+// them (so "Admin" is admin, and a second "ADMIN" cannot exist), on that
+// index.
+func usernameIs(db bun.IDB) string {
+	if db.Dialect().Name() == dialect.MySQL {
+		return "username_ci = LOWER(?)"
+	}
+	return "lower(username) = lower(?)"
 }
