@@ -156,7 +156,7 @@ func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts, err := store.RunCountsByNodeSince(ctx, m.st.DB, time.Now().Add(-poolRunWindow))
+	counts, err := store.RunCountsByNodeSince(ctx, m.st.DB, time.Now().Add(-poolRunWindow), readableProjects(ctx))
 	if err != nil {
 		return nil, err
 	}

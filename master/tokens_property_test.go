@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -259,6 +260,53 @@ func TestHardening3KeepersRevealNoUserNames(t *testing.T) {
 		other, none := answer("rita"), answer("nobody")
 		if other == "" || other != none {
 			t.Fatalf("a user of another project: %q; no such user: %q; want the same refusal", other, none)
+		}
+	})
+}
+
+// TestHardening3PoolCountsOnlyReadableRuns: a pool's run counts are of the
+// runs the viewer may read: the owner of reports sees none of billing's
+// failed runs on billing's worker, a cluster admin sees them all.
+func TestHardening3PoolCountsOnlyReadableRuns(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
+		t.Parallel()
+		p := setupProjects(t, s)
+		tk, err := p.m.CreateTask(p.ctx, inProject("billing", "wb"), "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		var runs []store.Run
+		for i := range 4 {
+			runs = append(runs, store.Run{ID: fmt.Sprintf("run-pool-%d", i), TaskID: tk.ID, Node: "wb", ScheduledAt: now, StartedAt: now,
+				Result: store.ResultFailed, Attempt: 1})
+		}
+		if _, err := store.InsertRuns(p.ctx, s.Store.DB, runs); err != nil {
+			t.Fatal(err)
+		}
+		count := func(ctx context.Context) (int, int) {
+			pools, err := p.m.Pools(ctx, "pool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, failed := 0, 0
+			for _, pl := range pools {
+				runs, failed = runs+pl.Runs, failed+pl.Failed
+				for _, mb := range pl.Members {
+					runs, failed = runs+mb.Runs, failed+mb.Failed
+				}
+			}
+			return runs, failed
+		}
+		if r, f := count(master.WithPrincipal(p.ctx, p.as("rita"))); r != 0 || f != 0 {
+			t.Fatalf("the owner of reports counts %d runs, %d failed of billing's", r, f)
+		}
+		if r, f := count(master.WithPrincipal(p.ctx, p.as("bea"))); r != 8 || f != 8 {
+			t.Fatalf("an editor of billing counts %d runs, %d failed; want 4 on the pool and 4 on its member", r, f)
+		}
+		if r, f := count(p.ctx); r != 8 || f != 8 {
+			t.Fatalf("the system counts %d runs, %d failed; want 4 on the pool and 4 on its member", r, f)
 		}
 	})
 }

@@ -263,16 +263,18 @@ type NodeRunCounts struct {
 }
 
 // RunCountsByNodeSince counts each node's runs started since a time, and
-// those that failed (failed or timed out), for the Pools view.
-func RunCountsByNodeSince(ctx context.Context, db bun.IDB, since time.Time) (map[string]NodeRunCounts, error) {
+// those that failed (failed or timed out), for the Pools view: only the
+// runs of these projects (nil: all), so no one counts another project's.
+func RunCountsByNodeSince(ctx context.Context, db bun.IDB, since time.Time, projects []int64) (map[string]NodeRunCounts, error) {
 	var rows []struct {
 		Node   string `bun:"node"`
 		N      int    `bun:"n"`
 		Failed int    `bun:"failed"`
 	}
-	err := db.NewSelect().Model((*Run)(nil)).Column("node").ColumnExpr("COUNT(*) AS n").
+	q := db.NewSelect().Model((*Run)(nil)).Column("node").ColumnExpr("COUNT(*) AS n").
 		ColumnExpr("SUM(CASE WHEN result IN (?) THEN 1 ELSE 0 END) AS failed", bun.In([]string{ResultFailed, ResultTimeout})).
-		Where("started_at >= ?", since.UTC()).Group("node").Scan(ctx, &rows)
+		Where("started_at >= ?", since.UTC())
+	err := runsInProjects(q, "", projects).Group("node").Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: run counts by node: %w", err)
 	}
