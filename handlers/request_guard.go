@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"io"
 	"mime"
 	"net/http"
@@ -307,4 +308,40 @@ func (s *server) badInput(c *gin.Context, status int, field, msg string) {
 		return
 	}
 	s.errorPage(c, status, tr(c, "ErrField", "Field", field, "Msg", views.Refusal(c.Request.Context(), msg)))
+}
+
+// maxLargeBodies is how many bodies larger than maxBody (or of no stated
+// length) are read and decoded at once; each may take tens of MB.
+const maxLargeBodies = 2
+
+// fewLargeBodies lets at most maxLargeBodies large bodies in at once; the
+// rest are answered 503 with Retry-After before they are read.
+func (s *server) fewLargeBodies(c *gin.Context) {
+	if n := c.Request.ContentLength; n >= 0 && n <= maxBody {
+		c.Next()
+		return
+	}
+	select {
+	case s.largeBodies <- struct{}{}:
+		defer func() { <-s.largeBodies }()
+		c.Next()
+	default:
+		c.Header("Retry-After", "2")
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, protocol.ErrorResponse{
+			Error: "the master is reading other large requests: retry in a moment"})
+	}
+}
+
+// requireAnywhere refuses, before its body is read, the request of one who
+// may do a in no project (the engine's rule, Principal.CanAnywhere): a
+// viewer's bulk save or apply never costs the master its decoding. The
+// engine still authorizes each object the body names.
+func (s *server) requireAnywhere(a master.Action) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if p := currentUser(c); p != nil && p.CanAnywhere(a) {
+			c.Next()
+			return
+		}
+		s.forbidden(c, "forbidden: your roles may not "+string(a)+" in any project")
+	}
 }

@@ -46,6 +46,8 @@ type server struct {
 	secure   bool         // cookies are Secure (TLS)
 	// zones are the time zone names the task form suggests, read once.
 	zones []string
+	// largeBodies holds a place for each large body being decoded.
+	largeBodies chan struct{}
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
@@ -59,7 +61,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		d.PollInterval = 2 * time.Second
 	}
 	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String(),
-		secure: d.SecureCookies, zones: protocol.TimezoneNames()}
+		secure: d.SecureCookies, zones: protocol.TimezoneNames(), largeBodies: make(chan struct{}, maxLargeBodies)}
 	if d.OIDC != nil {
 		s.oidc = &oidcClient{cfg: *d.OIDC}
 	}
@@ -257,17 +259,21 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.PUT("/projects/:name/members/:username", s.apiSetProjectMember)
 	api.DELETE("/projects/:name/members/:username", s.apiRemoveProjectMember)
 
-	// Configuration as code: documents of every task, up to the document bound.
-	apiConfig := apiBase.Group("", s.guardBody(master.MaxDocumentBytes), s.requireUser(true))
-	apiConfig.GET("/export", s.apiExport)
-	apiConfig.POST("/apply", s.apiApply)
+	// Configuration as code: documents of every task, up to the document
+	// bound. Large bodies (apply, bulk, batches) are authorized before a
+	// byte is read: one who may change nothing anywhere is refused unread,
+	// and only a few are decoded at once.
+	apiBase.GET("/export", s.guardBody(master.MaxDocumentBytes), s.requireUser(true), s.apiExport)
+	apiBase.POST("/apply", s.requireUser(true), s.requireAnywhere(master.ActEdit), s.fewLargeBodies,
+		s.guardBody(master.MaxDocumentBytes), s.apiApply)
 	// The OpenAPI document of these routes: open, like /health.
 	apiBase.GET("/openapi.json", s.openAPI)
 
 	// Bulk actions and saves: up to master.MaxBulkTasks tasks in one body.
-	apiBulk := apiBase.Group("/tasks", s.guardBody(maxBulkBody), s.requireUser(true))
-	apiBulk.POST("/bulk", s.apiBulkTasks)
-	apiBase.POST("/delayed/batch", s.guardBody(maxBulkBody), s.requireUser(true), s.apiCreateDelayedBatch)
+	apiBase.POST("/tasks/bulk", s.requireUser(true), s.requireAnywhere(master.ActOperate), s.fewLargeBodies,
+		s.guardBody(maxBulkBody), s.apiBulkTasks)
+	apiBase.POST("/delayed/batch", s.requireUser(true), s.requireAnywhere(master.ActEdit), s.fewLargeBodies,
+		s.guardBody(maxBulkBody), s.apiCreateDelayedBatch)
 	apiTasks := apiBase.Group("/tasks", s.guardBody(maxTaskBody), s.requireUser(true))
 	apiTasks.GET("", s.apiListTasks)
 	apiTasks.POST("", s.apiCreateTask)

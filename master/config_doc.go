@@ -159,7 +159,10 @@ func expandRefs(s string, lookup func(string) (string, bool), missing map[string
 
 // docReader turns a YAML (or JSON) node tree into plain values, bounded.
 type docReader struct {
-	nodes   int
+	nodes int
+	// aliased counts the values read through aliases, against aliasBudget:
+	// what a document may expand is proportional to its size.
+	aliased, aliasBudget, inAlias int
 	lookup  func(string) (string, bool)
 	missing map[string]bool
 	// rewrite, with lookup set, writes each filled value back into the tree.
@@ -188,6 +191,11 @@ func (r *docReader) value(n *yaml.Node, path string, depth int) (any, error) {
 	if r.nodes > maxDocumentNodes {
 		return nil, &docError{path, fmt.Sprintf("the document has more than %d values (aliases counted each time they are used)", maxDocumentNodes)}
 	}
+	if r.inAlias > 0 {
+		if r.aliased++; r.aliased > r.aliasBudget {
+			return nil, &docError{path, fmt.Sprintf("its aliases expand to more than %d values, more than a document of this size may (aliases counted each time they are used)", r.aliasBudget)}
+		}
+	}
 	if depth > maxDocumentDepth {
 		return nil, &docError{path, fmt.Sprintf("nested more than %d levels deep", maxDocumentDepth)}
 	}
@@ -198,6 +206,8 @@ func (r *docReader) value(n *yaml.Node, path string, depth int) (any, error) {
 		}
 		return r.value(n.Content[0], path, depth)
 	case yaml.AliasNode:
+		r.inAlias++
+		defer func() { r.inAlias-- }()
 		return r.value(n.Alias, path, depth+1)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
@@ -272,7 +282,11 @@ func (r *docReader) mapping(n *yaml.Node, path string, depth int, out map[string
 				return &docError{path, "<< must merge a mapping or a list of mappings"}
 			}
 			merged := map[string]any{}
-			if err := r.mapping(mm, path, depth+1, merged, map[string]bool{}); err != nil {
+			// A merge reads its mapping again: counted as an alias.
+			r.inAlias++
+			err := r.mapping(mm, path, depth+1, merged, map[string]bool{})
+			r.inAlias--
+			if err != nil {
 				return err
 			}
 			for k, v := range merged {
@@ -339,6 +353,11 @@ func (r *docReader) scalar(n *yaml.Node, path string) (any, error) {
 	return nil, &docError{path, fmt.Sprintf("the tag %s is not accepted", clipText(n.Tag, 40))}
 }
 
+// aliasBudget is how many values a document of n bytes may read through
+// aliases: a task's worth of defaults per task, about, and never a
+// "billion laughs" whose expansion dwarfs its text.
+func aliasBudget(n int) int { return 10_000 + n/4 }
+
 // readTree checks a document's text and parses it into a node tree.
 func readTree(data []byte) (*yaml.Node, error) {
 	switch {
@@ -373,7 +392,7 @@ func ParseDocument(data []byte) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &docReader{}
+	r := &docReader{aliasBudget: aliasBudget(len(data))}
 	v, err := r.value(root, "", 0)
 	if err != nil {
 		return nil, Errorf(KindInvalid, "%s", err.Error())
@@ -407,13 +426,13 @@ func FillDocument(data []byte, names []string, lookup func(string) (string, bool
 	}
 	// First the plain values, references left empty, to learn which
 	// fields are secret; then the fill, refused outside them.
-	probe := &docReader{lookup: func(string) (string, bool) { return "", true }, missing: map[string]bool{}}
+	probe := &docReader{lookup: func(string) (string, bool) { return "", true }, missing: map[string]bool{}, aliasBudget: aliasBudget(len(data))}
 	v, err := probe.value(root, "", 0)
 	if err != nil {
 		return nil, Errorf(KindInvalid, "%s", err.Error())
 	}
 	unnamed := map[string]bool{}
-	r := &docReader{missing: map[string]bool{}, rewrite: true, secret: secretPaths(v), lookup: func(name string) (string, bool) {
+	r := &docReader{missing: map[string]bool{}, rewrite: true, secret: secretPaths(v), aliasBudget: aliasBudget(len(data)), lookup: func(name string) (string, bool) {
 		if !allowed[name] {
 			unnamed[name] = true
 			return "", true

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -449,7 +450,7 @@ func TestParseDocumentHostile(t *testing.T) {
 		"nul":          {task + "\x00", "NUL"},
 		"utf8":         {task + "    description: \xff\n", "UTF-8"},
 		"escaped nul":  {task + "    description: \"a\\0b\"\n", "tasks[0].description: holds a NUL"},
-		"bomb":         {bomb, "more than 1000000 values"},
+		"bomb":         {bomb, "aliases expand to more than"},
 		"deep":         {"version: 1\ntasks: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", "nested more than"},
 		"large":        {task + "    description: " + strings.Repeat("x", master.MaxDocumentBytes) + "\n", "larger than 8 MiB"},
 		"unknown":      {task + "    scheduel: 1\n", `unknown field "scheduel"`},
@@ -522,5 +523,36 @@ func TestFillDocument(t *testing.T) {
 	}
 	if p := d.Tasks[0].Params; p["a"] != "${ENV:A}" || p["b"] != "x2\n  injected: truey" || p["c"] != "" || len(p) != 3 {
 		t.Fatalf("filled: %q\n%s", p, out)
+	}
+}
+
+// TestHardening3DocumentAliasesAreBoundedBySize: a small document whose
+// aliases expand far beyond its text is refused, early, with a sentence; a
+// document sharing its defaults by anchors and merges is read.
+func TestHardening3DocumentAliasesAreBoundedBySize(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("version: 1\nx0: &a0 [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&b, "x%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("tasks: []\n")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, err := master.ParseDocument([]byte(b.String()))
+	runtime.ReadMemStats(&ms)
+	if err == nil || !strings.Contains(master.Message(err), "aliases expand to more than") {
+		t.Fatalf("a billion laughs of %d bytes: %v", b.Len(), err)
+	}
+	if alloc := ms.TotalAlloc - before; alloc > 64<<20 {
+		t.Fatalf("refusing a %d-byte document allocated %d MiB", b.Len(), alloc>>20)
+	}
+	shared := "version: 1\ndefaults: &d {type: http, schedule: {kind: interval, every: 1h}, http: {url: \"http://127.0.0.1:1/x\"}}\ntasks:\n"
+	for i := range 200 {
+		shared += fmt.Sprintf("  - {<<: *d, title: t%d}\n", i)
+	}
+	if _, err := master.ParseDocument([]byte(shared)); err != nil && strings.Contains(master.Message(err), "aliases") {
+		t.Fatalf("a document of 200 tasks sharing defaults: %v", err)
 	}
 }
