@@ -163,8 +163,8 @@ type docReader struct {
 	// aliased counts the values read through aliases, against aliasBudget:
 	// what a document may expand is proportional to its size.
 	aliased, aliasBudget, inAlias int
-	lookup  func(string) (string, bool)
-	missing map[string]bool
+	lookup                        func(string) (string, bool)
+	missing                       map[string]bool
 	// rewrite, with lookup set, writes each filled value back into the tree.
 	rewrite bool
 	// secret, when set, says whether a value at path (its text raw) may
