@@ -34,6 +34,9 @@ type apiNode struct {
 	Labels         protocol.Labels `json:"labels"`
 	DeclaredLabels protocol.Labels `json:"declared_labels"`
 	AdminLabels    protocol.Labels `json:"admin_labels"`
+	// PendingLabels are declared labels that wait for an admin's approval
+	// (approval on): they select nothing until the node is approved again.
+	PendingLabels protocol.Labels `json:"pending_labels"`
 }
 
 func toAPINode(n *master.Node) apiNode {
@@ -41,6 +44,7 @@ func toAPINode(n *master.Node) apiNode {
 		Name: n.Name, Type: n.Type, Status: int(n.Status), Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
 		Labels: master.NodeLabels(n), DeclaredLabels: master.DeclaredLabels(n), AdminLabels: master.AdminLabels(n),
+		PendingLabels: master.PendingLabels(n),
 	}
 	if !n.LastSeen.IsZero() {
 		t := n.LastSeen.UTC()

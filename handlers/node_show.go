@@ -46,7 +46,7 @@ func (s *server) renderNodePage(c *gin.Context, status int, name string, edit fu
 	l := s.layout(c, tr(c, "TitleNode", "Name", n.Name), "nodes")
 	vm := views.NodePageVM{Layout: l, Name: n.Name, ShowActions: l.Admin, Flash: s.takeFlash(c),
 		CanEdit:    n.Type == master.TypeWorker && n.Mode != master.ModePending && master.NodeAllows(n.Status, master.NodeEdit),
-		CanApprove: n.Mode == master.ModePending, CanLabel: n.Type == master.TypeWorker,
+		CanApprove: n.Mode == master.ModePending || len(master.PendingLabels(n)) > 0, CanLabel: n.Type == master.TypeWorker,
 		LabelsForm: labelsText(master.AdminLabels(n)), Live: live}
 	if edit != nil {
 		edit(&vm)
@@ -73,6 +73,11 @@ func nodeLabelRows(n *master.Node) []views.NodeLabelRow {
 			}
 		}
 		rows = append(rows, r)
+	}
+	// Declared labels that wait for an admin's approval select nothing.
+	pending := master.PendingLabels(n)
+	for _, k := range slices.Sorted(maps.Keys(pending)) {
+		rows = append(rows, views.NodeLabelRow{Key: k, Value: pending[k], From: "pending"})
 	}
 	return rows
 }

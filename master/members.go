@@ -46,7 +46,36 @@ func encodeLabels(l protocol.Labels) string {
 // NodeLabels returns a node's labels in force: the labels its worker
 // declares, overridden by those an admin set.
 func NodeLabels(n *Node) protocol.Labels {
-	return protocol.MergeLabels(labelsOf(n.Labels), labelsOf(n.AdminLabels))
+	return protocol.MergeLabels(trustedLabels(n), labelsOf(n.AdminLabels))
+}
+
+// trustedLabels are the declared labels that may select n: those approved
+// (all of them for a node from before approved labels were kept).
+func trustedLabels(n *Node) protocol.Labels {
+	if n.ApprovedLabels == "" {
+		return labelsOf(n.Labels)
+	}
+	approved := labelsOf(n.ApprovedLabels)
+	out := protocol.Labels{}
+	for k, v := range labelsOf(n.Labels) {
+		if approved[k] == v {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// PendingLabels returns the labels a node's worker declares that wait for
+// an admin's approval (with approval on): they select nothing until then.
+func PendingLabels(n *Node) protocol.Labels {
+	trusted := trustedLabels(n)
+	out := protocol.Labels{}
+	for k, v := range labelsOf(n.Labels) {
+		if trusted[k] != v {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // DeclaredLabels returns the labels a node's worker declares (--labels).

@@ -70,7 +70,9 @@ func pendingRefusal(name string) error {
 
 // ApproveNode lets a pending node in: it becomes an auto worker and gets its
 // secret and tasks when it next registers (its retries come within 30 s).
-// Approving a node that is not pending changes nothing and is no error.
+// Approving a node approves the labels its worker declares now; approving
+// one that is neither pending nor declares labels waiting for approval
+// changes nothing and is no error.
 func (m *Master) ApproveNode(ctx context.Context, name string) (*store.Node, error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
@@ -81,7 +83,28 @@ func (m *Master) ApproveNode(ctx context.Context, name string) (*store.Node, err
 	case errors.Is(err, store.ErrNotFound):
 		return nil, Errorf(KindNotFound, "there is no node %s", name)
 	case errors.Is(err, store.ErrConflict):
-		return m.GetNode(ctx, name) // already approved, or never needed it
+		// Already approved, or never needed it: its labels that wait for
+		// approval (declared since) are approved now.
+		n, err := store.GetNode(ctx, m.st.DB, name)
+		if err != nil {
+			return nil, mapStoreErr(err, name)
+		}
+		if pending := PendingLabels(n); n.Type == store.TypeWorker && len(pending) > 0 {
+			if err := store.SetNodeApprovedLabels(ctx, m.st.DB, name, n.Labels); err != nil {
+				return nil, err
+			}
+			if n, err = store.GetNode(ctx, m.st.DB, name); err != nil {
+				return nil, mapStoreErr(err, name)
+			}
+			changes, err := syncNodeMembers(ctx, m.st.DB, n)
+			if err != nil {
+				return nil, err
+			}
+			m.applyMemberChanges(ctx, changes)
+			m.events.record(ctx, "node.approve", store.TargetNode, name, nil, "labels "+pending.String())
+			m.nodeChanged()
+		}
+		return m.GetNode(ctx, name)
 	case err != nil:
 		return nil, err
 	}

@@ -74,7 +74,12 @@ func (m *Master) noteDeclaredLabels(ctx context.Context, n *store.Node, labels p
 		return
 	}
 	defer m.locks.lock(n.Name)()
-	changed, err := store.SetNodeLabels(ctx, m.st.DB, n.Name, js)
+	approved, err := m.approvedLabelsFor(ctx, n, labels)
+	if err != nil {
+		m.log.Error("approved labels of node", "node", n.Name, "err", err)
+		return
+	}
+	changed, err := store.SetNodeLabels(ctx, m.st.DB, n.Name, js, approved)
 	if err != nil || !changed {
 		if err != nil {
 			m.log.Error("record node labels", "node", n.Name, "err", err)
@@ -281,12 +286,83 @@ func (m *Master) ApprovePool(ctx context.Context, label, by string) (err error) 
 	k, v, _ := strings.Cut(label, "=")
 	for i := range pending {
 		n := &pending[i]
-		if n.Mode == store.ModePending && DeclaredLabels(n)[k] == v {
+		if n.Type != store.TypeWorker || DeclaredLabels(n)[k] != v || (n.Mode != store.ModePending && trustedLabels(n)[k] == v) {
+			continue
+		}
+		if n.Mode == store.ModePending {
 			if _, err := m.ApproveNode(ctx, n.Name); err != nil && !errors.Is(err, ErrState) {
 				m.log.Warn("approve pending member of an approved pool", "node", n.Name, "err", err)
+				continue
 			}
+			// In through this pool: only the approved pools' labels
+			// select it, not whatever else it declares.
+			n.ApprovedLabels = "{}"
+		}
+		if err := m.approveDeclared(ctx, n, n.Mode == store.ModePending); err != nil {
+			m.log.Warn("approve the pool's label on a node", "node", n.Name, "err", err)
 		}
 	}
+	return nil
+}
+
+// approvedLabelsFor returns the labels a worker declares that may select
+// it (JSON), given what was approved before (old; nil for a new node).
+// With approval off every declared label is approved. With it on, a label
+// is approved when it was before, or when it names an approved pool: a
+// worker that declares a new label (re-registering with the same name and
+// key) gets nothing through it until an admin approves the node's labels
+// or that pool.
+func (m *Master) approvedLabelsFor(ctx context.Context, old *store.Node, declared protocol.Labels) (string, error) {
+	if !m.settings.inForce().ApproveNewNodes {
+		return encodeLabels(declared), nil
+	}
+	prev := protocol.Labels{}
+	if old != nil && old.Mode != store.ModePending {
+		prev = trustedLabels(old)
+	}
+	pools, err := store.ListPoolApprovals(ctx, m.st.DB)
+	if err != nil {
+		return "", err
+	}
+	approvedPool := make(map[string]bool, len(pools))
+	for _, p := range pools {
+		approvedPool[p.Label] = true
+	}
+	out := protocol.Labels{}
+	for k, v := range declared {
+		if prev[k] == v || approvedPool[k+"="+v] {
+			out[k] = v
+		}
+	}
+	return encodeLabels(out), nil
+}
+
+// approveDeclared recomputes which of n's declared labels are approved
+// (an approved pool's label now is) and brings its pool memberships in
+// step; fresh says n.ApprovedLabels was just reset.
+func (m *Master) approveDeclared(ctx context.Context, n *store.Node, fresh bool) error {
+	old := n
+	if fresh {
+		c := *n
+		c.Mode = store.ModeAuto
+		old = &c
+	}
+	approved, err := m.approvedLabelsFor(ctx, old, DeclaredLabels(n))
+	if err != nil {
+		return err
+	}
+	if err := store.SetNodeApprovedLabels(ctx, m.st.DB, n.Name, approved); err != nil {
+		return err
+	}
+	got, err := store.GetNode(ctx, m.st.DB, n.Name)
+	if err != nil {
+		return err
+	}
+	changes, err := syncNodeMembers(ctx, m.st.DB, got)
+	if err != nil {
+		return err
+	}
+	m.applyMemberChanges(ctx, changes)
 	return nil
 }
 

@@ -127,6 +127,9 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		if pool != "" {
 			from += "; member of approved pool " + pool
 		}
+		if n.ApprovedLabels, err = m.approvedLabelsFor(ctx, nil, req.Labels); err != nil {
+			return protocol.RegisterResponse{}, mapStoreErr(err, name)
+		}
 		if m.settings.inForce().ApproveNewNodes && pool == "" {
 			// Kept with its key (trust on first use) but no secret: it is
 			// offline, never probed or picked, until an admin approves it.
@@ -162,8 +165,12 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	case old.NodeKey != "" && subtle.ConstantTimeCompare([]byte(old.NodeKey), []byte(nodeKey)) != 1:
 		return refuse(Errorf(KindState, "node %s is bound to another machine's key; an admin can reset its identity", name))
 	default:
-		// The priority is the admin's once the node exists.
+		// The priority is the admin's once the node exists; its declared
+		// labels select it only as far as they are approved.
 		n.Priority = old.Priority
+		if n.ApprovedLabels, err = m.approvedLabelsFor(ctx, old, req.Labels); err != nil {
+			return refuse(mapStoreErr(err, name))
+		}
 		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
 			return refuse(mapStoreErr(err, name))
 		}

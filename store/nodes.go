@@ -84,6 +84,10 @@ type Node struct {
 	// labels an admin set on the node, which win over the worker's.
 	Labels      string    `bun:"labels"`
 	AdminLabels string    `bun:"admin_labels"`
+	// ApprovedLabels are the declared labels that may select the node (a
+	// JSON object): with approval on, a label the worker declares later
+	// waits for an admin. "" (NULL) means all of Labels (nodes from before).
+	ApprovedLabels string `bun:"approved_labels,nullzero"`
 	CreatedAt   time.Time `bun:"created_at"`
 	UpdatedAt   time.Time `bun:"updated_at"`
 }
@@ -314,7 +318,7 @@ func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey stri
 		Set("machine_name = ?", n.MachineName).Set("protocol = ?", n.Protocol).Set("host = ?", n.Host).
 		Set("secret = ?", n.Secret).Set("boot_id = ?", n.BootID).Set("node_key = ?", n.NodeKey).
 		Set("priority = ?", n.Priority).Set("max_concurrency = ?", n.MaxConcurrency).
-		Set("labels = ?", cmp.Or(n.Labels, "{}")).Set("down_since = NULL").
+		Set("labels = ?", cmp.Or(n.Labels, "{}")).Set("approved_labels = ?", nullIfEmpty(n.ApprovedLabels)).Set("down_since = NULL").
 		Set("status = ?", StatusRunning).Set("desired_status = ?", StatusRunning).
 		Set("failures = 0").Set("reason = ?", "").Set("last_seen = ?", now).Set("updated_at = ?", now).
 		Where("name = ?", n.Name).Where("type = ?", TypeWorker).Where("mode = ?", ModeAuto).
@@ -464,7 +468,7 @@ func CountPendingNodes(ctx context.Context, db bun.IDB) (int, error) {
 // secret when it next registers). A node that is not pending gives
 // ErrConflict, an unknown one ErrNotFound.
 func ApproveNode(ctx context.Context, db bun.IDB, name string) error {
-	res, err := db.NewUpdate().Model((*Node)(nil)).Set("mode = ?", ModeAuto).
+	res, err := db.NewUpdate().Model((*Node)(nil)).Set("mode = ?", ModeAuto).Set("approved_labels = labels").
 		Set("reason = ?", "approved; waiting for it to register again").Set("updated_at = ?", time.Now().UTC()).
 		Where("name = ?", name).Where("mode = ?", ModePending).Exec(ctx)
 	if err := affected(res, err); err != nil {
@@ -498,4 +502,23 @@ func PrunePendingNodes(ctx context.Context, db bun.IDB, cutoff time.Time) ([]str
 		}
 	}
 	return out, nil
+}
+
+// nullIfEmpty is s, or NULL when it is empty.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// SetNodeApprovedLabels replaces the declared labels approved for a worker
+// (a JSON object; "" is NULL: all it declares).
+func SetNodeApprovedLabels(ctx context.Context, db bun.IDB, name, labels string) error {
+	_, err := db.NewUpdate().Model((*Node)(nil)).Set("approved_labels = ?", nullIfEmpty(labels)).
+		Where("name = ?", name).Where("type = ?", TypeWorker).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: set approved labels of node %q: %w", name, err)
+	}
+	return nil
 }

@@ -26,8 +26,8 @@ func RunningWorkers(ctx context.Context, db bun.IDB) ([]Node, error) {
 
 // SetNodeLabels replaces the labels a worker declares (a JSON object) and
 // reports whether they changed: a heartbeat that repeats them writes nothing.
-func SetNodeLabels(ctx context.Context, db bun.IDB, name, labels string) (changed bool, err error) {
-	res, err := db.NewUpdate().Model((*Node)(nil)).Set("labels = ?", labels).
+func SetNodeLabels(ctx context.Context, db bun.IDB, name, labels, approved string) (changed bool, err error) {
+	res, err := db.NewUpdate().Model((*Node)(nil)).Set("labels = ?", labels).Set("approved_labels = ?", nullIfEmpty(approved)).
 		Where("name = ?", name).Where("type = ?", TypeWorker).Where("labels <> ?", labels).Exec(ctx)
 	if err != nil {
 		return false, fmt.Errorf("store: set labels of node %q: %w", name, err)

@@ -138,6 +138,8 @@ func labelFromName(ctx context.Context, from string) string {
 		return T(ctx, "LabelFromAdmin")
 	case "worker":
 		return T(ctx, "LabelFromWorker")
+	case "pending":
+		return T(ctx, "LabelFromPending")
 	}
 	return from
 }

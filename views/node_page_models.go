@@ -76,7 +76,8 @@ type NodePageVM struct {
 // NodeLabelRow is one of a node's labels in force.
 type NodeLabelRow struct {
 	Key, Value string
-	// From is "worker" (declared with --labels) or "admin" (set here).
+	// From is "worker" (declared with --labels), "admin" (set here) or
+	// "pending" (declared, waiting for an admin's approval: in no pool).
 	From string
 	// Overrides is the worker's own "key=value" an admin label replaces.
 	Overrides string
