@@ -180,6 +180,6 @@ func settingsForm(st master.Settings) views.SettingsForm {
 		// Passwords in URLs are masked; saving the mask keeps them.
 		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
 		ApproveNewNodes: st.ApproveNewNodes, PruneOfflineAfter: form.FormatDays(st.PruneOfflineAfter),
-		LocalAdminsOnly: st.LocalAdminsOnly,
+		LocalAdminsOnly: st.LocalAdminsOnly, WebhookAllowHosts: st.WebhookAllowHosts,
 	}
 }

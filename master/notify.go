@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/smtp"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,22 +30,134 @@ const (
 	notifyWorkers   = 4
 )
 
+// Each destination (the SMTP server, a webhook URL) has a queue of its own
+// served by one goroutine, so one project's hung webhook delays only its
+// own notices: at most maxDestinations at once, destQueueSize each, and a
+// destination's goroutine ends after destIdle without work.
+const (
+	maxDestinations = 256
+	destQueueSize   = 100
+	destIdle        = time.Minute
+	// notifyCallTimeout bounds one delivery (one webhook call, one mail).
+	notifyCallTimeout = 10 * time.Second
+)
+
 // notifier tells a task's keepers (by e-mail) and the webhook about failed runs.
 type notifier struct {
-	m       *Master
-	http    *http.Client
+	m    *Master
+	http *http.Client
+	// guarded posts to project webhooks, which may not reach inside.
+	guarded *http.Client
+	guard   webhookGuard
 	queue   chan store.Run
 	start   sync.Once
 	dropped atomic.Int64
+	// refused counts project webhook calls the guard refused on connect.
+	refused atomic.Int64
+
+	mu    sync.Mutex
+	dests map[string]chan delivery
 }
 
+// delivery is one notice to one destination.
+type delivery struct {
+	dest    string // the queue: "smtp", or the webhook's URL
+	channel string
+	target  string
+	send    func(ctx context.Context) error
+}
+
+type webhookHostKey struct{}
+
 func newNotifier(m *Master) *notifier {
-	return &notifier{m: m, http: &http.Client{Timeout: 10 * time.Second, CheckRedirect: protocol.NoRedirect}, queue: make(chan store.Run, notifyQueueSize)}
+	n := &notifier{m: m, http: &http.Client{Timeout: notifyCallTimeout, CheckRedirect: protocol.NoRedirect},
+		queue: make(chan store.Run, notifyQueueSize), dests: map[string]chan delivery{}}
+	_, port, _ := net.SplitHostPort(m.cfg.AdvertiseHost)
+	n.guard = webhookGuard{port: port, allow: func() []string {
+		if m.settings == nil {
+			return nil
+		}
+		return allowHosts(m.settings.inForce().WebhookAllowHosts)
+	}}
+	dialer := &net.Dialer{Timeout: notifyCallTimeout, ControlContext: n.guard.dialControl(func(ctx context.Context) string {
+		h, _ := ctx.Value(webhookHostKey{}).(string)
+		return h
+	})}
+	n.guarded = &http.Client{Timeout: notifyCallTimeout, CheckRedirect: protocol.NoRedirect,
+		// No kept connections: every call dials, so every call is checked.
+		Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext, TLSHandshakeTimeout: notifyCallTimeout,
+			DisableKeepAlives: true}}
+	return n
+}
+
+// dispatch queues d on its destination's queue (dropped, and counted,
+// when that queue is full or too many destinations are busy).
+func (n *notifier) dispatch(d delivery) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := n.dests[d.dest]
+	if q == nil {
+		if len(n.dests) >= maxDestinations {
+			n.drop(d, "too many destinations busy")
+			return
+		}
+		q = make(chan delivery, destQueueSize)
+		if !n.m.life.goBackground(func(ctx context.Context) { n.drain(ctx, d.dest, q) }) {
+			return // the master is stopping
+		}
+		n.dests[d.dest] = q
+	}
+	select {
+	case q <- d:
+	default:
+		n.drop(d, "its destination's queue is full")
+	}
+}
+
+func (n *notifier) drop(d delivery, why string) {
+	total := n.dropped.Add(1)
+	n.m.log.Warn("failure notification dropped", "channel", d.channel, "to", MaskURL(d.target), "why", why, "dropped_total", total)
+}
+
+// drain delivers a destination's notices one at a time, each within
+// notifyCallTimeout, until it has been idle for destIdle.
+func (n *notifier) drain(ctx context.Context, dest string, q chan delivery) {
+	idle := time.NewTimer(destIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-q:
+			cctx, cancel := context.WithTimeout(ctx, notifyCallTimeout)
+			if err := d.send(cctx); err != nil {
+				if errors.Is(err, errWebhookRefused) {
+					n.refused.Add(1)
+				}
+				n.m.log.Warn("failure notification not delivered", "channel", d.channel, "to", MaskURL(d.target), "err", err)
+			}
+			cancel()
+			idle.Reset(destIdle)
+		case <-idle.C:
+			n.mu.Lock()
+			if len(q) == 0 {
+				delete(n.dests, dest)
+				n.mu.Unlock()
+				return
+			}
+			n.mu.Unlock()
+			idle.Reset(destIdle)
+		}
+	}
 }
 
 // NotificationsDropped counts failure notifications dropped because their
 // queue was full.
 func (m *Master) NotificationsDropped() int64 { return m.notify.dropped.Load() }
+
+// NotificationsRefused counts project webhook calls refused on connect
+// because the address is one a project's webhook may not reach.
+func (m *Master) NotificationsRefused() int64 { return m.notify.refused.Load() }
 
 // NotifyResult is the outcome of one notification channel.
 type NotifyResult struct {
@@ -132,17 +245,16 @@ func (n *notifier) deliver(ctx context.Context, r store.Run) {
 	if err != nil || r.Attempt <= t.Retries {
 		return // more attempts come, or the task is gone
 	}
-	for _, res := range n.send(ctx, t, r) {
-		if !res.OK {
-			n.m.log.Warn("failure notification not delivered", "channel", res.Channel, "to", res.Target, "task", t.ID, "err", res.Message)
-		}
+	for _, d := range n.deliveries(ctx, t, r) {
+		n.dispatch(d)
 	}
 }
 
-func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResult {
+// deliveries are the notices of one failed run, one per destination.
+func (n *notifier) deliveries(ctx context.Context, t *Task, r store.Run) []delivery {
 	s := *n.m.settings.inForce()
 	link := runLink(s, r.ID)
-	var out []NotifyResult
+	var out []delivery
 	// Each keeper reads the mail in the language they chose on their
 	// account page (English when they chose none): one mail per language.
 	to := map[string][]string{}
@@ -158,18 +270,28 @@ func (n *notifier) send(ctx context.Context, t *Task, r store.Run) []NotifyResul
 			continue
 		}
 		subject, body := failureMail(locale.New(lang, nil), t, r, link)
-		err := sendMail(ctx, s, to[lang], subject, body)
-		out = append(out, result("email", strings.Join(to[lang], ", "), err))
+		rcpt := to[lang]
+		out = append(out, delivery{dest: "smtp", channel: "email", target: strings.Join(rcpt, ", "),
+			send: func(ctx context.Context) error { return sendMail(ctx, s, rcpt, subject, body) }})
 	}
 	p := webhookPayload{Event: "run.failed", Task: taskBrief{ID: t.ID, Title: t.Title, Project: t.Project},
 		Run:    runBrief{ID: r.ID, Node: r.Node, Result: r.Result, Attempt: r.Attempt, ScheduledAt: r.ScheduledAt.UTC(), HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode},
 		Output: excerpt(r.Output), Link: link, SentAt: time.Now().UTC()}
-	if s.WebhookURL != "" {
-		out = append(out, result("webhook", s.WebhookURL, n.postWebhook(ctx, s.WebhookURL, p)))
+	body, err := json.Marshal(p)
+	if err != nil {
+		return out
 	}
-	// The project's own webhook: its team hears of its failures.
+	if s.WebhookURL != "" {
+		u := s.WebhookURL
+		out = append(out, delivery{dest: "webhook " + u, channel: "webhook", target: u,
+			send: func(ctx context.Context) error { return n.postJSON(ctx, u, body) }})
+	}
+	// The project's own webhook: its team hears of its failures, through
+	// the guarded client (a project owner's URL may not reach inside).
 	if proj, err := store.GetProjectByID(ctx, n.m.st.DB, t.ProjectID); err == nil && proj.WebhookURL != "" && proj.WebhookURL != s.WebhookURL {
-		out = append(out, result("project webhook", proj.WebhookURL, n.postWebhook(ctx, proj.WebhookURL, p)))
+		u := proj.WebhookURL
+		out = append(out, delivery{dest: "project webhook " + u, channel: "project webhook", target: u,
+			send: func(ctx context.Context) error { return n.postProjectJSON(ctx, u, body) }})
 	}
 	return out
 }
@@ -250,18 +372,31 @@ func (n *notifier) postWebhook(ctx context.Context, url string, p webhookPayload
 	return n.postJSON(ctx, url, body)
 }
 
-// postJSON posts body to the webhook URL. Its messages show the URL with
-// its password masked; a redirect is not followed (the notifier's client
-// follows none) and says so.
+// postJSON posts body to the cluster's webhook URL (a cluster admin's).
+// Its messages show the URL with its password masked; a redirect is not
+// followed (the notifier's clients follow none) and says so.
 func (n *notifier) postJSON(ctx context.Context, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	return n.post(ctx, n.http, url, body)
+}
+
+// postProjectJSON posts body to a project's webhook URL, which is checked
+// again at every connection, after DNS resolution (webhookGuard).
+func (n *notifier) postProjectJSON(ctx context.Context, raw string, body []byte) error {
+	if u, err := url.Parse(raw); err == nil {
+		ctx = context.WithValue(ctx, webhookHostKey{}, u.Hostname())
+	}
+	return n.post(ctx, n.guarded, raw, body)
+}
+
+func (n *notifier) post(ctx context.Context, client *http.Client, target string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ScheduleMaster-Go")
-	shown := MaskURL(url)
-	resp, err := n.http.Do(req)
+	shown := MaskURL(target)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("webhook %s unreachable: %w", shown, unwrapURLError(err))
 	}

@@ -272,6 +272,21 @@ func TestProjectWebhookHearsItsFailures(t *testing.T) {
 		got <- body
 	}))
 	defer recv.Close()
+	// A project's webhook may not reach loopback (the receiver here) until
+	// a cluster admin allows the host.
+	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); !isFieldErrors(err, "webhook_url") {
+		t.Fatalf("a project webhook on loopback: %v, want refused", err)
+	}
+	for _, inside := range []string{"http://localhost:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]:9/", "http://0.0.0.0:9/", "http://[fe80::1]/"} {
+		if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "inside", WebhookURL: inside}); !isFieldErrors(err, "webhook_url") {
+			t.Fatalf("a project webhook %s: %v, want refused", inside, err)
+		}
+	}
+	set, _ := e.m.Settings()
+	set.WebhookAllowHosts = "127.0.0.1"
+	if err := e.m.UpdateSettings(e.ctx, set); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); err != nil {
 		t.Fatal(err)
 	}
@@ -321,5 +336,85 @@ func TestProjectWebhookHearsItsFailures(t *testing.T) {
 	case body := <-got:
 		t.Fatalf("the project's webhook heard another project's failure too: %v", body)
 	case <-time.After(500 * time.Millisecond): // the default project's failure went nowhere
+	}
+}
+
+// TestHardening3ProjectWebhooksAreGuardedAndFair: a project's webhook that
+// was allowed at save time is still refused at send time once the host is
+// no longer allowed (checked after DNS, on the connection); and a project
+// whose webhook hangs delays no other project's notice: the other's arrives
+// while every call to the hung one is still waiting, none timed out.
+func TestHardening3ProjectWebhooksAreGuardedAndFair(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	runningWorkers(e, "w1")
+	set, _ := e.m.Settings()
+	set.WebhookAllowHosts = "127.0.0.1"
+	if err := e.m.UpdateSettings(e.ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var hungCalls, hungGaveUp atomic.Int64
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hungCalls.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			hungGaveUp.Add(1)
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	got := make(chan string, 16)
+	fine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		run, _ := body["run"].(map[string]any)
+		id, _ := run["id"].(string)
+		got <- id
+	}))
+	defer fine.Close()
+	for name, url := range map[string]string{"hung": hung.URL, "fine": fine.URL} {
+		if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: name, Pools: []string{"*"}, WebhookURL: url}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	fail := func(project, id string) {
+		in := httpInput("w1")
+		in.Project, in.Title = project, id
+		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+			Result: "failed", Attempt: 1, HTTPStatus: 500, Output: "boom"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 12 {
+		fail("hung", fmt.Sprintf("run-hung-%02d", i))
+	}
+	storetest.Eventually(t, 30*time.Second, func() bool { return hungCalls.Load() >= 1 }, "the hung webhook was never called")
+	fail("fine", "run-fine-1")
+	select {
+	case id := <-got:
+		if id != "run-fine-1" || hungGaveUp.Load() != 0 {
+			t.Fatalf("the fine project heard %q after %d hung calls gave up; want its own run while all still wait", id, hungGaveUp.Load())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the fine project's notice never came")
+	}
+	// The allow list is withdrawn: the stored URL is refused on connect.
+	set.WebhookAllowHosts = ""
+	if err := e.m.UpdateSettings(e.ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	fail("fine", "run-fine-2")
+	storetest.Eventually(t, 30*time.Second, func() bool { return e.m.NotificationsRefused() >= 1 }, "the send to a loopback webhook was never refused")
+	select {
+	case id := <-got:
+		t.Fatalf("a loopback webhook no longer allowed received %q", id)
+	default:
 	}
 }

@@ -124,4 +124,3 @@ func TestHardening3PoolsAreApprovedLabelByLabel(t *testing.T) {
 		}
 	})
 }
-

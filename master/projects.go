@@ -204,6 +204,8 @@ func (m *Master) CreateProject(ctx context.Context, in ProjectInput) (_ *Project
 	in.WebhookURL = strings.TrimSpace(in.WebhookURL)
 	if msg := checkWebhook(in.WebhookURL); msg != "" {
 		fe["webhook_url"] = msg
+	} else if msg := m.notify.guard.checkURL(ctx, in.WebhookURL); in.WebhookURL != "" && msg != "" {
+		fe["webhook_url"] = msg
 	}
 	if len(fe) > 0 {
 		return nil, invalidFields(fe)
@@ -250,6 +252,8 @@ func (m *Master) UpdateProject(ctx context.Context, name string, patch ProjectPa
 		w := strings.TrimSpace(*patch.WebhookURL)
 		if w != MaskURL(p.WebhookURL) || w == "" { // the mask shown keeps the stored URL
 			if msg := checkWebhook(w); msg != "" {
+				fe["webhook_url"] = msg
+			} else if msg := m.notify.guard.checkURL(ctx, w); w != "" && msg != "" {
 				fe["webhook_url"] = msg
 			}
 			p.WebhookURL = w

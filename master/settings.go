@@ -46,6 +46,10 @@ type Settings struct {
 	// everyone else signs in through the identity provider, and the local
 	// admins are the way in when it is down (break glass).
 	LocalAdminsOnly bool
+	// WebhookAllowHosts lists hosts (names or IP addresses, comma
+	// separated) that project webhooks may reach although they are
+	// loopback, link-local, unspecified or the master itself.
+	WebhookAllowHosts string
 }
 
 // DefaultSettings are the settings of a new installation, and the defaults of
@@ -119,6 +123,9 @@ func (s *Settings) Validate() error {
 	if s.SMTPUsername != "" && s.SMTPPassword == "" {
 		fe["smtp_password"] = "is required with a username"
 	}
+	if msg := checkAllowHosts(s.WebhookAllowHosts); msg != "" {
+		fe["webhook_allow_hosts"] = msg
+	}
 	for key, raw := range map[string]string{"webhook_url": s.WebhookURL, "public_url": s.PublicURL} {
 		if msg := checkWebhook(raw); msg != "" {
 			fe[key] = msg
@@ -141,6 +148,7 @@ func (s *Settings) pairs() map[string]string {
 		store.SettingApproveNodes:      strconv.FormatBool(s.ApproveNewNodes),
 		store.SettingPruneOfflineAfter: s.PruneOfflineAfter.String(),
 		store.SettingLocalAdminsOnly:   strconv.FormatBool(s.LocalAdminsOnly),
+		store.SettingWebhookAllowHosts: s.WebhookAllowHosts,
 	}
 }
 
@@ -259,6 +267,7 @@ func (k *settingsKeeper) read(ctx context.Context) (Settings, error) {
 		num(store.SettingSMTPPort, &s.SMTPPort, math.MinInt, anyNum), str(store.SettingSMTPFrom, &s.SMTPFrom),
 		str(store.SettingSMTPUsername, &s.SMTPUsername), str(store.SettingSMTPPassword, &s.SMTPPassword),
 		str(store.SettingSMTPTLS, &s.SMTPTLS), str(store.SettingWebhookURL, &s.WebhookURL), str(store.SettingPublicURL, &s.PublicURL),
+		str(store.SettingWebhookAllowHosts, &s.WebhookAllowHosts),
 		boolean(store.SettingApproveNodes, &s.ApproveNewNodes), boolean(store.SettingLocalAdminsOnly, &s.LocalAdminsOnly),
 		dur(store.SettingPruneOfflineAfter, &s.PruneOfflineAfter, 0, MaxPruneOfflineAfter),
 	} {

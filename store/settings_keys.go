@@ -22,7 +22,8 @@ const (
 	SettingPruneOfflineAfter = "prune_offline_after"
 	// SettingLocalAdminsOnly: "true" lets only cluster admins sign in with a
 	// local password (break glass), everyone else through LDAP or OIDC.
-	SettingLocalAdminsOnly = "local_logins_admins_only"
+	SettingLocalAdminsOnly   = "local_logins_admins_only"
+	SettingWebhookAllowHosts = "webhook_allow_hosts" // hosts project webhooks may reach though loopback, link-local or the master
 )
 
 // SettingsVersion changes (to a fresh random value) at every save of the

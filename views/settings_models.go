@@ -22,6 +22,9 @@ type SettingsForm struct {
 	PruneOfflineAfter string
 	// LocalAdminsOnly limits local passwords to cluster admins.
 	LocalAdminsOnly bool
+	// WebhookAllowHosts lists hosts project webhooks may reach though they
+	// are inside (loopback, link-local, this master).
+	WebhookAllowHosts string
 }
 
 // PinnedValue is a health setting fixed by the process configuration: the

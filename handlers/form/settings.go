@@ -23,11 +23,12 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 		SMTPHost: get("smtp_host"), SMTPPort: get("smtp_port"), SMTPFrom: get("smtp_from"), SMTPUsername: get("smtp_username"),
 		SMTPTLS: get("smtp_tls"), WebhookURL: get("webhook_url"), PublicURL: get("public_url"),
 		ApproveNewNodes: get("approve_new_nodes") == "1", PruneOfflineAfter: get("prune_offline_after"),
-		LocalAdminsOnly: get("local_logins_admins_only") == "1",
+		LocalAdminsOnly: get("local_logins_admins_only") == "1", WebhookAllowHosts: get("webhook_allow_hosts"),
 	}
 	fe := protocol.FieldErrors{}
 	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
-		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL, ApproveNewNodes: f.ApproveNewNodes, LocalAdminsOnly: f.LocalAdminsOnly}
+		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL, ApproveNewNodes: f.ApproveNewNodes, LocalAdminsOnly: f.LocalAdminsOnly,
+		WebhookAllowHosts: f.WebhookAllowHosts}
 	dur := func(field, v string, dst *time.Duration) {
 		d, err := time.ParseDuration(v)
 		if err != nil {
