@@ -34,6 +34,13 @@ type apiNode struct {
 	Labels         protocol.Labels `json:"labels"`
 	DeclaredLabels protocol.Labels `json:"declared_labels"`
 	AdminLabels    protocol.Labels `json:"admin_labels"`
+	// ClockSkewMS is how far the node's clock is ahead of the master's in
+	// milliseconds (negative: behind), as last measured; null when never
+	// measured. ClockSkewed says it is off by more than a second, and
+	// ClockSkewReason says how ("its clock is 3.2 s ahead of the master's").
+	ClockSkewMS     *int64 `json:"clock_skew_ms"`
+	ClockSkewed     bool   `json:"clock_skewed"`
+	ClockSkewReason string `json:"clock_skew_reason,omitempty"`
 }
 
 func toAPINode(n *master.Node) apiNode {
@@ -41,6 +48,10 @@ func toAPINode(n *master.Node) apiNode {
 		Name: n.Name, Type: n.Type, Status: int(n.Status), Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
 		Labels: master.NodeLabels(n), DeclaredLabels: master.DeclaredLabels(n), AdminLabels: master.AdminLabels(n),
+		ClockSkewMS: n.ClockSkewMS, ClockSkewed: master.NodeClockSkewed(n),
+	}
+	if skew, known := master.NodeClockSkew(n); known {
+		a.ClockSkewReason = master.ClockSkewReason(skew)
 	}
 	if !n.LastSeen.IsZero() {
 		t := n.LastSeen.UTC()
