@@ -37,6 +37,13 @@ type apiNode struct {
 	// PendingLabels are declared labels that wait for an admin's approval
 	// (approval on): they select nothing until the node is approved again.
 	PendingLabels protocol.Labels `json:"pending_labels"`
+	// ClockSkewMS is how far the node's clock is ahead of the master's in
+	// milliseconds (negative: behind), as last measured; null when never
+	// measured. ClockSkewed says it is off by more than a second, and
+	// ClockSkewReason says how ("its clock is 3.2 s ahead of the master's").
+	ClockSkewMS     *int64 `json:"clock_skew_ms"`
+	ClockSkewed     bool   `json:"clock_skewed"`
+	ClockSkewReason string `json:"clock_skew_reason,omitempty"`
 }
 
 func toAPINode(n *master.Node) apiNode {
@@ -45,6 +52,10 @@ func toAPINode(n *master.Node) apiNode {
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
 		Labels: master.NodeLabels(n), DeclaredLabels: master.DeclaredLabels(n), AdminLabels: master.AdminLabels(n),
 		PendingLabels: master.PendingLabels(n),
+		ClockSkewMS:   n.ClockSkewMS, ClockSkewed: master.NodeClockSkewed(n),
+	}
+	if skew, known := master.NodeClockSkew(n); known {
+		a.ClockSkewReason = master.ClockSkewReason(skew)
 	}
 	if !n.LastSeen.IsZero() {
 		t := n.LastSeen.UTC()

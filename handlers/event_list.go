@@ -26,7 +26,7 @@ var eventTargetTypes = []string{master.TargetNode, master.TargetTask, master.Tar
 // eventActions are suggestions for the action filter (a prefix matches too).
 var eventActions = []string{
 	"node.", "node.create", "node.edit", "node.connect", "node.enable", "node.disable", "node.delete",
-	"node.register", "node.offline", "node.recover",
+	"node.register", "node.offline", "node.recover", "node.clock_skew", "node.clock_ok",
 	"task.", "task.create", "task.edit", "task.start", "task.stop", "task.pause", "task.resume", "task.run", "task.delete",
 	"user.", "token.", "settings.",
 	"delayed.", "delayed.create", "delayed.cancel", "delayed.fail", "delayed.reassign",
@@ -217,6 +217,10 @@ func eventMeaning(action, outcome string) (meaning, label string) {
 		return meaningBad, "offline"
 	case "node.recover":
 		return meaningGood, "recovered"
+	case "node.clock_skew":
+		return meaningWarn, "clock skew"
+	case "node.clock_ok":
+		return meaningGood, "ok"
 	case "node.create", "node.connect", "node.enable", "node.register", "task.create", "task.start", "task.resume",
 		"user.create", "user.enable":
 		return meaningGood, "ok"

@@ -92,6 +92,21 @@ func freeWorkerName(taken map[string]bool) string {
 // checker gives a node it takes offline.
 var offlineAfter = regexp.MustCompile(`^offline after (\d+) failed health checks`)
 
+// clockSkewText says, in the console's language, how far a node's clock is
+// off the master's when it is beyond the limit; empty within it, when never
+// measured and for an offline node (nobody measures it now).
+func clockSkewText(lc *locale.Localizer, n *master.Node) string {
+	skew, _ := master.NodeClockSkew(n)
+	if n.Status == master.StatusOffline || !master.NodeClockSkewed(n) {
+		return ""
+	}
+	id := "NodeClockSkewAhead"
+	if skew < 0 {
+		id = "NodeClockSkewBehind"
+	}
+	return lc.T(id, "Secs", master.ClockSkewSeconds(skew))
+}
+
 func nodeRow(lc *locale.Localizer, n master.Node, now time.Time) views.NodeRow {
 	// A pending node has no secret: only Approve or Delete make sense.
 	pending := n.Mode == master.ModePending
@@ -101,6 +116,7 @@ func nodeRow(lc *locale.Localizer, n master.Node, now time.Time) views.NodeRow {
 		StatusName: n.Status.String(), Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: lc.Ago(n.LastSeen, now), Failures: strconv.Itoa(n.Failures), Mode: n.Mode, Reason: n.Reason,
 		Degraded:      n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
+		ClockSkew:     clockSkewText(lc, &n),
 		FailuresTitle: lc.T("NodeFailuresTitle"),
 		// The buttons follow the engine's state table; the master's own node has none.
 		CanConnect: isWorker && master.NodeAllows(n.Status, master.NodeConnect),

@@ -109,6 +109,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 		Leader: n.Type == master.TypeMaster && n.Name == leader, Priority: n.Priority, MaxConcurrency: n.MaxConcurrency,
 		LastSeen: ago(lc(c), n.LastSeen, now), Failures: n.Failures, Reason: n.Reason, MachineName: n.MachineName,
 		Degraded:     n.Status != master.StatusOffline && master.NodeDegraded(n.Reason),
+		ClockSkew:    clockSkewText(lc(c), n),
 		Labels:       nodeLabelRows(n),
 		RunsURL:      withQuery("/runs", runListQuery(views.RunFilterVM{Node: n.Name}, 0)),
 		RowsURL:      nodePath(n.Name) + "/live",

@@ -55,6 +55,9 @@ type healthProber struct {
 	// noteLabels records the labels a worker declared in its answer
 	// (Master.noteDeclaredLabels).
 	noteLabels func(ctx context.Context, n *store.Node, labels protocol.Labels)
+	// noteSkew records a worker's clock skew measured by a probe
+	// (Master.noteClockSkew).
+	noteSkew func(ctx context.Context, n *store.Node, skew time.Duration, fence *store.Fence)
 
 	sweeps  atomic.Int64  // sweeps made, pacing the prunes
 	samples healthSampler // when each node's health was last recorded
@@ -110,6 +113,8 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 		samples = &probeSamples{p: p}
 		// Labels of the workers that answered, recorded at the end.
 		labels = map[*store.Node]protocol.Labels{}
+		// Clock skews of the workers that sent their time, likewise.
+		skews = map[*store.Node]time.Duration{}
 	)
 	for i := range targets {
 		node := &targets[i]
@@ -119,6 +124,7 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 			defer func() { <-sem; wg.Done() }()
 			probeStart := time.Now()
 			h, err := p.client.Health(ctx, node, hc.Timeout)
+			received := time.Now()
 			// A manual worker started without --identity answers with no name
 			// until it is connected; after a restart that is how it comes back.
 			if err == nil && h.Node != node.Name && !(h.Node == "" && h.Status == protocol.StateWaiting) {
@@ -131,6 +137,13 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 			if err == nil && h.Labels != nil {
 				mu.Lock()
 				labels[node] = h.Labels
+				mu.Unlock()
+			}
+			if err == nil && h.WorkerTimeMS != 0 {
+				// The worker read its clock between the request and the answer.
+				skew := protocol.ClockSkew(time.UnixMilli(h.WorkerTimeMS), probeStart, received)
+				mu.Lock()
+				skews[node] = skew
 				mu.Unlock()
 			}
 			switch {
@@ -172,6 +185,11 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 	samples.flush(ctx, n)
 	for node, l := range labels {
 		p.noteLabels(ctx, node, l)
+	}
+	if p.noteSkew != nil {
+		for node, skew := range skews {
+			p.noteSkew(ctx, node, skew, fence)
+		}
 	}
 	seen := time.Now()
 	for reason, names := range healthy {

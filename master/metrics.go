@@ -138,6 +138,9 @@ func (x *Metrics) attach(m *Master) {
 		&nodeStatusCollector{m: m, desc: prometheus.NewDesc("sm_master_nodes",
 			"Nodes by type and status (offline, idle, running), read from the database at scrape time.",
 			[]string{"type", "status"}, nil)},
+		&clockSkewCollector{m: m, desc: prometheus.NewDesc("sm_node_clock_skew_seconds",
+			"How far each worker's clock is ahead of the master's (negative: behind), as last measured at its registration or health probe; workers that are not offline and sent their time. Beyond 1 s the node is flagged.",
+			[]string{"node"}, nil)},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sm_master_leader",
 			Help: "1 while this master holds the cluster lease (it sweeps health and prunes), else 0.",
@@ -227,6 +230,28 @@ func (c *nodeStatusCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range store.NodeStatuses {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[typ][s]), typ, s.String())
 		}
+	}
+}
+
+// clockSkewCollector reads the workers' measured clock skews from the
+// database at each scrape, so every master serves the leader's measures.
+type clockSkewCollector struct {
+	m    *Master
+	desc *prometheus.Desc
+}
+
+func (c *clockSkewCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *clockSkewCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(c.m.life.ctx, 5*time.Second)
+	defer cancel()
+	skews, err := store.ClockSkews(ctx, c.m.st.DB)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for name, ms := range skews {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(ms)/1000, name)
 	}
 }
 

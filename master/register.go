@@ -108,6 +108,19 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		Host: req.Node.Host, Secret: req.Secret, BootID: req.BootID, Priority: selfPriority(req.Node.Priority),
 		MaxConcurrency: req.Node.MaxConcurrency, NodeKey: nodeKey, Labels: encodeLabels(req.Labels),
 	}
+	// The worker's clock when it sent this, against the master's when it
+	// came (a registration has no round trip to halve).
+	var skew time.Duration
+	if req.WorkerTimeMS != 0 {
+		skew = protocol.ClockSkew(time.UnixMilli(req.WorkerTimeMS), now, now)
+		ms := skew.Milliseconds()
+		n.ClockSkewMS = &ms
+	}
+	noteSkew := func(before *int64) {
+		if n.ClockSkewMS != nil {
+			m.clockSkewChanged(workerActor(ctx, name), name, before, skew)
+		}
+	}
 	from := "from " + printable(h.RemoteAddr)
 	refuse := func(err error) (protocol.RegisterResponse, error) {
 		m.events.record(workerActor(ctx, name), "node.register", store.TargetNode, name, err, from)
@@ -142,6 +155,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			}
 			return refuse(mapStoreErr(err, name))
 		}
+		noteSkew(nil)
 		if n.Mode == store.ModePending {
 			m.log.Warn("new node waits for approval", "node", name, "host", n.Host, "from", h.RemoteAddr)
 			m.events.record(workerActor(ctx, name), "node.register", store.TargetNode, name, nil,
@@ -174,6 +188,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
 			return refuse(mapStoreErr(err, name))
 		}
+		noteSkew(old.ClockSkewMS)
 		if old.BootID != n.BootID {
 			// A new process: the old one's runs in progress died with it.
 			if _, err := store.LoseRunsOf(ctx, m.st.DB, name, "the worker restarted during this run"); err != nil {

@@ -110,6 +110,25 @@ const (
 // MaxClockSkew is how far a signed timestamp may be from the receiver's clock.
 const MaxClockSkew = 5 * time.Minute
 
+// ClockSkewLimit is how far a node's clock may be from the master's before
+// the console and the API flag the node with a clock skew (the skew
+// allowance of claims is of the same order: a skewed clock fires early or
+// late).
+const ClockSkewLimit = time.Second
+
+// ClockSkew is how far a node's clock, which read nodeTime, is ahead of the
+// master's (negative: behind), when the master sent its request at sent and
+// had the answer at received: the node read its clock somewhere between the
+// two, taken to be their midpoint, so the round trip cancels out. A
+// registration, which has no round trip, passes the time it came as both.
+func ClockSkew(nodeTime, sent, received time.Time) time.Duration {
+	mid := sent.Add(received.Sub(sent) / 2)
+	return nodeTime.Sub(mid)
+}
+
+// ClockSkewed reports whether a skew is beyond ClockSkewLimit either way.
+func ClockSkewed(skew time.Duration) bool { return skew > ClockSkewLimit || skew < -ClockSkewLimit }
+
 // Limits on node configuration values.
 const (
 	MaxNameLen  = 64
@@ -141,6 +160,10 @@ type HealthResponse struct {
 	// Version is the build the node runs (version, commit, build date, Go
 	// version), for operators and upgrade checks; absent from older nodes.
 	Version *buildinfo.Info `json:"version,omitempty"`
+	// WorkerTimeMS is the worker's clock when it answered, in Unix
+	// milliseconds: the master measures the node's clock skew from it
+	// (ClockSkew); absent from older workers.
+	WorkerTimeMS int64 `json:"worker_time_ms,omitempty"`
 }
 
 // Worker states reported by /health.
@@ -260,6 +283,12 @@ type RegisterRequest struct {
 	// earlier version refuses the field as unknown; the worker then
 	// registers again without it.
 	Parts bool `json:"parts,omitempty"`
+	// WorkerTimeMS is the worker's clock when it sent the registration, in
+	// Unix milliseconds, for the master's measure of its clock skew. It is
+	// sent only with Parts (after it, so a master of an earlier version
+	// names "parts" as the unknown field, and the registration again
+	// without Parts carries neither).
+	WorkerTimeMS int64 `json:"worker_time_ms,omitempty"`
 }
 
 // RegisterResponse answers a registration: the cluster's name (what

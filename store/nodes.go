@@ -82,12 +82,16 @@ type Node struct {
 	// Labels are the labels the worker declares (--labels), a JSON object,
 	// replaced at every registration and health probe; AdminLabels are the
 	// labels an admin set on the node, which win over the worker's.
-	Labels      string    `bun:"labels"`
-	AdminLabels string    `bun:"admin_labels"`
+	Labels      string `bun:"labels"`
+	AdminLabels string `bun:"admin_labels"`
 	// ApprovedLabels are the declared labels that may select the node (a
 	// JSON object): with approval on, a label the worker declares later
 	// waits for an admin. "" (NULL) means all of Labels (nodes from before).
 	ApprovedLabels string `bun:"approved_labels,nullzero"`
+	// ClockSkewMS is how far the node's clock was from the master's at its
+	// last registration or health probe, in milliseconds (positive: ahead);
+	// nil until measured and for nodes that do not send their time.
+	ClockSkewMS *int64    `bun:"clock_skew_ms"`
 	CreatedAt   time.Time `bun:"created_at"`
 	UpdatedAt   time.Time `bun:"updated_at"`
 }
@@ -319,6 +323,7 @@ func UpdateRegisteredNode(ctx context.Context, db bun.IDB, n *Node, prevKey stri
 		Set("secret = ?", n.Secret).Set("boot_id = ?", n.BootID).Set("node_key = ?", n.NodeKey).
 		Set("priority = ?", n.Priority).Set("max_concurrency = ?", n.MaxConcurrency).
 		Set("labels = ?", cmp.Or(n.Labels, "{}")).Set("approved_labels = ?", nullIfEmpty(n.ApprovedLabels)).Set("down_since = NULL").
+		Set("clock_skew_ms = ?", n.ClockSkewMS).
 		Set("status = ?", StatusRunning).Set("desired_status = ?", StatusRunning).
 		Set("failures = 0").Set("reason = ?", "").Set("last_seen = ?", now).Set("updated_at = ?", now).
 		Where("name = ?", n.Name).Where("type = ?", TypeWorker).Where("mode = ?", ModeAuto).
@@ -352,6 +357,40 @@ func ResetNodeKey(ctx context.Context, db bun.IDB, name string) error {
 // fenced, and clears their reason. A lost lease marks nothing and is no error.
 func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fence *Fence) error {
 	return MarkSeenWithReason(ctx, db, names, at, "", fence)
+}
+
+// SetClockSkew records a node's measured clock skew in milliseconds (nil:
+// unknown). Under fence (nil: unconditionally) it is one fenced write, so a
+// leader that lost its lease records nothing (and gets no error).
+func SetClockSkew(ctx context.Context, db bun.IDB, name string, ms *int64, fence *Fence) error {
+	err := fenced(ctx, db, fence, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewUpdate().Model((*Node)(nil)).Set("clock_skew_ms = ?", ms).Where("name = ?", name).Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		return fmt.Errorf("store: set clock skew of %q: %w", name, err)
+	}
+	return nil
+}
+
+// ClockSkews returns the measured clock skew in milliseconds of every
+// worker that is not offline and has one, by name.
+func ClockSkews(ctx context.Context, db bun.IDB) (map[string]int64, error) {
+	var rows []struct {
+		Name        string `bun:"name"`
+		ClockSkewMS int64  `bun:"clock_skew_ms"`
+	}
+	err := db.NewSelect().Model((*Node)(nil)).Column("name", "clock_skew_ms").
+		Where("type = ?", TypeWorker).Where("status <> ?", StatusOffline).Where("clock_skew_ms IS NOT NULL").
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: list clock skews: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.ClockSkewMS
+	}
+	return out, nil
 }
 
 // MarkSeenWithReason is MarkSeen for nodes that answer but say something is

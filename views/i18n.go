@@ -182,7 +182,7 @@ func targetTypeName(ctx context.Context, t string) string {
 	return t
 }
 
-// outcomeName is the word of an event's badge (ok, error, offline, recovered).
+// outcomeName is the word of an event's badge (ok, error, offline, recovered, clock skew).
 func outcomeName(ctx context.Context, o string) string {
 	switch o {
 	case "ok":
@@ -193,6 +193,8 @@ func outcomeName(ctx context.Context, o string) string {
 		return T(ctx, "NodeStatusOffline")
 	case "recovered":
 		return T(ctx, "OutcomeRecovered")
+	case "clock skew":
+		return T(ctx, "NodeClockSkew")
 	}
 	return o
 }

@@ -53,6 +53,10 @@ type NodeRow struct {
 	Reason        string
 	// Degraded: the node answers but is degraded (Reason says why).
 	Degraded bool
+	// ClockSkew says how far the node's clock is off the master's when it
+	// is beyond the limit ("its clock is 3.2 s ahead of the master's");
+	// empty otherwise.
+	ClockSkew string
 	// Leader marks the master holding the cluster lease.
 	Leader     bool
 	CanConnect bool

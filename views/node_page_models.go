@@ -99,7 +99,10 @@ type NodeLiveVM struct {
 	Failures       int
 	Reason         string
 	// Degraded: the node answers but is degraded (Reason says why).
-	Degraded    bool
+	Degraded bool
+	// ClockSkew says how far the node's clock is off the master's when it
+	// is beyond the limit; empty otherwise.
+	ClockSkew   string
 	MachineName string
 	// Labels are its labels in force, by key.
 	Labels       []NodeLabelRow

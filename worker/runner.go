@@ -164,6 +164,9 @@ func (g *fireGroup) leave(tj *taskJob) bool {
 
 // runner owns the gocron scheduler and the tasks on it.
 type runner struct {
+	// now is the worker's clock (Config.Now; nil: time.Now), read for the
+	// fire a scheduled job stands for and the time a task starts from.
+	now     func() time.Time
 	log     *slog.Logger
 	node    func() string
 	sched   gocron.Scheduler
@@ -294,7 +297,7 @@ func (r *runner) forgetMissed() {
 // file can mislead a next one).
 func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	spec.Normalize()
-	now := time.Now()
+	now := r.clock()
 	if err := spec.Validate(now); err != nil {
 		return false, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
@@ -392,7 +395,7 @@ func (r *runner) leaveLocked(tj *taskJob) error {
 // in the same fire. The others join the node's queue for a slot, in order,
 // as records: a herd of fires costs no goroutine per waiting run.
 func (r *runner) fireGroup(g *fireGroup) {
-	r.fireGroupAt(g, g.plan.FireOf(time.Now()))
+	r.fireGroupAt(g, g.plan.FireOf(r.clock()))
 }
 
 // fireGroupAt is fireGroup for the fire named fire.
@@ -597,7 +600,7 @@ func (r *runner) get(id string) (protocol.TaskSpec, bool) {
 func (r *runner) fire(tj *taskJob) {
 	var done sync.WaitGroup
 	done.Add(1)
-	r.fireAt(tj, tj.scheduledFire(time.Now()), &done)
+	r.fireAt(tj, tj.scheduledFire(r.clock()), &done)
 	done.Wait()
 }
 
@@ -663,7 +666,7 @@ func (r *runner) waitBackground(ctx context.Context) error {
 // runOnce runs a task now, outside its schedule, without a claim. It does
 // not wait for the run: a run that finds the node full waits in its queue.
 func (r *runner) runOnce(spec protocol.TaskSpec, c *protocol.CatchUp) {
-	q := r.newQueuedFire(&spec, time.Now().UTC(), true, r.newRunID(), nil)
+	q := r.newQueuedFire(&spec, r.clock().UTC(), true, r.newRunID(), nil)
 	if c != nil {
 		// A catch-up run the master sends: a run now that stands for the
 		// missed fires c.
@@ -728,4 +731,12 @@ func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, man
 	text = scrub.Scrub(text)
 	rep.Output, rep.BinaryOutput = text, binary || o.binary
 	return rep
+}
+
+// clock reads the worker's clock (runner.now, else the real one).
+func (r *runner) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/schedulemaster-go/schedulemaster/buildinfo"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -65,6 +66,11 @@ type Config struct {
 	// JournalMaxBytes bounds the run journal in DataDir (default
 	// DefaultJournalMaxBytes); past it new reports are dropped and counted.
 	JournalMaxBytes int64
+	// Now is this worker's clock (nil: time.Now): the time it sends the
+	// masters (registration, health answers: they measure its clock skew
+	// from it) and the one its scheduler fires by. Tests set an OffsetClock
+	// to play a machine whose clock is off.
+	Now func() time.Time
 }
 
 // Host is the ip:port the master should use.
@@ -236,7 +242,7 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	// The runner's scheduler is made by Run (gocron starts a goroutine when
 	// it makes one).
 	w.runner = &runner{
-		log: log, node: w.Name, limit: newLimiter(cfg.MaxConcurrency),
+		now: cfg.Now, log: log, node: w.Name, limit: newLimiter(cfg.MaxConcurrency),
 		http: &http.Client{Transport: tr, CheckRedirect: checkRedirect}, reports: w.reports, claim: w.claimFire,
 		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: w.runs, pgroups: groups,
 		stopNote: fmt.Sprintf("the worker stopped and the run was still going at the end of its drain timeout (%s)", cfg.StopTimeout),
@@ -271,7 +277,7 @@ func (w *Worker) Health() protocol.HealthResponse {
 	shell := w.cfg.AllowShell
 	build := buildinfo.Get()
 	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell,
-		Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build}
+		Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build, WorkerTimeMS: w.now().UnixMilli()}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -691,7 +697,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // start is the starting half of Run.
 func (w *Worker) start() error {
-	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(w.cfg.StopTimeout), gocron.WithLocation(time.UTC))
+	opts := []gocron.SchedulerOption{gocron.WithStopTimeout(w.cfg.StopTimeout), gocron.WithLocation(time.UTC)}
+	if w.cfg.Now != nil {
+		opts = append(opts, gocron.WithClock(schedClock{Clock: clockwork.NewRealClock(), now: w.cfg.Now}))
+	}
+	sched, err := gocron.NewScheduler(opts...)
 	if err != nil {
 		return fmt.Errorf("worker: create scheduler: %w", err)
 	}
@@ -858,11 +868,15 @@ func (w *Worker) registerCall(ctx context.Context, parts bool) (protocol.Registe
 	req := protocol.RegisterRequest{Node: w.node, MachineName: w.cfg.MachineName, Secret: w.secret, BootID: w.bootID,
 		NodeKey: hex.EncodeToString(w.nodeKey.Public().(ed25519.PublicKey)), Labels: w.cfg.Labels, Parts: parts}
 	w.mu.Unlock()
+	if parts {
+		// A master of an earlier version refuses the field (as it does Parts).
+		req.WorkerTimeMS = w.now().UnixMilli()
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return protocol.RegisterResponse{}, "", req.Node.Name, err
 	}
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := strconv.FormatInt(w.now().Unix(), 10)
 	nonce := protocol.NewNonce()
 	headers := map[string]string{
 		protocol.HeaderNode:      req.Node.Name,

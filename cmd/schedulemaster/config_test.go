@@ -504,3 +504,28 @@ func assertProblems(t *testing.T, err error, want []string) {
 		}
 	}
 }
+
+// SM_WORKER_CLOCK_OFFSET (for tests) sets the worker's clock that far off
+// the real one; unset it is the real clock, and nonsense is refused.
+func TestWorkerClockOffsetEnv(t *testing.T) {
+	t.Parallel()
+	c, _, err := parseWorkerConfig(workerBase, envMap(map[string]string{"SM_WORKER_CLOCK_OFFSET": "3s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Now == nil {
+		t.Fatal("SM_WORKER_CLOCK_OFFSET=3s set no clock")
+	}
+	if d := c.Now().Sub(time.Now()); d < 2900*time.Millisecond || d > 3100*time.Millisecond {
+		t.Errorf("the clock is %s ahead, want 3s", d)
+	}
+	if c, _, err := parseWorkerConfig(workerBase, envMap(nil)); err != nil || c.Now != nil {
+		t.Errorf("without SM_WORKER_CLOCK_OFFSET: clock set %v, err %v", c.Now != nil, err)
+	}
+	for _, bad := range []string{"soon", "2h", "-90m"} {
+		_, _, err := parseWorkerConfig(workerBase, envMap(map[string]string{"SM_WORKER_CLOCK_OFFSET": bad}))
+		if err == nil || !strings.Contains(err.Error(), "SM_WORKER_CLOCK_OFFSET") {
+			t.Errorf("SM_WORKER_CLOCK_OFFSET=%s: %v, want refused", bad, err)
+		}
+	}
+}

@@ -83,7 +83,17 @@ func startProc(t *testing.T, name string, ready *regexp.Regexp, args ...string) 
 // startProcBin is startProc with another build of the binary.
 func startProcBin(t *testing.T, bin, name string, ready *regexp.Regexp, args ...string) (*proc, []string) {
 	t.Helper()
+	return startProcEnv(t, bin, name, ready, nil, args...)
+}
+
+// startProcEnv is startProcBin with env (NAME=value) added to the test's
+// environment.
+func startProcEnv(t *testing.T, bin, name string, ready *regexp.Regexp, env []string, args ...string) (*proc, []string) {
+	t.Helper()
 	p := &proc{t: t, name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -242,12 +252,19 @@ func startMasterAs(t *testing.T, dataDir string, args ...string) *masterProc {
 // startWorker runs a worker of the master on an ephemeral port (or --port in args).
 func startWorker(t *testing.T, m *masterProc, name string, args ...string) (*proc, string) {
 	t.Helper()
+	return startWorkerEnv(t, m, name, nil, args...)
+}
+
+// startWorkerEnv is startWorker with env (NAME=value) added to the
+// worker's environment.
+func startWorkerEnv(t *testing.T, m *masterProc, name string, env []string, args ...string) (*proc, string) {
+	t.Helper()
 	base := []string{"worker", "--ip", "127.0.0.1", "--port", "0", "--master", m.URL, "--cluster-key", testClusterKey,
 		"--data-dir", t.TempDir()}
 	if name != "" {
 		base = append(base, "--identity", name)
 	}
-	p, sub := startProc(t, "worker "+name, workerReady, append(base, args...)...)
+	p, sub := startProcEnv(t, binPath, "worker "+name, workerReady, env, append(base, args...)...)
 	return p, sub[1]
 }
 
