@@ -48,10 +48,11 @@ func toAPINode(n *master.Node) apiNode {
 		Name: n.Name, Type: n.Type, Status: int(n.Status), Host: n.Host, Protocol: n.Protocol, Priority: n.Priority,
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
 		Labels: master.NodeLabels(n), DeclaredLabels: master.DeclaredLabels(n), AdminLabels: master.AdminLabels(n),
-		ClockSkewMS: n.ClockSkewMS, ClockSkewed: master.NodeClockSkewed(n),
+		ClockSkewed: master.NodeClockSkewed(n),
 	}
 	if skew, known := master.NodeClockSkew(n); known {
-		a.ClockSkewReason = master.ClockSkewReason(skew)
+		ms := skew.Milliseconds()
+		a.ClockSkewMS, a.ClockSkewReason = &ms, master.ClockSkewReason(skew)
 	}
 	if !n.LastSeen.IsZero() {
 		t := n.LastSeen.UTC()
