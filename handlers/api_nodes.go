@@ -52,10 +52,11 @@ func toAPINode(n *master.Node) apiNode {
 		MaxConcurrency: n.MaxConcurrency, Failures: n.Failures, Mode: n.Mode, Reason: n.Reason,
 		Labels: master.NodeLabels(n), DeclaredLabels: master.DeclaredLabels(n), AdminLabels: master.AdminLabels(n),
 		PendingLabels: master.PendingLabels(n),
-		ClockSkewMS:   n.ClockSkewMS, ClockSkewed: master.NodeClockSkewed(n),
+		ClockSkewed:   master.NodeClockSkewed(n),
 	}
 	if skew, known := master.NodeClockSkew(n); known {
-		a.ClockSkewReason = master.ClockSkewReason(skew)
+		ms := skew.Milliseconds()
+		a.ClockSkewMS, a.ClockSkewReason = &ms, master.ClockSkewReason(skew)
 	}
 	if !n.LastSeen.IsZero() {
 		t := n.LastSeen.UTC()

@@ -34,7 +34,7 @@ func TestClockSkewShownOnTheConsoleAndTheAPI(t *testing.T) {
 			return decode[[]skewNode](t, body)
 		}
 		set := func(ms int64) {
-			if err := store.SetClockSkew(ctx, e.st.DB, "w1", &ms, nil); err != nil {
+			if err := store.SetClockSkews(ctx, e.st.DB, map[string]int64{"w1": ms}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

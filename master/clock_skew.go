@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"time"
@@ -19,10 +20,10 @@ const clockSkewStep = 100 * time.Millisecond
 // ahead of the master's), with known false when it was never measured (a
 // master, a worker of an earlier version, a manual worker not yet probed).
 func NodeClockSkew(n *Node) (skew time.Duration, known bool) {
-	if n.ClockSkewMS == nil {
+	if !n.ClockSkewMS.Valid {
 		return 0, false
 	}
-	return time.Duration(*n.ClockSkewMS) * time.Millisecond, true
+	return time.Duration(n.ClockSkewMS.Int64) * time.Millisecond, true
 }
 
 // NodeClockSkewed reports whether a node's clock is off by more than
@@ -51,28 +52,38 @@ func ClockSkewSeconds(skew time.Duration) string {
 	return fmt.Sprintf("%.1f", math.Abs(skew.Seconds()))
 }
 
-// noteClockSkew records a node's newly measured clock skew: written when it
-// was unknown, when the verdict changes or when it moved by clockSkewStep;
-// an event and a log line when the node goes beyond the limit or comes back
-// within it. Under fence (nil: unconditionally).
-func (m *Master) noteClockSkew(ctx context.Context, n *store.Node, skew time.Duration, fence *store.Fence) {
-	ms := skew.Milliseconds()
-	was, known := NodeClockSkew(n)
-	if known && protocol.ClockSkewed(was) == protocol.ClockSkewed(skew) && (skew-was).Abs() < clockSkewStep {
+// noteClockSkews records the clock skews a sweep measured, in one write
+// under fence: a node's is written when it was unknown, when the verdict
+// changes or when it moved by clockSkewStep; an event and a log line when a
+// node goes beyond the limit or comes back within it.
+func (m *Master) noteClockSkews(ctx context.Context, skews map[*store.Node]time.Duration, fence *store.Fence) {
+	write := map[string]int64{}
+	for n, skew := range skews {
+		was, known := NodeClockSkew(n)
+		if known && protocol.ClockSkewed(was) == protocol.ClockSkewed(skew) && (skew-was).Abs() < clockSkewStep {
+			continue
+		}
+		write[n.Name] = skew.Milliseconds()
+	}
+	if len(write) == 0 {
 		return
 	}
-	if err := store.SetClockSkew(ctx, m.st.DB, n.Name, &ms, fence); err != nil {
-		m.log.Error("record clock skew", "node", n.Name, "err", err)
+	if err := store.SetClockSkews(ctx, m.st.DB, write, fence); err != nil {
+		m.log.Error("record clock skews", "nodes", len(write), "err", err)
 		return
 	}
-	m.clockSkewChanged(WithActor(ctx, ActorHealthChecker), n.Name, n.ClockSkewMS, skew)
+	for n, skew := range skews {
+		if _, ok := write[n.Name]; ok {
+			m.clockSkewChanged(WithActor(ctx, ActorHealthChecker), n.Name, n.ClockSkewMS, skew)
+		}
+	}
 }
 
 // clockSkewChanged logs and records the event of a node whose clock went
 // beyond the limit or came back within it; before is the skew stored until
-// now (nil: never measured, taken as within). The event's actor is ctx's.
-func (m *Master) clockSkewChanged(ctx context.Context, name string, before *int64, skew time.Duration) {
-	wasSkewed := before != nil && protocol.ClockSkewed(time.Duration(*before)*time.Millisecond)
+// now (not valid: never measured, taken as within). The event's actor is ctx's.
+func (m *Master) clockSkewChanged(ctx context.Context, name string, before sql.NullInt64, skew time.Duration) {
+	wasSkewed := before.Valid && protocol.ClockSkewed(time.Duration(before.Int64)*time.Millisecond)
 	switch isSkewed := protocol.ClockSkewed(skew); {
 	case isSkewed && !wasSkewed:
 		reason := ClockSkewReason(skew)

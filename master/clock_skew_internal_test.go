@@ -1,6 +1,7 @@
 package master
 
 import (
+	"database/sql"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestClockSkewReasonAndVerdict(t *testing.T) {
 			t.Errorf("ClockSkewReason(%s) = %q, want %q", skew, got, want)
 		}
 		ms := skew.Milliseconds()
-		if got := NodeClockSkewed(&Node{ClockSkewMS: &ms}); got != (want != "") {
+		if got := NodeClockSkewed(&Node{ClockSkewMS: sql.NullInt64{Int64: ms, Valid: true}}); got != (want != "") {
 			t.Errorf("NodeClockSkewed(%d ms) = %v", ms, got)
 		}
 	}

@@ -55,9 +55,9 @@ type healthProber struct {
 	// noteLabels records the labels a worker declared in its answer
 	// (Master.noteDeclaredLabels).
 	noteLabels func(ctx context.Context, n *store.Node, labels protocol.Labels)
-	// noteSkew records a worker's clock skew measured by a probe
-	// (Master.noteClockSkew).
-	noteSkew func(ctx context.Context, n *store.Node, skew time.Duration, fence *store.Fence)
+	// noteSkews records the workers' clock skews a sweep measured
+	// (Master.noteClockSkews).
+	noteSkews func(ctx context.Context, skews map[*store.Node]time.Duration, fence *store.Fence)
 
 	sweeps  atomic.Int64  // sweeps made, pacing the prunes
 	samples healthSampler // when each node's health was last recorded
@@ -186,10 +186,8 @@ func (p *healthProber) sweep(ctx context.Context) SweepResult {
 	for node, l := range labels {
 		p.noteLabels(ctx, node, l)
 	}
-	if p.noteSkew != nil {
-		for node, skew := range skews {
-			p.noteSkew(ctx, node, skew, fence)
-		}
+	if p.noteSkews != nil {
+		p.noteSkews(ctx, skews, fence)
 	}
 	seen := time.Now()
 	for reason, names := range healthy {

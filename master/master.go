@@ -228,7 +228,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.unrun = &unrunClaims{db: st.DB, log: log, events: m.events, margin: cfg.UnrunClaimMargin}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
 		health: m.HealthConfig, recover: m.recover, noteLabels: m.noteDeclaredLabels,
-		noteSkew: m.noteClockSkew}
+		noteSkews: m.noteClockSkews}
 	m.metrics.attach(m)
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/subtle"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"strconv"
@@ -113,11 +114,10 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	var skew time.Duration
 	if req.WorkerTimeMS != 0 {
 		skew = protocol.ClockSkew(time.UnixMilli(req.WorkerTimeMS), now, now)
-		ms := skew.Milliseconds()
-		n.ClockSkewMS = &ms
+		n.ClockSkewMS = sql.NullInt64{Int64: skew.Milliseconds(), Valid: true}
 	}
-	noteSkew := func(before *int64) {
-		if n.ClockSkewMS != nil {
+	noteSkew := func(before sql.NullInt64) {
+		if n.ClockSkewMS.Valid {
 			m.clockSkewChanged(workerActor(ctx, name), name, before, skew)
 		}
 	}
@@ -155,7 +155,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			}
 			return refuse(mapStoreErr(err, name))
 		}
-		noteSkew(nil)
+		noteSkew(sql.NullInt64{})
 		if n.Mode == store.ModePending {
 			m.log.Warn("new node waits for approval", "node", name, "host", n.Host, "from", h.RemoteAddr)
 			m.events.record(workerActor(ctx, name), "node.register", store.TargetNode, name, nil,

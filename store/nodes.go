@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -91,9 +92,9 @@ type Node struct {
 	// ClockSkewMS is how far the node's clock was from the master's at its
 	// last registration or health probe, in milliseconds (positive: ahead);
 	// nil until measured and for nodes that do not send their time.
-	ClockSkewMS *int64    `bun:"clock_skew_ms"`
-	CreatedAt   time.Time `bun:"created_at"`
-	UpdatedAt   time.Time `bun:"updated_at"`
+	ClockSkewMS sql.NullInt64 `bun:"clock_skew_ms"`
+	CreatedAt   time.Time     `bun:"created_at"`
+	UpdatedAt   time.Time     `bun:"updated_at"`
 }
 
 // ListNodes returns every node, the master first, then by name.
@@ -359,16 +360,24 @@ func MarkSeen(ctx context.Context, db bun.IDB, names []string, at time.Time, fen
 	return MarkSeenWithReason(ctx, db, names, at, "", fence)
 }
 
-// SetClockSkew records a node's measured clock skew in milliseconds (nil:
-// unknown). Under fence (nil: unconditionally) it is one fenced write, so a
-// leader that lost its lease records nothing (and gets no error).
-func SetClockSkew(ctx context.Context, db bun.IDB, name string, ms *int64, fence *Fence) error {
-	err := fenced(ctx, db, fence, func(ctx context.Context, db bun.IDB) error {
-		_, err := db.NewUpdate().Model((*Node)(nil)).Set("clock_skew_ms = ?", ms).Where("name = ?", name).Exec(ctx)
-		return err
-	})
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		return fmt.Errorf("store: set clock skew of %q: %w", name, err)
+// SetClockSkews records the measured clock skews of nodes, in milliseconds
+// by name. Under fence (nil: unconditionally) they are one fenced
+// transaction, so a leader that lost its lease records nothing (and gets no
+// error).
+func SetClockSkews(ctx context.Context, db bun.IDB, skews map[string]int64, fence *Fence) error {
+	if len(skews) == 0 {
+		return nil
+	}
+	write := func(ctx context.Context, db bun.IDB) error {
+		for name, ms := range skews {
+			if _, err := db.NewUpdate().Model((*Node)(nil)).Set("clock_skew_ms = ?", ms).Where("name = ?", name).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := fenced(ctx, db, fence, write); err != nil && !errors.Is(err, ErrLeaseLost) {
+		return fmt.Errorf("store: set clock skews: %w", err)
 	}
 	return nil
 }

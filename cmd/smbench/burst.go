@@ -92,7 +92,7 @@ func (b *bench) burstDelayedScenario(ctx context.Context) []row {
 		settle()
 		r, err := b.delayedRun(ctx, dialect, tasks, tasks, 0)
 		if err != nil {
-			rows = append(rows, errRow(name, err))
+			rows = append(rows, lateRow(name, err))
 			continue
 		}
 		b.logf("%s: %s; floor %s", label, fmtLag(r.lag), fmtLag(floor))
