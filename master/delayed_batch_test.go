@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"fmt"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -49,16 +50,26 @@ func TestDelayedDueTogetherAreSentInBatches(t *testing.T) {
 			}
 			sink := newCallbackSink(t)
 			const n = 300
-			at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
-			ids := make([]string, n)
+			// Created in one batch (one transaction): the tasks appear due
+			// together however long a loaded machine takes to make them,
+			// where 300 creations one by one could straddle their time.
+			at := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
+			ins := make([]master.DelayedInput, n)
 			for i := range n {
 				in := delayedIn(sink.URL+"/cb", "")
 				in.Delay, in.At, in.ContentKey = nil, at, fmt.Sprintf("k-%d", i)
-				d, _, err := e.m.Delayed().CreateDelayed(e.ctx, in, "admin")
-				if err != nil {
-					t.Fatal(err)
+				ins[i] = in
+			}
+			res, err := e.m.Delayed().CreateDelayedBatch(e.ctx, ins, "admin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]string, n)
+			for i, r := range res {
+				if !r.OK || !r.Created {
+					t.Fatalf("delayed task %d of the batch: %+v", i, r)
 				}
-				ids[i] = d.ID
+				ids[i] = r.ID
 			}
 			for _, id := range ids {
 				waitDelayed(t, e.m, id, store.DelayedSuccess, 30*time.Second)
