@@ -560,11 +560,14 @@ func TestStopWaitsForBackgroundWork(t *testing.T) {
 	if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("ok", "parent", "w1", now)}); err != nil {
 		t.Fatal(err)
 	}
-	storetest.Eventually(t, 10*time.Second, func() bool { return webhooks.Load() >= 4 && workerCalls.Load() >= 1 },
+	storetest.Eventually(t, 30*time.Second, func() bool { return webhooks.Load() >= 1 && workerCalls.Load() >= 1 },
 		"the webhook (%d calls) and the child run (%d calls) did not start", webhooks.Load(), workerCalls.Load())
-	// Four notifications hang in the pool, 1,000 wait in the queue, the rest were dropped.
-	if d := e.m.NotificationsDropped(); d < 1 || d > 100 {
-		t.Errorf("dropped notifications = %d, want the overflow of a full queue", d)
+	// One notification hangs at the webhook, its destination's queue is
+	// full, the rest were dropped (counted).
+	storetest.Eventually(t, 30*time.Second, func() bool { return e.m.NotificationsDropped() >= 1 },
+		"no notification was dropped: the queues have no bound?")
+	if d := e.m.NotificationsDropped(); d > 1100 {
+		t.Errorf("dropped notifications = %d, more than the 1,100 failures", d)
 	}
 	if len(masterGoroutines()) == 0 {
 		t.Fatal("no background goroutine of the master is running before Stop: the test proves nothing")
