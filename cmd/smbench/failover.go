@@ -191,7 +191,8 @@ func (b *bench) claimLatency(ctx context.Context, urls []string, nodes []store.N
 		return cr, took, nil
 	}
 	// The first fire warms up the connections and is not counted.
-	// Fires of the last hour: a claim names a fire at most 5 minutes ahead.
+	// Fires of the last hour: a claim of a fire further ahead than the
+	// skew allowance (a few seconds) is refused as too early.
 	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
 	var lat []time.Duration
 	for i := 0; i < fires+1; i++ {
