@@ -133,11 +133,16 @@ func TestWorkerRegistrationTakesItsTasksInParts(t *testing.T) {
 		midway.Store(&h)
 
 		// The worker restarts.
-		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-		defer cancel()
-		if err := tw.W.Stop(ctx); err != nil {
-			t.Fatal(err)
+		stop := func() {
+			// Each stop has its own deadline: one shared with the steps
+			// between them ran out on a loaded machine.
+			ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+			defer cancel()
+			if err := tw.W.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
+		stop()
 		registrations.Store(0)
 		runWorker(t, tw.Replace())
 		if p := pages.Load(); p != 2 {
@@ -166,9 +171,7 @@ func TestWorkerRegistrationTakesItsTasksInParts(t *testing.T) {
 		old.Store(true)
 		pages.Store(0)
 		registrations.Store(0)
-		if err := tw.W.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		runWorker(t, tw.Replace())
 		if n, p, r := tw.W.Health().RunningTasks, pages.Load(), registrations.Load(); n != 2499 || p != 0 || r != 2 {
 			t.Fatalf("with an earlier master: %d tasks, %d pages, %d registrations; want 2,499 in one answer after 2 registrations", n, p, r)
