@@ -140,9 +140,10 @@ func TestReleaseBuildIdentity(t *testing.T) {
 		t.Fatalf("ldflags %q do not set buildinfo.version", ldflags)
 	}
 	bin := filepath.Join(t.TempDir(), "schedulemaster")
-	// Only the link differs from TestMain's build, so this costs a link, not
-	// a compile (the release's CGO_ENABLED=0 and -trimpath would recompile all).
-	build := exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", bin, ".")
+	// Only the link differs from TestMain's build (both CGO_ENABLED=0 and
+	// -trimpath, as the release), so this costs a link, not a compile.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", strings.Join(ldflags, " "), "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build with the release ldflags: %v\n%s", err, out)
 	}
