@@ -1,28 +1,25 @@
-// Package docs holds documentation that is not Go: the Chinese glossary, and the tests that keep
-// README.zh-CN.md in step with README.md.
+// Package docs holds documentation that is not Go: the manual (docs/*.md in English,
+// docs/zh-CN/*.md the same pages in Chinese), the Chinese glossary, and the tests that keep the
+// front doors (README.md, README.zh-CN.md) short and the two languages in step.
 package docs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+	"unicode"
 )
 
-// mirroredSections are the README.md "## " sections that README.zh-CN.md translates. Each has an
-// anchor `<!-- section: NAME -->` in README.zh-CN.md right before its Chinese heading, so a renamed
-// or removed English section fails here and the translation is looked at again.
-var mirroredSections = []string{
-	"Set up",
-	"Five minutes with the console",
-	"How nodes work",
-	"Tasks",
-	"Pools",
-	"Running several masters",
-	"Teams and sign-on",
-	"Security model",
-}
+// maxReadmeLines bounds README.md: it is the front door, the manual is in docs/.
+const maxReadmeLines = 300
+
+// setUpCommands is README.md's first code block under "## Set up", exactly.
+const setUpCommands = "```sh\ngo run ./cmd/schedulemaster master\ngo test ./...\n```"
 
 // glossaryTerms must each have a row in docs/glossary.zh-CN.md (first column, in backquotes or not).
 var glossaryTerms = []string{
@@ -35,16 +32,81 @@ var glossaryTerms = []string{
 	"Pause / Resume", "Kill", "Cancel", "approval / Approve", "break glass",
 }
 
-// bannedInChinese are renderings the glossary rejects; they must not appear in README.zh-CN.md.
-var bannedInChinese = []string{"失火", "主控", "资源池", "禁用", "杀死"}
+// bannedInChinese are renderings the glossary rejects; no Chinese page may use them.
+var bannedInChinese = []string{"失火", "主控", "资源池", "禁用", "杀死", "工人", "从节点"}
 
-func readRepoFile(t *testing.T, name string) string {
+// externalIssueMarkers let a line name an issue number: it then refers to another project's
+// tracker, not ours. Our own issue numbers mean nothing to a reader and stay out of the docs.
+var externalIssueMarkers = []string{"github.com/", "golang/go", "XXL-JOB", "Dkron", "dkron"}
+
+// repoFile reads a file by its path from the repository's root.
+func repoFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", name))
+	b, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}
 	return strings.ReplaceAll(string(b), "\r\n", "\n")
+}
+
+// mdFiles lists the Markdown files of a folder of the repository (slash paths from the root).
+func mdFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join("..", filepath.FromSlash(dir), "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range matches {
+		rel, err := filepath.Rel("..", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.ToSlash(rel))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// manualPages are the English pages of the manual (docs/*.md but the glossary), by file name.
+func manualPages(t *testing.T) []string {
+	t.Helper()
+	var pages []string
+	for _, f := range mdFiles(t, "docs") {
+		if name := filepath.Base(f); name != "glossary.zh-CN.md" {
+			pages = append(pages, name)
+		}
+	}
+	if len(pages) < 10 {
+		t.Fatalf("docs/ has %d pages; the manual is missing", len(pages))
+	}
+	return pages
+}
+
+// pagePair is an English page and its Chinese translation.
+type pagePair struct{ en, zh string }
+
+func pagePairs(t *testing.T) []pagePair {
+	t.Helper()
+	pairs := []pagePair{{"README.md", "README.zh-CN.md"}}
+	for _, name := range manualPages(t) {
+		pairs = append(pairs, pagePair{"docs/" + name, "docs/zh-CN/" + name})
+	}
+	return pairs
+}
+
+// documents are every file whose links and wording are checked.
+func documents(t *testing.T) []string {
+	t.Helper()
+	docs := []string{"README.md", "README.zh-CN.md"}
+	docs = append(docs, mdFiles(t, "docs")...)
+	return append(docs, mdFiles(t, "docs/zh-CN")...)
+}
+
+// chineseDocuments are the Chinese pages: the front door and docs/zh-CN/.
+func chineseDocuments(t *testing.T) []string {
+	t.Helper()
+	return append([]string{"README.zh-CN.md"}, mdFiles(t, "docs/zh-CN")...)
 }
 
 // fencedBlocks returns every fenced code block of a Markdown text, fences and indentation
@@ -69,92 +131,124 @@ func fencedBlocks(text string) []string {
 	return blocks
 }
 
-// section returns the text of the "## " section named heading, without the heading line, up to
-// the next "## " heading.
-func section(t *testing.T, text, heading string) string {
-	t.Helper()
-	start := strings.Index(text, "\n## "+heading+"\n")
-	if start < 0 {
-		t.Fatalf("README.md has no section %q", "## "+heading)
+// prose is a Markdown text without its fenced code blocks (their lines left empty, so line
+// numbers hold).
+func prose(text string) []string {
+	lines := strings.Split(text, "\n")
+	in := false
+	for i, line := range lines {
+		fence := strings.HasPrefix(strings.TrimLeft(line, " "), "```")
+		if fence || in {
+			lines[i] = ""
+		}
+		if fence {
+			in = !in
+		}
 	}
-	body := text[start+len("\n## "+heading+"\n"):]
-	if end := strings.Index(body, "\n## "); end >= 0 {
-		body = body[:end]
-	}
-	return body
+	return lines
 }
 
-var anchorRE = regexp.MustCompile(`(?m)^<!-- section: (.+?) -->\n(.*)$`)
+var (
+	anchorLineRE = regexp.MustCompile(`^<a id="([^"]+)"></a>$`)
+	anchorRE     = regexp.MustCompile(`<a id="([^"]+)"></a>`)
+	headingRE    = regexp.MustCompile(`^(#{1,6}) (.+)$`)
+)
 
-func TestChineseReadmeHasEveryMirroredSection(t *testing.T) {
-	en := readRepoFile(t, "README.md")
-	zh := readRepoFile(t, "README.zh-CN.md")
+// anchor is an explicit anchor and the level of the heading it stands before.
+type anchor struct {
+	id    string
+	level int
+}
 
-	anchors := map[string]string{} // English section -> the line after its anchor
-	for _, m := range anchorRE.FindAllStringSubmatch(zh, -1) {
-		if _, dup := anchors[m[1]]; dup {
-			t.Errorf("README.zh-CN.md: anchor %q appears twice", m[1])
-		}
-		anchors[m[1]] = m[2]
-	}
-	for _, name := range mirroredSections {
-		if !strings.Contains(en, "\n## "+name+"\n") {
-			t.Errorf("README.md has no section %q: update mirroredSections and README.zh-CN.md", "## "+name)
-		}
-		next, ok := anchors[name]
-		if !ok {
-			t.Errorf("README.zh-CN.md has no anchor <!-- section: %s --> for README.md's %q", name, "## "+name)
+func (a anchor) String() string { return fmt.Sprintf("%s (h%d)", a.id, a.level) }
+
+// anchors returns the explicit anchors of a page in order, and complains about every "## " or
+// "### " heading that has none on the line before it.
+func anchors(t *testing.T, name, text string) []anchor {
+	t.Helper()
+	lines := prose(text)
+	var out []anchor
+	for i, line := range lines {
+		h := headingRE.FindStringSubmatch(line)
+		if h == nil || (len(h[1]) != 2 && len(h[1]) != 3) {
+			if m := anchorLineRE.FindStringSubmatch(line); m != nil &&
+				(i+1 >= len(lines) || !headingRE.MatchString(lines[i+1])) {
+				t.Errorf("%s:%d: anchor %q is not on the line before a heading", name, i+1, m[1])
+			}
 			continue
 		}
-		if !strings.HasPrefix(next, "## ") {
-			t.Errorf("README.zh-CN.md: anchor %q is followed by %q, want a \"## \" heading", name, next)
+		var m []string
+		if i > 0 {
+			m = anchorLineRE.FindStringSubmatch(lines[i-1])
 		}
-	}
-	for name := range anchors {
-		if !strings.Contains(en, "\n## "+name+"\n") {
-			t.Errorf("README.zh-CN.md anchors %q, which README.md no longer has", name)
+		if m == nil {
+			t.Errorf("%s:%d: heading %q has no <a id=\"…\"></a> on the line before it", name, i+1, line)
+			continue
 		}
+		out = append(out, anchor{m[1], len(h[1])})
 	}
+	return out
 }
 
-func TestChineseReadmeSetUpCommandsAreTheEnglishOnes(t *testing.T) {
-	en := readRepoFile(t, "README.md")
-	zh := readRepoFile(t, "README.zh-CN.md")
-
-	enBlocks := fencedBlocks(section(t, en, "Set up"))
-	if len(enBlocks) == 0 {
-		t.Fatal("README.md's Set up has no code block")
-	}
-	zhStart := strings.Index(zh, "<!-- section: Set up -->")
-	if zhStart < 0 {
-		t.Fatal("README.zh-CN.md has no Set up anchor")
-	}
-	zhBlocks := fencedBlocks(zh[zhStart:])
-	if len(zhBlocks) == 0 || zhBlocks[0] != enBlocks[0] {
-		got := "(none)"
-		if len(zhBlocks) > 0 {
-			got = zhBlocks[0]
-		}
-		t.Errorf("README.zh-CN.md's set-up commands differ from README.md's:\nREADME.md:\n%s\nREADME.zh-CN.md:\n%s", enBlocks[0], got)
-	}
-}
-
-func TestChineseReadmeCodeBlocksExistInEnglishReadme(t *testing.T) {
-	en := readRepoFile(t, "README.md")
-	zh := readRepoFile(t, "README.zh-CN.md")
-	blocks := fencedBlocks(zh)
-	if len(blocks) < 5 {
-		t.Fatalf("README.zh-CN.md has %d code blocks, expected the commands of its sections", len(blocks))
-	}
-	for _, b := range blocks {
-		if !strings.Contains(en, b) {
-			t.Errorf("README.zh-CN.md has a code block README.md no longer has (copy it again from README.md):\n%s", b)
+// slug is the id GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteRune('-')
 		}
 	}
+	return b.String()
 }
 
-func TestReadmeLinksTheChineseReadme(t *testing.T) {
-	en := readRepoFile(t, "README.md")
+// targets are the ids a link's #fragment may name in a page: its explicit anchors and the
+// slugs of its headings.
+func targets(text string) map[string]bool {
+	ids := map[string]bool{}
+	for _, line := range prose(text) {
+		for _, m := range anchorRE.FindAllStringSubmatch(line, -1) {
+			ids[m[1]] = true
+		}
+		if h := headingRE.FindStringSubmatch(line); h != nil {
+			ids[slug(strings.ReplaceAll(h[2], "`", ""))] = true
+		}
+	}
+	return ids
+}
+
+var (
+	codeSpanRE = regexp.MustCompile("`[^`\n]*`")
+	mdLinkRE   = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	htmlSrcRE  = regexp.MustCompile(`<(?:img|a)\s[^>]*?(?:src|href)="([^"]+)"`)
+)
+
+// links returns the link targets of a page with their line numbers, leaving out code.
+func links(text string) (out []struct {
+	line   int
+	target string
+}) {
+	for i, line := range prose(text) {
+		line = codeSpanRE.ReplaceAllString(line, "")
+		for _, re := range []*regexp.Regexp{mdLinkRE, htmlSrcRE} {
+			for _, m := range re.FindAllStringSubmatch(line, -1) {
+				out = append(out, struct {
+					line   int
+					target string
+				}{i + 1, m[1]})
+			}
+		}
+	}
+	return out
+}
+
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	en := repoFile(t, "README.md")
+	if n := strings.Count(strings.TrimSuffix(en, "\n"), "\n") + 1; n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, at most %d: move the detail to a page of docs/", n, maxReadmeLines)
+	}
 	head := en
 	if i := strings.Index(en, "\n## "); i >= 0 {
 		head = en[:i]
@@ -162,19 +256,171 @@ func TestReadmeLinksTheChineseReadme(t *testing.T) {
 	if !strings.Contains(head, "(README.zh-CN.md)") {
 		t.Error("README.md does not link README.zh-CN.md before its first section")
 	}
-	zh := readRepoFile(t, "README.zh-CN.md")
-	if !strings.Contains(zh, "(docs/glossary.zh-CN.md)") {
-		t.Error("README.zh-CN.md does not link the glossary")
+	start := strings.Index(en, "\n## Set up\n")
+	if start < 0 {
+		t.Fatal(`README.md has no section "## Set up"`)
 	}
-	for _, w := range bannedInChinese {
-		if strings.Contains(zh, w) {
-			t.Errorf("README.zh-CN.md uses %q, a rendering docs/glossary.zh-CN.md rejects", w)
+	body := en[start+len("\n## Set up\n"):]
+	if end := strings.Index(body, "\n## "); end >= 0 {
+		body = body[:end]
+	}
+	blocks := fencedBlocks(body)
+	if len(blocks) == 0 || blocks[0] != setUpCommands {
+		got := "(none)"
+		if len(blocks) > 0 {
+			got = blocks[0]
+		}
+		t.Errorf("README.md's first code block under Set up is\n%s\nwant exactly\n%s", got, setUpCommands)
+	}
+	for _, page := range manualPages(t) {
+		if !strings.Contains(en, "(docs/"+page) {
+			t.Errorf("README.md does not link docs/%s", page)
+		}
+	}
+}
+
+func TestManualIndexesLinkEveryPage(t *testing.T) {
+	for _, dir := range []string{"docs", "docs/zh-CN"} {
+		index := repoFile(t, dir+"/README.md")
+		for _, page := range manualPages(t) {
+			if page != "README.md" && !strings.Contains(index, "]("+page+")") {
+				t.Errorf("%s/README.md does not link %s", dir, page)
+			}
+		}
+	}
+}
+
+func TestEveryPageHasAChinesePage(t *testing.T) {
+	en := manualPages(t)
+	var zh []string
+	for _, f := range mdFiles(t, "docs/zh-CN") {
+		zh = append(zh, filepath.Base(f))
+	}
+	for _, name := range en {
+		if !slices.Contains(zh, name) {
+			t.Errorf("docs/%s has no Chinese page docs/zh-CN/%s", name, name)
+		}
+	}
+	for _, name := range zh {
+		if !slices.Contains(en, name) {
+			t.Errorf("docs/zh-CN/%s translates no English page docs/%s", name, name)
+		}
+	}
+}
+
+func TestPagePairsShareAnchorsAndCodeBlocks(t *testing.T) {
+	for _, p := range pagePairs(t) {
+		if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(p.zh))); err != nil {
+			continue // reported by TestEveryPageHasAChinesePage
+		}
+		en, zh := repoFile(t, p.en), repoFile(t, p.zh)
+
+		enA, zhA := anchors(t, p.en, en), anchors(t, p.zh, zh)
+		seen := map[string]bool{}
+		for _, a := range enA {
+			if seen[a.id] {
+				t.Errorf("%s: anchor %q appears twice", p.en, a.id)
+			}
+			seen[a.id] = true
+		}
+		if !slices.Equal(enA, zhA) {
+			t.Errorf("%s and %s differ in their headings' anchors (same ids, same levels, same order):\n%v\n%v",
+				p.en, p.zh, enA, zhA)
+		}
+
+		enB, zhB := fencedBlocks(en), fencedBlocks(zh)
+		if len(enB) != len(zhB) {
+			t.Errorf("%s has %d code blocks, %s %d: copy them byte for byte", p.en, len(enB), p.zh, len(zhB))
+		}
+		for i := 0; i < len(enB) && i < len(zhB); i++ {
+			if enB[i] != zhB[i] {
+				t.Errorf("code block %d differs between %s and %s (copy it byte for byte):\n%s\n---\n%s",
+					i+1, p.en, p.zh, enB[i], zhB[i])
+			}
+		}
+	}
+}
+
+func TestRelativeLinksResolve(t *testing.T) {
+	pages := map[string]map[string]bool{} // Markdown file -> the ids its fragments may name
+	idsOf := func(path string) map[string]bool {
+		if ids, ok := pages[path]; ok {
+			return ids
+		}
+		b, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(path)))
+		if err != nil {
+			return nil
+		}
+		pages[path] = targets(string(b))
+		return pages[path]
+	}
+	for _, doc := range documents(t) {
+		text := repoFile(t, doc)
+		for _, l := range links(text) {
+			target := l.target
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, fragment, _ := strings.Cut(target, "#")
+			resolved := doc
+			if path != "" {
+				resolved = filepath.ToSlash(filepath.Join(filepath.Dir(doc), filepath.FromSlash(path)))
+				if strings.HasPrefix(resolved, "../") {
+					t.Errorf("%s:%d: link %q leaves the repository", doc, l.line, target)
+					continue
+				}
+				if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(resolved))); err != nil {
+					t.Errorf("%s:%d: link %q: no file %s", doc, l.line, target, resolved)
+					continue
+				}
+			}
+			if fragment == "" || !strings.HasSuffix(resolved, ".md") {
+				continue
+			}
+			if !idsOf(resolved)[fragment] {
+				t.Errorf("%s:%d: link %q: %s has no anchor or heading %q", doc, l.line, target, resolved, fragment)
+			}
+		}
+	}
+}
+
+var issueRE = regexp.MustCompile(`[Ii]ssues? #?[0-9]+|(^|[\s(（])#[0-9]+\b|(问题|议题|工单) ?#?[0-9]+`)
+
+func TestNoInternalIssueNumbers(t *testing.T) {
+	for _, doc := range documents(t) {
+		for i, line := range strings.Split(repoFile(t, doc), "\n") {
+			if !issueRE.MatchString(line) {
+				continue
+			}
+			external := false
+			for _, m := range externalIssueMarkers {
+				external = external || strings.Contains(line, m)
+			}
+			if !external {
+				t.Errorf("%s:%d: %q names an issue of ours: say what changed instead", doc, i+1, issueRE.FindString(line))
+			}
+		}
+	}
+}
+
+func TestChinesePagesFollowTheGlossary(t *testing.T) {
+	for _, doc := range chineseDocuments(t) {
+		zh := repoFile(t, doc)
+		if !strings.Contains(zh, "glossary.zh-CN.md)") {
+			t.Errorf("%s does not link the glossary docs/glossary.zh-CN.md", doc)
+		}
+		for i, line := range strings.Split(zh, "\n") {
+			for _, w := range bannedInChinese {
+				if strings.Contains(line, w) {
+					t.Errorf("%s:%d uses %q, a rendering docs/glossary.zh-CN.md rejects", doc, i+1, w)
+				}
+			}
 		}
 	}
 }
 
 func TestGlossaryHasEveryCoreTerm(t *testing.T) {
-	g := readRepoFile(t, filepath.Join("docs", "glossary.zh-CN.md"))
+	g := repoFile(t, "docs/glossary.zh-CN.md")
 	if !strings.Contains(g, "| English | 中文 | 说明 |") {
 		t.Fatal("docs/glossary.zh-CN.md has no table headed | English | 中文 | 说明 |")
 	}
@@ -199,6 +445,22 @@ func TestGlossaryHasEveryCoreTerm(t *testing.T) {
 	for _, term := range glossaryTerms {
 		if _, ok := rows[term]; !ok {
 			t.Errorf("glossary: no row for %q", term)
+		}
+	}
+}
+
+// TestSlug pins the heading ids the link check accepts besides explicit anchors.
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"Set up":                            "set-up",
+		"Per database: SQLite, MariaDB":     "per-database-sqlite-mariadb",
+		"A master's database hangs":         "a-masters-database-hangs",
+		"Sign-on: LDAP":                     "sign-on-ldap",
+		"五分钟上手控制台":                          "五分钟上手控制台",
+		"Container image, compose and Helm": "container-image-compose-and-helm",
+	} {
+		if got := slug(in); got != want {
+			t.Errorf("slug(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
