@@ -124,6 +124,11 @@ func (i Info) String() string {
 	if i.Modified {
 		mod = " (modified work tree)"
 	}
+	if i.Commit == Unknown {
+		// go run and go test never stamp the revision, and GOFLAGS=-buildvcs=false
+		// turns it off: say so, since go build in a clone records it.
+		mod = " (not recorded: go build in a git clone records it; go run and -buildvcs=false do not)"
+	}
 	return "schedulemaster " + i.Version + "\n" +
 		"commit:     " + i.Commit + mod + "\n" +
 		"built:      " + i.Date + "\n" +

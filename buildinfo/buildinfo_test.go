@@ -69,6 +69,10 @@ func TestShortAndString(t *testing.T) {
 	if got := (Info{Version: "devel", Commit: Unknown}).Short(); got != "devel (unknown)" {
 		t.Errorf("Short of an unknown commit = %q", got)
 	}
+	// An unknown commit says why and how to get it recorded.
+	if s := (Info{Version: "devel", Commit: Unknown}).String(); !strings.Contains(s, "commit:     unknown (not recorded: go build in a git clone records it") {
+		t.Errorf("String of an unknown commit = %q, want the reason", s)
+	}
 }
 
 // TestGetIsStable: the value is computed once and the same every call.

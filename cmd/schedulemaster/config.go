@@ -78,7 +78,7 @@ const masterSynopsis = "master [flags]"
 func masterOptions(c *masterConfig) *options {
 	o := newOptions("master", "Master")
 	o.add(&option{name: "listen", key: "Listen", def: ":30000", dst: &c.Listen, usage: "address to serve the console and API on"})
-	o.add(&option{name: "db", key: "DB", dst: &c.DB, usage: "database: empty for SQLite in the data dir, sqlite://PATH or mysql://user:pass@tcp(host:3306)/db"})
+	o.add(&option{name: "db", key: "DB", dst: &c.DB, usage: "database: empty for SQLite in the data dir, sqlite://PATH, mysql://user:pass@tcp(host:3306)/db (MariaDB, MySQL, Galera) or postgres://user:pass@host:5432/db?sslmode=… (also postgresql://)"})
 	o.add(&option{name: "data-dir", key: "DataDir", def: "./data", dst: &c.DataDir, usage: "directory for the SQLite database"})
 	o.add(&option{name: "identity", key: "Identity", def: "master", dst: &c.Identity, usage: "the master's node name"})
 	o.add(&option{name: "cluster", key: "Cluster", def: master.DefaultCluster, dst: &c.Cluster,
@@ -185,6 +185,8 @@ type workerConfig struct {
 	// LabelsText is --labels as given ("pool=billing,zone=eu-1"); Labels
 	// (in worker.Config) holds it parsed.
 	LabelsText string
+	// Warnings are settings that work but are likely a mistake, logged at start.
+	Warnings []string
 }
 
 // clockOffsetEnv, for tests only, sets the worker's clock that far off the
@@ -197,7 +199,7 @@ const workerSynopsis = "worker --identity NAME --master URL --cluster-key KEY [f
 func workerOptions(c *workerConfig) *options {
 	o := newOptions("worker", "NodeSetting")
 	o.add(&option{name: "listen", key: "Listen", dst: &c.Listen, usage: "address to bind (default \":\" + --port)"})
-	o.add(&option{name: "port", key: "Port", def: "30001", dst: &c.Port, min: 0, max: 65535, usage: "port the master reaches this worker on (0: any free port, used when --listen is not set)"})
+	o.add(&option{name: "port", key: "Port", def: "30001", dst: &c.Port, min: 0, max: 65535, usage: "port the master reaches this worker on, and the one bound when --listen is not set (0: any free port; with --listen alone, its port)"})
 	o.add(&option{name: "identity", key: "IdentityName", dst: &c.Identity, usage: "node name (required unless --autor=false)"})
 	o.add(&option{name: "protocol", key: "Protocol", def: "http", dst: &c.Protocol, usage: "protocol the master uses to reach this worker: http or https"})
 	o.add(&option{name: "ip", key: "IP", def: "127.0.0.1", dst: &c.IP, usage: "IP or host name the master reaches this worker on"})
@@ -275,6 +277,22 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 		c.Listen = ":" + strconv.Itoa(c.Port)
 	} else if msg := validListen(c.Listen); msg != "" {
 		bad("listen", "%s", msg)
+	} else {
+		_, p, _ := net.SplitHostPort(c.Listen)
+		lp, _ := strconv.Atoi(p)
+		switch {
+		case !o.explicit("port"):
+			// --listen alone: the master reaches the worker on the port it
+			// binds (0: the port the kernel picks), not on --port's default.
+			c.Port = lp
+		case lp != 0 && lp != c.Port:
+			// Behind a port mapping or proxy this is right; otherwise the
+			// master probes a port nobody listens on and marks the node
+			// unreachable, so say it once at start.
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s binds port %d but the master is told to reach this worker on port %d (%s): "+
+				"unless a proxy or port mapping forwards %d to %d, drop --port (it then follows --listen) or make both the same",
+				o.where("listen"), lp, c.Port, o.where("port"), c.Port, lp))
+		}
 	}
 	if c.MetricsListen != "" {
 		if msg := validListen(c.MetricsListen); msg != "" {

@@ -75,6 +75,9 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 	if !cfg.AutoRegister {
 		mode = "manual"
 	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	log.Info("worker serving", "listen", ln.Addr().String(), "host", cfg.Host(), "identity", cfg.Identity,
 		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell, "labels", cfg.Labels.String(),
 		"drain_timeout", cfg.StopTimeout)
