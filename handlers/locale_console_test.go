@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -33,6 +34,7 @@ var (
 	reTag     = regexp.MustCompile(`(?s)<[^>]*>`)
 	reWord    = regexp.MustCompile(`[A-Za-z][A-Za-z']+`)
 	reEntity  = regexp.MustCompile(`&[a-z#0-9]+;`)
+	reTitle   = regexp.MustCompile(`(?s)<title>(.*?)</title>`)
 	reVisAttr = regexp.MustCompile(`\s(?:title|aria-label|hx-confirm|data-label)="([^"]*)"`)
 )
 
@@ -106,6 +108,13 @@ func TestConsolePagesSpeakChineseWhenChosen(t *testing.T) {
 		}
 		if bad := englishWords(page, names); len(bad) > 0 {
 			t.Errorf("GET %s in zh-CN shows English: %q", p, uniq(bad))
+		}
+		// The page's title is left out above with the code; it is read too
+		// (the tab, the history, a screen reader's first words).
+		if m := reTitle.FindStringSubmatch(page); m != nil {
+			if bad := englishWords(html.UnescapeString(m[1]), names); len(bad) > 0 {
+				t.Errorf("GET %s in zh-CN has an English title %q: %q", p, m[1], uniq(bad))
+			}
 		}
 		if strings.Contains(page, "<html") && !strings.Contains(page, `<html lang="zh-CN">`) {
 			t.Errorf("GET %s: <html lang> is not zh-CN", p)

@@ -148,7 +148,7 @@ func (s *server) listRuns(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	vm := views.RunListVM{
-		Layout: s.layout(c, "Runs", "runs"), Filter: fvm, Filtered: fvm != (views.RunFilterVM{}),
+		Layout: s.layout(c, tr(c, "NavRuns"), "runs"), Filter: fvm, Filtered: fvm != (views.RunFilterVM{}),
 		Results: master.RunResults(),
 	}
 	nodes, err := s.m.ListNodes(ctx)

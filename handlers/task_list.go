@@ -92,7 +92,7 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	if err != nil {
 		return views.TasksVM{}, err
 	}
-	l := s.layout(c, "Tasks", "tasks")
+	l := s.layout(c, tr(c, "NavTasks"), "tasks")
 	fvm := views.TaskFilterVM{Title: f.Title, Node: f.Node}
 	if f.Status != nil {
 		fvm.Status = strconv.Itoa(int(*f.Status))
