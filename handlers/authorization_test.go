@@ -72,7 +72,7 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/nodes/:name/reset-identity": clsAdmin, "POST /api/v1/nodes/:name/approve": clsAdmin,
 	"PUT /api/v1/nodes/:name/labels": clsAdmin, "POST /api/v1/pools/*pool": clsAdmin, "DELETE /api/v1/pools/*pool": clsAdmin,
 	"POST /api/v1/users": clsAdmin, "PATCH /api/v1/users/:username": clsAdmin, "POST /api/v1/projects": clsAdmin,
-	"DELETE /api/v1/projects/:name": clsAdmin,
+	"DELETE /api/v1/projects/:name": clsAdmin, "GET /api/v1/settings": clsAdmin, "PATCH /api/v1/settings": clsAdmin,
 
 	"GET /users": clsReader, "GET /settings": clsReader, "GET /api/v1/users": clsReader, "GET /api/v1/users/:username": clsReader,
 

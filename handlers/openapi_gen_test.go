@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
@@ -248,6 +249,15 @@ var openAPIOps = []apiOp{
 		status: 200, resp: memberBody{}, errors: []int{400, 404}},
 	{method: "DELETE", path: "/api/v1/projects/{name}/members/{username}", tag: "projects", summary: "End a membership (owners)", auth: "project",
 		status: 204, errors: []int{404}},
+
+	// Settings.
+	{method: "GET", path: "/api/v1/settings", tag: "settings", summary: "The cluster's settings as stored", auth: "admin",
+		status: 200, resp: apiSettings{},
+		notes: "The SMTP password is never answered (smtp_password_set says whether one is); passwords in URLs are masked. pinned names the health values the master's flags or environment set, with the value in force."},
+	{method: "PATCH", path: "/api/v1/settings", tag: "settings", summary: "Change the settings named: the others keep their values", auth: "admin",
+		body: form.SettingsPatch{}, example: `{"run_retention_days":14,"prune_offline_after":"7d"}`,
+		status: 200, resp: apiSettings{}, errors: []int{400},
+		notes: "Validated with the other settings, as the console's form: a bad value changes nothing. smtp_password is write-only (\"\" removes it); a masked URL sent back keeps its password. Every master follows within one health interval."},
 
 	// Events.
 	{method: "GET", path: "/api/v1/events", tag: "events", summary: "The event log, newest first", auth: "user",
@@ -523,7 +533,7 @@ func buildOpenAPI() ([]byte, error) {
 		case "admin":
 			o["description"] = strings.TrimSpace("Cluster admins only. " + op.notes)
 		case "project":
-			o["description"] = strings.TrimSpace("Authorized by the caller's role in the object's project now (owner, editor, operator, viewer; see README's role table); an object of a project the caller may not read answers 404. " + op.notes)
+			o["description"] = strings.TrimSpace("Authorized by the caller's role in the object's project now (owner, editor, operator, viewer; see the manual's role table, docs/teams.md); an object of a project the caller may not read answers 404. " + op.notes)
 		}
 		var params []any
 		for _, m := range pathParamRE.FindAllStringSubmatch(op.path, -1) {
@@ -605,6 +615,7 @@ func buildOpenAPI() ([]byte, error) {
 			map[string]any{"name": "users", "description": "Users and API tokens"},
 			map[string]any{"name": "projects", "description": "Projects, their members and the pools they may run on"},
 			map[string]any{"name": "events", "description": "Who did what"},
+			map[string]any{"name": "settings", "description": "The cluster's settings, as code (cluster admins)"},
 			map[string]any{"name": "config", "description": "Configuration as code: export and apply"},
 			map[string]any{"name": "cluster", "description": "Called by workers, not by scripts: registration is signed with the " +
 				"cluster key (headers sm_node, sm_timestamp, sm_nonce, sm_signature, and sm_node_signature with the node key); the " +

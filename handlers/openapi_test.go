@@ -417,6 +417,9 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(409, "DELETE", "/api/v1/delayed/"+d.ID, "/api/v1/delayed/{id}", "")
 
 	a.must(200, "GET", "/api/v1/events", "/api/v1/events", "")
+	a.must(200, "GET", "/api/v1/settings", "/api/v1/settings", "")
+	a.must(200, "PATCH", "/api/v1/settings", "/api/v1/settings", `{"run_retention_days":14,"prune_offline_after":"7d"}`)
+	a.must(400, "PATCH", "/api/v1/settings", "/api/v1/settings", `{"health_interval":"soon"}`)
 	a.must(204, "DELETE", "/api/v1/tasks/"+id, "/api/v1/tasks/{id}", "")
 	a.must(200, "POST", "/api/v1/nodes/w1/disable", "/api/v1/nodes/{name}/disable", "")
 	a.must(200, "POST", "/api/v1/nodes/w1/reset-identity", "/api/v1/nodes/{name}/reset-identity", "")

@@ -244,6 +244,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	api.GET("/tokens", s.apiListTokens)
 	api.POST("/tokens", s.apiCreateToken)
 	api.DELETE("/tokens/:id", s.apiRevokeToken)
+	api.GET("/settings", s.requireAdmin, s.apiGetSettings)
+	api.PATCH("/settings", s.requireAdmin, s.apiPatchSettings)
 	api.GET("/events", s.apiListEvents)
 	api.POST("/delayed", s.apiCreateDelayed)
 	api.GET("/delayed", s.apiListDelayed)

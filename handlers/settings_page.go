@@ -39,6 +39,12 @@ func (s *server) saveSettings(c *gin.Context) {
 	}
 	cur, pinned := s.m.Settings()
 	v := postForm(c)
+	stored, err := s.m.StoredSettings(ctx)
+	if err != nil {
+		s.serverError(c, err)
+		return
+	}
+	form.SettingsKeepOmitted(v, settingsForm(stored))
 	var next master.Settings
 	var fe protocol.FieldErrors
 	vm.Form, next, fe = form.Settings(v)

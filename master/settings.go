@@ -333,6 +333,58 @@ func (k *settingsKeeper) poll(ctx context.Context) {
 
 // update validates, stores and applies new settings at once.
 func (k *settingsKeeper) update(ctx context.Context, s Settings) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.saveLocked(ctx, s)
+}
+
+// change applies fn to the stored settings and saves the result, all under
+// the lock that orders saves: two changes of different fields never undo
+// each other.
+func (k *settingsKeeper) change(ctx context.Context, fn func(*Settings)) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s, err := k.stored(ctx)
+	if err != nil {
+		return err
+	}
+	fn(&s)
+	return k.saveLocked(ctx, s)
+}
+
+// stored reads the settings as stored: a health value pinned by the process
+// configuration and never stored is its default, not the pinned value, so a
+// change of another field does not store the pin.
+func (k *settingsKeeper) stored(ctx context.Context) (Settings, error) {
+	s, err := k.read(ctx)
+	if err != nil {
+		return s, err
+	}
+	def := DefaultSettings()
+	for _, p := range []struct {
+		pinned bool
+		key    string
+		reset  func()
+	}{
+		{k.pinned.HealthInterval, store.SettingHealthInterval, func() { s.HealthInterval = def.HealthInterval }},
+		{k.pinned.HealthTimeout, store.SettingHealthTimeout, func() { s.HealthTimeout = def.HealthTimeout }},
+		{k.pinned.MaxFailures, store.SettingMaxFailures, func() { s.MaxFailures = def.MaxFailures }},
+	} {
+		if !p.pinned {
+			continue
+		}
+		switch _, err := store.GetSetting(ctx, k.db, p.key); {
+		case errors.Is(err, store.ErrNotFound):
+			p.reset()
+		case err != nil:
+			return s, fmt.Errorf("master: read settings: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// saveLocked validates, stores and applies s; the caller holds k.mu.
+func (k *settingsKeeper) saveLocked(ctx context.Context, s Settings) error {
 	// URLs are shown with their password masked: the mask sent back keeps it.
 	cur := k.cur.Load()
 	fe := protocol.FieldErrors{}
@@ -351,8 +403,6 @@ func (k *settingsKeeper) update(ctx context.Context, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	before, err := k.read(ctx)
 	if err != nil {
 		return fmt.Errorf("master: read settings: %w", err)
@@ -440,6 +490,29 @@ func (m *Master) UpdateSettings(ctx context.Context, s Settings) error {
 		return err
 	}
 	return m.settings.update(ctx, s)
+}
+
+// ChangeSettings changes only what change sets, over the stored settings,
+// and saves them as UpdateSettings does (validated whole, one event, every
+// master follows). It is how the API's PATCH and a form that omits a field
+// leave the other fields as they are, even when two changes race.
+func (m *Master) ChangeSettings(ctx context.Context, change func(*Settings)) error {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return err
+	}
+	return m.settings.change(ctx, change)
+}
+
+// StoredSettings returns the settings as stored, what ChangeSettings starts
+// from: a pinned health value shows its stored value (or the default), not
+// the one in force.
+func (m *Master) StoredSettings(ctx context.Context) (Settings, error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return Settings{}, err
+	}
+	m.settings.mu.Lock()
+	defer m.settings.mu.Unlock()
+	return m.settings.stored(ctx)
 }
 
 // PurgeRuns deletes runs that started before cutoff, a bounded batch at a

@@ -2,6 +2,7 @@ package form
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,8 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 		DefaultHTTPTimeout: get("default_http_timeout"), RunRetentionDays: get("run_retention_days"),
 		SMTPHost: get("smtp_host"), SMTPPort: get("smtp_port"), SMTPFrom: get("smtp_from"), SMTPUsername: get("smtp_username"),
 		SMTPTLS: get("smtp_tls"), WebhookURL: get("webhook_url"), PublicURL: get("public_url"),
-		ApproveNewNodes: get("approve_new_nodes") == "1", PruneOfflineAfter: get("prune_offline_after"),
-		LocalAdminsOnly: get("local_logins_admins_only") == "1", WebhookAllowHosts: get("webhook_allow_hosts"),
+		ApproveNewNodes: checked(v, "approve_new_nodes"), PruneOfflineAfter: get("prune_offline_after"),
+		LocalAdminsOnly: checked(v, "local_logins_admins_only"), WebhookAllowHosts: get("webhook_allow_hosts"),
 	}
 	fe := protocol.FieldErrors{}
 	st := master.Settings{SMTPHost: f.SMTPHost, SMTPFrom: f.SMTPFrom, SMTPUsername: f.SMTPUsername, SMTPTLS: f.SMTPTLS,
@@ -63,6 +64,36 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 	return f, st, fe
 }
 
+// checked reads a checkbox that follows a hidden input of the same name
+// with value 0: the field is sent either way, and "1" among its values is
+// a tick.
+func checked(v url.Values, name string) bool { return slices.Contains(v[name], "1") }
+
+// SettingsKeepOmitted gives every settings field the form did not send its
+// stored value, so a client written before a field existed, or one that
+// sends only what it changes, keeps the rest instead of being refused.
+// The SMTP password is not among them (an empty one already keeps it).
+func SettingsKeepOmitted(v url.Values, stored views.SettingsForm) {
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	for name, val := range map[string]string{
+		"health_interval": stored.HealthInterval, "health_timeout": stored.HealthTimeout, "max_failures": stored.MaxFailures,
+		"default_http_timeout": stored.DefaultHTTPTimeout, "run_retention_days": stored.RunRetentionDays,
+		"smtp_host": stored.SMTPHost, "smtp_port": stored.SMTPPort, "smtp_from": stored.SMTPFrom, "smtp_username": stored.SMTPUsername,
+		"smtp_tls": stored.SMTPTLS, "webhook_url": stored.WebhookURL, "public_url": stored.PublicURL,
+		"approve_new_nodes": flag(stored.ApproveNewNodes), "prune_offline_after": stored.PruneOfflineAfter,
+		"local_logins_admins_only": flag(stored.LocalAdminsOnly), "webhook_allow_hosts": stored.WebhookAllowHosts,
+	} {
+		if _, sent := v[name]; !sent {
+			v[name] = []string{val}
+		}
+	}
+}
+
 // SMTPPassword is the SMTP password the form asks for: the one typed, or,
 // when the field is empty, the stored one unless "remove" was ticked.
 func SMTPPassword(v url.Values, stored string) string {
@@ -97,4 +128,100 @@ func FormatDays(d time.Duration) string {
 		return "0"
 	}
 	return duration(d)
+}
+
+// SettingsPatch is the body of PATCH /api/v1/settings: each field given
+// changes, the others keep their stored values. Durations are Go durations
+// ("10s", "1m30s"); prune_offline_after also takes days ("7d"). The SMTP
+// password is write-only: a value sets it, "" removes it.
+type SettingsPatch struct {
+	HealthInterval        *string `json:"health_interval,omitempty"`
+	HealthTimeout         *string `json:"health_timeout,omitempty"`
+	MaxFailures           *int    `json:"max_failures,omitempty"`
+	DefaultHTTPTimeout    *string `json:"default_http_timeout,omitempty"`
+	RunRetentionDays      *int    `json:"run_retention_days,omitempty"`
+	PruneOfflineAfter     *string `json:"prune_offline_after,omitempty"`
+	ApproveNewNodes       *bool   `json:"approve_new_nodes,omitempty"`
+	LocalLoginsAdminsOnly *bool   `json:"local_logins_admins_only,omitempty"`
+	SMTPHost              *string `json:"smtp_host,omitempty"`
+	SMTPPort              *int    `json:"smtp_port,omitempty"`
+	SMTPFrom              *string `json:"smtp_from,omitempty"`
+	SMTPUsername          *string `json:"smtp_username,omitempty"`
+	SMTPPassword          *string `json:"smtp_password,omitempty"`
+	SMTPTLS               *string `json:"smtp_tls,omitempty"`
+	WebhookURL            *string `json:"webhook_url,omitempty"`
+	PublicURL             *string `json:"public_url,omitempty"`
+	WebhookAllowHosts     *string `json:"webhook_allow_hosts,omitempty"`
+}
+
+// Change turns the patch into a change of the stored settings, or returns the
+// errors of the values that do not parse; the engine checks the ranges of
+// the settings it makes, whole.
+func (p *SettingsPatch) Change() (func(*master.Settings), protocol.FieldErrors) {
+	fe := protocol.FieldErrors{}
+	var sets []func(*master.Settings)
+	dur := func(field string, v *string, set func(*master.Settings, time.Duration)) {
+		if v == nil {
+			return
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(*v))
+		if err != nil {
+			fe[field] = "must be a Go duration such as 10s, 1m30s or 500ms"
+			return
+		}
+		sets = append(sets, func(s *master.Settings) { set(s, d) })
+	}
+	dur("health_interval", p.HealthInterval, func(s *master.Settings, d time.Duration) { s.HealthInterval = d })
+	dur("health_timeout", p.HealthTimeout, func(s *master.Settings, d time.Duration) { s.HealthTimeout = d })
+	dur("default_http_timeout", p.DefaultHTTPTimeout, func(s *master.Settings, d time.Duration) { s.DefaultHTTPTimeout = d })
+	if p.PruneOfflineAfter != nil {
+		if d, ok := Days(strings.TrimSpace(*p.PruneOfflineAfter)); ok {
+			sets = append(sets, func(s *master.Settings) { s.PruneOfflineAfter = d })
+		} else {
+			fe["prune_offline_after"] = "must be 0 (never), a number of days such as 7d, or a Go duration such as 24h or 36h"
+		}
+	}
+	for _, f := range []struct {
+		v   any
+		set func(*master.Settings)
+	}{
+		{p.MaxFailures, func(s *master.Settings) { s.MaxFailures = *p.MaxFailures }},
+		{p.RunRetentionDays, func(s *master.Settings) { s.RunRetentionDays = *p.RunRetentionDays }},
+		{p.SMTPPort, func(s *master.Settings) { s.SMTPPort = *p.SMTPPort }},
+		{p.ApproveNewNodes, func(s *master.Settings) { s.ApproveNewNodes = *p.ApproveNewNodes }},
+		{p.LocalLoginsAdminsOnly, func(s *master.Settings) { s.LocalAdminsOnly = *p.LocalLoginsAdminsOnly }},
+		{p.SMTPHost, func(s *master.Settings) { s.SMTPHost = strings.TrimSpace(*p.SMTPHost) }},
+		{p.SMTPFrom, func(s *master.Settings) { s.SMTPFrom = strings.TrimSpace(*p.SMTPFrom) }},
+		{p.SMTPUsername, func(s *master.Settings) { s.SMTPUsername = strings.TrimSpace(*p.SMTPUsername) }},
+		{p.SMTPPassword, func(s *master.Settings) { s.SMTPPassword = *p.SMTPPassword }},
+		{p.SMTPTLS, func(s *master.Settings) { s.SMTPTLS = strings.TrimSpace(*p.SMTPTLS) }},
+		{p.WebhookURL, func(s *master.Settings) { s.WebhookURL = strings.TrimSpace(*p.WebhookURL) }},
+		{p.PublicURL, func(s *master.Settings) { s.PublicURL = strings.TrimSpace(*p.PublicURL) }},
+		{p.WebhookAllowHosts, func(s *master.Settings) { s.WebhookAllowHosts = strings.TrimSpace(*p.WebhookAllowHosts) }},
+	} {
+		if !isNilPointer(f.v) {
+			sets = append(sets, f.set)
+		}
+	}
+	if len(fe) > 0 {
+		return nil, fe
+	}
+	return func(s *master.Settings) {
+		for _, set := range sets {
+			set(s)
+		}
+	}, nil
+}
+
+// isNilPointer reports whether v holds a nil pointer (a field not given).
+func isNilPointer(v any) bool {
+	switch p := v.(type) {
+	case *int:
+		return p == nil
+	case *bool:
+		return p == nil
+	case *string:
+		return p == nil
+	}
+	return v == nil
 }
