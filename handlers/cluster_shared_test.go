@@ -17,7 +17,7 @@ import (
 func (e *env) otherMaster() *env {
 	e.t.Helper()
 	log := storetest.Logger(e.t)
-	m := master.New(master.Config{Identity: "master-b", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:2",
+	m := master.New(master.Config{PasswordCost: testPasswordCost, Identity: "master-b", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:2",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, e.st, log)
 	h, err := handlers.NewMasterRouter(storetest.Ctx(e.t), handlers.MasterDeps{Master: m, Log: log})
 	if err != nil {

@@ -43,7 +43,7 @@ func newEnvLogged(t *testing.T, proxies []string) (*env, *syncBuffer) {
 	ns := storetest.OpenSQLite(t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+	m := master.New(master.Config{PasswordCost: testPasswordCost, Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}, ns.Store, log)
 	h, err := handlers.NewMasterRouter(storetest.Ctx(t), handlers.MasterDeps{Master: m, Log: log, TrustedProxies: proxies})
 	if err != nil {

@@ -21,6 +21,11 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
+// testPasswordCost is bcrypt's lowest cost for the masters of the tests:
+// under the race detector a comparison at the default cost takes most of a
+// second of CPU, and the tests make and check many passwords.
+const testPasswordCost = bcrypt.MinCost
+
 const clusterKey = "test-cluster-key-0123456789abcdef"
 
 // env is a master served in-process on loopback over a real store.
@@ -35,7 +40,7 @@ func newEnv(t *testing.T, ns storetest.NamedStore, edit ...func(*master.Config))
 	t.Helper()
 	ctx := storetest.Ctx(t)
 	log := storetest.Logger(t)
-	cfg := master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+	cfg := master.Config{PasswordCost: testPasswordCost, Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}
 	for _, e := range edit {
 		e(&cfg)

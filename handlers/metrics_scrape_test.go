@@ -24,7 +24,7 @@ func newEnvWith(t *testing.T, ns storetest.NamedStore, edit func(*master.Config)
 	t.Helper()
 	ctx := storetest.Ctx(t)
 	log := storetest.Logger(t)
-	cfg := master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+	cfg := master.Config{PasswordCost: testPasswordCost, Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3}}
 	edit(&cfg)
 	m := master.New(cfg, ns.Store, log)

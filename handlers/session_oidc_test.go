@@ -133,7 +133,7 @@ func newOIDCEnvOn(t *testing.T, ns storetest.NamedStore, edit func(*handlers.OID
 	oe.opURL = opSrv.URL
 	opHandler = exampleop.SetupServer(opSrv.URL, oe.op, nil, false)
 
-	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+	m := master.New(master.Config{PasswordCost: testPasswordCost, Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour, Timeout: 500 * time.Millisecond, MaxFailures: 3},
 		OIDC: &master.GroupRoles{Admin: []string{"sm-admins"}, Viewer: []string{"sm-viewers", "ops"},
 			Projects: []master.GroupProject{{Group: "billing-devs", Project: "billing", Role: master.ProjectEditor}}}}, ns.Store, log)

@@ -333,7 +333,7 @@ func TestSettingsPinnedHealthValues(t *testing.T) {
 	ns := storetest.OpenSQLite(t)
 	ctx := storetest.Ctx(t)
 	log := storetest.Logger(t)
-	m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+	m := master.New(master.Config{PasswordCost: testPasswordCost, Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: 2 * time.Second, Timeout: 500 * time.Millisecond, MaxFailures: 3},
 		Pinned: master.Pinned{HealthInterval: true, MaxFailures: true}}, ns.Store, log)
 	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})

@@ -20,6 +20,11 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/worker"
 )
 
+// testPasswordCost is bcrypt's lowest cost: under the race detector a
+// comparison at the default cost takes most of a second of CPU, and the
+// tests make and check many passwords.
+const testPasswordCost = 4
+
 const (
 	clusterKey   = "master-test-cluster-key-0123456789"
 	masterName   = "master"
@@ -40,7 +45,7 @@ func newEnv(t *testing.T, s storetest.NamedStore, edit ...func(*master.Config)) 
 }
 
 func newMaster(t *testing.T, s storetest.NamedStore, edit ...func(*master.Config)) *master.Master {
-	cfg := master.Config{
+	cfg := master.Config{PasswordCost: testPasswordCost,
 		Identity: masterName, ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health:      master.HealthConfig{Interval: time.Second, Timeout: probeTimeout, MaxFailures: 3},
 		CallTimeout: 5 * time.Second, ShutdownWait: 2 * time.Second,

@@ -34,9 +34,6 @@ const (
 	loginPruneEvery = 256
 )
 
-// dummyHash keeps the time of a login with an unknown user close to a real one.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not-a-real-password"), bcrypt.DefaultCost)
-
 // throttleAddress is the address a client is throttled by: an IPv4 address,
 // or the /64 of an IPv6 one (one host commonly holds a whole /64).
 func throttleAddress(ip string) string {
@@ -75,6 +72,11 @@ type loginThrottle struct {
 	db   bun.IDB
 	log  *slog.Logger
 	life *lifecycle
+	// cost is the bcrypt cost of new password hashes; dummy is a hash of
+	// that cost, compared for an unknown user so that a login with one
+	// takes as long as with a real one.
+	cost  int
+	dummy []byte
 	// checks counts bcrypt comparisons; refusals paces the prunes of the
 	// shared table.
 	checks   atomic.Int64
@@ -153,6 +155,28 @@ func (l *loginThrottle) prune(ctx context.Context, now time.Time) {
 }
 
 // checkPassword compares a password with a bcrypt hash, counting the check.
+// newLoginThrottle makes the throttle with its dummy hash of the given cost
+// (0: bcrypt.DefaultCost).
+func newLoginThrottle(db bun.IDB, log *slog.Logger, life *lifecycle, cost int) *loginThrottle {
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	// Only tests set the cost (there is no flag for it); one out of
+	// bcrypt's range is clamped into it rather than failing the master.
+	cost = min(max(cost, bcrypt.MinCost), bcrypt.MaxCost)
+	dummy, _ := bcrypt.GenerateFromPassword([]byte("not-a-real-password"), cost)
+	return &loginThrottle{db: db, log: log, life: life, cost: cost, dummy: dummy}
+}
+
+// hash is the stored form of a new password, at the configured cost.
+func (l *loginThrottle) hash(pw string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), l.cost)
+	if err != nil {
+		return "", fmt.Errorf("master: hash password: %w", err)
+	}
+	return string(h), nil
+}
+
 func (l *loginThrottle) checkPassword(hash []byte, password string) bool {
 	l.checks.Add(1)
 	return bcrypt.CompareHashAndPassword(hash, []byte(password)) == nil
@@ -195,7 +219,7 @@ func (a *Accounts) Login(ctx context.Context, ip, username, password string) (*s
 	if a.directory != nil && (u == nil || u.AuthMethod == a.directory.Method()) {
 		return a.loginDirectory(ctx, t, now, username, password)
 	}
-	hash := dummyHash
+	hash := a.logins.dummy
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}

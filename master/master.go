@@ -46,6 +46,10 @@ type Config struct {
 	// first start (when there is no user); empty means a random one,
 	// logged once.
 	AdminPassword string
+	// PasswordCost is the bcrypt cost of the password hashes this master
+	// makes (0: bcrypt.DefaultCost). Tests lower it: under the race
+	// detector one comparison at the default cost takes most of a second.
+	PasswordCost int
 	// AdvertiseHost is the host:port recorded for the master's own node.
 	AdvertiseHost string
 	Health        HealthConfig
@@ -205,7 +209,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.life = newLifecycle()
 	m.readCache = newReadCache(m.life)
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log, life: m.life}
-	m.logins = &loginThrottle{db: st.DB, log: log, life: m.life}
+	m.logins = newLoginThrottle(st.DB, log, m.life, cfg.PasswordCost)
 	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask, cache: m.readCache}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life, directory: cfg.Directory, oidcRoles: cfg.OIDC,

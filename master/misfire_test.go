@@ -453,7 +453,7 @@ func TestStrandedTasksAreLoggedOncePerPassWithACount(t *testing.T) {
 	var lines []int64
 	log := slog.New(countingHandler{Handler: storetest.Logger(t).Handler(), msg: "tasks have no running executor: their fires are missed until one runs",
 		mu: &mu, lines: &lines})
-	m := master.New(master.Config{Identity: masterName, ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
+	m := master.New(master.Config{PasswordCost: testPasswordCost, Identity: masterName, ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health:      master.HealthConfig{Interval: time.Second, Timeout: probeTimeout, MaxFailures: 3},
 		CallTimeout: 5 * time.Second, ShutdownWait: 2 * time.Second}, s.Store, log)
 	t.Cleanup(func() {

@@ -56,7 +56,7 @@ func TestHealthSettingsPrecedence(t *testing.T) {
 	}
 	t.Run("database down", func(t *testing.T) {
 		ns := storetest.OpenSQLite(t)
-		m := master.New(master.Config{Identity: masterName, ClusterKey: clusterKey}, ns.Store, storetest.Logger(t))
+		m := master.New(master.Config{PasswordCost: testPasswordCost, Identity: masterName, ClusterKey: clusterKey}, ns.Store, storetest.Logger(t))
 		if err := ns.Store.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -154,7 +154,7 @@ func (a *Accounts) CreateUser(ctx context.Context, u NewUser) error {
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
-	hash, err := HashPassword(u.Password)
+	hash, err := a.logins.hash(u.Password)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (a *Accounts) patchUser(ctx context.Context, action, name string, p UserPat
 			a.events.record(ctx, action, store.TargetUser, name, err, detail)
 			return err
 		}
-		h, err := HashPassword(*p.Password)
+		h, err := a.logins.hash(*p.Password)
 		if err != nil {
 			return err
 		}
@@ -387,7 +387,7 @@ func (a *Accounts) ChangeOwnPassword(ctx context.Context, u *store.User, ip, cur
 	if len(fe) > 0 {
 		return fe
 	}
-	hash, err := HashPassword(next)
+	hash, err := a.logins.hash(next)
 	if err != nil {
 		return err
 	}
