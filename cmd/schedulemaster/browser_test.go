@@ -415,7 +415,20 @@ func newBrowserWithin(t *testing.T, execPath string, budget time.Duration) *brow
 }
 
 // run runs one action with its own deadline; an error fails the test.
+// stepSlack multiplies every step's timeout. The timeouts are what a step
+// takes on a quiet machine, with room; a CI machine whose two cores also run
+// a Galera cluster and the race-instrumented packages has taken more than
+// twice that. A step polls its condition, so the slack costs time only when
+// the step fails.
+const stepSlack = 3
+
 func (b *browser) run(what string, timeout time.Duration, a chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	b.runFor(what, stepSlack*timeout, a)
+}
+
+// runFor is run with a timeout already given its slack.
+func (b *browser) runFor(what string, timeout time.Duration, a chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
@@ -427,14 +440,20 @@ func (b *browser) run(what string, timeout time.Duration, a chromedp.Action[chro
 // do runs the steps in order with one deadline for all of them.
 func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
+	b.doFor(what, stepSlack*timeout, steps...)
+}
+
+// doFor is do with a timeout already given its slack.
+func (b *browser) doFor(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
 	// A person cannot click within the milliseconds between a swap and htmx
 	// wiring the new buttons, but chromedp can: a form clicked then submits
 	// natively and reloads the page. Wait until htmx is idle and every htmx
 	// form on the page is wired.
-	b.wait(what+": htmx idle", timeout, `String(document.querySelectorAll('.htmx-request,.htmx-swapping,.htmx-settling,.htmx-added').length === 0 &&
+	b.waitFor(what+": htmx idle", timeout, `String(document.querySelectorAll('.htmx-request,.htmx-swapping,.htmx-settling,.htmx-added').length === 0 &&
 		[...document.querySelectorAll('[hx-post],[hx-get]')].every(e => e['htmx-internal-data'] && e['htmx-internal-data'].initHash))`, equals("true"))
 	if len(steps) != 1 {
-		b.run(what, timeout, chromedp.Steps(steps...))
+		b.runFor(what, timeout, chromedp.Steps(steps...))
 		return
 	}
 	// One step (a click, say) whose element a live refresh replaced between
@@ -471,9 +490,10 @@ func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Actio
 // outcome, so that a click that did land is never made twice.
 func (b *browser) clickUntil(what string, timeout time.Duration, click chromedp.Action[chromedp.Void], state string, ok func(string) bool) string {
 	b.t.Helper()
+	timeout *= stepSlack
 	deadline := time.Now().Add(timeout)
 	for try := 1; ; try++ {
-		b.do(fmt.Sprintf("%s (click %d)", what, try), time.Until(deadline), click)
+		b.doFor(fmt.Sprintf("%s (click %d)", what, try), time.Until(deadline), click)
 		var last string
 		for settle := time.Now().Add(2 * time.Second); ; {
 			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
@@ -515,6 +535,12 @@ func (b *browser) tick(what string, timeout time.Duration, id string, want bool)
 // or fails with the last value after the timeout. An evaluation error, as
 // during a navigation, is retried.
 func (b *browser) wait(what string, timeout time.Duration, expr string, ok func(string) bool) string {
+	b.t.Helper()
+	return b.waitFor(what, stepSlack*timeout, expr, ok)
+}
+
+// waitFor is wait with a timeout already given its slack.
+func (b *browser) waitFor(what string, timeout time.Duration, expr string, ok func(string) bool) string {
 	b.t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last string
