@@ -170,7 +170,10 @@ func TestBrowserCloneTask(t *testing.T) {
 	b := newBrowserWithin(t, chromium, 90*time.Second)
 	b.logIn(m, "", "dash-live")
 	b.do("open the task", 20*time.Second, chromedp.Navigate(m.URL+"/tasks/"+orig.ID), chromedp.WaitVisible(chromedp.ID("task-live")))
-	b.do("press Clone", 20*time.Second, chromedp.Click(chromedp.ID("clone-task")), chromedp.WaitVisible(chromedp.ID("task-form")))
+	// The click alone, so that do finds the button again when the task
+	// page's live refresh replaced it under the click; then the form.
+	b.do("press Clone", 20*time.Second, chromedp.Click(chromedp.ID("clone-task")))
+	b.run("the clone's form", 20*time.Second, chromedp.WaitVisible(chromedp.ID("task-form")))
 	b.wait("the title of a copy", 5*time.Second, `document.getElementById("title").value`, equals("billing hook (copy)"))
 	b.wait("what it copies", 5*time.Second, textJS("#clone-of"), equals("copy of billing hook"))
 	b.wait("the secret masked", 5*time.Second, `document.getElementById("http-headers").value`, equals("Authorization: ********"))

@@ -161,7 +161,7 @@ func TestBrowserEventLogAfterConnectEnable(t *testing.T) {
 
 	// Narrow it with the filter form: one action, by typing as a user does.
 	b.do("filter on node.connect", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("filter-action"), "node.connect"),
+		sendKeys(chromedp.ID("filter-action"), "node.connect"),
 		chromedp.SetValue(chromedp.ID("filter-outcome"), "ok"),
 		chromedp.Click(chromedp.ID("apply-event-filters")),
 		chromedp.WaitVisible(chromedp.ID("clear-event-filters")),

@@ -36,12 +36,12 @@ func TestBrowserDelayedLifecycle(t *testing.T) {
 	)
 	b.wait("bdw1 offered as executor", 10*time.Second, existsJS("#executor-bdw1"), equals("true"))
 	b.do("fill the form with a bad delay", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("source_app"), "shop"),
-		chromedp.SendKeys(chromedp.ID("topic"), "order.timeout"),
-		chromedp.SendKeys(chromedp.ID("content_key"), "order-7"),
-		chromedp.SendKeys(chromedp.ID("delay"), "whenever"),
-		chromedp.SendKeys(chromedp.ID("notify_url"), tg.URL+"/order-7"),
-		chromedp.SendKeys(chromedp.ID("notify_body"), `{"order":7}`),
+		sendKeys(chromedp.ID("source_app"), "shop"),
+		sendKeys(chromedp.ID("topic"), "order.timeout"),
+		sendKeys(chromedp.ID("content_key"), "order-7"),
+		sendKeys(chromedp.ID("delay"), "whenever"),
+		sendKeys(chromedp.ID("notify_url"), tg.URL+"/order-7"),
+		sendKeys(chromedp.ID("notify_body"), `{"order":7}`),
 		chromedp.Click(chromedp.ID("executor-bdw1")),
 	)
 	b.do("submit the bad delay", 20*time.Second,
@@ -58,7 +58,7 @@ func TestBrowserDelayedLifecycle(t *testing.T) {
 
 	b.do("fix the delay and save", 20*time.Second,
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("delay").value = ""`),
-		chromedp.SendKeys(chromedp.ID("delay"), "1h"),
+		sendKeys(chromedp.ID("delay"), "1h"),
 		chromedp.Click(chromedp.ID("save-delayed")),
 		chromedp.WaitVisible(chromedp.ID("delayed-detail")),
 	)
@@ -75,7 +75,7 @@ func TestBrowserDelayedLifecycle(t *testing.T) {
 	)
 	b.wait("the task in the list", 10*time.Second, attrJS("#delayed-"+id, "data-status"), equals("pending"))
 	b.do("filter by another topic", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("filter-topic"), "other"),
+		sendKeys(chromedp.ID("filter-topic"), "other"),
 		chromedp.Click(chromedp.ID("apply-filters")),
 		chromedp.WaitVisible(chromedp.ID("delayed-table")),
 	)

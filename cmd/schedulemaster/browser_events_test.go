@@ -53,7 +53,7 @@ func TestBrowserEventsByTitleAndMeaning(t *testing.T) {
 
 	// Part of a title, typed as a person does, finds the task's events.
 	b.do("filter by a part of the title", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("filter-target"), "billing"),
+		sendKeys(chromedp.ID("filter-target"), "billing"),
 		chromedp.Click(chromedp.ID("apply-event-filters")),
 		chromedp.WaitVisible(chromedp.ID("clear-event-filters")),
 	)

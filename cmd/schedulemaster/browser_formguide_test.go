@@ -125,8 +125,8 @@ func TestBrowserTaskFormGuides(t *testing.T) {
 
 	// The preview in the task's zone and in the reader's.
 	b.do("a cron in Berlin", 10*time.Second,
-		chromedp.SendKeys(chromedp.ID("timezone"), "Europe/Berlin"),
-		chromedp.SendKeys(chromedp.ID("schedule-cron"), "0 3 * * *"))
+		sendKeys(chromedp.ID("timezone"), "Europe/Berlin"),
+		sendKeys(chromedp.ID("schedule-cron"), "0 3 * * *"))
 	b.wait("five fires", 10*time.Second, countJS("#schedule-preview .preview-fires li"), equals("5"))
 	b.wait("the zones named", 5*time.Second, textJS("#preview-zones"), contains("Europe/Berlin"))
 	reader := b.wait("each fire in the reader's zone too", 10*time.Second, textJS("#schedule-preview li .reader-time"), contains("Asia/Tokyo"))
@@ -137,7 +137,7 @@ func TestBrowserTaskFormGuides(t *testing.T) {
 		captureViewport(b, filepath.Join(shots, "taskform-1280-preview.png"))
 	}
 	// A wrong cron: a sentence, not the parser's words.
-	b.do("a wrong minute", 10*time.Second, clearJS("schedule-cron"), chromedp.SendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
+	b.do("a wrong minute", 10*time.Second, clearJS("schedule-cron"), sendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
 	b.wait("the preview says which field and why", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("minute 61 is outside 0-59"))
 
 	// The title's counter near its limit, and a paste cut to it.
@@ -147,9 +147,9 @@ func TestBrowserTaskFormGuides(t *testing.T) {
 		return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const e = document.getElementById("title"); e.value = "t".repeat(%d);
 			e.dispatchEvent(new Event("input", {bubbles: true})); })()`, n))
 	}
-	b.do("a title far from the limit", 10*time.Second, setTitle(149), chromedp.SendKeys(chromedp.ID("title"), "t"))
+	b.do("a title far from the limit", 10*time.Second, setTitle(149), sendKeys(chromedp.ID("title"), "t"))
 	b.wait("no counter far from the limit", 5*time.Second, `(() => { const c = document.getElementById("title-count"); return c && !c.hidden ? "shown" : "hidden"; })()`, equals("hidden"))
-	b.do("type up to 187", 10*time.Second, setTitle(185), chromedp.SendKeys(chromedp.ID("title"), "uu"))
+	b.do("type up to 187", 10*time.Second, setTitle(185), sendKeys(chromedp.ID("title"), "uu"))
 	b.wait("the counter near the limit", 5*time.Second, textJS("#title-count"), equals("187 / 200"))
 	b.wait("the counter describes the field", 5*time.Second, attrJS("#title", "aria-describedby"), contains("title-count"))
 	b.do("paste 10,000 characters", 10*time.Second, clearJS("title"), chromedp.Focus(chromedp.ID("title")),
@@ -160,15 +160,15 @@ func TestBrowserTaskFormGuides(t *testing.T) {
 	cut := b.wait("it says the paste was cut", 5*time.Second, textJS("#title-cut"), contains("cut to 200 characters"))
 	b.wait("the counter at the limit", 5*time.Second, textJS("#title-count"), equals("200 / 200"))
 	t.Logf("paste note: %s", cut)
-	b.do("type one more", 10*time.Second, chromedp.SendKeys(chromedp.ID("title"), "\b"))
+	b.do("type one more", 10*time.Second, sendKeys(chromedp.ID("title"), "\b"))
 	b.wait("the note goes with the next edit", 5*time.Second, `String(document.getElementById("title-cut").hidden)`, equals("true"))
 
 	// A refused form: Title fine, the cron wrong, the URL missing, retries
 	// out of range, overlap changed from its default.
 	b.do("fill a form with errors", 20*time.Second,
-		clearJS("title"), chromedp.SendKeys(chromedp.ID("title"), "nightly export"),
+		clearJS("title"), sendKeys(chromedp.ID("title"), "nightly export"),
 		chromedp.Click(chromedp.CSS("#fold-retries > summary")),
-		clearJS("retries"), chromedp.SendKeys(chromedp.ID("retries"), "99"),
+		clearJS("retries"), sendKeys(chromedp.ID("retries"), "99"),
 		chromedp.Click(chromedp.CSS("#fold-overlap > summary")),
 		chooseJS("overlap", "queue"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("fold-retries").open = false; document.getElementById("fold-overlap").open = false`),
@@ -235,7 +235,7 @@ func TestBrowserFormErrorsEverywhere(t *testing.T) {
 	b.do("open Add node", 20*time.Second, chromedp.Navigate(m.URL+"/nodes/new"), chromedp.WaitVisible(chromedp.ID("node-form")))
 	b.wait("a fresh node form focuses Name", 5*time.Second, activeJS, equals("name"))
 	b.do("a good name, a bad host", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("name"), "gn1"), chromedp.SendKeys(chromedp.ID("host"), "nohost"),
+		sendKeys(chromedp.ID("name"), "gn1"), sendKeys(chromedp.ID("host"), "nohost"),
 		chromedp.Click(chromedp.ID("save-node")), chromedp.WaitVisible(chromedp.ID("form-errors")))
 	b.wait("the summary links Host", 5*time.Second, `[...document.querySelectorAll("#form-errors a[data-field-link]")].map(a => a.getAttribute("href")).join(" ")`, equals("#host"))
 	b.wait("Host focused, not Name", 5*time.Second, activeJS, equals("host"))
@@ -244,7 +244,7 @@ func TestBrowserFormErrorsEverywhere(t *testing.T) {
 	b.wait("Name not marked", 5*time.Second, attrJS("#name", "aria-invalid"), equals("null"))
 
 	b.do("open New delayed task", 20*time.Second, chromedp.Navigate(m.URL+"/delayed/new"), chromedp.WaitVisible(chromedp.ID("delayed-form")))
-	b.do("only a source app", 20*time.Second, chromedp.SendKeys(chromedp.ID("source_app"), "shop"),
+	b.do("only a source app", 20*time.Second, sendKeys(chromedp.ID("source_app"), "shop"),
 		chromedp.Click(chromedp.ID("save-delayed")), chromedp.WaitVisible(chromedp.ID("form-errors")))
 	links := b.wait("the summary links the bad fields", 5*time.Second, `[...document.querySelectorAll("#form-errors a[data-field-link]")].map(a => a.getAttribute("href")).join(" ")`, contains("#topic"))
 	if !strings.HasPrefix(links, "#topic") || strings.Contains(links, "#source_app") {

@@ -61,7 +61,7 @@ func TestBrowserSettingsHealthInterval(t *testing.T) {
 	// A bad value first: refused inline, nothing changes.
 	b.do("type a bad interval and save", 20*time.Second,
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("health_interval").value = ""`),
-		chromedp.SendKeys(chromedp.ID("health_interval"), "fast"),
+		sendKeys(chromedp.ID("health_interval"), "fast"),
 		chromedp.Click(chromedp.ID("save-settings")),
 		chromedp.WaitVisible(chromedp.ID("error-health_interval")),
 	)
@@ -71,9 +71,9 @@ func TestBrowserSettingsHealthInterval(t *testing.T) {
 	// The default 3s probe timeout must be shorter than the interval: lower it too.
 	b.do("set the interval to 1s, the probe timeout to 500ms, and save", 20*time.Second,
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("health_interval").value = ""`),
-		chromedp.SendKeys(chromedp.ID("health_interval"), "1s"),
+		sendKeys(chromedp.ID("health_interval"), "1s"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("health_timeout").value = ""`),
-		chromedp.SendKeys(chromedp.ID("health_timeout"), "500ms"),
+		sendKeys(chromedp.ID("health_timeout"), "500ms"),
 		chromedp.Click(chromedp.ID("save-settings")),
 		chromedp.WaitVisible(chromedp.CSS("#flash .flash-ok")),
 	)

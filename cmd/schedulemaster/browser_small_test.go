@@ -83,7 +83,7 @@ func TestBrowserSmallFixes(t *testing.T) {
 	// A token: copied once, revoked after a confirmation that names it.
 	b.do("open the tokens page", 20*time.Second, chromedp.Navigate(m.URL+"/tokens"), chromedp.WaitVisible(chromedp.ID("token-name")))
 	b.do("create ci-deploy", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("token-name"), "ci-deploy"),
+		sendKeys(chromedp.ID("token-name"), "ci-deploy"),
 		chromedp.Click(chromedp.ID("create-token")),
 		chromedp.WaitVisible(chromedp.ID("new-token")),
 	)
@@ -119,10 +119,10 @@ func TestBrowserSmallFixes(t *testing.T) {
 	// The users form refuses an address with no dot in its domain.
 	b.do("open Users", 20*time.Second, chromedp.Navigate(m.URL+"/users"), chromedp.WaitVisible(chromedp.ID("user-form")))
 	b.do("create olga@example", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "olga"),
-		chromedp.SendKeys(chromedp.ID("email"), "olga@example"),
-		chromedp.SendKeys(chromedp.ID("password"), "olga-password-1"),
-		chromedp.SendKeys(chromedp.ID("password_confirm"), "olga-password-1"),
+		sendKeys(chromedp.ID("username"), "olga"),
+		sendKeys(chromedp.ID("email"), "olga@example"),
+		sendKeys(chromedp.ID("password"), "olga-password-1"),
+		sendKeys(chromedp.ID("password_confirm"), "olga-password-1"),
 		chromedp.Click(chromedp.ID("create-user")),
 		chromedp.WaitVisible(chromedp.ID("error-email")),
 	)
@@ -137,8 +137,8 @@ func TestBrowserSmallFixes(t *testing.T) {
 	}
 	b.do("log out", 20*time.Second, chromedp.Click(chromedp.CSS(`form.logout button[type=submit]`)), chromedp.WaitVisible(chromedp.ID("login-submit")))
 	b.do("log in as vic", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "vic"),
-		chromedp.SendKeys(chromedp.ID("password"), "vic-password-1"),
+		sendKeys(chromedp.ID("username"), "vic"),
+		sendKeys(chromedp.ID("password"), "vic-password-1"),
 		chromedp.Click(chromedp.ID("login-submit")),
 		chromedp.WaitVisible(chromedp.ID("account-link")),
 	)

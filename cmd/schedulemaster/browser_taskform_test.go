@@ -76,7 +76,7 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 		return fmt.Sprintf(`document.querySelector('label[for=%q]').textContent.replace(/\s+/g, " ").trim()`, id)
 	}
 	b.wait("At in UTC", 5*time.Second, label("schedule-at"), contains("in UTC"))
-	b.do("type a zone", 10*time.Second, chromedp.SendKeys(chromedp.ID("timezone"), "Europe/Berlin"))
+	b.do("type a zone", 10*time.Second, sendKeys(chromedp.ID("timezone"), "Europe/Berlin"))
 	for _, id := range []string{"schedule-at", "start-at", "end-at", "schedule-cron"} {
 		b.wait(id+" names Berlin", 10*time.Second, label(id), contains("in Europe/Berlin"))
 	}
@@ -85,14 +85,14 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 	// cron gives its parse error inline, under the field, at once.
 	b.do("type a cron", 10*time.Second,
 		chooseJS("schedule-kind", "cron"),
-		chromedp.SendKeys(chromedp.ID("schedule-cron"), "*/5 * * * *"),
+		sendKeys(chromedp.ID("schedule-cron"), "*/5 * * * *"),
 	)
 	b.wait("five fire times", 10*time.Second, countJS("#schedule-preview .preview-fires li"), equals("5"))
 	gaps := b.wait("five minutes apart", 5*time.Second, `(() => { const t = [...document.querySelectorAll("#schedule-preview time")].map(e => Date.parse(e.getAttribute("datetime")));
 		return t.slice(1).map((v, i) => (v - t[i]) / 1000).join(","); })()`, equals("300,300,300,300"))
 	first := b.wait("the fires in the zone", 5*time.Second, textJS("#schedule-preview li"), contains("CE"))
 	t.Logf("gaps %s; first fire %s", gaps, first)
-	b.do("type a wrong cron", 10*time.Second, clearJS("schedule-cron"), chromedp.SendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
+	b.do("type a wrong cron", 10*time.Second, clearJS("schedule-cron"), sendKeys(chromedp.ID("schedule-cron"), "61 * * * *"))
 	perr := b.wait("the parse error inline", 10*time.Second, textJS("#schedule-preview .preview-error"), contains("Cron expression: minute 61 is outside 0-59"))
 	b.wait("no fires listed", 5*time.Second, countJS("#schedule-preview .preview-fires li"), equals("0"))
 	b.wait("the error right under the schedule fields", 5*time.Second, `(() => {
@@ -103,10 +103,10 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 	// A shell task whose only executor does not run shell is refused at save.
 	b.do("fill a shell task for fw1", 20*time.Second,
 		clearJS("schedule-cron"),
-		chromedp.SendKeys(chromedp.ID("schedule-cron"), "0 3 * * *"),
-		chromedp.SendKeys(chromedp.ID("title"), "shell on fw1"),
+		sendKeys(chromedp.ID("schedule-cron"), "0 3 * * *"),
+		sendKeys(chromedp.ID("title"), "shell on fw1"),
 		chooseJS("type", "shell"),
-		chromedp.SendKeys(chromedp.ID("shell-command"), "/bin/true"),
+		sendKeys(chromedp.ID("shell-command"), "/bin/true"),
 		chromedp.Click(chromedp.ID("executor-fw1")),
 	)
 	b.do("save", 20*time.Second, chromedp.Click(chromedp.ID("save-task")), chromedp.WaitVisible(chromedp.ID("form-errors")))

@@ -52,12 +52,12 @@ func TestBrowserTaskLifecycle(t *testing.T) {
 	)
 	b.wait("tw1 offered as executor", 10*time.Second, existsJS("#executor-tw1"), equals("true"))
 	b.do("fill the form with a garbage cron", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("title"), "browser tick"),
+		sendKeys(chromedp.ID("title"), "browser tick"),
 		chromedp.SetValue(chromedp.ID("type"), "http"),
 		chromedp.SetValue(chromedp.ID("schedule-kind"), "cron"),
-		chromedp.SendKeys(chromedp.ID("schedule-cron"), "every tuesday"),
+		sendKeys(chromedp.ID("schedule-cron"), "every tuesday"),
 		chromedp.SetValue(chromedp.ID("http-method"), "GET"),
-		chromedp.SendKeys(chromedp.ID("http-url"), tg.URL+"/browser"),
+		sendKeys(chromedp.ID("http-url"), tg.URL+"/browser"),
 		chromedp.Click(chromedp.ID("executor-tw1")),
 	)
 	b.wait("tw1 checked", 5*time.Second, `String(document.getElementById("executor-tw1").checked)`, equals("true"))
@@ -86,7 +86,7 @@ func TestBrowserTaskLifecycle(t *testing.T) {
 		// does not work in chromedp v0.23.0: the empty argument is dropped.)
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("schedule-cron").value = ""`),
 		chromedp.SetValue(chromedp.ID("schedule-kind"), "interval"),
-		chromedp.SendKeys(chromedp.ID("schedule-every"), "1s"),
+		sendKeys(chromedp.ID("schedule-every"), "1s"),
 	)
 	b.do("save the task", 20*time.Second,
 		chromedp.Click(chromedp.ID("save-task")),

@@ -51,8 +51,8 @@ func TestBrowserNodeLifecycle(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("node-form")),
 	)
 	b.do("submit the form with a bad host", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("name"), "bw1"),
-		chromedp.SendKeys(chromedp.ID("host"), "nohost"),
+		sendKeys(chromedp.ID("name"), "bw1"),
+		sendKeys(chromedp.ID("host"), "nohost"),
 		chromedp.Click(chromedp.ID("save-node")),
 		chromedp.WaitVisible(chromedp.ID("error-host")),
 	)
@@ -68,7 +68,7 @@ func TestBrowserNodeLifecycle(t *testing.T) {
 		// Clear the refused value, then type as a user does. (SetValue with ""
 		// does not work in chromedp v0.23.0: the empty argument is dropped.)
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("host").value = ""`),
-		chromedp.SendKeys(chromedp.ID("host"), host),
+		sendKeys(chromedp.ID("host"), host),
 	)
 	b.wait("name kept after the refused submit", 5*time.Second, `document.getElementById("name").value`, equals("bw1"))
 	b.wait("worker command for bw1", 10*time.Second, textJS("#worker-command"), func(s string) bool {
@@ -220,8 +220,8 @@ func (b *browser) logIn(m *masterProc, next, ready string) {
 func (b *browser) submitLogin(user, password, ready string) {
 	b.t.Helper()
 	b.do("log in as "+user, 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), user),
-		chromedp.SendKeys(chromedp.ID("password"), password),
+		sendKeys(chromedp.ID("username"), user),
+		sendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.ID("login-submit")),
 	)
 	b.wait("logged in as "+user+": #"+ready+" shown", 20*time.Second, visibleJS("#"+ready), equals("true"))
@@ -415,6 +415,17 @@ func newBrowserWithin(t *testing.T, execPath string, budget time.Duration) *brow
 }
 
 // run runs one action with its own deadline; an error fails the test.
+// sendKeys types v into the element sel as chromedp.SendKeys does, by
+// focusing it and sending the keys. chromedp v0.23.0's SendKeys reads the
+// node's attributes before taking the node's lock (query.go), a data race
+// with a page that changes an attribute of the input as it is typed into
+// (the task form does as it validates); -race reports it and fails every
+// test running at the time.
+func sendKeys[S chromedp.Selectable](sel S, v string, opts ...chromedp.QueryOption) chromedp.Action[chromedp.Void] {
+	// Visible first, as SendKeys waits for.
+	return chromedp.Steps(chromedp.Focus(sel, append([]chromedp.QueryOption{chromedp.NodeVisible}, opts...)...), chromedp.KeyEvent(v))
+}
+
 // stepSlack multiplies every step's timeout. The timeouts are what a step
 // takes on a quiet machine, with room; a CI machine whose two cores also run
 // a Galera cluster and the race-instrumented packages has taken more than

@@ -39,7 +39,7 @@ func TestBrowserAPITokenCreateUseRevoke(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("error-name")),
 	)
 	b.do("create a token", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("token-name"), "ci-pipeline"),
+		sendKeys(chromedp.ID("token-name"), "ci-pipeline"),
 		chromedp.Click(chromedp.ID("create-token")),
 		chromedp.WaitVisible(chromedp.ID("new-token")),
 	)

@@ -72,10 +72,10 @@ func TestBrowserViewerCannotPress(t *testing.T) {
 	)
 	b.wait("admin's row", 10*time.Second, attrJS("#user-admin", "data-role"), equals("admin"))
 	b.do("submit a short password", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("username"), "vera"),
-		chromedp.SendKeys(chromedp.ID("email"), "vera@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), "short"),
-		chromedp.SendKeys(chromedp.ID("password_confirm"), "short"),
+		sendKeys(chromedp.ID("username"), "vera"),
+		sendKeys(chromedp.ID("email"), "vera@example.com"),
+		sendKeys(chromedp.ID("password"), "short"),
+		sendKeys(chromedp.ID("password_confirm"), "short"),
 		chromedp.Click(chromedp.ID("create-user")),
 		chromedp.WaitVisible(chromedp.ID("error-password")),
 	)
@@ -85,8 +85,8 @@ func TestBrowserViewerCannotPress(t *testing.T) {
 		t.Fatalf("a user with a short password was stored: %+v", u)
 	}
 	b.do("submit a good password", 20*time.Second,
-		chromedp.SendKeys(chromedp.ID("password"), "vera-password-1"),
-		chromedp.SendKeys(chromedp.ID("password_confirm"), "vera-password-1"),
+		sendKeys(chromedp.ID("password"), "vera-password-1"),
+		sendKeys(chromedp.ID("password_confirm"), "vera-password-1"),
 		chromedp.Click(chromedp.ID("create-user")),
 		chromedp.WaitVisible(chromedp.ID("user-vera")),
 	)
