@@ -181,27 +181,44 @@ func (p *SettingsPatch) Change() (func(*master.Settings), protocol.FieldErrors) 
 			fe["prune_offline_after"] = "must be 0 (never), a number of days such as 7d, or a Go duration such as 24h or 36h"
 		}
 	}
-	for _, f := range []struct {
-		v   any
-		set func(*master.Settings)
-	}{
-		{p.MaxFailures, func(s *master.Settings) { s.MaxFailures = *p.MaxFailures }},
-		{p.RunRetentionDays, func(s *master.Settings) { s.RunRetentionDays = *p.RunRetentionDays }},
-		{p.SMTPPort, func(s *master.Settings) { s.SMTPPort = *p.SMTPPort }},
-		{p.ApproveNewNodes, func(s *master.Settings) { s.ApproveNewNodes = *p.ApproveNewNodes }},
-		{p.LocalLoginsAdminsOnly, func(s *master.Settings) { s.LocalAdminsOnly = *p.LocalLoginsAdminsOnly }},
-		{p.SMTPHost, func(s *master.Settings) { s.SMTPHost = strings.TrimSpace(*p.SMTPHost) }},
-		{p.SMTPFrom, func(s *master.Settings) { s.SMTPFrom = strings.TrimSpace(*p.SMTPFrom) }},
-		{p.SMTPUsername, func(s *master.Settings) { s.SMTPUsername = strings.TrimSpace(*p.SMTPUsername) }},
-		{p.SMTPPassword, func(s *master.Settings) { s.SMTPPassword = *p.SMTPPassword }},
-		{p.SMTPTLS, func(s *master.Settings) { s.SMTPTLS = strings.TrimSpace(*p.SMTPTLS) }},
-		{p.WebhookURL, func(s *master.Settings) { s.WebhookURL = strings.TrimSpace(*p.WebhookURL) }},
-		{p.PublicURL, func(s *master.Settings) { s.PublicURL = strings.TrimSpace(*p.PublicURL) }},
-		{p.WebhookAllowHosts, func(s *master.Settings) { s.WebhookAllowHosts = strings.TrimSpace(*p.WebhookAllowHosts) }},
-	} {
-		if !isNilPointer(f.v) {
-			sets = append(sets, f.set)
-		}
+	if p.MaxFailures != nil {
+		sets = append(sets, func(s *master.Settings) { s.MaxFailures = *p.MaxFailures })
+	}
+	if p.RunRetentionDays != nil {
+		sets = append(sets, func(s *master.Settings) { s.RunRetentionDays = *p.RunRetentionDays })
+	}
+	if p.SMTPPort != nil {
+		sets = append(sets, func(s *master.Settings) { s.SMTPPort = *p.SMTPPort })
+	}
+	if p.ApproveNewNodes != nil {
+		sets = append(sets, func(s *master.Settings) { s.ApproveNewNodes = *p.ApproveNewNodes })
+	}
+	if p.LocalLoginsAdminsOnly != nil {
+		sets = append(sets, func(s *master.Settings) { s.LocalAdminsOnly = *p.LocalLoginsAdminsOnly })
+	}
+	if p.SMTPHost != nil {
+		sets = append(sets, func(s *master.Settings) { s.SMTPHost = strings.TrimSpace(*p.SMTPHost) })
+	}
+	if p.SMTPFrom != nil {
+		sets = append(sets, func(s *master.Settings) { s.SMTPFrom = strings.TrimSpace(*p.SMTPFrom) })
+	}
+	if p.SMTPUsername != nil {
+		sets = append(sets, func(s *master.Settings) { s.SMTPUsername = strings.TrimSpace(*p.SMTPUsername) })
+	}
+	if p.SMTPPassword != nil {
+		sets = append(sets, func(s *master.Settings) { s.SMTPPassword = *p.SMTPPassword })
+	}
+	if p.SMTPTLS != nil {
+		sets = append(sets, func(s *master.Settings) { s.SMTPTLS = strings.TrimSpace(*p.SMTPTLS) })
+	}
+	if p.WebhookURL != nil {
+		sets = append(sets, func(s *master.Settings) { s.WebhookURL = strings.TrimSpace(*p.WebhookURL) })
+	}
+	if p.PublicURL != nil {
+		sets = append(sets, func(s *master.Settings) { s.PublicURL = strings.TrimSpace(*p.PublicURL) })
+	}
+	if p.WebhookAllowHosts != nil {
+		sets = append(sets, func(s *master.Settings) { s.WebhookAllowHosts = strings.TrimSpace(*p.WebhookAllowHosts) })
 	}
 	if len(fe) > 0 {
 		return nil, fe
@@ -211,17 +228,4 @@ func (p *SettingsPatch) Change() (func(*master.Settings), protocol.FieldErrors) 
 			set(s)
 		}
 	}, nil
-}
-
-// isNilPointer reports whether v holds a nil pointer (a field not given).
-func isNilPointer(v any) bool {
-	switch p := v.(type) {
-	case *int:
-		return p == nil
-	case *bool:
-		return p == nil
-	case *string:
-		return p == nil
-	}
-	return v == nil
 }
