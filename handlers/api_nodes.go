@@ -95,13 +95,13 @@ func (s *server) apiListNodes(c *gin.Context) {
 		offset = n
 	}
 	ctx := c.Request.Context()
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return
 	}
 	if sel, ok := c.GetQuery("selector"); ok && strings.TrimSpace(sel) != "" {
-		match, err := s.m.MatchSelector(ctx, sel)
+		match, err := s.m.Pools().MatchSelector(ctx, sel)
 		if err != nil {
 			s.apiError(c, err)
 			return
@@ -134,7 +134,7 @@ func selectedNodes(nodes []master.Node, match *master.SelectorMatch) []master.No
 
 // apiGetNode answers GET /api/v1/nodes/{name}?health_since=, with its health history.
 func (s *server) apiGetNode(c *gin.Context) {
-	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
+	n, err := s.m.Nodes().Get(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -172,14 +172,14 @@ func (s *server) apiCreateNode(c *gin.Context) {
 	if !s.labelsFit(c, b.Labels) {
 		return
 	}
-	n, err := s.m.CreateNode(c.Request.Context(), cfg)
+	n, err := s.m.Nodes().Create(c.Request.Context(), cfg)
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
 	s.log.Info("node added", "node", n.Name, "user", currentUser(c).Name)
 	if b.Labels != nil {
-		if n, err = s.m.SetNodeLabels(c.Request.Context(), n.Name, b.Labels); err != nil {
+		if n, err = s.m.Nodes().SetLabels(c.Request.Context(), n.Name, b.Labels); err != nil {
 			s.apiError(c, err)
 			return
 		}
@@ -200,18 +200,18 @@ func (s *server) apiNodeAction(c *gin.Context, verb string, do func(context.Cont
 }
 
 // apiConnectNode answers POST /api/v1/nodes/{name}/connect.
-func (s *server) apiConnectNode(c *gin.Context) { s.apiNodeAction(c, "connect", s.m.ConnectNode) }
+func (s *server) apiConnectNode(c *gin.Context) { s.apiNodeAction(c, "connect", s.m.Nodes().Connect) }
 
 // apiEnableNode answers POST /api/v1/nodes/{name}/enable.
-func (s *server) apiEnableNode(c *gin.Context) { s.apiNodeAction(c, "enable", s.m.EnableNode) }
+func (s *server) apiEnableNode(c *gin.Context) { s.apiNodeAction(c, "enable", s.m.Nodes().Enable) }
 
 // apiDisableNode answers POST /api/v1/nodes/{name}/disable.
-func (s *server) apiDisableNode(c *gin.Context) { s.apiNodeAction(c, "disable", s.m.DisableNode) }
+func (s *server) apiDisableNode(c *gin.Context) { s.apiNodeAction(c, "disable", s.m.Nodes().Disable) }
 
 // apiDeleteNode answers DELETE /api/v1/nodes/{name} with 204.
 func (s *server) apiDeleteNode(c *gin.Context) {
 	name := c.Param("name")
-	if err := s.m.DeleteNode(c.Request.Context(), name); err != nil {
+	if err := s.m.Nodes().Delete(c.Request.Context(), name); err != nil {
 		s.apiError(c, err)
 		return
 	}

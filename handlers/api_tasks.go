@@ -136,7 +136,7 @@ func (s *server) apiListTasks(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	tasks, total, err := s.m.ListTasks(c.Request.Context(), f)
+	tasks, total, err := s.m.Tasks().List(c.Request.Context(), f)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -156,7 +156,7 @@ func (s *server) apiListTasks(c *gin.Context) {
 
 // apiGetTask answers GET /api/v1/tasks/{id}.
 func (s *server) apiGetTask(c *gin.Context) {
-	t, err := s.m.GetTask(c.Request.Context(), c.Param("id"))
+	t, err := s.m.Tasks().Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -175,7 +175,7 @@ func (s *server) apiCreateTask(c *gin.Context) {
 	if !bindJSON(c, &in) {
 		return
 	}
-	t, err := s.m.CreateTask(c.Request.Context(), in, currentUser(c).Name)
+	t, err := s.m.Tasks().Create(c.Request.Context(), in, currentUser(c).Name)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -193,7 +193,7 @@ func (s *server) apiUpdateTask(c *gin.Context) {
 		s.apiError(c, protocol.FieldErrors{"id": "does not match the task in the path"})
 		return
 	}
-	t, err := s.m.UpdateTask(c.Request.Context(), c.Param("id"), in)
+	t, err := s.m.Tasks().Update(c.Request.Context(), c.Param("id"), in)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -203,7 +203,7 @@ func (s *server) apiUpdateTask(c *gin.Context) {
 
 // apiDeleteTask answers DELETE /api/v1/tasks/{id} with 204.
 func (s *server) apiDeleteTask(c *gin.Context) {
-	if err := s.m.DeleteTask(c.Request.Context(), c.Param("id")); err != nil {
+	if err := s.m.Tasks().Delete(c.Request.Context(), c.Param("id")); err != nil {
 		s.apiError(c, err)
 		return
 	}
@@ -223,20 +223,20 @@ func (s *server) apiTaskAction(c *gin.Context, verb string, do func(context.Cont
 }
 
 // apiStartTask answers POST /api/v1/tasks/{id}/start.
-func (s *server) apiStartTask(c *gin.Context) { s.apiTaskAction(c, "start", s.m.StartTask) }
+func (s *server) apiStartTask(c *gin.Context) { s.apiTaskAction(c, "start", s.m.Tasks().Start) }
 
 // apiStopTask answers POST /api/v1/tasks/{id}/stop.
-func (s *server) apiStopTask(c *gin.Context) { s.apiTaskAction(c, "stop", s.m.StopTask) }
+func (s *server) apiStopTask(c *gin.Context) { s.apiTaskAction(c, "stop", s.m.Tasks().Stop) }
 
 // apiPauseTask answers POST /api/v1/tasks/{id}/pause.
-func (s *server) apiPauseTask(c *gin.Context) { s.apiTaskAction(c, "pause", s.m.PauseTask) }
+func (s *server) apiPauseTask(c *gin.Context) { s.apiTaskAction(c, "pause", s.m.Tasks().Pause) }
 
 // apiResumeTask answers POST /api/v1/tasks/{id}/resume.
-func (s *server) apiResumeTask(c *gin.Context) { s.apiTaskAction(c, "resume", s.m.ResumeTask) }
+func (s *server) apiResumeTask(c *gin.Context) { s.apiTaskAction(c, "resume", s.m.Tasks().Resume) }
 
 // apiRunTask answers POST /api/v1/tasks/{id}/run: one run now, on one executor.
 func (s *server) apiRunTask(c *gin.Context) {
-	t, node, err := s.m.RunTask(c.Request.Context(), c.Param("id"))
+	t, node, err := s.m.Tasks().Run(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -276,7 +276,7 @@ func (s *server) apiListRuns(c *gin.Context) {
 
 // apiGetRun answers GET /api/v1/runs/{id}.
 func (s *server) apiGetRun(c *gin.Context) {
-	r, err := s.m.GetRun(c.Request.Context(), c.Param("id"))
+	r, err := s.m.Runs().Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.apiError(c, err)
 		return

@@ -202,7 +202,7 @@ func (s *server) layout(c *gin.Context, title, active string) views.LayoutVM {
 		} else {
 			l.ReadOnly = true
 		}
-		if ps, err := s.m.Projects(c.Request.Context()); err == nil {
+		if ps, err := s.m.Projects().List(c.Request.Context()); err == nil {
 			for _, pr := range ps {
 				l.Projects = append(l.Projects, pr.Name)
 			}

@@ -132,7 +132,7 @@ func TestAuthorizationEveryRouteEveryRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []master.ProjectInput{{Name: "alpha", Pools: []string{"*"}}, {Name: "beta", Pools: []string{"*"}}} {
-		if _, err := e.m.CreateProject(ctx, p); err != nil {
+		if _, err := e.m.Projects().Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,12 +140,12 @@ func TestAuthorizationEveryRouteEveryRole(t *testing.T) {
 		"eddy-editor": master.ProjectEditor, "olga-owner": master.ProjectOwner}
 	for u, r := range members {
 		e.addUser(u, "password-of-"+u, store.RoleNone)
-		if err := e.m.SetProjectMember(ctx, "alpha", u, r); err != nil {
+		if err := e.m.Projects().SetMember(ctx, "alpha", u, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.addUser("bob-beta", "password-of-bob-beta", store.RoleNone)
-	if err := e.m.SetProjectMember(ctx, "beta", "bob-beta", master.ProjectOwner); err != nil {
+	if err := e.m.Projects().SetMember(ctx, "beta", "bob-beta", master.ProjectOwner); err != nil {
 		t.Fatal(err)
 	}
 	e.addUser("vera-viewer", "password-of-vera-viewer", store.RoleViewer)
@@ -282,7 +282,7 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		ctype, body = "", ""
 	}
 	newTask := func() *master.Task {
-		tk, err := e.m.CreateTask(ctx, master.TaskInput{Project: "alpha", Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
+		tk, err := e.m.Tasks().Create(ctx, master.TaskInput{Project: "alpha", Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
 			Title: fmt.Sprintf("authz %d", seq), Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"},
 			Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}}}, "admin")
 		if err != nil {
@@ -332,7 +332,7 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 			param["name"] = "alpha"
 			if strings.HasSuffix(pattern, "/delete") || method == http.MethodDelete && !strings.Contains(pattern, "members") {
 				name := fmt.Sprintf("tmp-%d", seq)
-				if _, err := e.m.CreateProject(ctx, master.ProjectInput{Name: name}); err != nil {
+				if _, err := e.m.Projects().Create(ctx, master.ProjectInput{Name: name}); err != nil {
 					t.Fatal(err)
 				}
 				param["name"] = name
@@ -343,7 +343,7 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		name := fmt.Sprintf("user%d", seq)
 		e.addUser(name, "password-of-"+name, store.RoleNone)
 		if strings.Contains(pattern, "/projects/") {
-			if err := e.m.SetProjectMember(ctx, "alpha", name, master.ProjectViewer); err != nil {
+			if err := e.m.Projects().SetMember(ctx, "alpha", name, master.ProjectViewer); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -356,7 +356,7 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 	if strings.Contains(pattern, "*pool") {
 		// The pool exists (approved) for every request: a revoke before
 		// does not turn a read into a 404.
-		_ = e.m.ApprovePool(ctx, "pool=billing", "admin")
+		_ = e.m.Pools().Approve(ctx, "pool=billing", "admin")
 		pool := "pool=billing"
 		if api && method != http.MethodGet {
 			pool += "/approve"
@@ -463,10 +463,10 @@ func TestAuthorizationHidesButtonsPerRole(t *testing.T) {
 	if err := store.CreateNode(ctx, e.st.DB, &store.Node{Name: "w1", Type: store.TypeWorker, Host: "127.0.0.1:1", Protocol: "http", Priority: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.CreateProject(ctx, master.ProjectInput{Name: "alpha", Pools: []string{"*"}}); err != nil {
+	if _, err := e.m.Projects().Create(ctx, master.ProjectInput{Name: "alpha", Pools: []string{"*"}}); err != nil {
 		t.Fatal(err)
 	}
-	tk, err := e.m.CreateTask(ctx, master.TaskInput{Project: "alpha", Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
+	tk, err := e.m.Tasks().Create(ctx, master.TaskInput{Project: "alpha", Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
 		Title: "nightly", Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"},
 		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}}}, "admin")
 	if err != nil {
@@ -478,7 +478,7 @@ func TestAuthorizationHidesButtonsPerRole(t *testing.T) {
 		start, edit bool
 	}{{"ann", master.ProjectViewer, false, false}, {"otto", master.ProjectOperator, true, false}, {"eddy", master.ProjectEditor, true, true}} {
 		e.addUser(c.user, "password-of-"+c.user, store.RoleNone)
-		if err := e.m.SetProjectMember(ctx, "alpha", c.user, c.role); err != nil {
+		if err := e.m.Projects().SetMember(ctx, "alpha", c.user, c.role); err != nil {
 			t.Fatal(err)
 		}
 		cl := e.login(c.user, "password-of-"+c.user)

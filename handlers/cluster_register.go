@@ -59,7 +59,7 @@ func (s *server) workerTasks(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), protocol.PageTimeout(cmp.Or(max(req.Limit, 0), protocol.MaxTaskBatch))-time.Second)
 	defer cancel()
-	resp, err := s.m.TasksPage(ctx, node, req)
+	resp, err := s.m.Tasks().Page(ctx, node, req)
 	if err != nil {
 		s.log.Warn("tasks page refused", "node", node.Name, "from", c.ClientIP(), "err", err)
 		s.apiError(c, err)

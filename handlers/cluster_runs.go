@@ -42,7 +42,7 @@ func (s *server) reportRuns(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	resp, err := s.m.IngestBatch(c.Request.Context(), node, c.Request.Body, c.Request.ContentLength)
+	resp, err := s.m.Runs().IngestBatch(c.Request.Context(), node, c.Request.Body, c.Request.ContentLength)
 	if master.KindOf(err) == master.KindBusy {
 		c.Header("Retry-After", strconv.Itoa(int(master.IngestRetryAfter/time.Second)))
 		// Read the unread batch away (bounded, nothing kept), so that the

@@ -80,7 +80,7 @@ func utcDay(t time.Time) time.Time {
 func (s *server) dashboardLiveVM(ctx context.Context, now time.Time, projects []int64) (views.DashboardLiveVM, error) {
 	vm := views.DashboardLiveVM{PollInterval: dashboardPoll, UpdatedAt: utcText(now)}
 	// Workers only: a master runs no task, so it is no running node here.
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		return vm, err
 	}

@@ -74,7 +74,7 @@ func (s *server) createDelayed(c *gin.Context) {
 
 // renderDelayedForm fills the executor choices and shows the form.
 func (s *server) renderDelayedForm(c *gin.Context, status int, vm views.DelayedFormVM) {
-	nodes, err := s.m.ListNodes(c.Request.Context())
+	nodes, err := s.m.Nodes().List(c.Request.Context())
 	if err != nil {
 		s.serverError(c, err)
 		return

@@ -129,7 +129,7 @@ func (s *server) listEvents(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return

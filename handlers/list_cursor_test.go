@@ -31,7 +31,7 @@ func TestListsPageByCursorStableUnderInserts(t *testing.T) {
 		seq := 0
 		newTask := func() string {
 			seq++
-			tk, err := e.m.CreateTask(ctx, master.TaskInput{Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
+			tk, err := e.m.Tasks().Create(ctx, master.TaskInput{Executors: []string{"w1"}, TaskDef: protocol.TaskDef{
 				Title: fmt.Sprintf("t%02d", seq), Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"},
 				Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}}}, "admin")
 			if err != nil {

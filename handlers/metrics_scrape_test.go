@@ -173,11 +173,11 @@ func TestMetricsEndpoints(t *testing.T) {
 		in := master.TaskInput{TaskDef: protocol.TaskDef{Title: "ping", Type: "http",
 			Schedule: protocol.Schedule{Kind: "cron", Cron: "* * * * * *"},
 			HTTP:     &protocol.HTTPSpec{Method: "GET", URL: target.URL}}, Executors: []string{"w1", "w2"}}
-		task, err := e.m.CreateTask(ctx, in, "admin")
+		task, err := e.m.Tasks().Create(ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.StartTask(ctx, task.ID); err != nil {
+		if _, err := e.m.Tasks().Start(ctx, task.ID); err != nil {
 			t.Fatal(err)
 		}
 		var stored int
@@ -185,7 +185,7 @@ func TestMetricsEndpoints(t *testing.T) {
 			_, stored, _ = e.m.Reads().SearchRuns(ctx, store.RunFilter{TaskID: task.ID, Result: store.ResultSuccess})
 			return stored >= 2
 		}, "two successful runs stored")
-		if _, err := e.m.StopTask(ctx, task.ID); err != nil {
+		if _, err := e.m.Tasks().Stop(ctx, task.ID); err != nil {
 			t.Fatal(err)
 		}
 		after := scrape(t, e, tok)

@@ -9,11 +9,11 @@ import (
 // approveNode lets a node that waits for approval in.
 func (s *server) approveNode(c *gin.Context) {
 	s.nodeAction(c, "NodeApprove", func(ctx context.Context, name string) error {
-		_, err := s.m.ApproveNode(ctx, name)
+		_, err := s.m.Nodes().Approve(ctx, name)
 		return err
 	})
 }
 
 // apiApproveNode answers POST /api/v1/nodes/{name}/approve: 200 with the
 // node, also when it was approved already; 404 for an unknown name.
-func (s *server) apiApproveNode(c *gin.Context) { s.apiNodeAction(c, "approve", s.m.ApproveNode) }
+func (s *server) apiApproveNode(c *gin.Context) { s.apiNodeAction(c, "approve", s.m.Nodes().Approve) }

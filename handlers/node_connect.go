@@ -9,7 +9,7 @@ import (
 // connectNode performs the handshake with an offline node.
 func (s *server) connectNode(c *gin.Context) {
 	s.nodeAction(c, "NodeConnect", func(ctx context.Context, name string) error {
-		_, err := s.m.ConnectNode(ctx, name)
+		_, err := s.m.Nodes().Connect(ctx, name)
 		return err
 	})
 }

@@ -23,7 +23,7 @@ func (s *server) showNewNode(c *gin.Context) {
 func (s *server) createNode(c *gin.Context) {
 	vm, cfg, fe := s.readNodeForm(c, false)
 	if len(fe) == 0 {
-		_, err := s.m.CreateNode(c.Request.Context(), cfg)
+		_, err := s.m.Nodes().Create(c.Request.Context(), cfg)
 		if err == nil {
 			s.log.Info("node added", "node", cfg.Name, "user", currentUser(c).Name)
 			s.setFlash(c, true, tr(c, "FlashNodeAdded", "Name", cfg.Name))

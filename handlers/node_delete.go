@@ -6,5 +6,5 @@ import (
 
 // deleteNode removes a node that is not running.
 func (s *server) deleteNode(c *gin.Context) {
-	s.nodeAction(c, "Delete", s.m.DeleteNode)
+	s.nodeAction(c, "Delete", s.m.Nodes().Delete)
 }

@@ -29,7 +29,7 @@ func (s *server) apiSetNodeLabels(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	n, err := s.m.SetNodeLabels(c.Request.Context(), name, b.Labels)
+	n, err := s.m.Nodes().SetLabels(c.Request.Context(), name, b.Labels)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -57,7 +57,7 @@ func (s *server) setNodeLabels(c *gin.Context) {
 	typed := c.PostForm("labels")
 	labels, msg := form.Labels(typed)
 	if msg == "" {
-		_, err := s.m.SetNodeLabels(c.Request.Context(), name, labels)
+		_, err := s.m.Nodes().SetLabels(c.Request.Context(), name, labels)
 		if err == nil {
 			s.log.Info("node labels set", "node", name, "labels", labels.String(), "user", currentUser(c).Name)
 			done := tr(c, "FlashLabelsRemoved", "Name", name)

@@ -40,7 +40,7 @@ func (s *server) nodeRows(c *gin.Context) {
 }
 
 func (s *server) nodesVM(c *gin.Context, flash *views.Flash) (views.NodesVM, error) {
-	nodes, err := s.m.ListNodes(c.Request.Context())
+	nodes, err := s.m.Nodes().List(c.Request.Context())
 	if err != nil {
 		return views.NodesVM{}, err
 	}

@@ -31,7 +31,7 @@ func (s *server) apiPatchNode(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	n, err := s.m.GetNode(c.Request.Context(), name)
+	n, err := s.m.Nodes().Get(c.Request.Context(), name)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -51,7 +51,7 @@ func (s *server) apiPatchNode(c *gin.Context) {
 	}
 	// A body with labels alone changes the labels alone (and records no edit).
 	if b.Host != nil || b.Protocol != nil || b.Priority != nil || b.MaxConcurrency != nil || b.Labels == nil {
-		n, err = s.m.UpdateNode(c.Request.Context(), name, cfg)
+		n, err = s.m.Nodes().Update(c.Request.Context(), name, cfg)
 		if err != nil {
 			s.apiError(c, err)
 			return
@@ -59,7 +59,7 @@ func (s *server) apiPatchNode(c *gin.Context) {
 		s.log.Info("node edited", "node", name, "user", currentUser(c).Name)
 	}
 	if b.Labels != nil {
-		if n, err = s.m.SetNodeLabels(c.Request.Context(), name, b.Labels); err != nil {
+		if n, err = s.m.Nodes().SetLabels(c.Request.Context(), name, b.Labels); err != nil {
 			s.apiError(c, err)
 			return
 		}

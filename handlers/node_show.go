@@ -95,7 +95,7 @@ func (s *server) nodeLive(c *gin.Context) {
 // nodeLiveVM reads everything the node page shows, at one moment.
 func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *master.Node, error) {
 	ctx := c.Request.Context()
-	n, err := s.m.GetNode(ctx, name)
+	n, err := s.m.Nodes().Get(ctx, name)
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}
@@ -118,7 +118,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 	if !n.LastSeen.IsZero() {
 		vm.LastSeenAt = n.LastSeen.UTC().Format(time.RFC3339)
 	}
-	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Node: n.Name, Limit: nodeTaskLimit})
+	tasks, _, err := s.m.Tasks().List(ctx, master.TaskFilter{Node: n.Name, Limit: nodeTaskLimit})
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}
@@ -136,7 +136,7 @@ func (s *server) nodeLiveVM(c *gin.Context, name string) (views.NodeLiveVM, *mas
 		return views.NodeLiveVM{}, nil, err
 	}
 	since := now.Add(-master.NodeHealthRetention)
-	samples, err := s.m.NodeHealth(ctx, n.Name, since, nodeHealthPoints)
+	samples, err := s.m.Nodes().Health(ctx, n.Name, since, nodeHealthPoints)
 	if err != nil {
 		return views.NodeLiveVM{}, nil, err
 	}
@@ -178,7 +178,7 @@ func (s *server) apiNodeWithHealth(c *gin.Context, n *master.Node) {
 		}
 		since = t
 	}
-	samples, err := s.m.NodeHealth(c.Request.Context(), n.Name, since, nodeHealthPoints)
+	samples, err := s.m.Nodes().Health(c.Request.Context(), n.Name, since, nodeHealthPoints)
 	if err != nil {
 		s.apiError(c, err)
 		return

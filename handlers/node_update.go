@@ -11,7 +11,7 @@ import (
 
 // showEditNode shows the form filled with the node's configuration.
 func (s *server) showEditNode(c *gin.Context) {
-	n, err := s.m.GetNode(c.Request.Context(), c.Param("name"))
+	n, err := s.m.Nodes().Get(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		if st := errorStatus(err); st != 0 {
 			s.errorPage(c, st, refusal(c, err))
@@ -32,7 +32,7 @@ func (s *server) showEditNode(c *gin.Context) {
 func (s *server) updateNode(c *gin.Context) {
 	vm, cfg, fe := s.readNodeForm(c, true)
 	if len(fe) == 0 {
-		_, err := s.m.UpdateNode(c.Request.Context(), vm.Name, cfg)
+		_, err := s.m.Nodes().Update(c.Request.Context(), vm.Name, cfg)
 		if err == nil {
 			s.log.Info("node edited", "node", vm.Name, "user", currentUser(c).Name)
 			s.setFlash(c, true, tr(c, "FlashNodeSaved", "Name", vm.Name))

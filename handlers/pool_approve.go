@@ -18,12 +18,12 @@ func (s *server) apiApprovePool(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if err := s.m.ApprovePool(ctx, label, currentUser(c).Name); err != nil {
+	if err := s.m.Pools().Approve(ctx, label, currentUser(c).Name); err != nil {
 		s.apiError(c, err)
 		return
 	}
 	s.log.Info("pool approved", "pool", label, "user", currentUser(c).Name)
-	p, err := s.m.GetPool(ctx, label)
+	p, err := s.m.Pools().Get(ctx, label)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -36,7 +36,7 @@ func (s *server) apiApprovePool(c *gin.Context) {
 func (s *server) approvePool(c *gin.Context) {
 	label := strings.TrimSpace(c.PostForm("pool"))
 	ctx := c.Request.Context()
-	err := s.m.ApprovePool(ctx, label, currentUser(c).Name)
+	err := s.m.Pools().Approve(ctx, label, currentUser(c).Name)
 	switch {
 	case err == nil:
 		s.log.Info("pool approved", "pool", label, "user", currentUser(c).Name)

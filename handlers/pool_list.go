@@ -37,7 +37,7 @@ var poolEventActions = map[string]string{
 // of one label key form: {"key": "pool", "pools": [...]}.
 func (s *server) apiListPools(c *gin.Context) {
 	key := poolKey(c)
-	pools, err := s.m.Pools(c.Request.Context(), key)
+	pools, err := s.m.Pools().List(c.Request.Context(), key)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -61,7 +61,7 @@ func (s *server) listPools(c *gin.Context) {
 	key := poolKey(c)
 	l := s.layout(c, tr(c, "NavPools"), "pools")
 	vm := views.PoolsVM{Layout: l, Flash: s.takeFlash(c), Key: key, ShowActions: l.Admin}
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -73,7 +73,7 @@ func (s *server) listPools(c *gin.Context) {
 		}
 	}
 	vm.Keys = slices.Sorted(maps.Keys(keys))
-	pools, err := s.m.Pools(ctx, key)
+	pools, err := s.m.Pools().List(ctx, key)
 	if err != nil {
 		if errorStatus(err) != http.StatusBadRequest {
 			s.serverError(c, err)
@@ -179,7 +179,7 @@ func namesLabel(detail, label string) bool {
 // the pool's key.
 func (s *server) poolsRedirect(ctx context.Context, label string, fromDetail bool) string {
 	if fromDetail {
-		if _, err := s.m.GetPool(ctx, label); err == nil {
+		if _, err := s.m.Pools().Get(ctx, label); err == nil {
 			return poolURL(label)
 		}
 	}

@@ -16,7 +16,7 @@ func (s *server) apiRevokePool(c *gin.Context) {
 		s.notFound(c)
 		return
 	}
-	if err := s.m.RevokePool(c.Request.Context(), label); err != nil {
+	if err := s.m.Pools().Revoke(c.Request.Context(), label); err != nil {
 		s.apiError(c, err)
 		return
 	}
@@ -29,7 +29,7 @@ func (s *server) apiRevokePool(c *gin.Context) {
 func (s *server) revokePool(c *gin.Context) {
 	label := strings.TrimSpace(c.PostForm("pool"))
 	ctx := c.Request.Context()
-	err := s.m.RevokePool(ctx, label)
+	err := s.m.Pools().Revoke(ctx, label)
 	switch {
 	case err == nil:
 		s.log.Info("pool approval revoked", "pool", label, "user", currentUser(c).Name)

@@ -26,7 +26,7 @@ func poolParam(c *gin.Context, suffix string) (string, bool) {
 // worker carries the label, no task selects it and it is not approved.
 func (s *server) apiGetPool(c *gin.Context) {
 	label, _ := poolParam(c, "")
-	p, err := s.m.GetPool(c.Request.Context(), label)
+	p, err := s.m.Pools().Get(c.Request.Context(), label)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -38,12 +38,12 @@ func (s *server) apiGetPool(c *gin.Context) {
 // card of it, with more of its members' comings and goings.
 func (s *server) showPool(c *gin.Context) {
 	label, _ := poolParam(c, "")
-	p, err := s.m.GetPool(c.Request.Context(), label)
+	p, err := s.m.Pools().Get(c.Request.Context(), label)
 	if err != nil {
 		s.tasksError(c, err)
 		return
 	}
-	nodes, err := s.m.ListNodes(c.Request.Context())
+	nodes, err := s.m.Nodes().List(c.Request.Context())
 	if err != nil {
 		s.serverError(c, err)
 		return

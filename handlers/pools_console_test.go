@@ -21,11 +21,11 @@ func TestPoolsPage(t *testing.T) {
 	ctx := context.Background()
 	tk := e.createTask("billing job", "a")
 	in := master.TaskInput{TaskDef: tk.TaskDef, Selector: "pool=billing"}
-	if _, err := e.m.UpdateTask(ctx, tk.ID, in); err != nil {
+	if _, err := e.m.Tasks().Update(ctx, tk.ID, in); err != nil {
 		t.Fatal(err)
 	}
 	// A member whose labels an admin changes is an event of the pool.
-	if _, err := e.m.SetNodeLabels(ctx, "b", map[string]string{"gpu": "true"}); err != nil {
+	if _, err := e.m.Nodes().SetLabels(ctx, "b", map[string]string{"gpu": "true"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,7 +73,7 @@ func TestPoolsPage(t *testing.T) {
 			t.Errorf("no error flash after approving %.20q", bad)
 		}
 	}
-	if pools, _ := e.m.Pools(context.Background(), "pool"); len(pools) != 2 {
+	if pools, _ := e.m.Pools().List(context.Background(), "pool"); len(pools) != 2 {
 		t.Errorf("refused approvals made pools: %d", len(pools))
 	}
 	if status, page = e.do(admin, "GET", "/pools?key=bad+key!", "", nil); status != 400 || !strings.Contains(page, `id="error-key"`) {

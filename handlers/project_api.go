@@ -37,7 +37,7 @@ func (s *server) toAPIProject(c *gin.Context, p *master.Project) apiProject {
 
 // apiListProjects answers GET /api/v1/projects: those the caller may read.
 func (s *server) apiListProjects(c *gin.Context) {
-	ps, err := s.m.Projects(c.Request.Context())
+	ps, err := s.m.Projects().List(c.Request.Context())
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -51,7 +51,7 @@ func (s *server) apiListProjects(c *gin.Context) {
 
 // apiGetProject answers GET /api/v1/projects/:name.
 func (s *server) apiGetProject(c *gin.Context) {
-	p, err := s.m.GetProject(c.Request.Context(), c.Param("name"))
+	p, err := s.m.Projects().Get(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -65,7 +65,7 @@ func (s *server) apiCreateProject(c *gin.Context) {
 	if !bindJSON(c, &in) {
 		return
 	}
-	p, err := s.m.CreateProject(c.Request.Context(), in)
+	p, err := s.m.Projects().Create(c.Request.Context(), in)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -80,7 +80,7 @@ func (s *server) apiPatchProject(c *gin.Context) {
 	if !bindJSON(c, &in) {
 		return
 	}
-	p, err := s.m.UpdateProject(c.Request.Context(), c.Param("name"), in)
+	p, err := s.m.Projects().Update(c.Request.Context(), c.Param("name"), in)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -90,7 +90,7 @@ func (s *server) apiPatchProject(c *gin.Context) {
 
 // apiDeleteProject answers DELETE /api/v1/projects/:name (an empty project).
 func (s *server) apiDeleteProject(c *gin.Context) {
-	if err := s.m.DeleteProject(c.Request.Context(), c.Param("name")); err != nil {
+	if err := s.m.Projects().Delete(c.Request.Context(), c.Param("name")); err != nil {
 		s.apiError(c, err)
 		return
 	}
@@ -99,7 +99,7 @@ func (s *server) apiDeleteProject(c *gin.Context) {
 
 // apiListProjectMembers answers GET /api/v1/projects/:name/members.
 func (s *server) apiListProjectMembers(c *gin.Context) {
-	ms, err := s.m.ProjectMembers(c.Request.Context(), c.Param("name"))
+	ms, err := s.m.Projects().Members(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -122,7 +122,7 @@ func (s *server) apiSetProjectMember(c *gin.Context) {
 	if !bindJSON(c, &b) {
 		return
 	}
-	if err := s.m.SetProjectMember(c.Request.Context(), c.Param("name"), c.Param("username"), master.ProjectRole(b.Role)); err != nil {
+	if err := s.m.Projects().SetMember(c.Request.Context(), c.Param("name"), c.Param("username"), master.ProjectRole(b.Role)); err != nil {
 		s.apiError(c, err)
 		return
 	}
@@ -131,7 +131,7 @@ func (s *server) apiSetProjectMember(c *gin.Context) {
 
 // apiRemoveProjectMember answers DELETE /api/v1/projects/:name/members/:username.
 func (s *server) apiRemoveProjectMember(c *gin.Context) {
-	if err := s.m.RemoveProjectMember(c.Request.Context(), c.Param("name"), c.Param("username")); err != nil {
+	if err := s.m.Projects().RemoveMember(c.Request.Context(), c.Param("name"), c.Param("username")); err != nil {
 		s.apiError(c, err)
 		return
 	}

@@ -27,7 +27,7 @@ func (s *server) currentProject(c *gin.Context) *master.Project {
 	ctx := c.Request.Context()
 	if name := c.Query("project"); name != "" {
 		// Named explicitly: that one or none, never another in its place.
-		if p, err := s.m.GetProject(ctx, name); err == nil {
+		if p, err := s.m.Projects().Get(ctx, name); err == nil {
 			out = p
 		}
 		c.Set(ctxProject, out)
@@ -37,13 +37,13 @@ func (s *server) currentProject(c *gin.Context) *master.Project {
 		if name == "" {
 			continue
 		}
-		if p, err := s.m.GetProject(ctx, name); err == nil {
+		if p, err := s.m.Projects().Get(ctx, name); err == nil {
 			out = p
 			break
 		}
 	}
 	if out == nil {
-		if ps, err := s.m.Projects(ctx); err == nil && len(ps) > 0 {
+		if ps, err := s.m.Projects().List(ctx); err == nil && len(ps) > 0 {
 			out = &ps[0]
 		}
 	}
@@ -72,7 +72,7 @@ func (s *server) currentProjectIDs(c *gin.Context) []int64 {
 // the page the switch was made on (a local path only).
 func (s *server) switchProject(c *gin.Context) {
 	name := strings.TrimSpace(c.PostForm("project"))
-	if _, err := s.m.GetProject(c.Request.Context(), name); err != nil {
+	if _, err := s.m.Projects().Get(c.Request.Context(), name); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -90,7 +90,7 @@ func (s *server) apiProjectFilter(c *gin.Context) ([]int64, error) {
 	if name == "" {
 		return nil, nil
 	}
-	p, err := s.m.GetProject(c.Request.Context(), name)
+	p, err := s.m.Projects().Get(c.Request.Context(), name)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func projectRoleNames() []string {
 // clone forms); who may not read it gets the 404 of a missing task.
 func (s *server) requireTaskAction(a master.Action) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		t, err := s.m.GetTask(c.Request.Context(), c.Param("id"))
+		t, err := s.m.Tasks().Get(c.Request.Context(), c.Param("id"))
 		if err != nil {
 			s.fail(c, err)
 			c.Abort()

@@ -24,7 +24,7 @@ func (s *server) listProjects(c *gin.Context) {
 }
 
 func (s *server) projectsVM(c *gin.Context) (views.ProjectsVM, error) {
-	ps, err := s.m.Projects(c.Request.Context())
+	ps, err := s.m.Projects().List(c.Request.Context())
 	if err != nil {
 		return views.ProjectsVM{}, err
 	}
@@ -51,7 +51,7 @@ func projectLines(v string) []string {
 // createProject creates a project from the console form.
 func (s *server) createProject(c *gin.Context) {
 	f := views.ProjectFormVM{Name: strings.TrimSpace(c.PostForm("name")), Description: c.PostForm("description"), Pools: c.PostForm("pools")}
-	p, err := s.m.CreateProject(c.Request.Context(), master.ProjectInput{Name: f.Name, Description: f.Description, Pools: projectLines(f.Pools)})
+	p, err := s.m.Projects().Create(c.Request.Context(), master.ProjectInput{Name: f.Name, Description: f.Description, Pools: projectLines(f.Pools)})
 	if err == nil {
 		s.setFlash(c, true, tr(c, "FlashProjectCreated", "Name", p.Name))
 		c.Redirect(http.StatusSeeOther, "/projects/"+p.Name)
@@ -88,11 +88,11 @@ func (s *server) showProject(c *gin.Context) {
 
 func (s *server) projectVM(c *gin.Context) (views.ProjectPageVM, error) {
 	ctx := c.Request.Context()
-	p, err := s.m.GetProject(ctx, c.Param("name"))
+	p, err := s.m.Projects().Get(ctx, c.Param("name"))
 	if err != nil {
 		return views.ProjectPageVM{}, err
 	}
-	ms, err := s.m.ProjectMembers(ctx, p.Name)
+	ms, err := s.m.Projects().Members(ctx, p.Name)
 	if err != nil {
 		return views.ProjectPageVM{}, err
 	}
@@ -113,7 +113,7 @@ func (s *server) updateProject(c *gin.Context) {
 	if _, ok := c.GetPostForm("pools"); ok {
 		patch.Pools = projectLines(c.PostForm("pools"))
 	}
-	_, err := s.m.UpdateProject(c.Request.Context(), name, patch)
+	_, err := s.m.Projects().Update(c.Request.Context(), name, patch)
 	s.afterProjectChange(c, name, err, tr(c, "FlashProjectSaved", "Name", name))
 }
 
@@ -121,21 +121,21 @@ func (s *server) updateProject(c *gin.Context) {
 func (s *server) setProjectMember(c *gin.Context) {
 	name, user := c.Param("name"), strings.TrimSpace(c.PostForm("username"))
 	role := master.ProjectRole(strings.TrimSpace(c.PostForm("role")))
-	err := s.m.SetProjectMember(c.Request.Context(), name, user, role)
+	err := s.m.Projects().SetMember(c.Request.Context(), name, user, role)
 	s.afterProjectChange(c, name, err, tr(c, "FlashMemberSet", "User", user, "Role", views.ProjectRoleName(c.Request.Context(), string(role)), "Project", name))
 }
 
 // removeProjectMember ends a membership.
 func (s *server) removeProjectMember(c *gin.Context) {
 	name, user := c.Param("name"), c.Param("username")
-	err := s.m.RemoveProjectMember(c.Request.Context(), name, user)
+	err := s.m.Projects().RemoveMember(c.Request.Context(), name, user)
 	s.afterProjectChange(c, name, err, tr(c, "FlashMemberRemoved", "User", user, "Project", name))
 }
 
 // deleteProject deletes an empty project.
 func (s *server) deleteProject(c *gin.Context) {
 	name := c.Param("name")
-	if err := s.m.DeleteProject(c.Request.Context(), name); err != nil {
+	if err := s.m.Projects().Delete(c.Request.Context(), name); err != nil {
 		s.afterProjectChange(c, name, err, "")
 		return
 	}

@@ -12,7 +12,7 @@ import (
 func (s *server) killRun(c *gin.Context) {
 	id := c.Param("id")
 	ok, status, msg := true, http.StatusOK, tr(c, "FlashKillSent")
-	if err := s.m.KillRun(c.Request.Context(), id); err != nil {
+	if err := s.m.Runs().Kill(c.Request.Context(), id); err != nil {
 		if status = errorStatus(err); status == 0 || status == http.StatusForbidden || status == http.StatusNotFound {
 			s.fail(c, err)
 			return
@@ -38,7 +38,7 @@ func (s *server) killRun(c *gin.Context) {
 // for a run that is not in progress, 502 when its worker cannot be reached.
 func (s *server) apiKillRun(c *gin.Context) {
 	id := c.Param("id")
-	if err := s.m.KillRun(c.Request.Context(), id); err != nil {
+	if err := s.m.Runs().Kill(c.Request.Context(), id); err != nil {
 		s.apiError(c, err)
 		return
 	}
@@ -48,7 +48,7 @@ func (s *server) apiKillRun(c *gin.Context) {
 // apiRunOutput answers GET /api/v1/runs/{id}/output: a run's output, so far
 // while it is in progress (from its worker), final once it ended.
 func (s *server) apiRunOutput(c *gin.Context) {
-	live, err := s.m.RunLive(c.Request.Context(), c.Param("id"))
+	live, err := s.m.Runs().Live(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.apiError(c, err)
 		return

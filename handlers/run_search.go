@@ -151,7 +151,7 @@ func (s *server) listRuns(c *gin.Context) {
 		Layout: s.layout(c, tr(c, "NavRuns"), "runs"), Filter: fvm, Filtered: fvm != (views.RunFilterVM{}),
 		Results: master.RunResults(),
 	}
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		s.serverError(c, err)
 		return
@@ -321,7 +321,7 @@ func (s *server) runTaskChoices(c *gin.Context) {
 		s.render(c, http.StatusOK, views.RunTaskChoices(nil))
 		return
 	}
-	tasks, _, err := s.m.ListTasks(c.Request.Context(), master.TaskFilter{Title: q, Limit: runListTaskChoices, CountLimit: 1, Projects: s.currentProjectIDs(c)})
+	tasks, _, err := s.m.Tasks().List(c.Request.Context(), master.TaskFilter{Title: q, Limit: runListTaskChoices, CountLimit: 1, Projects: s.currentProjectIDs(c)})
 	if err != nil {
 		s.serverError(c, err)
 		return

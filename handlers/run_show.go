@@ -38,7 +38,7 @@ func (s *server) runLive(c *gin.Context) {
 // that one) for the output so far.
 func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.RunVM, error) {
 	ctx := c.Request.Context()
-	live, err := s.m.RunLive(ctx, id)
+	live, err := s.m.Runs().Live(ctx, id)
 	if err != nil {
 		return views.RunVM{}, err
 	}
@@ -60,7 +60,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 		vm.EndedAt = "-"
 		vm.Duration = lc(c).T("RunRunningFor", "Duration", lc(c).Duration(time.Since(r.StartedAt).Round(time.Second)))
 		p := currentUser(c)
-		vm.CanKill = p != nil && p.Can(s.m.RunProject(c.Request.Context(), live.Run), master.ActOperate) && !live.Ended
+		vm.CanKill = p != nil && p.Can(s.m.Runs().Project(c.Request.Context(), live.Run), master.ActOperate) && !live.Ended
 		switch p := live.Progress; {
 		case p != nil:
 			vm.Output, vm.BinaryOutput = p.Output, p.BinaryOutput
@@ -79,7 +79,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 			vm.LiveNote = tr(c, "RunOutputUnavailable", "Reason", live.Unreachable)
 		}
 	}
-	if t, err := s.m.GetTask(ctx, r.TaskID); err == nil {
+	if t, err := s.m.Tasks().Get(ctx, r.TaskID); err == nil {
 		vm.TaskTitle = t.Title
 	}
 	// A person knows a run by its task and when it ran, not by its UUID.

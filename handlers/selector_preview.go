@@ -17,7 +17,7 @@ const selectorPreviewNames = 20
 // "others": [...]} (workers by name); a bad selector is a 400 whose error
 // points at the character.
 func (s *server) apiSelectorPreview(c *gin.Context) {
-	match, err := s.m.MatchSelector(c.Request.Context(), c.Query("selector"))
+	match, err := s.m.Pools().MatchSelector(c.Request.Context(), c.Query("selector"))
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -31,7 +31,7 @@ func (s *server) selectorPreview(c *gin.Context) {
 	sel := c.Query("selector")
 	vm := views.SelectorPreviewVM{Blank: strings.TrimSpace(sel) == ""}
 	if !vm.Blank {
-		match, err := s.m.MatchSelector(c.Request.Context(), sel)
+		match, err := s.m.Pools().MatchSelector(c.Request.Context(), sel)
 		switch {
 		case err == nil:
 			vm.Selector = match.Selector

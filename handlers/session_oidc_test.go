@@ -335,7 +335,7 @@ func TestOIDCProjectGroupsGrantProjectRoles(t *testing.T) {
 	t.Parallel()
 	oe := newOIDCEnv(t, nil)
 	ctx := context.Background()
-	if _, err := oe.m.CreateProject(ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}}); err != nil {
+	if _, err := oe.m.Projects().Create(ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}}); err != nil {
 		t.Fatal(err)
 	}
 	oe.op.setGroups("id-dave", "billing-devs")

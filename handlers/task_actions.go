@@ -14,28 +14,28 @@ import (
 
 // startTask starts a stopped task on every running executor.
 func (s *server) startTask(c *gin.Context) {
-	s.taskTransition(c, "TaskStart", "TaskDoneStarted", s.m.StartTask)
+	s.taskTransition(c, "TaskStart", "TaskDoneStarted", s.m.Tasks().Start)
 }
 
 // stopTask stops a running or paused task everywhere.
 func (s *server) stopTask(c *gin.Context) {
-	s.taskTransition(c, "TaskStop", "TaskDoneStopped", s.m.StopTask)
+	s.taskTransition(c, "TaskStop", "TaskDoneStopped", s.m.Tasks().Stop)
 }
 
 // pauseTask keeps a running task's schedule and skips its runs.
 func (s *server) pauseTask(c *gin.Context) {
-	s.taskTransition(c, "TaskPause", "TaskDonePaused", s.m.PauseTask)
+	s.taskTransition(c, "TaskPause", "TaskDonePaused", s.m.Tasks().Pause)
 }
 
 // resumeTask lets a paused task run again.
 func (s *server) resumeTask(c *gin.Context) {
-	s.taskTransition(c, "TaskResume", "TaskDoneResumed", s.m.ResumeTask)
+	s.taskTransition(c, "TaskResume", "TaskDoneResumed", s.m.Tasks().Resume)
 }
 
 // runTask runs a task once now on one executor.
 func (s *server) runTask(c *gin.Context) {
 	s.taskAction(c, "TaskRunOnce", func(ctx context.Context, t *master.Task) (string, error) {
-		_, node, err := s.m.RunTask(ctx, t.ID)
+		_, node, err := s.m.Tasks().Run(ctx, t.ID)
 		if err != nil {
 			return "", err
 		}
@@ -46,7 +46,7 @@ func (s *server) runTask(c *gin.Context) {
 // deleteTask stops a task everywhere and marks it deleted; its runs stay.
 func (s *server) deleteTask(c *gin.Context) {
 	s.taskAction(c, "Delete", func(ctx context.Context, t *master.Task) (string, error) {
-		if err := s.m.DeleteTask(ctx, t.ID); err != nil {
+		if err := s.m.Tasks().Delete(ctx, t.ID); err != nil {
 			return "", err
 		}
 		return tr(c, "FlashTaskDone", "Title", t.Title, "Done", tr(c, "TaskDoneDeleted")), nil
@@ -68,7 +68,7 @@ func (s *server) taskTransition(c *gin.Context, verb, done string, do func(conte
 func (s *server) taskAction(c *gin.Context, verb string, op func(context.Context, *master.Task) (string, error)) {
 	id := c.Param("id")
 	ctx := c.Request.Context()
-	t, err := s.m.GetTask(ctx, id)
+	t, err := s.m.Tasks().Get(ctx, id)
 	var msg string
 	if err == nil {
 		msg, err = op(ctx, t)
@@ -146,6 +146,6 @@ func (s *server) renderTaskOutcome(c *gin.Context, id string, status int, ok boo
 
 // taskGone reports whether the task no longer exists (e.g. just deleted).
 func (s *server) taskGone(c *gin.Context, id string) bool {
-	_, err := s.m.GetTask(c.Request.Context(), id)
+	_, err := s.m.Tasks().Get(c.Request.Context(), id)
 	return errors.Is(err, master.ErrNotFound)
 }

@@ -21,7 +21,7 @@ const bulkNames = 12
 // (query string) are kept.
 func (s *server) bulkTasks(c *gin.Context) {
 	action := c.PostForm("action")
-	results, err := s.m.BulkTasks(c.Request.Context(), action, c.PostFormArray("ids"))
+	results, err := s.m.Tasks().Bulk(c.Request.Context(), action, c.PostFormArray("ids"))
 	if err != nil {
 		status := errorStatus(err)
 		if status == 0 {
@@ -91,7 +91,7 @@ func (s *server) apiBulkTasks(c *gin.Context) {
 			s.apiError(c, master.Errorf(master.KindInvalid, "send either tasks (to create or update them) or an action and ids, not both"))
 			return
 		}
-		results, err := s.m.SaveTasks(c.Request.Context(), in.Tasks, in.Start, currentUser(c).Name)
+		results, err := s.m.Tasks().Save(c.Request.Context(), in.Tasks, in.Start, currentUser(c).Name)
 		if err != nil {
 			s.apiError(c, err)
 			return
@@ -106,7 +106,7 @@ func (s *server) apiBulkTasks(c *gin.Context) {
 		c.JSON(http.StatusOK, gin.H{"results": results})
 		return
 	}
-	results, err := s.m.BulkTasks(c.Request.Context(), in.Action, in.IDs)
+	results, err := s.m.Tasks().Bulk(c.Request.Context(), in.Action, in.IDs)
 	if err != nil {
 		s.apiError(c, err)
 		return

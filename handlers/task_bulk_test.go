@@ -20,7 +20,7 @@ func (e *env) statuses(ids ...string) string {
 	e.t.Helper()
 	var out []string
 	for _, id := range ids {
-		t, err := e.m.GetTask(context.Background(), id)
+		t, err := e.m.Tasks().Get(context.Background(), id)
 		switch {
 		case err == nil:
 			out = append(out, t.Status.String())
@@ -37,7 +37,7 @@ func (e *env) statuses(ids ...string) string {
 func (e *env) startedTask(title string, executors ...string) *master.Task {
 	e.t.Helper()
 	t := e.createTask(title, executors...)
-	if _, err := e.m.StartTask(context.Background(), t.ID); err != nil {
+	if _, err := e.m.Tasks().Start(context.Background(), t.ID); err != nil {
 		e.t.Fatalf("start %s: %v", title, err)
 	}
 	return t

@@ -14,7 +14,7 @@ import (
 // the edit form; saving them masked copies the original's values
 // (createTask with clone_of).
 func (s *server) showCloneTask(c *gin.Context) {
-	t, err := s.m.GetTask(c.Request.Context(), c.Param("id"))
+	t, err := s.m.Tasks().Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.tasksError(c, err)
 		return
@@ -32,7 +32,7 @@ func (s *server) showCloneTask(c *gin.Context) {
 // apiCloneTask answers POST /api/v1/tasks/{id}/clone with the new, stopped
 // copy (201), its secrets copied from the original.
 func (s *server) apiCloneTask(c *gin.Context) {
-	t, err := s.m.CloneTask(c.Request.Context(), c.Param("id"), currentUser(c).Name)
+	t, err := s.m.Tasks().Clone(c.Request.Context(), c.Param("id"), currentUser(c).Name)
 	if err != nil {
 		s.apiError(c, err)
 		return
@@ -48,7 +48,7 @@ func (s *server) cloneFormOf(c *gin.Context, vm *views.TaskFormVM) {
 		return
 	}
 	vm.CloneOfTitle = vm.CloneOf
-	if t, err := s.m.GetTask(c.Request.Context(), vm.CloneOf); err == nil {
+	if t, err := s.m.Tasks().Get(c.Request.Context(), vm.CloneOf); err == nil {
 		vm.CloneOfTitle = t.Title
 	}
 }

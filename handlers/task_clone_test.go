@@ -86,7 +86,7 @@ func TestCloneTask(t *testing.T) {
 	orig := decode[struct {
 		ID string `json:"id"`
 	}](t, created).ID
-	if _, err := e.m.StartTask(context.Background(), orig); err != nil {
+	if _, err := e.m.Tasks().Start(context.Background(), orig); err != nil {
 		t.Fatal(err) // a running task can be cloned too
 	}
 	spec := func(id string) protocol.TaskDef {

@@ -53,7 +53,7 @@ func body(t *testing.T, resp *http.Response) string {
 
 func (e *env) tasks() []master.Task {
 	e.t.Helper()
-	ts, _, err := e.m.ListTasks(context.Background(), store.TaskFilter{Limit: 500})
+	ts, _, err := e.m.Tasks().List(context.Background(), store.TaskFilter{Limit: 500})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func (e *env) tasks() []master.Task {
 
 func (e *env) task(id string) *master.Task {
 	e.t.Helper()
-	t, err := e.m.GetTask(context.Background(), id)
+	t, err := e.m.Tasks().Get(context.Background(), id)
 	if err != nil {
 		e.t.Fatalf("get task %s: %v", id, err)
 	}
@@ -71,7 +71,7 @@ func (e *env) task(id string) *master.Task {
 
 func (e *env) addOfflineNode(name string) {
 	e.t.Helper()
-	if _, err := e.m.CreateNode(context.Background(), protocol.NodeConfig{Name: name, Protocol: "http", Host: "127.0.0.1:1", Priority: 1, MaxConcurrency: 5}); err != nil {
+	if _, err := e.m.Nodes().Create(context.Background(), protocol.NodeConfig{Name: name, Protocol: "http", Host: "127.0.0.1:1", Priority: 1, MaxConcurrency: 5}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -81,7 +81,7 @@ func (e *env) createTask(title string, executors ...string) *master.Task {
 	in := master.TaskInput{TaskDef: protocol.TaskDef{Title: title, Type: "http",
 		Schedule: protocol.Schedule{Kind: "cron", Cron: "*/5 * * * * *"},
 		HTTP:     &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"}}, Executors: executors}
-	t, err := e.m.CreateTask(context.Background(), in, "admin")
+	t, err := e.m.Tasks().Create(context.Background(), in, "admin")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestTaskActionsOnARunningWorker(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var err error
-		runs, _, err = e.m.ListRuns(context.Background(), id, 10, 0)
+		runs, _, err = e.m.Runs().List(context.Background(), id, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

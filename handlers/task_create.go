@@ -26,10 +26,10 @@ func (s *server) createTask(c *gin.Context) {
 	s.cloneFormOf(c, &vm)
 	status := http.StatusUnprocessableEntity
 	if len(fe) == 0 {
-		create := s.m.CreateTask
+		create := s.m.Tasks().Create
 		if vm.CloneOf != "" { // a clone: masked secrets stand for the original's
 			create = func(ctx context.Context, in master.TaskInput, by string) (*master.Task, error) {
-				return s.m.CreateTaskCopy(ctx, vm.CloneOf, in, by)
+				return s.m.Tasks().CreateCopy(ctx, vm.CloneOf, in, by)
 			}
 		}
 		t, err := create(c.Request.Context(), in, currentUser(c).Name)

@@ -66,7 +66,7 @@ func (s *server) renderTaskForm(c *gin.Context, status int, vm views.TaskFormVM)
 // taskFormOptions lists the workers and the other tasks as checkboxes, the
 // given ones checked; a checked name that no longer exists is still shown.
 func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, executors, children []string, projects []int64) error {
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *server) taskFormOptions(ctx context.Context, vm *views.TaskFormVM, exec
 			delete(checked, e)
 		}
 	}
-	tasks, _, err := s.m.ListTasks(ctx, master.TaskFilter{Limit: 500, Projects: projects})
+	tasks, _, err := s.m.Tasks().List(ctx, master.TaskFilter{Limit: 500, Projects: projects})
 	if err != nil {
 		return err
 	}

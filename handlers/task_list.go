@@ -84,11 +84,11 @@ func (s *server) tasksVM(c *gin.Context, flash *views.Flash) (views.TasksVM, err
 	f.Limit = 50
 	ctx := c.Request.Context()
 	f.Projects = s.currentProjectIDs(c)
-	tasks, total, err := s.m.ListTasks(ctx, f)
+	tasks, total, err := s.m.Tasks().List(ctx, f)
 	if err != nil {
 		return views.TasksVM{}, err
 	}
-	nodes, err := s.m.ListNodes(ctx)
+	nodes, err := s.m.Nodes().List(ctx)
 	if err != nil {
 		return views.TasksVM{}, err
 	}

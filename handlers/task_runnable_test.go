@@ -58,7 +58,7 @@ func TestTaskWithoutRunningExecutorIsFlagged(t *testing.T) {
 		c := e.login("admin", "admin-password-1")
 		task := e.createTask("stranded", "w1")
 		other := e.createTask("stopped one", "w1") // stopped: never flagged
-		if _, err := e.m.StartTask(ctx, task.ID); err != nil {
+		if _, err := e.m.Tasks().Start(ctx, task.ID); err != nil {
 			t.Fatal(err)
 		}
 
@@ -108,11 +108,11 @@ func TestTaskWithoutRunningExecutorIsFlagged(t *testing.T) {
 		}
 		check("executor running", false)
 
-		if _, err := e.m.DisableNode(ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Disable(ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		check("executor disabled", true)
-		if _, err := e.m.EnableNode(ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Enable(ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		check("executor enabled again", false)

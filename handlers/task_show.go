@@ -28,7 +28,7 @@ func (s *server) showTask(c *gin.Context) {
 // taskVM loads one task and the page of its runs asked for by ?offset=.
 func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.TaskVM, error) {
 	ctx := c.Request.Context()
-	stored, err := s.m.GetTask(ctx, id)
+	stored, err := s.m.Tasks().Get(ctx, id)
 	if err != nil {
 		return views.TaskVM{}, err
 	}
@@ -58,7 +58,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	}
 	vm.Health = taskHealthVM(lc(c), health[t.ID])
 	if vm.Selector = t.Selector; len(t.Selected) > 0 {
-		nodes, err := s.m.ListNodes(ctx)
+		nodes, err := s.m.Nodes().List(ctx)
 		if err != nil {
 			return views.TaskVM{}, err
 		}
@@ -84,7 +84,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	}
 	for _, ch := range t.Children {
 		link := views.TaskLink{ID: ch, Title: ch}
-		if ct, err := s.m.GetTask(ctx, ch); err == nil {
+		if ct, err := s.m.Tasks().Get(ctx, ch); err == nil {
 			link.Title = ct.Title
 		}
 		vm.Children = append(vm.Children, link)

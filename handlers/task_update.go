@@ -15,7 +15,7 @@ import (
 // showEditTask shows the form filled with a stopped task's definition; for a
 // task that is not stopped it says why it cannot be edited.
 func (s *server) showEditTask(c *gin.Context) {
-	t, err := s.m.GetTask(c.Request.Context(), c.Param("id"))
+	t, err := s.m.Tasks().Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		s.tasksError(c, err)
 		return
@@ -38,7 +38,7 @@ func (s *server) showEditTask(c *gin.Context) {
 // inline errors; a task that is not stopped is refused with the reason.
 func (s *server) updateTask(c *gin.Context) {
 	id := c.Param("id")
-	t, err := s.m.GetTask(c.Request.Context(), id)
+	t, err := s.m.Tasks().Get(c.Request.Context(), id)
 	if err != nil {
 		s.tasksError(c, err)
 		return
@@ -51,7 +51,7 @@ func (s *server) updateTask(c *gin.Context) {
 	}
 	status := http.StatusUnprocessableEntity
 	if len(fe) == 0 {
-		saved, err := s.m.UpdateTask(c.Request.Context(), id, in)
+		saved, err := s.m.Tasks().Update(c.Request.Context(), id, in)
 		if err == nil {
 			s.log.Info("task edited", "task", id, "user", currentUser(c).Name)
 			s.setFlash(c, true, tr(c, "FlashTaskSaved", "Title", saved.Title))

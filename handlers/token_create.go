@@ -104,7 +104,7 @@ func (s *server) apiCreateToken(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	names, _ := s.m.ProjectNames(c.Request.Context())
+	names, _ := s.m.Projects().Names(c.Request.Context())
 	out := toAPIToken(t, time.Now(), names)
 	out.Token = plain
 	c.JSON(http.StatusCreated, out)

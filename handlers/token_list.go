@@ -27,7 +27,7 @@ func (s *server) tokensVM(c *gin.Context) (views.TokensVM, error) {
 	if err != nil {
 		return views.TokensVM{}, err
 	}
-	names, err := s.m.ProjectNames(c.Request.Context())
+	names, err := s.m.Projects().Names(c.Request.Context())
 	if err != nil {
 		return views.TokensVM{}, err
 	}
@@ -86,7 +86,7 @@ func (s *server) apiListTokens(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
-	names, err := s.m.ProjectNames(c.Request.Context())
+	names, err := s.m.Projects().Names(c.Request.Context())
 	if err != nil {
 		s.serverError(c, err)
 		return

@@ -45,7 +45,7 @@ func (s *server) apiRevokeToken(c *gin.Context) {
 		s.apiError(c, err)
 		return
 	}
-	names, _ := s.m.ProjectNames(c.Request.Context())
+	names, _ := s.m.Projects().Names(c.Request.Context())
 	c.JSON(http.StatusOK, toAPIToken(t, time.Now(), names))
 }
 

@@ -125,7 +125,7 @@ func TestUnrunClaimBecomesAMisfire(t *testing.T) {
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				e.m.RecordUnrunClaims(e.ctx)
-				r, err := e.m.GetRun(e.ctx, runID)
+				r, err := e.m.Runs().Get(e.ctx, runID)
 				if err == nil {
 					return r
 				}
@@ -145,7 +145,7 @@ func TestUnrunClaimBecomesAMisfire(t *testing.T) {
 				t.Fatalf("recorded %s after its fire, before the timeout plus the margin", r.EndedAt.Sub(r.ScheduledAt))
 			}
 		}
-		r, err := e.m.GetRun(e.ctx, "reported-1")
+		r, err := e.m.Runs().Get(e.ctx, "reported-1")
 		if err != nil || r.Result != store.ResultSuccess {
 			t.Fatalf("the reported run: %+v %v, want it untouched", r, err)
 		}
@@ -155,11 +155,11 @@ func TestUnrunClaimBecomesAMisfire(t *testing.T) {
 		if _, err := store.InsertRuns(e.ctx, s.Store.DB, []store.Run{late}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := e.m.GetRun(e.ctx, "unrun-1"); err != nil || r.Result != store.ResultSuccess {
+		if r, err := e.m.Runs().Get(e.ctx, "unrun-1"); err != nil || r.Result != store.ResultSuccess {
 			t.Fatalf("after the late report: %+v %v, want its success", r, err)
 		}
 		// Another node's report of that id does not replace it.
-		if r, err := e.m.GetRun(e.ctx, "unrun-2"); err != nil || r.Result != store.ResultSkipped {
+		if r, err := e.m.Runs().Get(e.ctx, "unrun-2"); err != nil || r.Result != store.ResultSkipped {
 			t.Fatalf("unrun-2: %+v %v", r, err)
 		}
 		forged := store.Run{ID: "unrun-2", TaskID: id, Node: "y", ScheduledAt: now.Add(-time.Second),
@@ -167,7 +167,7 @@ func TestUnrunClaimBecomesAMisfire(t *testing.T) {
 		if _, err := store.InsertRuns(e.ctx, s.Store.DB, []store.Run{forged}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := e.m.GetRun(e.ctx, "unrun-2"); err != nil || r.Result != store.ResultSkipped || r.Node != "x" {
+		if r, err := e.m.Runs().Get(e.ctx, "unrun-2"); err != nil || r.Result != store.ResultSkipped || r.Node != "x" {
 			t.Fatalf("unrun-2 after another node's report: %+v %v, want the record kept", r, err)
 		}
 	})

@@ -252,7 +252,7 @@ func TestClaimedFireUnreportedAtOfflineIsLost(t *testing.T) {
 		if err := e.m.Offline(e.ctx, "x", e.node("x").Secret); err != nil {
 			t.Fatal(err)
 		}
-		r, err := e.m.GetRun(e.ctx, "run-of-x-2")
+		r, err := e.m.Runs().Get(e.ctx, "run-of-x-2")
 		if err != nil {
 			t.Fatalf("the claimed fire's run after x went offline: %v", err)
 		}
@@ -260,7 +260,7 @@ func TestClaimedFireUnreportedAtOfflineIsLost(t *testing.T) {
 			t.Fatalf("the claimed fire's run: %+v, want lost on x at %s saying why", r, fire)
 		}
 		for _, other := range []string{"run-of-x-1", "run-of-y"} {
-			if _, err := e.m.GetRun(e.ctx, other); !errors.Is(err, master.ErrNotFound) {
+			if _, err := e.m.Runs().Get(e.ctx, other); !errors.Is(err, master.ErrNotFound) {
 				t.Errorf("run %s: %v, want none: the claim names one run", other, err)
 			}
 		}

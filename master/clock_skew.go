@@ -56,7 +56,7 @@ func ClockSkewSeconds(skew time.Duration) string {
 // under fence: a node's is written when it was unknown, when the verdict
 // changes or when it moved by clockSkewStep; an event and a log line when a
 // node goes beyond the limit or comes back within it.
-func (m *Master) noteClockSkews(ctx context.Context, skews map[*store.Node]time.Duration, fence *store.Fence) {
+func (nd *Nodes) noteClockSkews(ctx context.Context, skews map[*store.Node]time.Duration, fence *store.Fence) {
 	write := map[string]int64{}
 	for n, skew := range skews {
 		was, known := NodeClockSkew(n)
@@ -68,13 +68,13 @@ func (m *Master) noteClockSkews(ctx context.Context, skews map[*store.Node]time.
 	if len(write) == 0 {
 		return
 	}
-	if err := store.SetClockSkews(ctx, m.st.DB, write, fence); err != nil {
-		m.log.Error("record clock skews", "nodes", len(write), "err", err)
+	if err := store.SetClockSkews(ctx, nd.m.st.DB, write, fence); err != nil {
+		nd.m.log.Error("record clock skews", "nodes", len(write), "err", err)
 		return
 	}
 	for n, skew := range skews {
 		if _, ok := write[n.Name]; ok {
-			m.clockSkewChanged(WithActor(ctx, ActorHealthChecker), n.Name, n.ClockSkewMS, skew)
+			nd.clockSkewChanged(WithActor(ctx, ActorHealthChecker), n.Name, n.ClockSkewMS, skew)
 		}
 	}
 }
@@ -82,17 +82,17 @@ func (m *Master) noteClockSkews(ctx context.Context, skews map[*store.Node]time.
 // clockSkewChanged logs and records the event of a node whose clock went
 // beyond the limit or came back within it; before is the skew stored until
 // now (not valid: never measured, taken as within). The event's actor is ctx's.
-func (m *Master) clockSkewChanged(ctx context.Context, name string, before sql.NullInt64, skew time.Duration) {
+func (nd *Nodes) clockSkewChanged(ctx context.Context, name string, before sql.NullInt64, skew time.Duration) {
 	wasSkewed := before.Valid && protocol.ClockSkewed(time.Duration(before.Int64)*time.Millisecond)
 	switch isSkewed := protocol.ClockSkewed(skew); {
 	case isSkewed && !wasSkewed:
 		reason := ClockSkewReason(skew)
-		m.log.Warn("node clock skew", "node", name, "skew", skew)
-		m.events.record(ctx, "node.clock_skew", store.TargetNode, name, nil,
+		nd.m.log.Warn("node clock skew", "node", name, "skew", skew)
+		nd.m.events.record(ctx, "node.clock_skew", store.TargetNode, name, nil,
 			reason+" (more than "+protocol.ClockSkewLimit.String()+")")
 	case !isSkewed && wasSkewed:
-		m.log.Info("node clock back within bounds", "node", name, "skew", skew)
-		m.events.record(ctx, "node.clock_ok", store.TargetNode, name, nil,
+		nd.m.log.Info("node clock back within bounds", "node", name, "skew", skew)
+		nd.m.events.record(ctx, "node.clock_ok", store.TargetNode, name, nil,
 			fmt.Sprintf("its clock is within %s of the master's again (%s s)", protocol.ClockSkewLimit, ClockSkewSeconds(skew)))
 	}
 }

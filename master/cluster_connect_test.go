@@ -44,7 +44,7 @@ func TestConnectNamesTheCluster(t *testing.T) {
 		prod := &env{t: t, ctx: m1.ctx, s: s, m: newMaster(t, s, identity("p1"), func(c *master.Config) { c.Cluster = "prod" })}
 		wc := startWorker(t, "wc")
 		prod.create(wc)
-		_, err := prod.m.ConnectNode(prod.ctx, "wc")
+		_, err := prod.m.Nodes().Connect(prod.ctx, "wc")
 		if err == nil || !strings.Contains(err.Error(), "another cluster") {
 			t.Fatalf("a master of cluster prod connected a worker of master: %v", err)
 		}

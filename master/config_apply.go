@@ -95,7 +95,7 @@ func placeholder(i int) string { return "new:" + strconv.Itoa(i) }
 // document is the master's task with the same key or, without a key, the
 // same title (a keyed task of the document also takes over the one task of
 // its title that has no key). The whole document is checked first, every
-// task through the checks of CreateTask and UpdateTask, and a refusal names
+// task through the checks of Tasks.Create and Tasks.Update, and a refusal names
 // every task and field at fault with nothing changed. A running or paused
 // task whose definition changes is stopped, updated and brought back to its
 // state (Restart in the plan). The new tasks are created first, in bulk
@@ -157,7 +157,7 @@ func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string
 	case PlanUnchanged:
 		return nil
 	case PlanDelete:
-		return m.DeleteTask(ctx, c.ID)
+		return m.tasks.Delete(ctx, c.ID)
 	}
 	in := s.in
 	in.Children = slices.Clone(in.Children)
@@ -170,23 +170,23 @@ func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string
 	if c.Action == PlanCreate {
 		ph := in.ID
 		in.ID = ""
-		t, err := m.CreateTask(ctx, in, by)
+		t, err := m.tasks.Create(ctx, in, by)
 		if err != nil {
 			return err
 		}
 		created[ph], c.ID, from = t.ID, t.ID, StateStopped
 	} else if s.def {
 		if from != StateStopped {
-			if _, err := m.StopTask(ctx, c.ID); err != nil {
+			if _, err := m.tasks.Stop(ctx, c.ID); err != nil {
 				return err
 			}
 			from = StateStopped
 		}
-		if _, err := m.UpdateTask(ctx, c.ID, in); err != nil {
+		if _, err := m.tasks.Update(ctx, c.ID, in); err != nil {
 			return err
 		}
 	}
-	return m.reachState(ctx, c.ID, from, s.to)
+	return m.tasks.reachState(ctx, c.ID, from, s.to)
 }
 
 // applyCreates makes the creations of steps as one bulk save (its ids
@@ -218,7 +218,7 @@ func (m *Master) applyCreates(ctx context.Context, steps []*applyStep, created m
 		}
 		inputs[i] = in
 	}
-	saved, err := m.saveTasks(ctx, inputs, yes, by)
+	saved, err := m.tasks.saveTasks(ctx, inputs, yes, by)
 	if err != nil {
 		return creates[0], err
 	}
@@ -245,7 +245,7 @@ func (m *Master) applyCreates(ctx context.Context, steps []*applyStep, created m
 		ids    []string
 	}{{string(TaskStart), start}, {string(TaskPause), pause}} {
 		for chunk := range slices.Chunk(step.ids, MaxBulkTasks) {
-			results, err := m.BulkTasks(ctx, step.action, chunk)
+			results, err := m.tasks.Bulk(ctx, step.action, chunk)
 			if err != nil {
 				return byID[chunk[0]], err
 			}
@@ -282,20 +282,20 @@ func (m *Master) applyCreates(ctx context.Context, steps []*applyStep, created m
 }
 
 // reachState moves a task from one state to another.
-func (m *Master) reachState(ctx context.Context, id, from, to string) error {
+func (tk *Tasks) reachState(ctx context.Context, id, from, to string) error {
 	var err error
 	switch {
 	case from == to:
 	case to == StateStopped:
-		_, err = m.StopTask(ctx, id)
+		_, err = tk.Stop(ctx, id)
 	case from == StateStopped:
-		if _, err = m.StartTask(ctx, id); err == nil && to == StatePaused {
-			_, err = m.PauseTask(ctx, id)
+		if _, err = tk.Start(ctx, id); err == nil && to == StatePaused {
+			_, err = tk.Pause(ctx, id)
 		}
 	case to == StatePaused:
-		_, err = m.PauseTask(ctx, id)
+		_, err = tk.Pause(ctx, id)
 	default:
-		_, err = m.ResumeTask(ctx, id)
+		_, err = tk.Resume(ctx, id)
 	}
 	return err
 }
@@ -306,7 +306,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	if len(doc.Tasks) > MaxDocumentTasks {
 		return nil, nil, Errorf(KindTooLarge, "the document holds %d tasks: at most %d in one apply", len(doc.Tasks), MaxDocumentTasks)
 	}
-	proj, err := m.project(ctx, strings.TrimSpace(opts.Project))
+	proj, err := m.projects.project(ctx, strings.TrimSpace(opts.Project))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,7 +346,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	}
 
 	// Match the document's tasks with the master's.
-	all, err := m.allTasks(ctx, []int64{proj.ID})
+	all, err := m.tasks.allTasks(ctx, []int64{proj.ID})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -423,14 +423,14 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	}
 
 	// Check every task that changes, against the master as it will be.
-	chk, err := m.newTaskCheck(ctx)
+	chk, err := m.tasks.newTaskCheck(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.checkInProject(ctx, chk, proj.ID); err != nil {
+	if err := m.tasks.checkInProject(ctx, chk, proj.ID); err != nil {
 		return nil, nil, err
 	}
-	if err := m.loadGraph(ctx, chk); err != nil {
+	if err := m.tasks.loadGraph(ctx, chk); err != nil {
 		return nil, nil, err
 	}
 	chk.keys = map[string]string{}
@@ -462,7 +462,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 		if cur[i] != nil {
 			keepAlign(&in.TaskDef, &cur[i].TaskDef)
 		}
-		m.normalizeTaskInput(&in)
+		m.tasks.normalizeTaskInput(&in)
 		s := &applyStep{change: &PlanChange{Key: t.Key, Title: t.Title}, in: in, to: t.State}
 		c := s.change
 		if cur[i] == nil {
@@ -503,7 +503,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 		if c.Action != PlanUnchanged && (c.Action == PlanCreate || s.def) {
 			probe := s.in
 			probe.Executors = slices.Clone(s.in.Executors)
-			if _, err := m.checkTaskInputWith(ctx, &probe, chk); err != nil {
+			if _, err := m.tasks.checkTaskInputWith(ctx, &probe, chk); err != nil {
 				if !mergePrefixed(fe, name, err) {
 					return nil, nil, err
 				}

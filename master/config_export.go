@@ -21,11 +21,11 @@ const exportPage = 500
 
 // allTasks reads every task that is not deleted, page by page.
 // projects limits them (nil: every project).
-func (m *Master) allTasks(ctx context.Context, projects []int64) ([]*Task, error) {
+func (tk *Tasks) allTasks(ctx context.Context, projects []int64) ([]*Task, error) {
 	var out []*Task
 	seen := map[string]bool{}
 	for offset := 0; ; offset += exportPage {
-		rows, _, err := store.ListTasks(ctx, m.st.DB, store.TaskFilter{Projects: projects, Limit: exportPage, Offset: offset})
+		rows, _, err := store.ListTasks(ctx, tk.m.st.DB, store.TaskFilter{Projects: projects, Limit: exportPage, Offset: offset})
 		if err != nil {
 			return nil, err
 		}
@@ -62,11 +62,11 @@ var sentinelRE = regexp.MustCompile("\x00ENV:([A-Za-z0-9_]+)\x00")
 //
 // It exports one project's tasks ("": the default project).
 func (m *Master) Export(ctx context.Context, project string) ([]byte, error) {
-	p, err := m.GetProject(ctx, strings.TrimSpace(project))
+	p, err := m.projects.Get(ctx, strings.TrimSpace(project))
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := m.allTasks(ctx, []int64{p.ID})
+	tasks, err := m.tasks.allTasks(ctx, []int64{p.ID})
 	if err != nil {
 		return nil, err
 	}

@@ -47,17 +47,17 @@ func configEnv(t *testing.T, s storetest.NamedStore) *env {
 	ping.SecretParams = []string{"token"}
 	ping.Keepers, ping.Children, ping.Retries = []string{"alice"}, []string{ct.ID}, 2
 	pt := e.mustCreate(ping)
-	if _, err := e.m.StartTask(e.ctx, pt.ID); err != nil {
+	if _, err := e.m.Tasks().Start(e.ctx, pt.ID); err != nil {
 		t.Fatal(err)
 	}
 	report := httpInput("w1", "w2")
 	report.Title, report.Timezone, report.Overlap, report.Misfire = "report", "Europe/Berlin", protocol.OverlapSkip, protocol.MisfireRunOnce
 	report.Schedule = protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 3 * * *"}
 	rt := e.mustCreate(report)
-	if _, err := e.m.StartTask(e.ctx, rt.ID); err != nil {
+	if _, err := e.m.Tasks().Start(e.ctx, rt.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.PauseTask(e.ctx, rt.ID); err != nil {
+	if _, err := e.m.Tasks().Pause(e.ctx, rt.ID); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -84,7 +84,7 @@ func addUser(e *env, name string) {
 
 func (e *env) mustCreate(in master.TaskInput) *master.Task {
 	e.t.Helper()
-	t, err := e.m.CreateTask(e.ctx, in, "admin")
+	t, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		e.t.Fatalf("CreateTask(%s): %v", in.Title, err)
 	}
@@ -119,7 +119,7 @@ func (e *env) apply(text string, vars map[string]string, opts master.ApplyOption
 
 func (e *env) tasksByTitle() map[string]*master.Task {
 	e.t.Helper()
-	list, _, err := e.m.ListTasks(e.ctx, store.TaskFilter{Limit: 500})
+	list, _, err := e.m.Tasks().List(e.ctx, store.TaskFilter{Limit: 500})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -299,22 +299,22 @@ tasks:
 		// The key is taken: neither a new task nor another one may have it.
 		in := httpInput("w1")
 		in.Key = "billing-ping"
-		if _, err := e.m.CreateTask(e.ctx, in, "admin"); !isFieldErrors(err, "key") {
+		if _, err := e.m.Tasks().Create(e.ctx, in, "admin"); !isFieldErrors(err, "key") {
 			t.Fatalf("duplicate key: %v", err)
 		}
 		in.Key = "bad key!"
-		if _, err := e.m.CreateTask(e.ctx, in, "admin"); !isFieldErrors(err, "key") {
+		if _, err := e.m.Tasks().Create(e.ctx, in, "admin"); !isFieldErrors(err, "key") {
 			t.Fatalf("bad key: %v", err)
 		}
 		// An edit without a key (the console's form) keeps it.
 		bp := e.tasksByTitle()["Billing ping, renamed"]
 		edit := master.TaskInput{TaskDef: bp.TaskDef, Executors: bp.Executors}
 		edit.Key, edit.Description = "", "edited in the console"
-		if up, err := e.m.UpdateTask(e.ctx, bp.ID, edit); err != nil || up.Key != "billing-ping" {
+		if up, err := e.m.Tasks().Update(e.ctx, bp.ID, edit); err != nil || up.Key != "billing-ping" {
 			t.Fatalf("edit without key: %v %+v", err, up)
 		}
 		// A clone has no key.
-		if cl, err := e.m.CloneTask(e.ctx, bp.ID, "admin"); err != nil || cl.Key != "" {
+		if cl, err := e.m.Tasks().Clone(e.ctx, bp.ID, "admin"); err != nil || cl.Key != "" {
 			t.Fatalf("clone: %v %+v", err, cl)
 		}
 	})
@@ -407,7 +407,7 @@ func TestApplyStopsAtFailedChange(t *testing.T) {
 	e := newEnv(t, storetest.OpenSQLite(t))
 	e.addMasterNode()
 	runningWorkers(e, "w1")
-	if _, err := e.m.DisableNode(e.ctx, "w1"); err != nil {
+	if _, err := e.m.Nodes().Disable(e.ctx, "w1"); err != nil {
 		t.Fatal(err)
 	}
 	doc := `version: 1

@@ -29,7 +29,7 @@ func TestConcurrentTaskCreationNeverDeadlocks(t *testing.T) {
 				for i := range each {
 					in := httpInput("w1", "w2")
 					in.Title = fmt.Sprintf("race-%d-%d", c, i)
-					if _, err := e.m.CreateTask(e.ctx, in, "admin"); err != nil {
+					if _, err := e.m.Tasks().Create(e.ctx, in, "admin"); err != nil {
 						errs <- err
 					}
 				}
@@ -44,7 +44,7 @@ func TestConcurrentTaskCreationNeverDeadlocks(t *testing.T) {
 		if len(failed) > 0 {
 			t.Fatalf("%d of %d concurrent creations failed, the first: %v", len(failed), creators*each, failed[0])
 		}
-		tasks, total, err := e.m.ListTasks(e.ctx, store.TaskFilter{})
+		tasks, total, err := e.m.Tasks().List(e.ctx, store.TaskFilter{})
 		if err != nil || total != creators*each {
 			t.Fatalf("%d tasks stored (%d listed, %v), want %d", total, len(tasks), err, creators*each)
 		}

@@ -153,7 +153,7 @@ func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
 		e := newEnv(t, s, fastDelayed)
 		url := e.serveMaster()
 		reportingWorkers(e, url, "w1", "w2")
-		if _, err := e.m.DisableNode(e.ctx, "w2"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "w2"); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.m.Start(e.ctx); err != nil {
@@ -187,7 +187,7 @@ func TestDelayedFiresOnceOnARunningWorker(t *testing.T) {
 			runs[0].DelayedID != d.ID || runs[0].TaskID != d.ID || runs[0].HTTPStatus != 200 {
 			t.Fatalf("runs %+v", runs)
 		}
-		if r, err := e.m.GetRun(e.ctx, runs[0].ID); err != nil || r.DelayedID != d.ID {
+		if r, err := e.m.Runs().Get(e.ctx, runs[0].ID); err != nil || r.DelayedID != d.ID {
 			t.Fatalf("the run by its id: %+v %v", r, err)
 		}
 		if done.Attempts != 1 || done.Late || done.FinishedAt == nil || done.Node != "w1" {
@@ -330,7 +330,7 @@ func TestDelayedReassignedWhenTheWorkerDies(t *testing.T) {
 		ws := reportingWorkers(e, url, "w1", "w2")
 		var took atomic.Int32
 		ws["w1"].Serve(acceptOnly(ws["w1"].Router(), &took))
-		if _, err := e.m.DisableNode(e.ctx, "w2"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "w2"); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.m.Start(e.ctx); err != nil {
@@ -346,7 +346,7 @@ func TestDelayedReassignedWhenTheWorkerDies(t *testing.T) {
 		if running.Node != "w1" || took.Load() != 1 {
 			t.Fatalf("sent to %q (%d taken), want w1", running.Node, took.Load())
 		}
-		if _, err := e.m.EnableNode(e.ctx, "w2"); err != nil {
+		if _, err := e.m.Nodes().Enable(e.ctx, "w2"); err != nil {
 			t.Fatal(err)
 		}
 		ws["w1"].Srv.Close() // w1 dies
@@ -492,7 +492,7 @@ func TestDelayedWaitsForARunningWorker(t *testing.T) {
 		e := newEnv(t, s, fastDelayed)
 		url := e.serveMaster()
 		reportingWorkers(e, url, "w1", "w2")
-		if _, err := e.m.DisableNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.m.Start(e.ctx); err != nil {
@@ -513,7 +513,7 @@ func TestDelayedWaitsForARunningWorker(t *testing.T) {
 		if n := sink.total(); n != 0 {
 			t.Fatalf("sent %d times with its executor disabled (w2 runs but is not one)", n)
 		}
-		if _, err := e.m.EnableNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Enable(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		done := waitDelayed(t, e.m, d.ID, store.DelayedSuccess, 20*time.Second)

@@ -43,28 +43,28 @@ func TestEventsOfNodeActionsAndHealthChecks(t *testing.T) {
 		admin := master.WithActor(e.ctx, "alice")
 		tw := startWorker(t, "w1")
 
-		if _, err := e.m.CreateNode(admin, tw.Config()); err != nil {
+		if _, err := e.m.Nodes().Create(admin, tw.Config()); err != nil {
 			t.Fatal(err)
 		}
 		// Enable before Connect is refused: an error line with the reason.
-		if _, err := e.m.EnableNode(admin, "w1"); !errors.Is(err, master.ErrState) {
+		if _, err := e.m.Nodes().Enable(admin, "w1"); !errors.Is(err, master.ErrState) {
 			t.Fatalf("Enable of an offline node = %v, want ErrState", err)
 		}
-		if _, err := e.m.ConnectNode(admin, "w1"); err != nil {
+		if _, err := e.m.Nodes().Connect(admin, "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.EnableNode(admin, "w1"); err != nil {
+		if _, err := e.m.Nodes().Enable(admin, "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.DisableNode(master.WithActor(e.ctx, "token:ci"), "w1"); err != nil {
+		if _, err := e.m.Nodes().Disable(master.WithActor(e.ctx, "token:ci"), "w1"); err != nil {
 			t.Fatal(err)
 		}
 		// No actor in the context: the engine itself.
-		if _, err := e.m.EnableNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Enable(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		// A refused create (bad host) is recorded too.
-		if _, err := e.m.CreateNode(admin, protocol.NodeConfig{Name: "bad", Protocol: "http", Host: "nohost", Priority: 1, MaxConcurrency: 1}); err == nil {
+		if _, err := e.m.Nodes().Create(admin, protocol.NodeConfig{Name: "bad", Protocol: "http", Host: "nohost", Priority: 1, MaxConcurrency: 1}); err == nil {
 			t.Fatal("CreateNode with a bad host succeeded")
 		}
 
@@ -146,29 +146,29 @@ func TestEventsOfRecoveryRegistrationAndGracefulStop(t *testing.T) {
 		}
 
 		// Admin actions on tasks, through the same engine.
-		tk, err := e.m.CreateTask(admin, master.TaskInput{TaskDef: protocol.TaskDef{
+		tk, err := e.m.Tasks().Create(admin, master.TaskInput{TaskDef: protocol.TaskDef{
 			Title: "ping", Type: protocol.TaskHTTP, Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)},
 			HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/"}, Timeout: protocol.Duration(time.Second),
 		}, Executors: []string{"m1"}}, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.StartTask(admin, tk.ID); err != nil {
+		if _, err := e.m.Tasks().Start(admin, tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.PauseTask(admin, tk.ID); err != nil {
+		if _, err := e.m.Tasks().Pause(admin, tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.PauseTask(admin, tk.ID); err == nil {
+		if _, err := e.m.Tasks().Pause(admin, tk.ID); err == nil {
 			t.Fatal("pausing a paused task succeeded")
 		}
-		if _, err := e.m.ResumeTask(admin, tk.ID); err != nil {
+		if _, err := e.m.Tasks().Resume(admin, tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, node, err := e.m.RunTask(admin, tk.ID); err != nil || node != "m1" {
+		if _, node, err := e.m.Tasks().Run(admin, tk.ID); err != nil || node != "m1" {
 			t.Fatalf("RunTask = %q, %v", node, err)
 		}
-		if err := e.m.DeleteTask(admin, tk.ID); err != nil {
+		if err := e.m.Tasks().Delete(admin, tk.ID); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.m.Accounts().CreateUser(admin, master.NewUser{Username: "bob", Role: store.RoleViewer, Password: "bob-password-1"}); err != nil {
@@ -216,7 +216,7 @@ func TestEventsNameTheMasterThatActed(t *testing.T) {
 		admin := master.WithActor(e.ctx, "alice")
 		for i, m := range []*master.Master{e.m, m2} {
 			cfg := protocol.NodeConfig{Name: fmt.Sprintf("w%d", i+1), Protocol: "http", Host: fmt.Sprintf("127.0.0.1:%d", 2001+i), Priority: 1, MaxConcurrency: 1}
-			if _, err := m.CreateNode(admin, cfg); err != nil {
+			if _, err := m.Nodes().Create(admin, cfg); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -59,7 +59,7 @@ func FuzzIngestRuns(f *testing.F) {
 			HTTPStatus: status, ExitCode: &exit, Output: string(output), Manual: manual}
 		good := protocol.RunReport{ID: uuid.NewString(), TaskID: "t1", Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
 			Result: protocol.ResultSuccess, Attempt: 1, Output: "fine"}
-		resp, err := m.IngestRuns(ctx, node, []protocol.RunReport{odd, good})
+		resp, err := m.Runs().Ingest(ctx, node, []protocol.RunReport{odd, good})
 		if err != nil {
 			t.Fatalf("the batch failed whole: %v", err)
 		}
@@ -90,7 +90,7 @@ func FuzzIngestRuns(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err = m.IngestBatch(ctx, node, bytes.NewReader(body), int64(len(body)))
+		resp, err = m.Runs().IngestBatch(ctx, node, bytes.NewReader(body), int64(len(body)))
 		if err != nil {
 			t.Fatalf("the encoded batch failed whole: %v", err)
 		}
@@ -103,7 +103,7 @@ func FuzzIngestRuns(f *testing.F) {
 		// The same bytes cut short, or with bytes in the way, store nothing
 		// and fail as a whole with a refusal (never a server error).
 		for _, bad := range [][]byte{body[:len(body)/2], append(bytes.Clone(body[:len(body)-1]), output...)} {
-			if _, err := m.IngestBatch(ctx, node, bytes.NewReader(bad), -1); err == nil {
+			if _, err := m.Runs().IngestBatch(ctx, node, bytes.NewReader(bad), -1); err == nil {
 				if !json.Valid(bad) {
 					t.Fatalf("a broken batch was accepted: %q", bad)
 				}

@@ -103,7 +103,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 		flagged := report("flagged", "t1", "w1", now)
 		flagged.BinaryOutput, flagged.Output = true, "x\uFFFD"
 		batch = append(batch, flagged)
-		resp, err := e.m.IngestRuns(e.ctx, w1, batch)
+		resp, err := e.m.Runs().Ingest(e.ctx, w1, batch)
 		if err != nil || resp.Accepted != len(batch) || len(resp.Rejected) != 0 {
 			t.Fatalf("batch with binary outputs: %+v %v", resp, err)
 		}
@@ -156,7 +156,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 		huge := report("huge", "t1", "w1", now)
 		huge.Output = strings.Repeat("\xff", protocol.MaxOutputBytes) + "the end"
 		batch = append(batch, oddID, huge, report("good2", "t1", "w1", now.Add(time.Second)))
-		resp, err = e.m.IngestRuns(e.ctx, w1, batch)
+		resp, err = e.m.Runs().Ingest(e.ctx, w1, batch)
 		if err != nil {
 			t.Fatalf("a batch with invalid runs failed whole: %v", err)
 		}
@@ -182,7 +182,7 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			!strings.HasPrefix(r.Output, "[… ") || len(r.Output) > protocol.MaxOutputBytes+100 || !utf8.ValidString(r.Output) {
 			t.Errorf("oversize output not kept as a bounded, valid tail with a notice: %+v", r)
 		}
-		tk, err := e.m.GetTask(e.ctx, "t1")
+		tk, err := e.m.Tasks().Get(e.ctx, "t1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,10 +195,10 @@ func TestIngestRunsBinaryOutputAndInvalidRuns(t *testing.T) {
 			Where("id = ?", "t1").Exec(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("good3", "t1", "w1", now.Add(2*time.Second))}); err != nil {
+		if _, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{report("good3", "t1", "w1", now.Add(2*time.Second))}); err != nil {
 			t.Fatal(err)
 		}
-		tk, _ = e.m.GetTask(e.ctx, "t1")
+		tk, _ = e.m.Tasks().Get(e.ctx, "t1")
 		if tk.LastRunAt == nil || tk.LastRunAt.Year() == 2100 {
 			t.Errorf("last run at %v: still frozen by a future time", tk.LastRunAt)
 		}
@@ -244,7 +244,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		failedForged := report("not-mine-failed", "t2", "w1", now)
 		failedForged.Result = protocol.ResultFailed
 		forged = append(forged, failedForged)
-		resp, err := e.m.IngestRuns(e.ctx, w1, forged)
+		resp, err := e.m.Runs().Ingest(e.ctx, w1, forged)
 		if err != nil || resp.Accepted != 0 || len(resp.Rejected) != len(forged) {
 			t.Fatalf("forged batch: %+v %v", resp, err)
 		}
@@ -261,7 +261,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		// The legitimate failed run notifies; the forged one never did.
 		ok := report("mine-failed", "t1", "w1", now)
 		ok.Result = protocol.ResultFailed
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{ok}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{ok}); err != nil || resp.Accepted != 1 {
 			t.Fatalf("legit failed run: %+v %v", resp, err)
 		}
 		storetest.Eventually(t, 10*time.Second, func() bool { return hits.Load() >= 1 }, "no webhook for the legitimate failed run")
@@ -270,7 +270,7 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		}
 		// The legitimate success starts the child (it fails on the dead
 		// worker, which the event log shows); the forged successes did not.
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("mine-ok", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{report("mine-ok", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
 			t.Fatalf("legit run: %+v %v", resp, err)
 		}
 		childRuns := func() int {
@@ -295,14 +295,14 @@ func TestIngestRunsAuthorization(t *testing.T) {
 		if err := store.AddRunGrant(e.ctx, s.Store.DB, "t2", "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("granted", "t2", "w1", now)}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{report("granted", "t2", "w1", now)}); err != nil || resp.Accepted != 1 {
 			t.Errorf("granted run: %+v %v", resp, err)
 		}
 		// A deleted task's executor still delivers late runs.
 		if err := store.SetTaskStatus(e.ctx, s.Store.DB, "t1", []store.TaskStatus{store.TaskRunning}, store.TaskDeleted); err != nil {
 			t.Fatal(err)
 		}
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("late", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{report("late", "t1", "w1", now)}); err != nil || resp.Accepted != 1 {
 			t.Errorf("late run of a deleted task: %+v %v", resp, err)
 		}
 
@@ -322,15 +322,15 @@ func TestEditedAwayExecutorStillReports(t *testing.T) {
 		e := newEnv(t, s)
 		w1 := e.fakeNode("w1")
 		e.fakeNode("w2")
-		tk, err := e.m.CreateTask(e.ctx, httpInput("w1", "w2"), "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, httpInput("w1", "w2"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := httpInput("w2")
-		if _, err := e.m.UpdateTask(e.ctx, tk.ID, in); err != nil {
+		if _, err := e.m.Tasks().Update(e.ctx, tk.ID, in); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("before-edit", tk.ID, "w1", time.Now())})
+		resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{report("before-edit", tk.ID, "w1", time.Now())})
 		if err != nil || resp.Accepted != 1 {
 			t.Fatalf("run of a former executor: %+v %v", resp, err)
 		}
@@ -343,11 +343,11 @@ func TestRunTaskRecordsGrant(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1")
-		tk, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, httpInput("w1"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, node, err := e.m.RunTask(e.ctx, tk.ID); err != nil || node != "w1" {
+		if _, node, err := e.m.Tasks().Run(e.ctx, tk.ID); err != nil || node != "w1" {
 			t.Fatalf("RunTask: %s %v", node, err)
 		}
 		n, err := e.s.Store.DB.NewSelect().Model((*store.RunGrant)(nil)).Where("task_id = ?", tk.ID).Where("node = ?", "w1").Count(e.ctx)
@@ -385,7 +385,7 @@ func TestRegisterNodeIdentity(t *testing.T) {
 		}
 
 		// A manual node (created by an admin) cannot be taken over.
-		if _, err := e.m.CreateNode(e.ctx, protocol.NodeConfig{Name: "w2", Protocol: "http", Host: "127.0.0.1:30002", Priority: 1, MaxConcurrency: 1}); err != nil {
+		if _, err := e.m.Nodes().Create(e.ctx, protocol.NodeConfig{Name: "w2", Protocol: "http", Host: "127.0.0.1:30002", Priority: 1, MaxConcurrency: 1}); err != nil {
 			t.Fatal(err)
 		}
 		before := e.snapshot("w2")
@@ -455,7 +455,7 @@ func TestRegisterNodeIdentity(t *testing.T) {
 
 		// Reset identity lets a replaced machine register the name.
 		ctx := master.WithActor(e.ctx, "admin")
-		n, err := e.m.ResetIdentity(ctx, "w1")
+		n, err := e.m.Nodes().ResetIdentity(ctx, "w1")
 		if err != nil || n.NodeKey != "" {
 			t.Fatalf("ResetIdentity: %+v %v", n, err)
 		}
@@ -474,7 +474,7 @@ func TestRegisterNodeIdentity(t *testing.T) {
 		if !found {
 			t.Error("no node.reset_identity event by admin")
 		}
-		if _, err := e.m.ResetIdentity(ctx, "nobody"); !errors.Is(err, master.ErrNotFound) {
+		if _, err := e.m.Nodes().ResetIdentity(ctx, "nobody"); !errors.Is(err, master.ErrNotFound) {
 			t.Errorf("reset of an unknown node = %v", err)
 		}
 	})
@@ -553,11 +553,11 @@ func TestStopWaitsForBackgroundWork(t *testing.T) {
 	for len(batch) > 0 {
 		part := batch[:min(len(batch), master.MaxRunsPerBatch)]
 		batch = batch[len(part):]
-		if _, err := e.m.IngestRuns(e.ctx, w1, part); err != nil {
+		if _, err := e.m.Runs().Ingest(e.ctx, w1, part); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{report("ok", "parent", "w1", now)}); err != nil {
+	if _, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{report("ok", "parent", "w1", now)}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Eventually(t, 30*time.Second, func() bool { return webhooks.Load() >= 1 && workerCalls.Load() >= 1 },

@@ -276,7 +276,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 			}
 			return false
 		}
-		if err := m.pushState(ctx, n, want); err != nil {
+		if err := m.nodes.pushState(ctx, n, want); err != nil {
 			m.log.Warn("recover: worker answers but refused its state", "node", name, "err", err)
 			return false
 		}
@@ -287,7 +287,7 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 			return false
 		}
 		n.Secret, n.BootID = resp.Secret, resp.BootID
-		if err := m.pushState(ctx, n, want); err != nil {
+		if err := m.nodes.pushState(ctx, n, want); err != nil {
 			m.log.Warn("recover: worker reconnected but refused its state", "node", name, "err", err)
 			return false
 		}
@@ -313,9 +313,9 @@ func (m *Master) recover(ctx context.Context, name string, h protocol.HealthResp
 }
 
 // pushState makes the worker schedule (running) or not (idle).
-func (m *Master) pushState(ctx context.Context, n *store.Node, want store.NodeStatus) error {
+func (nd *Nodes) pushState(ctx context.Context, n *store.Node, want store.NodeStatus) error {
 	if want == store.StatusRunning {
-		return m.pushTasks(ctx, n)
+		return nd.m.tasks.pushTasks(ctx, n)
 	}
-	return m.client.Shutdown(ctx, n, m.cfg.ShutdownWait)
+	return nd.m.client.Shutdown(ctx, n, nd.m.cfg.ShutdownWait)
 }

@@ -400,7 +400,7 @@ func TestSweepReconnectsRestartedAnonymousManualWorker(t *testing.T) {
 		tw := startWorker(t, "", func(c *worker.Config) { c.Identity = "" })
 		cfg := tw.Config()
 		cfg.Name = "anon1"
-		if _, err := e.m.CreateNode(e.ctx, cfg); err != nil {
+		if _, err := e.m.Nodes().Create(e.ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 		e.connect("anon1")

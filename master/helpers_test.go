@@ -195,7 +195,7 @@ func (tw *testWorker) Config() protocol.NodeConfig {
 // create adds the worker as a manual node; connect and enable are optional steps.
 func (e *env) create(tw *testWorker) *store.Node {
 	e.t.Helper()
-	n, err := e.m.CreateNode(e.ctx, tw.Config())
+	n, err := e.m.Nodes().Create(e.ctx, tw.Config())
 	if err != nil {
 		e.t.Fatalf("CreateNode(%s): %v", tw.cfg.Identity, err)
 	}
@@ -204,7 +204,7 @@ func (e *env) create(tw *testWorker) *store.Node {
 
 func (e *env) connect(name string) *store.Node {
 	e.t.Helper()
-	n, err := e.m.ConnectNode(e.ctx, name)
+	n, err := e.m.Nodes().Connect(e.ctx, name)
 	if err != nil {
 		e.t.Fatalf("ConnectNode(%s): %v", name, err)
 	}
@@ -213,7 +213,7 @@ func (e *env) connect(name string) *store.Node {
 
 func (e *env) enable(name string) *store.Node {
 	e.t.Helper()
-	n, err := e.m.EnableNode(e.ctx, name)
+	n, err := e.m.Nodes().Enable(e.ctx, name)
 	if err != nil {
 		e.t.Fatalf("EnableNode(%s): %v", name, err)
 	}

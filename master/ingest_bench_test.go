@@ -100,7 +100,7 @@ func BenchmarkIngestRuns(b *testing.B) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							r, err := m.IngestRuns(ctx, n, batches[k])
+							r, err := m.Runs().Ingest(ctx, n, batches[k])
 							if err == nil && r.Accepted != batch {
 								err = fmt.Errorf("accepted %d of %d: %+v", r.Accepted, batch, r)
 							}

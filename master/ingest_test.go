@@ -109,7 +109,7 @@ func TestIngestFromSeveralMastersOnSharedTasks(t *testing.T) {
 					defer wg.Done()
 					for k := g; k < len(queues[mi]); k += nodes {
 						d := queues[mi][k]
-						resp, err := m.IngestRuns(ctx, d.node, d.runs)
+						resp, err := m.Runs().Ingest(ctx, d.node, d.runs)
 						if err == nil && len(resp.Rejected) > 0 {
 							err = fmt.Errorf("rejected: %+v", resp.Rejected[0])
 						}
@@ -222,7 +222,7 @@ func TestConcurrentBatchesShareTransactions(t *testing.T) {
 		for p := 0; p < pairs; p++ {
 			for range 2 { // every batch delivered twice at once
 				go func() {
-					resp, err := m.IngestRuns(ctx, node, batch(p))
+					resp, err := m.Runs().Ingest(ctx, node, batch(p))
 					answers <- answer{p, resp, err}
 				}()
 			}
@@ -289,7 +289,7 @@ func TestIngestFailureFailsTheBatches(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := m.IngestRuns(ctx, node, batches[b])
+					resp, err := m.Runs().Ingest(ctx, node, batches[b])
 					if err == nil && resp.Accepted != 50 {
 						err = fmt.Errorf("accepted %d of 50", resp.Accepted)
 					}

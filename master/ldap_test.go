@@ -225,7 +225,7 @@ func TestLDAPProjectGroupsSetMemberships(t *testing.T) {
 	cfg := ldapConfig(s)
 	cfg.ProjectGroups = []master.GroupProject{{Group: ldaptest.OtherGroup, Project: "billing", Role: master.ProjectEditor}}
 	e := newLDAPEnv(t, cfg)
-	p, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}})
+	p, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,10 +36,10 @@ func TestLifecycleTransitions(t *testing.T) {
 				t.Errorf("%s changed the node:\nbefore %s\nafter  %s", label, before, after)
 			}
 		}
-		connect := func() error { _, err := e.m.ConnectNode(e.ctx, "w1"); return err }
-		enable := func() error { _, err := e.m.EnableNode(e.ctx, "w1"); return err }
-		disable := func() error { _, err := e.m.DisableNode(e.ctx, "w1"); return err }
-		del := func() error { return e.m.DeleteNode(e.ctx, "w1") }
+		connect := func() error { _, err := e.m.Nodes().Connect(e.ctx, "w1"); return err }
+		enable := func() error { _, err := e.m.Nodes().Enable(e.ctx, "w1"); return err }
+		disable := func() error { _, err := e.m.Nodes().Disable(e.ctx, "w1"); return err }
+		del := func() error { return e.m.Nodes().Delete(e.ctx, "w1") }
 
 		// create -> offline, manual
 		n := e.create(tw)
@@ -84,7 +84,7 @@ func TestLifecycleTransitions(t *testing.T) {
 		// edit is allowed in any state and persists every field
 		cfg := tw.Config()
 		cfg.Priority, cfg.MaxConcurrency = 42, 7
-		n, err := e.m.UpdateNode(e.ctx, "w1", cfg)
+		n, err := e.m.Nodes().Update(e.ctx, "w1", cfg)
 		if err != nil {
 			t.Fatalf("UpdateNode while running: %v", err)
 		}
@@ -95,7 +95,7 @@ func TestLifecycleTransitions(t *testing.T) {
 		// disable: running -> idle, fire claims released
 		e.insertClaim("task-1", "w1")
 		e.insertClaim("task-1", "other")
-		n, err = e.m.DisableNode(e.ctx, "w1")
+		n, err = e.m.Nodes().Disable(e.ctx, "w1")
 		if err != nil {
 			t.Fatalf("DisableNode: %v", err)
 		}
@@ -116,22 +116,22 @@ func TestLifecycleTransitions(t *testing.T) {
 
 		// enable again, then disable again: the cycle repeats
 		e.enable("w1")
-		if _, err := e.m.DisableNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 
 		// delete from idle
-		if err := e.m.DeleteNode(e.ctx, "w1"); err != nil {
+		if err := e.m.Nodes().Delete(e.ctx, "w1"); err != nil {
 			t.Fatalf("DeleteNode idle: %v", err)
 		}
-		if _, err := e.m.GetNode(e.ctx, "w1"); !errors.Is(err, master.ErrNotFound) {
+		if _, err := e.m.Nodes().Get(e.ctx, "w1"); !errors.Is(err, master.ErrNotFound) {
 			t.Errorf("GetNode after delete = %v, want ErrNotFound", err)
 		}
 
 		// delete from offline
 		tw2 := startWorker(t, "w2")
 		e.create(tw2)
-		if err := e.m.DeleteNode(e.ctx, "w2"); err != nil {
+		if err := e.m.Nodes().Delete(e.ctx, "w2"); err != nil {
 			t.Errorf("DeleteNode offline: %v", err)
 		}
 		if e.countNodes() != 0 {
@@ -146,12 +146,12 @@ func TestUnknownNodeAndMasterNode(t *testing.T) {
 		e := newEnv(t, s)
 		cfg := protocol.NodeConfig{Name: "ghost", Protocol: "http", Host: "127.0.0.1:9", Priority: 1, MaxConcurrency: 1}
 		for label, err := range map[string]error{
-			"Get":     func() error { _, err := e.m.GetNode(e.ctx, "ghost"); return err }(),
-			"Connect": func() error { _, err := e.m.ConnectNode(e.ctx, "ghost"); return err }(),
-			"Enable":  func() error { _, err := e.m.EnableNode(e.ctx, "ghost"); return err }(),
-			"Disable": func() error { _, err := e.m.DisableNode(e.ctx, "ghost"); return err }(),
-			"Update":  func() error { _, err := e.m.UpdateNode(e.ctx, "ghost", cfg); return err }(),
-			"Delete":  e.m.DeleteNode(e.ctx, "ghost"),
+			"Get":     func() error { _, err := e.m.Nodes().Get(e.ctx, "ghost"); return err }(),
+			"Connect": func() error { _, err := e.m.Nodes().Connect(e.ctx, "ghost"); return err }(),
+			"Enable":  func() error { _, err := e.m.Nodes().Enable(e.ctx, "ghost"); return err }(),
+			"Disable": func() error { _, err := e.m.Nodes().Disable(e.ctx, "ghost"); return err }(),
+			"Update":  func() error { _, err := e.m.Nodes().Update(e.ctx, "ghost", cfg); return err }(),
+			"Delete":  e.m.Nodes().Delete(e.ctx, "ghost"),
 		} {
 			if !errors.Is(err, master.ErrNotFound) || !strings.Contains(err.Error(), "ghost") {
 				t.Errorf("%s unknown node: %v, want ErrNotFound naming it", label, err)
@@ -165,11 +165,11 @@ func TestUnknownNodeAndMasterNode(t *testing.T) {
 		before := e.snapshot(masterName)
 		mcfg := protocol.NodeConfig{Name: masterName, Protocol: "http", Host: "127.0.0.1:2", Priority: 1, MaxConcurrency: 1}
 		for label, err := range map[string]error{
-			"Connect": func() error { _, err := e.m.ConnectNode(e.ctx, masterName); return err }(),
-			"Enable":  func() error { _, err := e.m.EnableNode(e.ctx, masterName); return err }(),
-			"Disable": func() error { _, err := e.m.DisableNode(e.ctx, masterName); return err }(),
-			"Update":  func() error { _, err := e.m.UpdateNode(e.ctx, masterName, mcfg); return err }(),
-			"Delete":  e.m.DeleteNode(e.ctx, masterName),
+			"Connect": func() error { _, err := e.m.Nodes().Connect(e.ctx, masterName); return err }(),
+			"Enable":  func() error { _, err := e.m.Nodes().Enable(e.ctx, masterName); return err }(),
+			"Disable": func() error { _, err := e.m.Nodes().Disable(e.ctx, masterName); return err }(),
+			"Update":  func() error { _, err := e.m.Nodes().Update(e.ctx, masterName, mcfg); return err }(),
+			"Delete":  e.m.Nodes().Delete(e.ctx, masterName),
 		} {
 			if !errors.Is(err, master.ErrState) {
 				t.Errorf("%s on the master node: %v, want ErrState", label, err)
@@ -206,7 +206,7 @@ func TestValidationChangesNothing(t *testing.T) {
 			c := good
 			c.Name = "new1"
 			b.edit(&c)
-			n, err := e.m.CreateNode(e.ctx, c)
+			n, err := e.m.Nodes().Create(e.ctx, c)
 			if !isFieldErrors(err, b.field) || n != nil {
 				t.Errorf("CreateNode(%+v) = %v, want FieldErrors on %s", c, err, b.field)
 			}
@@ -214,17 +214,17 @@ func TestValidationChangesNothing(t *testing.T) {
 				continue
 			}
 			c.Name = "w1"
-			if _, err := e.m.UpdateNode(e.ctx, "w1", c); !isFieldErrors(err, b.field) {
+			if _, err := e.m.Nodes().Update(e.ctx, "w1", c); !isFieldErrors(err, b.field) {
 				t.Errorf("UpdateNode(%+v) = %v, want FieldErrors on %s", c, err, b.field)
 			}
 		}
 		// A taken name and the master's own name are field errors too.
-		if _, err := e.m.CreateNode(e.ctx, good); !isFieldErrors(err, "name") {
+		if _, err := e.m.Nodes().Create(e.ctx, good); !isFieldErrors(err, "name") {
 			t.Errorf("duplicate CreateNode = %v, want FieldErrors on name", err)
 		}
 		mc := good
 		mc.Name = masterName
-		if _, err := e.m.CreateNode(e.ctx, mc); !isFieldErrors(err, "name") {
+		if _, err := e.m.Nodes().Create(e.ctx, mc); !isFieldErrors(err, "name") {
 			t.Errorf("CreateNode with the master's name = %v, want FieldErrors on name", err)
 		}
 		if e.countNodes() != 1 {
@@ -236,7 +236,7 @@ func TestValidationChangesNothing(t *testing.T) {
 		// UpdateNode ignores the name in the body: the path names the node.
 		c := good
 		c.Name, c.Priority = "renamed", 9
-		if _, err := e.m.UpdateNode(e.ctx, "w1", c); err != nil {
+		if _, err := e.m.Nodes().Update(e.ctx, "w1", c); err != nil {
 			t.Fatalf("UpdateNode: %v", err)
 		}
 		if n := e.node("w1"); n.Priority != 9 {
@@ -270,14 +270,14 @@ func TestWorkerDown(t *testing.T) {
 		a := startWorker(t, "wa")
 		e.create(a)
 		a.Srv.Close()
-		down("Connect to a closed worker", "wa", func() error { _, err := e.m.ConnectNode(e.ctx, "wa"); return err })
+		down("Connect to a closed worker", "wa", func() error { _, err := e.m.Nodes().Connect(e.ctx, "wa"); return err })
 
 		// Enable a connected node whose worker then went away.
 		b := startWorker(t, "wb")
 		e.create(b)
 		e.connect("wb")
 		b.Srv.Close()
-		down("Enable on a closed worker", "wb", func() error { _, err := e.m.EnableNode(e.ctx, "wb"); return err })
+		down("Enable on a closed worker", "wb", func() error { _, err := e.m.Nodes().Enable(e.ctx, "wb"); return err })
 		if n := e.node("wb"); n.Status != store.StatusIdle {
 			t.Errorf("wb status = %d, want idle", n.Status)
 		}
@@ -290,18 +290,18 @@ func TestWorkerDown(t *testing.T) {
 		c.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			http.Error(rw, `{"error":"disk full"}`, http.StatusInternalServerError)
 		}))
-		down("Disable on a failing worker", "wc", func() error { _, err := e.m.DisableNode(e.ctx, "wc"); return err })
-		if _, err := e.m.DisableNode(e.ctx, "wc"); err == nil || !strings.Contains(err.Error(), "disk full") {
+		down("Disable on a failing worker", "wc", func() error { _, err := e.m.Nodes().Disable(e.ctx, "wc"); return err })
+		if _, err := e.m.Nodes().Disable(e.ctx, "wc"); err == nil || !strings.Contains(err.Error(), "disk full") {
 			t.Errorf("the worker's own error is not passed on: %v", err)
 		}
 
 		// A worker that refuses the handshake: another cluster key, another master.
 		d := startWorker(t, "wd", func(c *worker.Config) { c.ClusterKey = "some-other-key" })
 		e.create(d)
-		down("Connect with a wrong cluster key", "wd", func() error { _, err := e.m.ConnectNode(e.ctx, "wd"); return err })
+		down("Connect with a wrong cluster key", "wd", func() error { _, err := e.m.Nodes().Connect(e.ctx, "wd"); return err })
 		f := startWorker(t, "wf", func(c *worker.Config) { c.WorkerOf = "other-master" })
 		e.create(f)
-		down("Connect to another master's worker", "wf", func() error { _, err := e.m.ConnectNode(e.ctx, "wf"); return err })
+		down("Connect to another master's worker", "wf", func() error { _, err := e.m.Nodes().Connect(e.ctx, "wf"); return err })
 		if f.W.Health().Status != protocol.StateWaiting {
 			t.Error("a worker of another master accepted the connection")
 		}
@@ -327,8 +327,8 @@ func TestConcurrentEnable(t *testing.T) {
 				}
 				router.ServeHTTP(rw, r)
 			}))
-			checkOneWins(t, e, "w1", func() error { _, err := e.m.EnableNode(e.ctx, "w1"); return err },
-				func() error { _, err := e.m.EnableNode(e.ctx, "w1"); return err })
+			checkOneWins(t, e, "w1", func() error { _, err := e.m.Nodes().Enable(e.ctx, "w1"); return err },
+				func() error { _, err := e.m.Nodes().Enable(e.ctx, "w1"); return err })
 			if n := startups.Load(); n != 1 {
 				t.Errorf("%d startups reached the worker, want 1", n)
 			}
@@ -358,8 +358,8 @@ func TestConcurrentEnable(t *testing.T) {
 				}
 				router.ServeHTTP(rw, r)
 			}))
-			checkOneWins(t, e, "w2", func() error { _, err := e.m.EnableNode(e.ctx, "w2"); return err },
-				func() error { _, err := m2.EnableNode(e.ctx, "w2"); return err })
+			checkOneWins(t, e, "w2", func() error { _, err := e.m.Nodes().Enable(e.ctx, "w2"); return err },
+				func() error { _, err := m2.Nodes().Enable(e.ctx, "w2"); return err })
 			if arrived.Load() != 2 {
 				t.Errorf("%d startups reached the worker, want 2 (both masters passed their check)", arrived.Load())
 			}

@@ -153,9 +153,9 @@ type Master struct {
 	// reads are the read-only queries pages and the API show.
 	reads *Reads
 	// claims decides fire claims; runs stores the run reports.
-	claims *claimer
-	unrun  *unrunClaims
-	runs   *runIngest
+	claims   *claimer
+	unrun    *unrunClaims
+	ingester *runIngest
 	// newNames are the times of this master's recent registrations of new
 	// node names (admitNewName).
 	newNames nameRate
@@ -190,6 +190,15 @@ type Master struct {
 	retainer  *periodic
 
 	events *eventLog
+
+	// The domains (domains.go), set first in New: the services below take
+	// their methods.
+	tasks      *Tasks
+	nodes      *Nodes
+	projects   *Projects
+	pools      *Pools
+	runsDomain *Runs
+
 	// life is the background work: Stop cancels and waits for it before
 	// the caller closes the database.
 	life *lifecycle
@@ -206,33 +215,34 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		nonces: protocol.NewNonceCache(100_000),
 		bootID: protocol.NewNonce(),
 	}
+	m.tasks, m.nodes, m.projects, m.pools, m.runsDomain = &Tasks{m}, &Nodes{m}, &Projects{m}, &Pools{m}, &Runs{m}
 	m.life = newLifecycle()
 	m.readCache = newReadCache(m.life)
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log, life: m.life}
 	m.logins = newLoginThrottle(st.DB, log, m.life, cfg.PasswordCost)
-	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.GetTask, cache: m.readCache}
+	m.reads = &Reads{db: st.DB, runLists: &m.runLists, getTask: m.tasks.Get, cache: m.readCache}
 	m.settings = newSettingsKeeper(st.DB, log, m.events, cfg.Health, cfg.Pinned, func(d time.Duration) { m.sweeper.Reschedule(d) })
 	m.accounts = &Accounts{db: st.DB, log: log, events: m.events, logins: m.logins, life: m.life, directory: cfg.Directory, oidcRoles: cfg.OIDC,
 		settings: m.settings}
 	m.lease = newLeaseKeeper(leaseConfig{DB: st.DB, Identity: cfg.Identity, Host: cfg.AdvertiseHost, BootID: m.bootID,
 		Log: log, Events: m.events, Interval: func() time.Duration { return m.HealthConfig().Interval },
-		Elected: func() { m.life.goBackground(m.repushTasks) }})
+		Elected: func() { m.life.goBackground(m.tasks.repushTasks) }})
 	m.sweeper = newPeriodic("health-check", cfg.Health.Interval, 0, m.sweepPass, log)
 	m.retention = &retention{db: st.DB, log: log, leads: m.IsLeader, days: func() int { return m.settings.inForce().RunRetentionDays }}
 	m.retainer = newPeriodic("run-retention", time.Hour, time.Minute, m.retentionPass, log)
 	m.notify = newNotifier(m)
 	m.misfires = &misfireAccountant{db: st.DB, identity: cfg.Identity, window: cfg.MisfireWindow, events: m.events, log: log,
-		locks: &m.locks, getTask: m.GetTask, runOnce: m.runOnce}
+		locks: &m.locks, getTask: m.tasks.Get, runOnce: m.tasks.runOnce}
 	m.delayed = &DelayedTasks{counts: m.readCache, db: st.DB, dialect: st.Dialect, log: log, cfg: &m.cfg, events: m.events, lease: m.lease,
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
-	m.runs = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,
-		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.GetTask, runTask: m.RunTask}
+	m.ingester = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,
+		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.tasks.Get, runTask: m.tasks.Run}
 	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
 	m.unrun = &unrunClaims{db: st.DB, log: log, events: m.events, margin: cfg.UnrunClaimMargin}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
-		health: m.HealthConfig, recover: m.recover, noteLabels: m.noteDeclaredLabels,
-		noteSkews: m.noteClockSkews}
+		health: m.HealthConfig, recover: m.recover, noteLabels: m.nodes.noteDeclaredLabels,
+		noteSkews: m.nodes.noteClockSkews}
 	m.metrics.attach(m)
 	return m
 }
@@ -293,7 +303,7 @@ func (m *Master) Start(ctx context.Context) error {
 	}
 	m.life.goBackground(m.delayed.delayedLoop) // acts while this master leads
 	if elected {
-		m.life.goBackground(m.repushTasks)
+		m.life.goBackground(m.tasks.repushTasks)
 	}
 	m.log.Info("health checker started", "interval", hc.Interval, "timeout", hc.Timeout, "max_failures", hc.MaxFailures,
 		"leader", m.IsLeader())
@@ -315,13 +325,13 @@ func (m *Master) sweepPass() {
 		return          // the leader sweeps for the cluster
 	}
 	m.Sweep(m.life.ctx)
-	m.prunePendingNodes(WithActor(m.life.ctx, ActorHealthChecker))
-	m.pruneOfflineWorkers(WithActor(m.life.ctx, ActorHealthChecker))
-	m.reconcilePools(m.life.ctx)
+	m.nodes.prunePendingNodes(WithActor(m.life.ctx, ActorHealthChecker))
+	m.nodes.pruneOfflineWorkers(WithActor(m.life.ctx, ActorHealthChecker))
+	m.pools.reconcilePools(m.life.ctx)
 	// Then the duties that follow the fleet's state: broadcast shards and
 	// the fires of tasks with no running executor.
-	m.reshard(m.life.ctx)
-	m.AccountMisfires(m.life.ctx)
+	m.tasks.reshard(m.life.ctx)
+	m.tasks.AccountMisfires(m.life.ctx)
 	m.RecordUnrunClaims(m.life.ctx)
 }
 

@@ -257,7 +257,7 @@ func applyMemberships(ctx context.Context, db bun.IDB, have, want []store.Member
 // nodeChanged. A push that fails is repaired by the re-push of the node's
 // tasks when it next registers or recovers, and by the claims, which refuse
 // a node that is no longer a member.
-func (m *Master) applyMemberChanges(ctx context.Context, changes []memberChange) {
+func (pl *Pools) applyMemberChanges(ctx context.Context, changes []memberChange) {
 	if len(changes) == 0 {
 		return
 	}
@@ -266,41 +266,41 @@ func (m *Master) applyMemberChanges(ctx context.Context, changes []memberChange)
 		if c.added {
 			verb = "joined"
 		}
-		m.log.Info("pool member "+verb, "task", c.task, "node", c.node)
-		m.pushMemberChange(ctx, c)
+		pl.m.log.Info("pool member "+verb, "task", c.task, "node", c.node)
+		pl.pushMemberChange(ctx, c)
 	}
-	m.nodeChanged()
+	pl.m.tasks.nodeChanged()
 }
 
 // pushMemberChange pushes one membership change to its node, under the
 // task's lock so that it never races a start or stop of the task.
-func (m *Master) pushMemberChange(ctx context.Context, c memberChange) {
-	defer m.locks.lock("task:" + c.task)()
-	t, err := m.GetTask(ctx, c.task)
+func (pl *Pools) pushMemberChange(ctx context.Context, c memberChange) {
+	defer pl.m.locks.lock("task:" + c.task)()
+	t, err := pl.m.tasks.Get(ctx, c.task)
 	if err != nil || (t.Status != store.TaskRunning && t.Status != store.TaskPaused) {
 		return
 	}
-	n, err := store.GetNode(ctx, m.st.DB, c.node)
+	n, err := store.GetNode(ctx, pl.m.st.DB, c.node)
 	if err != nil || n.Status != store.StatusRunning || n.Type != store.TypeWorker {
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, m.cfg.CallTimeout+time.Second)
+	pctx, cancel := context.WithTimeout(ctx, pl.m.cfg.CallTimeout+time.Second)
 	defer cancel()
 	if c.added {
-		err = m.client.TaskStart(pctx, n, t.specFor(n.Name, m.shardSet(pctx, t)))
+		err = pl.m.client.TaskStart(pctx, n, t.specFor(n.Name, pl.m.tasks.shardSet(pctx, t)))
 	} else {
-		err = m.client.TaskOp(pctx, n, protocol.PathTaskStop, t.ID)
+		err = pl.m.client.TaskOp(pctx, n, protocol.PathTaskStop, t.ID)
 	}
 	if err != nil {
-		m.log.Warn("pool member push failed; repaired when the node registers or recovers", "task", c.task, "node", c.node, "added", c.added, "err", err)
+		pl.m.log.Warn("pool member push failed; repaired when the node registers or recovers", "task", c.task, "node", c.node, "added", c.added, "err", err)
 	}
 }
 
 // reconcilePools is the leader's pass over the memberships (after each sweep).
-func (m *Master) reconcilePools(ctx context.Context) {
-	changes, err := reconcileMembers(ctx, m.st.DB)
+func (pl *Pools) reconcilePools(ctx context.Context) {
+	changes, err := reconcileMembers(ctx, pl.m.st.DB)
 	if err != nil {
-		m.log.Error("pool membership: reconcile", "err", err)
+		pl.m.log.Error("pool membership: reconcile", "err", err)
 	}
-	m.applyMemberChanges(ctx, changes)
+	pl.applyMemberChanges(ctx, changes)
 }

@@ -47,7 +47,9 @@ type misfireAccountant struct {
 // AccountMisfires runs one pass of the misfire duty now (see
 // misfireAccountant.account): the leader runs it after every sweep, and any
 // master right after it changes a node's status.
-func (m *Master) AccountMisfires(ctx context.Context) MisfireResult { return m.misfires.account(ctx) }
+func (tk *Tasks) AccountMisfires(ctx context.Context) MisfireResult {
+	return tk.m.misfires.account(ctx)
+}
 
 // MisfireResult counts what one AccountMisfires did.
 type MisfireResult struct {

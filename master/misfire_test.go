@@ -85,7 +85,7 @@ func missed(t *testing.T, r store.Run) int {
 
 func (e *env) runsOf(id string) []store.Run {
 	e.t.Helper()
-	runs, _, err := e.m.ListRuns(e.ctx, id, 500, 0)
+	runs, _, err := e.m.Runs().List(e.ctx, id, 500, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -100,22 +100,22 @@ func TestMisfireSkipRecordsTheOutageOnceWhenAnExecutorReturns(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		id := strandableTask(t, e, protocol.MisfireSkip)
-		if res := e.m.AccountMisfires(e.ctx); res != (master.MisfireResult{}) {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res != (master.MisfireResult{}) {
 			t.Fatalf("runnable task: %+v, want nothing done", res)
 		}
 		down := time.Now().UTC().Add(-time.Minute)
 		e.setNode("w1", store.StatusOffline, down)
-		if res := e.m.AccountMisfires(e.ctx); res.Opened != 1 || res.Skipped != 0 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.Opened != 1 || res.Skipped != 0 {
 			t.Fatalf("stranded: %+v, want the window opened, nothing recorded yet", res)
 		}
 		from := e.window(id)
 		if want := down.Truncate(time.Second); !from.Equal(want) {
 			t.Fatalf("window opened at %s, want %s (when the executor stopped)", from, want)
 		}
-		if got, _ := e.m.GetTask(e.ctx, id); got.Runnable {
+		if got, _ := e.m.Tasks().Get(e.ctx, id); got.Runnable {
 			t.Fatal("task with its executor offline is runnable")
 		}
-		e.m.AccountMisfires(e.ctx) // still down: nothing more
+		e.m.Tasks().AccountMisfires(e.ctx) // still down: nothing more
 		if runs := e.runsOf(id); len(runs) != 0 {
 			t.Fatalf("%d runs recorded during a short outage, want none yet", len(runs))
 		}
@@ -125,7 +125,7 @@ func TestMisfireSkipRecordsTheOutageOnceWhenAnExecutorReturns(t *testing.T) {
 		other := newMaster(t, s, func(c *master.Config) { c.Identity = "master2" })
 		results := make(chan master.MisfireResult, 2)
 		for _, m := range []*master.Master{e.m, other} {
-			go func() { results <- m.AccountMisfires(e.ctx) }()
+			go func() { results <- m.Tasks().AccountMisfires(e.ctx) }()
 		}
 		skipped := (<-results).Skipped + (<-results).Skipped
 		if skipped != 1 {
@@ -146,11 +146,11 @@ func TestMisfireSkipRecordsTheOutageOnceWhenAnExecutorReturns(t *testing.T) {
 		if got := e.window(id); !got.IsZero() {
 			t.Fatalf("window still open at %s", got)
 		}
-		got, _ := e.m.GetTask(e.ctx, id)
+		got, _ := e.m.Tasks().Get(e.ctx, id)
 		if got.RunCount != 1 || got.LastResult != protocol.ResultSkipped {
 			t.Fatalf("task run_count %d last_result %q, want the skipped run counted", got.RunCount, got.LastResult)
 		}
-		if res := e.m.AccountMisfires(e.ctx); res != (master.MisfireResult{}) {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res != (master.MisfireResult{}) {
 			t.Fatalf("again: %+v, want nothing (accounted once)", res)
 		}
 		if evs := e.events(store.EventFilter{Action: "task.misfire"}); len(evs) != 1 || evs[0].Actor != master.ActorScheduler ||
@@ -169,7 +169,7 @@ func TestMisfireSkipRecordsALongOutagePerWindow(t *testing.T) {
 		id := strandableTask(t, e, "") // the default policy is skip
 		down := time.Now().UTC().Add(-150 * time.Second).Truncate(time.Second)
 		e.setNode("w1", store.StatusIdle /* disabled */, down)
-		res := e.m.AccountMisfires(e.ctx)
+		res := e.m.Tasks().AccountMisfires(e.ctx)
 		if res.Opened != 1 || res.Skipped != 1 {
 			t.Fatalf("150 s into the outage: %+v, want the window opened and recorded", res)
 		}
@@ -182,14 +182,14 @@ func TestMisfireSkipRecordsALongOutagePerWindow(t *testing.T) {
 		if !moved.Equal(down.Add(time.Duration(n1) * time.Second)) {
 			t.Fatalf("window moved to %s after %d fires from %s", moved, n1, down)
 		}
-		if res := e.m.AccountMisfires(e.ctx); res.Skipped != 0 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.Skipped != 0 {
 			t.Fatalf("right after a record: %+v, want nothing until the next window", res)
 		}
 		// A few more fires pass, then the executor runs again.
 		storetest.Eventually(t, 20*time.Second, func() bool { return time.Since(moved) > 3*time.Second }, "clock")
 		back := time.Now().UTC().Truncate(time.Second)
 		e.setNode("w1", store.StatusRunning, back)
-		if res := e.m.AccountMisfires(e.ctx); res.Skipped != 1 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.Skipped != 1 {
 			t.Fatalf("executor back: %+v, want the rest recorded", res)
 		}
 		runs := e.runsOf(id)
@@ -215,9 +215,9 @@ func TestMisfireWindowEndsWhenTheTaskIsPaused(t *testing.T) {
 		id := strandableTask(t, e, protocol.MisfireRunOnce)
 		down := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 		e.setNode("w1", store.StatusOffline, down)
-		e.m.AccountMisfires(e.ctx)
+		e.m.Tasks().AccountMisfires(e.ctx)
 		e.exec("UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?", store.TaskPaused, down.Add(10*time.Second), id)
-		if res := e.m.AccountMisfires(e.ctx); res.Skipped != 1 || res.CaughtUp != 0 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.Skipped != 1 || res.CaughtUp != 0 {
 			t.Fatalf("paused during the outage: %+v, want the fires so far recorded skipped, no catch-up", res)
 		}
 		runs := e.runsOf(id)
@@ -249,14 +249,14 @@ func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
 		in.Schedule = protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"}
 		in.HTTP.URL = target.URL + "/tick"
 		in.Misfire = protocol.MisfireRunOnce
-		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+		if _, err := e.m.Tasks().Start(e.ctx, tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.DisableNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		// The master reacts to the change by itself: the window opens.
@@ -274,12 +274,12 @@ func TestMisfireRunOnceCatchesUpOnceWhenTheExecutorIsEnabled(t *testing.T) {
 			}
 			return n
 		}
-		if _, err := e.m.EnableNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Enable(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		storetest.Eventually(t, 20*time.Second, func() bool { return manual() >= 1 }, "no catch-up run recorded")
 		storetest.Eventually(t, 10*time.Second, func() bool { return e.window(tk.ID).IsZero() }, "window not closed")
-		if res := e.m.AccountMisfires(e.ctx); res.CaughtUp != 0 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.CaughtUp != 0 {
 			t.Fatalf("again: %+v, want no second catch-up", res)
 		}
 		if n := manual(); n != 1 {
@@ -310,7 +310,7 @@ func TestMisfireWindowOfATaskWithNoExecutorLeftOpensNow(t *testing.T) {
 		id := strandableTask(t, e, protocol.MisfireSkip)
 		e.exec("DELETE FROM task_executors WHERE task_id = ?", id)
 		before := time.Now().UTC().Truncate(time.Second)
-		if res := e.m.AccountMisfires(e.ctx); res.Opened != 1 || res.Skipped != 0 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.Opened != 1 || res.Skipped != 0 {
 			t.Fatalf("no executor left: %+v, want the window opened and nothing recorded", res)
 		}
 		if from := e.window(id); from.Before(before) {
@@ -336,7 +336,7 @@ func TestIngestCatchUpRunKeepsItsCountAndLeavesAnEvent(t *testing.T) {
 		catchUp.Output = protocol.CatchUpLine(7, first, first.Add(6*time.Second), false) + "\nok"
 		bad := report("cu2", "t1", "w1", first)
 		bad.Covers = -1
-		resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{catchUp, bad})
+		resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{catchUp, bad})
 		if err != nil || resp.Accepted != 1 || len(resp.Rejected) != 1 || resp.Rejected[0].ID != "cu2" {
 			t.Fatalf("ingest: %+v %v, want cu1 accepted and cu2 refused", resp, err)
 		}
@@ -348,7 +348,7 @@ func TestIngestCatchUpRunKeepsItsCountAndLeavesAnEvent(t *testing.T) {
 			t.Fatalf("misfire events %+v, want one naming the catch-up and its count", evs)
 		}
 		// Delivered again: a duplicate, no second event.
-		if _, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{catchUp}); err != nil {
+		if _, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{catchUp}); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(e.events(store.EventFilter{Action: "task.misfire"})); n != 1 {
@@ -382,7 +382,7 @@ func TestMisfireWindowOfADeadExecutorStartsAtItsLastGoodProbe(t *testing.T) {
 		if n.Status != store.StatusOffline || !n.DownSince.Equal(seen) {
 			t.Fatalf("after 3 failed probes: status %s down_since %s, want offline since the last good probe %s", n.Status, n.DownSince, seen)
 		}
-		if res := e.m.AccountMisfires(e.ctx); res.Opened != 1 {
+		if res := e.m.Tasks().AccountMisfires(e.ctx); res.Opened != 1 {
 			t.Fatalf("stranded: %+v, want the window opened", res)
 		}
 		if from := e.window(id); !from.Equal(lastRun) {
@@ -475,10 +475,10 @@ func TestStrandedTasksAreLoggedOncePerPassWithACount(t *testing.T) {
 		}
 	}
 	e.setNode("w1", store.StatusOffline, time.Now().Add(-time.Minute))
-	if res := m.AccountMisfires(e.ctx); res.Opened != tasks {
+	if res := m.Tasks().AccountMisfires(e.ctx); res.Opened != tasks {
 		t.Fatalf("opened %d windows, want %d", res.Opened, tasks)
 	}
-	m.AccountMisfires(e.ctx) // nothing changed: nothing more to say
+	m.Tasks().AccountMisfires(e.ctx) // nothing changed: nothing more to say
 	mu.Lock()
 	defer mu.Unlock()
 	if len(lines) != 1 || lines[0] != tasks {

@@ -45,14 +45,14 @@ func (r *nameRate) admit(now time.Time) error {
 // MaxNewNamesPerMinute per master (KindLimited), and at most MaxPendingNodes
 // waiting for approval (KindState), so a leaked cluster key cannot flood the
 // node table.
-func (m *Master) admitNewName(ctx context.Context, now time.Time) error {
-	if err := m.newNames.admit(now); err != nil {
+func (nd *Nodes) admitNewName(ctx context.Context, now time.Time) error {
+	if err := nd.m.newNames.admit(now); err != nil {
 		return err
 	}
-	if !m.settings.inForce().ApproveNewNodes {
+	if !nd.m.settings.inForce().ApproveNewNodes {
 		return nil
 	}
-	n, err := store.CountPendingNodes(ctx, m.st.DB)
+	n, err := store.CountPendingNodes(ctx, nd.m.st.DB)
 	if err != nil {
 		return err
 	}
@@ -68,63 +68,63 @@ func pendingRefusal(name string) error {
 	return &Error{Kind: KindForbidden, Msg: fmt.Sprintf("node %s waits for an admin's approval; it gets no task until then", name)}
 }
 
-// ApproveNode lets a pending node in: it becomes an auto worker and gets its
+// Approve lets a pending node in: it becomes an auto worker and gets its
 // secret and tasks when it next registers (its retries come within 30 s).
 // Approving a node approves the labels its worker declares now; approving
 // one that is neither pending nor declares labels waiting for approval
 // changes nothing and is no error.
-func (m *Master) ApproveNode(ctx context.Context, name string) (*store.Node, error) {
+func (nd *Nodes) Approve(ctx context.Context, name string) (*store.Node, error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
-	defer m.locks.lock(name)()
-	err := store.ApproveNode(ctx, m.st.DB, name)
+	defer nd.m.locks.lock(name)()
+	err := store.ApproveNode(ctx, nd.m.st.DB, name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, Errorf(KindNotFound, "there is no node %s", name)
 	case errors.Is(err, store.ErrConflict):
 		// Already approved, or never needed it: its labels that wait for
 		// approval (declared since) are approved now.
-		n, err := store.GetNode(ctx, m.st.DB, name)
+		n, err := store.GetNode(ctx, nd.m.st.DB, name)
 		if err != nil {
 			return nil, mapStoreErr(err, name)
 		}
 		if pending := PendingLabels(n); n.Type == store.TypeWorker && len(pending) > 0 {
-			if err := store.SetNodeApprovedLabels(ctx, m.st.DB, name, n.Labels); err != nil {
+			if err := store.SetNodeApprovedLabels(ctx, nd.m.st.DB, name, n.Labels); err != nil {
 				return nil, err
 			}
-			if n, err = store.GetNode(ctx, m.st.DB, name); err != nil {
+			if n, err = store.GetNode(ctx, nd.m.st.DB, name); err != nil {
 				return nil, mapStoreErr(err, name)
 			}
-			changes, err := syncNodeMembers(ctx, m.st.DB, n)
+			changes, err := syncNodeMembers(ctx, nd.m.st.DB, n)
 			if err != nil {
 				return nil, err
 			}
-			m.applyMemberChanges(ctx, changes)
-			m.events.record(ctx, "node.approve", store.TargetNode, name, nil, "labels "+pending.String())
-			m.nodeChanged()
+			nd.m.pools.applyMemberChanges(ctx, changes)
+			nd.m.events.record(ctx, "node.approve", store.TargetNode, name, nil, "labels "+pending.String())
+			nd.m.tasks.nodeChanged()
 		}
-		return m.GetNode(ctx, name)
+		return nd.Get(ctx, name)
 	case err != nil:
 		return nil, err
 	}
-	m.log.Info("node approved", "node", name, "by", ActorFrom(ctx))
-	m.events.record(ctx, "node.approve", store.TargetNode, name, nil, "")
-	m.nodeChanged()
-	return m.GetNode(ctx, name)
+	nd.m.log.Info("node approved", "node", name, "by", ActorFrom(ctx))
+	nd.m.events.record(ctx, "node.approve", store.TargetNode, name, nil, "")
+	nd.m.tasks.nodeChanged()
+	return nd.Get(ctx, name)
 }
 
 // prunePendingNodes deletes, as leader, the nodes that waited for approval
 // longer than PendingNodeTTL.
-func (m *Master) prunePendingNodes(ctx context.Context) {
-	names, err := store.PrunePendingNodes(ctx, m.st.DB, time.Now().Add(-PendingNodeTTL))
+func (nd *Nodes) prunePendingNodes(ctx context.Context) {
+	names, err := store.PrunePendingNodes(ctx, nd.m.st.DB, time.Now().Add(-PendingNodeTTL))
 	if err != nil {
-		m.log.Error("prune pending nodes", "err", err)
+		nd.m.log.Error("prune pending nodes", "err", err)
 	}
 	for _, name := range names {
-		m.events.record(ctx, "node.delete", store.TargetNode, name, nil, fmt.Sprintf("waited for approval longer than %s", PendingNodeTTL))
+		nd.m.events.record(ctx, "node.delete", store.TargetNode, name, nil, fmt.Sprintf("waited for approval longer than %s", PendingNodeTTL))
 	}
 	if len(names) > 0 {
-		m.nodeChanged()
+		nd.m.tasks.nodeChanged()
 	}
 }

@@ -111,20 +111,20 @@ func TestNewNodesWaitForApproval(t *testing.T) {
 		if _, err := e.m.Authenticate(e.ctx, "pend1", ""); !errors.Is(err, master.ErrUnauthorized) {
 			t.Fatalf("a pending node authenticated: %v", err)
 		}
-		if _, err := e.m.EnableNode(e.ctx, "pend1"); !errors.Is(err, master.ErrState) {
+		if _, err := e.m.Nodes().Enable(e.ctx, "pend1"); !errors.Is(err, master.ErrState) {
 			t.Fatalf("Enable of a pending node = %v, want a state refusal", err)
 		}
-		if _, err := e.m.ConnectNode(e.ctx, "pend1"); !errors.Is(err, master.ErrState) {
+		if _, err := e.m.Nodes().Connect(e.ctx, "pend1"); !errors.Is(err, master.ErrState) {
 			t.Fatalf("Connect of a pending node = %v, want a state refusal", err)
 		}
 		if got := e.node("pend1"); got.Mode != store.ModePending || got.Status != store.StatusOffline {
 			t.Fatalf("pending node changed by itself: %+v", got)
 		}
-		if _, err := e.m.ApproveNode(e.ctx, "nobody"); !errors.Is(err, master.ErrNotFound) {
+		if _, err := e.m.Nodes().Approve(e.ctx, "nobody"); !errors.Is(err, master.ErrNotFound) {
 			t.Fatalf("approve unknown = %v, want not found", err)
 		}
 		for range 2 { // twice: the second is a no-op, not an error
-			if _, err := e.m.ApproveNode(master.WithActor(e.ctx, "alice"), "pend1"); err != nil {
+			if _, err := e.m.Nodes().Approve(master.WithActor(e.ctx, "alice"), "pend1"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -251,7 +251,7 @@ func TestWorkerAndMasterNamesNeverClash(t *testing.T) {
 		if _, err := s.Store.DB.NewUpdate().Model((*store.Node)(nil)).Set("status = ?", store.StatusOffline).Where("name = ?", "Master-C").Exec(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.m.DeleteNode(e.ctx, "Master-C"); err != nil {
+		if err := e.m.Nodes().Delete(e.ctx, "Master-C"); err != nil {
 			t.Fatal(err)
 		}
 		storetest.Eventually(t, 20*time.Second, func() bool {

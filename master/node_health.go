@@ -122,12 +122,12 @@ func (ps *probeSamples) flush(ctx context.Context, sweep int64) {
 	}
 }
 
-// NodeHealth returns a node's health history since since (at most the
+// Health returns a node's health history since since (at most the
 // retention), oldest first, at most limit samples (the newest). A node
 // that does not exist is not found.
-func (m *Master) NodeHealth(ctx context.Context, name string, since time.Time, limit int) ([]store.HealthSample, error) {
-	if _, err := m.GetNode(ctx, name); err != nil {
+func (nd *Nodes) Health(ctx context.Context, name string, since time.Time, limit int) ([]store.HealthSample, error) {
+	if _, err := nd.Get(ctx, name); err != nil {
 		return nil, err
 	}
-	return store.NodeHealth(ctx, m.st.DB, name, since, limit)
+	return store.NodeHealth(ctx, nd.m.st.DB, name, since, limit)
 }

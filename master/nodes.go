@@ -37,77 +37,77 @@ func mapStoreErr(err error, name string) error {
 	return fmt.Errorf("master: node %q: %w", name, err)
 }
 
-// ListNodes returns every node.
-func (m *Master) ListNodes(ctx context.Context) ([]store.Node, error) {
-	return store.ListNodes(ctx, m.st.DB)
+// List returns every node.
+func (nd *Nodes) List(ctx context.Context) ([]store.Node, error) {
+	return store.ListNodes(ctx, nd.m.st.DB)
 }
 
-// GetNode returns one node.
-func (m *Master) GetNode(ctx context.Context, name string) (*store.Node, error) {
-	n, err := store.GetNode(ctx, m.st.DB, name)
+// Get returns one node.
+func (nd *Nodes) Get(ctx context.Context, name string) (*store.Node, error) {
+	n, err := store.GetNode(ctx, nd.m.st.DB, name)
 	return n, mapStoreErr(err, name)
 }
 
-// CreateNode adds a manual worker node in status offline.
-func (m *Master) CreateNode(ctx context.Context, c protocol.NodeConfig) (_ *store.Node, err error) {
+// Create adds a manual worker node in status offline.
+func (nd *Nodes) Create(ctx context.Context, c protocol.NodeConfig) (_ *store.Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { m.events.record(ctx, "node.create", store.TargetNode, c.Name, err, c.Protocol+"://"+c.Host) }()
+	defer func() { nd.m.events.record(ctx, "node.create", store.TargetNode, c.Name, err, c.Protocol+"://"+c.Host) }()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if strings.EqualFold(c.Name, m.cfg.Identity) {
+	if strings.EqualFold(c.Name, nd.m.cfg.Identity) {
 		return nil, protocol.FieldErrors{"name": "is the master's own name"}
 	}
 	n := &store.Node{
 		Name: c.Name, Type: store.TypeWorker, Protocol: c.Protocol, Host: c.Host,
 		Priority: c.Priority, MaxConcurrency: c.MaxConcurrency, Status: store.StatusOffline, Mode: store.ModeManual,
 	}
-	if err := store.CreateNode(ctx, m.st.DB, n); err != nil {
+	if err := store.CreateNode(ctx, nd.m.st.DB, n); err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
 			return nil, protocol.FieldErrors{"name": "is already taken by another node"}
 		}
 		return nil, mapStoreErr(err, c.Name)
 	}
-	m.log.Info("node created", "node", n.Name, "host", n.Host)
+	nd.m.log.Info("node created", "node", n.Name, "host", n.Host)
 	return n, nil
 }
 
-// UpdateNode edits a worker's protocol, host, priority and max concurrency.
-func (m *Master) UpdateNode(ctx context.Context, name string, c protocol.NodeConfig) (_ *store.Node, err error) {
+// Update edits a worker's protocol, host, priority and max concurrency.
+func (nd *Nodes) Update(ctx context.Context, name string, c protocol.NodeConfig) (_ *store.Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
 	defer func() {
-		m.events.record(ctx, "node.edit", store.TargetNode, name, err,
+		nd.m.events.record(ctx, "node.edit", store.TargetNode, name, err,
 			fmt.Sprintf("%s://%s, priority %d, max concurrency %d", c.Protocol, c.Host, c.Priority, c.MaxConcurrency))
 	}()
 	c.Name = name
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	defer m.locks.lock(name)()
-	n, err := store.GetNode(ctx, m.st.DB, name)
+	defer nd.m.locks.lock(name)()
+	n, err := store.GetNode(ctx, nd.m.st.DB, name)
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
 	if n.Type == store.TypeMaster {
 		return nil, Errorf(KindState, "the master's own node cannot be edited")
 	}
-	err = store.UpdateNodeConfig(ctx, m.st.DB, name, store.NodeConfig{
+	err = store.UpdateNodeConfig(ctx, nd.m.st.DB, name, store.NodeConfig{
 		Protocol: c.Protocol, Host: c.Host, Priority: c.Priority, MaxConcurrency: c.MaxConcurrency,
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
-	m.log.Info("node edited", "node", name)
-	return m.GetNode(ctx, name)
+	nd.m.log.Info("node edited", "node", name)
+	return nd.Get(ctx, name)
 }
 
 // requireState loads a worker node and checks that its status allows a.
-func (m *Master) requireState(ctx context.Context, name, action string, a NodeAction) (*store.Node, error) {
-	n, err := store.GetNode(ctx, m.st.DB, name)
+func (nd *Nodes) requireState(ctx context.Context, name, action string, a NodeAction) (*store.Node, error) {
+	n, err := store.GetNode(ctx, nd.m.st.DB, name)
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
@@ -125,97 +125,97 @@ func (m *Master) requireState(ctx context.Context, name, action string, a NodeAc
 
 func ptr[T any](v T) *T { return &v }
 
-// ConnectNode performs the handshake with an offline node and makes it idle.
-func (m *Master) ConnectNode(ctx context.Context, name string) (_ *store.Node, err error) {
+// Connect performs the handshake with an offline node and makes it idle.
+func (nd *Nodes) Connect(ctx context.Context, name string) (_ *store.Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { m.events.record(ctx, "node.connect", store.TargetNode, name, err, "") }()
-	defer m.locks.lock(name)()
-	n, err := m.requireState(ctx, name, "connected", NodeConnect)
+	defer func() { nd.m.events.record(ctx, "node.connect", store.TargetNode, name, err, "") }()
+	defer nd.m.locks.lock(name)()
+	n, err := nd.requireState(ctx, name, "connected", NodeConnect)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.client.Connect(ctx, n, m.cfg.Cluster, m.cfg.ClusterKey)
+	resp, err := nd.m.client.Connect(ctx, n, nd.m.cfg.Cluster, nd.m.cfg.ClusterKey)
 	if err != nil {
 		return nil, err
 	}
-	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+	err = store.TransitionNode(ctx, nd.m.st.DB, name, store.Transition{
 		From: nodeFrom(NodeConnect), To: store.StatusIdle,
 		Secret: &resp.Secret, BootID: &resp.BootID, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
-	m.log.Info("node connected", "node", name)
-	return m.GetNode(ctx, name)
+	nd.m.log.Info("node connected", "node", name)
+	return nd.Get(ctx, name)
 }
 
-// EnableNode starts scheduling on an idle node and pushes its running tasks.
-func (m *Master) EnableNode(ctx context.Context, name string) (_ *store.Node, err error) {
+// Enable starts scheduling on an idle node and pushes its running tasks.
+func (nd *Nodes) Enable(ctx context.Context, name string) (_ *store.Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { m.events.record(ctx, "node.enable", store.TargetNode, name, err, "") }()
-	defer m.locks.lock(name)()
-	n, err := m.requireState(ctx, name, "enabled", NodeEnable)
+	defer func() { nd.m.events.record(ctx, "node.enable", store.TargetNode, name, err, "") }()
+	defer nd.m.locks.lock(name)()
+	n, err := nd.requireState(ctx, name, "enabled", NodeEnable)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.pushTasks(ctx, n); err != nil {
+	if err := nd.m.tasks.pushTasks(ctx, n); err != nil {
 		return nil, err
 	}
-	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+	err = store.TransitionNode(ctx, nd.m.st.DB, name, store.Transition{
 		From: nodeFrom(NodeEnable), To: store.StatusRunning, DesiredStatus: ptr(store.StatusRunning), Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
-	m.log.Info("node enabled", "node", name)
-	m.nodeChanged()
-	return m.GetNode(ctx, name)
+	nd.m.log.Info("node enabled", "node", name)
+	nd.m.tasks.nodeChanged()
+	return nd.Get(ctx, name)
 }
 
-// DisableNode stops scheduling on a running node; it becomes idle and its fire claims are released.
-func (m *Master) DisableNode(ctx context.Context, name string) (_ *store.Node, err error) {
+// Disable stops scheduling on a running node; it becomes idle and its fire claims are released.
+func (nd *Nodes) Disable(ctx context.Context, name string) (_ *store.Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { m.events.record(ctx, "node.disable", store.TargetNode, name, err, "") }()
-	defer m.locks.lock(name)()
-	n, err := m.requireState(ctx, name, "disabled", NodeDisable)
+	defer func() { nd.m.events.record(ctx, "node.disable", store.TargetNode, name, err, "") }()
+	defer nd.m.locks.lock(name)()
+	n, err := nd.requireState(ctx, name, "disabled", NodeDisable)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.client.Shutdown(ctx, n, m.cfg.ShutdownWait); err != nil {
+	if err := nd.m.client.Shutdown(ctx, n, nd.m.cfg.ShutdownWait); err != nil {
 		return nil, err
 	}
-	err = store.TransitionNode(ctx, m.st.DB, name, store.Transition{
+	err = store.TransitionNode(ctx, nd.m.st.DB, name, store.Transition{
 		From: nodeFrom(NodeDisable), To: store.StatusIdle, DesiredStatus: ptr(store.StatusIdle), Reason: ptr(""), Seen: time.Now(),
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
-	m.log.Info("node disabled", "node", name)
-	m.nodeChanged()
-	return m.GetNode(ctx, name)
+	nd.m.log.Info("node disabled", "node", name)
+	nd.m.tasks.nodeChanged()
+	return nd.Get(ctx, name)
 }
 
-// DeleteNode removes a worker node that is not running.
-func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
+// Delete removes a worker node that is not running.
+func (nd *Nodes) Delete(ctx context.Context, name string) (err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return err
 	}
-	defer func() { m.events.record(ctx, "node.delete", store.TargetNode, name, err, "") }()
-	defer m.locks.lock(name)()
-	n, err := store.GetNode(ctx, m.st.DB, name)
+	defer func() { nd.m.events.record(ctx, "node.delete", store.TargetNode, name, err, "") }()
+	defer nd.m.locks.lock(name)()
+	n, err := store.GetNode(ctx, nd.m.st.DB, name)
 	if err != nil {
 		return mapStoreErr(err, name)
 	}
 	if n.Type == store.TypeMaster {
 		return Errorf(KindState, "%s is the master; it cannot be deleted", name)
 	}
-	err = m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = nd.m.st.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.DeleteNode(ctx, tx, name); err != nil {
 			return err
 		}
@@ -227,7 +227,7 @@ func (m *Master) DeleteNode(ctx context.Context, name string) (err error) {
 		}
 		return mapStoreErr(err, name)
 	}
-	m.log.Info("node deleted", "node", name)
-	m.nodeChanged()
+	nd.m.log.Info("node deleted", "node", name)
+	nd.m.tasks.nodeChanged()
 	return nil
 }

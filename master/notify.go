@@ -241,7 +241,7 @@ func (n *notifier) serve(ctx context.Context) {
 func (n *notifier) deliver(ctx context.Context, r store.Run) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	t, err := n.m.GetTask(ctx, r.TaskID)
+	t, err := n.m.Tasks().Get(ctx, r.TaskID)
 	if err != nil || r.Attempt <= t.Retries {
 		return // more attempts come, or the task is gone
 	}

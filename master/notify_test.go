@@ -131,7 +131,7 @@ func TestFailedRunNotifiesKeepersAndWebhook(t *testing.T) {
 	}
 	in := httpInput("w1")
 	in.Keepers, in.Retries = []string{"ops"}, 1
-	tk, err := e.m.CreateTask(e.ctx, in, "admin")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +141,10 @@ func TestFailedRunNotifiesKeepersAndWebhook(t *testing.T) {
 			Result: "failed", Attempt: attempt, HTTPStatus: 500, Output: "boom: database unavailable"}
 	}
 	// The first attempt fails with a retry to come: no notification for it.
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{run("n1", 1)}); err != nil {
+	if _, err := e.m.Runs().Ingest(e.ctx, e.node("w1"), []protocol.RunReport{run("n1", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{run("n2", 2)}); err != nil {
+	if _, err := e.m.Runs().Ingest(e.ctx, e.node("w1"), []protocol.RunReport{run("n2", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Eventually(t, 10*time.Second, func() bool { return len(sink.messages()) == 1 && hook.Load() != nil }, "e-mail and webhook after the final failed attempt")
@@ -248,7 +248,7 @@ func TestPurgeRunsInBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := e.m.PurgeRuns(e.ctx, time.Now().AddDate(0, 0, -30))
+		n, err := e.m.Runs().Purge(e.ctx, time.Now().AddDate(0, 0, -30))
 		if err != nil || n != 2250 {
 			t.Fatalf("purged %d (%v), want 2250", n, err)
 		}
@@ -274,11 +274,11 @@ func TestProjectWebhookHearsItsFailures(t *testing.T) {
 	defer recv.Close()
 	// A project's webhook may not reach loopback (the receiver here) until
 	// a cluster admin allows the host.
-	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); !isFieldErrors(err, "webhook_url") {
+	if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); !isFieldErrors(err, "webhook_url") {
 		t.Fatalf("a project webhook on loopback: %v, want refused", err)
 	}
 	for _, inside := range []string{"http://localhost:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]:9/", "http://0.0.0.0:9/", "http://[fe80::1]/"} {
-		if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "inside", WebhookURL: inside}); !isFieldErrors(err, "webhook_url") {
+		if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "inside", WebhookURL: inside}); !isFieldErrors(err, "webhook_url") {
 			t.Fatalf("a project webhook %s: %v, want refused", inside, err)
 		}
 	}
@@ -287,13 +287,13 @@ func TestProjectWebhookHearsItsFailures(t *testing.T) {
 	if err := e.m.UpdateSettings(e.ctx, set); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); err != nil {
+	if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "billing", Pools: []string{"*"}, WebhookURL: recv.URL + "/billing"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "ftp://x"}); !isFieldErrors(err, "webhook_url") {
+	if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "ftp://x"}); !isFieldErrors(err, "webhook_url") {
 		t.Fatalf("a project webhook that is not http(s): %v", err)
 	}
-	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "http://x/" + strings.Repeat("a", 3000)}); !isFieldErrors(err, "webhook_url") {
+	if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "bad", WebhookURL: "http://x/" + strings.Repeat("a", 3000)}); !isFieldErrors(err, "webhook_url") {
 		t.Fatalf("a 3,000-byte project webhook: %v, want a field error (the column holds 2,048)", err)
 	}
 	var pools []string
@@ -304,18 +304,18 @@ func TestProjectWebhookHearsItsFailures(t *testing.T) {
 		}
 		pools = append(pools, "pool in ("+strings.Join(vs, ",")+")")
 	}
-	if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "bad", Pools: pools}); !isFieldErrors(err, "pools") {
+	if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "bad", Pools: pools}); !isFieldErrors(err, "pools") {
 		t.Fatalf("pools longer than their column: %v, want a field error", err)
 	}
 	now := time.Now().UTC()
 	fail := func(project, id string) {
 		in := httpInput("w1")
 		in.Project = project
-		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+		if _, err := e.m.Runs().Ingest(e.ctx, e.node("w1"), []protocol.RunReport{{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
 			Result: "failed", Attempt: 1, HTTPStatus: 500, Output: "boom"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +375,7 @@ func TestHardening3ProjectWebhooksAreGuardedAndFair(t *testing.T) {
 	}))
 	defer fine.Close()
 	for name, url := range map[string]string{"hung": hung.URL, "fine": fine.URL} {
-		if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: name, Pools: []string{"*"}, WebhookURL: url}); err != nil {
+		if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: name, Pools: []string{"*"}, WebhookURL: url}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -383,11 +383,11 @@ func TestHardening3ProjectWebhooksAreGuardedAndFair(t *testing.T) {
 	fail := func(project, id string) {
 		in := httpInput("w1")
 		in.Project, in.Title = project, id
-		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.IngestRuns(e.ctx, e.node("w1"), []protocol.RunReport{{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
+		if _, err := e.m.Runs().Ingest(e.ctx, e.node("w1"), []protocol.RunReport{{ID: id, TaskID: tk.ID, Node: "w1", ScheduledAt: now, StartedAt: now, EndedAt: now,
 			Result: "failed", Attempt: 1, HTTPStatus: 500, Output: "boom"}}); err != nil {
 			t.Fatal(err)
 		}

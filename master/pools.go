@@ -23,22 +23,22 @@ const DefaultPoolKey = "pool"
 // poolRunWindow is how far back a pool's runs and failures are counted.
 const poolRunWindow = 10 * time.Minute
 
-// SetNodeLabels replaces the labels an admin set on a worker node (they win
+// SetLabels replaces the labels an admin set on a worker node (they win
 // over the labels the worker declares) and brings its pool memberships in
 // step at once: a running node is given the tasks that select it now and
 // told to stop those that no longer do.
-func (m *Master) SetNodeLabels(ctx context.Context, name string, labels protocol.Labels) (_ *Node, err error) {
+func (nd *Nodes) SetLabels(ctx context.Context, name string, labels protocol.Labels) (_ *Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
 	defer func() {
-		m.events.record(ctx, "node.labels", store.TargetNode, name, err, "admin labels: "+labels.String())
+		nd.m.events.record(ctx, "node.labels", store.TargetNode, name, err, "admin labels: "+labels.String())
 	}()
 	if err := labels.Validate(); err != nil {
 		return nil, protocol.FieldErrors{"labels": err.Error()}
 	}
-	unlock := m.locks.lock(name)
-	n, err := store.GetNode(ctx, m.st.DB, name)
+	unlock := nd.m.locks.lock(name)
+	n, err := store.GetNode(ctx, nd.m.st.DB, name)
 	if err != nil {
 		unlock()
 		return nil, mapStoreErr(err, name)
@@ -47,25 +47,25 @@ func (m *Master) SetNodeLabels(ctx context.Context, name string, labels protocol
 		unlock()
 		return nil, Errorf(KindState, "%s is a master; only workers have labels", name)
 	}
-	if err := store.SetNodeAdminLabels(ctx, m.st.DB, name, encodeLabels(labels)); err != nil {
+	if err := store.SetNodeAdminLabels(ctx, nd.m.st.DB, name, encodeLabels(labels)); err != nil {
 		unlock()
 		return nil, mapStoreErr(err, name)
 	}
 	n.AdminLabels = encodeLabels(labels)
-	changes, err := syncNodeMembers(ctx, m.st.DB, n)
+	changes, err := syncNodeMembers(ctx, nd.m.st.DB, n)
 	unlock()
 	if err != nil {
 		return nil, fmt.Errorf("master: pool membership of %s: %w", name, err)
 	}
-	m.applyMemberChanges(ctx, changes)
-	m.log.Info("node labels set", "node", name, "labels", labels.String())
-	return m.GetNode(ctx, name)
+	nd.m.pools.applyMemberChanges(ctx, changes)
+	nd.m.log.Info("node labels set", "node", name, "labels", labels.String())
+	return nd.Get(ctx, name)
 }
 
 // noteDeclaredLabels records the labels a worker declared in a health
 // answer when they differ from the stored ones, and brings its pool
 // memberships in step (the leader's sweep calls it).
-func (m *Master) noteDeclaredLabels(ctx context.Context, n *store.Node, labels protocol.Labels) {
+func (nd *Nodes) noteDeclaredLabels(ctx context.Context, n *store.Node, labels protocol.Labels) {
 	if labels == nil || labels.Validate() != nil {
 		return // an older worker, or nonsense: keep what registration stored
 	}
@@ -73,29 +73,29 @@ func (m *Master) noteDeclaredLabels(ctx context.Context, n *store.Node, labels p
 	if js == n.Labels {
 		return
 	}
-	defer m.locks.lock(n.Name)()
-	approved, err := m.approvedLabelsFor(ctx, n, labels)
+	defer nd.m.locks.lock(n.Name)()
+	approved, err := nd.m.pools.approvedLabelsFor(ctx, n, labels)
 	if err != nil {
-		m.log.Error("approved labels of node", "node", n.Name, "err", err)
+		nd.m.log.Error("approved labels of node", "node", n.Name, "err", err)
 		return
 	}
-	changed, err := store.SetNodeLabels(ctx, m.st.DB, n.Name, js, approved)
+	changed, err := store.SetNodeLabels(ctx, nd.m.st.DB, n.Name, js, approved)
 	if err != nil || !changed {
 		if err != nil {
-			m.log.Error("record node labels", "node", n.Name, "err", err)
+			nd.m.log.Error("record node labels", "node", n.Name, "err", err)
 		}
 		return
 	}
-	fresh, err := store.GetNode(ctx, m.st.DB, n.Name)
+	fresh, err := store.GetNode(ctx, nd.m.st.DB, n.Name)
 	if err != nil {
 		return
 	}
-	changes, err := syncNodeMembers(ctx, m.st.DB, fresh)
+	changes, err := syncNodeMembers(ctx, nd.m.st.DB, fresh)
 	if err != nil {
-		m.log.Error("pool membership of node", "node", n.Name, "err", err)
+		nd.m.log.Error("pool membership of node", "node", n.Name, "err", err)
 	}
-	m.events.record(WithActor(ctx, ActorHealthChecker), "node.labels", store.TargetNode, n.Name, nil, "worker labels: "+labels.String())
-	m.applyMemberChanges(ctx, changes)
+	nd.m.events.record(WithActor(ctx, ActorHealthChecker), "node.labels", store.TargetNode, n.Name, nil, "worker labels: "+labels.String())
+	nd.m.pools.applyMemberChanges(ctx, changes)
 }
 
 // PoolMember is a worker of a pool as the Pools view shows it.
@@ -138,9 +138,9 @@ type Pool struct {
 	RunWindow protocol.Duration `json:"run_window"`
 }
 
-// Pools returns the pools formed by the values of one label key (""
+// List returns the pools formed by the values of one label key (""
 // means DefaultPoolKey), by value, with pools approved but empty too.
-func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
+func (pl *Pools) List(ctx context.Context, key string) ([]Pool, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		key = DefaultPoolKey
@@ -148,20 +148,20 @@ func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
 	if err := (protocol.Labels{key: "x"}).Validate(); err != nil {
 		return nil, Errorf(KindInvalid, "pool key: %v", err)
 	}
-	workers, err := store.Workers(ctx, m.st.DB)
+	workers, err := store.Workers(ctx, pl.m.st.DB)
 	if err != nil {
 		return nil, err
 	}
-	approvals, err := store.ListPoolApprovals(ctx, m.st.DB)
+	approvals, err := store.ListPoolApprovals(ctx, pl.m.st.DB)
 	if err != nil {
 		return nil, err
 	}
 	// Only the tasks of projects whoever asks may read are listed.
-	tasks, err := store.SelectorTasks(ctx, m.st.DB, readableProjects(ctx))
+	tasks, err := store.SelectorTasks(ctx, pl.m.st.DB, readableProjects(ctx))
 	if err != nil {
 		return nil, err
 	}
-	counts, err := store.RunCountsByNodeSince(ctx, m.st.DB, time.Now().Add(-poolRunWindow), readableProjects(ctx))
+	counts, err := store.RunCountsByNodeSince(ctx, pl.m.st.DB, time.Now().Add(-poolRunWindow), readableProjects(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
 		for id := range titles {
 			ids = append(ids, id)
 		}
-		if titles, err = store.TaskTitles(ctx, m.st.DB, ids); err != nil {
+		if titles, err = store.TaskTitles(ctx, pl.m.st.DB, ids); err != nil {
 			return nil, err
 		}
 	}
@@ -232,14 +232,14 @@ func (m *Master) Pools(ctx context.Context, key string) ([]Pool, error) {
 	return out, nil
 }
 
-// GetPool returns one pool, "key=value"; a pool with no member, no task
+// Get returns one pool, "key=value"; a pool with no member, no task
 // and no approval does not exist.
-func (m *Master) GetPool(ctx context.Context, label string) (*Pool, error) {
+func (pl *Pools) Get(ctx context.Context, label string) (*Pool, error) {
 	key, value, ok := strings.Cut(label, "=")
 	if !ok {
 		return nil, Errorf(KindInvalid, "a pool is named key=value, for example pool=billing")
 	}
-	pools, err := m.Pools(ctx, key)
+	pools, err := pl.List(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -263,23 +263,23 @@ func checkPoolLabel(label string) (string, error) {
 	return l.String(), nil
 }
 
-// ApprovePool lets new workers that declare label ("key=value") join
+// Approve lets new workers that declare label ("key=value") join
 // without per-node approval while the cluster requires approval. A pending
 // node already waiting with that label is approved too.
-func (m *Master) ApprovePool(ctx context.Context, label, by string) (err error) {
+func (pl *Pools) Approve(ctx context.Context, label, by string) (err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return err
 	}
-	defer func() { m.events.record(ctx, "pool.approve", store.TargetNode, "", err, label) }()
+	defer func() { pl.m.events.record(ctx, "pool.approve", store.TargetNode, "", err, label) }()
 	label, err = checkPoolLabel(label)
 	if err != nil {
 		return err
 	}
-	if err := store.ApprovePool(ctx, m.st.DB, label, by); err != nil {
+	if err := store.ApprovePool(ctx, pl.m.st.DB, label, by); err != nil {
 		return err
 	}
-	m.log.Info("pool approved", "pool", label, "by", by)
-	pending, err := store.ListNodes(ctx, m.st.DB)
+	pl.m.log.Info("pool approved", "pool", label, "by", by)
+	pending, err := store.ListNodes(ctx, pl.m.st.DB)
 	if err != nil {
 		return err
 	}
@@ -290,16 +290,16 @@ func (m *Master) ApprovePool(ctx context.Context, label, by string) (err error) 
 			continue
 		}
 		if n.Mode == store.ModePending {
-			if _, err := m.ApproveNode(ctx, n.Name); err != nil && !errors.Is(err, ErrState) {
-				m.log.Warn("approve pending member of an approved pool", "node", n.Name, "err", err)
+			if _, err := pl.m.nodes.Approve(ctx, n.Name); err != nil && !errors.Is(err, ErrState) {
+				pl.m.log.Warn("approve pending member of an approved pool", "node", n.Name, "err", err)
 				continue
 			}
 			// In through this pool: only the approved pools' labels
 			// select it, not whatever else it declares.
 			n.ApprovedLabels = "{}"
 		}
-		if err := m.approveDeclared(ctx, n, n.Mode == store.ModePending); err != nil {
-			m.log.Warn("approve the pool's label on a node", "node", n.Name, "err", err)
+		if err := pl.approveDeclared(ctx, n, n.Mode == store.ModePending); err != nil {
+			pl.m.log.Warn("approve the pool's label on a node", "node", n.Name, "err", err)
 		}
 	}
 	return nil
@@ -312,15 +312,15 @@ func (m *Master) ApprovePool(ctx context.Context, label, by string) (err error) 
 // worker that declares a new label (re-registering with the same name and
 // key) gets nothing through it until an admin approves the node's labels
 // or that pool.
-func (m *Master) approvedLabelsFor(ctx context.Context, old *store.Node, declared protocol.Labels) (string, error) {
-	if !m.settings.inForce().ApproveNewNodes {
+func (pl *Pools) approvedLabelsFor(ctx context.Context, old *store.Node, declared protocol.Labels) (string, error) {
+	if !pl.m.settings.inForce().ApproveNewNodes {
 		return encodeLabels(declared), nil
 	}
 	prev := protocol.Labels{}
 	if old != nil && old.Mode != store.ModePending {
 		prev = trustedLabels(old)
 	}
-	pools, err := store.ListPoolApprovals(ctx, m.st.DB)
+	pools, err := store.ListPoolApprovals(ctx, pl.m.st.DB)
 	if err != nil {
 		return "", err
 	}
@@ -340,43 +340,43 @@ func (m *Master) approvedLabelsFor(ctx context.Context, old *store.Node, declare
 // approveDeclared recomputes which of n's declared labels are approved
 // (an approved pool's label now is) and brings its pool memberships in
 // step; fresh says n.ApprovedLabels was just reset.
-func (m *Master) approveDeclared(ctx context.Context, n *store.Node, fresh bool) error {
+func (pl *Pools) approveDeclared(ctx context.Context, n *store.Node, fresh bool) error {
 	old := n
 	if fresh {
 		c := *n
 		c.Mode = store.ModeAuto
 		old = &c
 	}
-	approved, err := m.approvedLabelsFor(ctx, old, DeclaredLabels(n))
+	approved, err := pl.approvedLabelsFor(ctx, old, DeclaredLabels(n))
 	if err != nil {
 		return err
 	}
-	if err := store.SetNodeApprovedLabels(ctx, m.st.DB, n.Name, approved); err != nil {
+	if err := store.SetNodeApprovedLabels(ctx, pl.m.st.DB, n.Name, approved); err != nil {
 		return err
 	}
-	got, err := store.GetNode(ctx, m.st.DB, n.Name)
+	got, err := store.GetNode(ctx, pl.m.st.DB, n.Name)
 	if err != nil {
 		return err
 	}
-	changes, err := syncNodeMembers(ctx, m.st.DB, got)
+	changes, err := syncNodeMembers(ctx, pl.m.st.DB, got)
 	if err != nil {
 		return err
 	}
-	m.applyMemberChanges(ctx, changes)
+	pl.applyMemberChanges(ctx, changes)
 	return nil
 }
 
-// RevokePool withdraws a pool's approval; its members stay.
-func (m *Master) RevokePool(ctx context.Context, label string) (err error) {
+// Revoke withdraws a pool's approval; its members stay.
+func (pl *Pools) Revoke(ctx context.Context, label string) (err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return err
 	}
-	defer func() { m.events.record(ctx, "pool.revoke", store.TargetNode, "", err, label) }()
+	defer func() { pl.m.events.record(ctx, "pool.revoke", store.TargetNode, "", err, label) }()
 	label, err = checkPoolLabel(label)
 	if err != nil {
 		return err
 	}
-	if err := store.RevokePoolApproval(ctx, m.st.DB, label); err != nil {
+	if err := store.RevokePoolApproval(ctx, pl.m.st.DB, label); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Errorf(KindNotFound, "pool %s is not approved", label)
 		}
@@ -387,7 +387,7 @@ func (m *Master) RevokePool(ctx context.Context, label string) (err error) {
 
 // approvedPool returns the first of a registering worker's labels that an
 // admin approved as a pool, or "".
-func (m *Master) approvedPool(ctx context.Context, labels protocol.Labels) (string, error) {
+func (pl *Pools) approvedPool(ctx context.Context, labels protocol.Labels) (string, error) {
 	if len(labels) == 0 {
 		return "", nil
 	}
@@ -395,7 +395,7 @@ func (m *Master) approvedPool(ctx context.Context, labels protocol.Labels) (stri
 	for k, v := range labels {
 		pairs = append(pairs, k+"="+v)
 	}
-	return store.PoolApprovedAmong(ctx, m.st.DB, pairs)
+	return store.PoolApprovedAmong(ctx, pl.m.st.DB, pairs)
 }
 
 // SelectorMatch is what a selector selects now.
@@ -410,7 +410,7 @@ type SelectorMatch struct {
 
 // MatchSelector returns the approved workers a selector selects now; a bad
 // selector is KindInvalid with the sentence that points at the character.
-func (m *Master) MatchSelector(ctx context.Context, selector string) (*SelectorMatch, error) {
+func (pl *Pools) MatchSelector(ctx context.Context, selector string) (*SelectorMatch, error) {
 	sel, err := protocol.ParseSelector(strings.TrimSpace(selector))
 	if err != nil {
 		return nil, Errorf(KindInvalid, "%v", err)
@@ -419,7 +419,7 @@ func (m *Master) MatchSelector(ctx context.Context, selector string) (*SelectorM
 	if sel.Empty() {
 		return out, nil
 	}
-	workers, err := store.Workers(ctx, m.st.DB)
+	workers, err := store.Workers(ctx, pl.m.st.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -439,22 +439,22 @@ func (m *Master) MatchSelector(ctx context.Context, selector string) (*SelectorM
 // pruneOfflineWorkers deletes the auto-registered workers offline for
 // longer than the setting (0: never), with an event each: an autoscaled
 // fleet leaves no dead rows behind.
-func (m *Master) pruneOfflineWorkers(ctx context.Context) {
-	after := m.settings.inForce().PruneOfflineAfter
+func (nd *Nodes) pruneOfflineWorkers(ctx context.Context) {
+	after := nd.m.settings.inForce().PruneOfflineAfter
 	if after <= 0 {
 		return
 	}
-	names, err := store.PruneOfflineWorkers(ctx, m.st.DB, time.Now().Add(-after), 500)
+	names, err := store.PruneOfflineWorkers(ctx, nd.m.st.DB, time.Now().Add(-after), 500)
 	if err != nil {
-		m.log.Error("prune offline workers", "err", err)
+		nd.m.log.Error("prune offline workers", "err", err)
 	}
 	for _, name := range names {
-		m.events.record(ctx, "node.delete", store.TargetNode, name, nil,
+		nd.m.events.record(ctx, "node.delete", store.TargetNode, name, nil,
 			fmt.Sprintf("pruned: offline for longer than %s", hours(after)))
 	}
 	if len(names) > 0 {
-		m.log.Info("offline workers pruned", "nodes", len(names))
-		m.nodeChanged()
+		nd.m.log.Info("offline workers pruned", "nodes", len(names))
+		nd.m.tasks.nodeChanged()
 	}
 }
 

@@ -46,7 +46,7 @@ func TestHardening3PoolsAreApprovedLabelByLabel(t *testing.T) {
 			}
 			// Who alpha's selector selects: its tasks (and their secrets) go
 			// to them alone.
-			m, err := e.m.MatchSelector(e.ctx, "pool=alpha")
+			m, err := e.m.Pools().MatchSelector(e.ctx, "pool=alpha")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestHardening3PoolsAreApprovedLabelByLabel(t *testing.T) {
 		if _, err := register("wa", protocol.Labels{"pool": "alpha"}); master.KindOf(err) != master.KindForbidden {
 			t.Fatalf("a new name with approval on: %v, want it pending", err)
 		}
-		if _, err := e.m.ApproveNode(e.ctx, "wa"); err != nil {
+		if _, err := e.m.Nodes().Approve(e.ctx, "wa"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := register("wa", protocol.Labels{"pool": "alpha"}); err != nil {
@@ -69,14 +69,14 @@ func TestHardening3PoolsAreApprovedLabelByLabel(t *testing.T) {
 		in := httpInput()
 		in.Title, in.Selector = "alpha-job", "pool=alpha"
 		in.HTTP.Headers = map[string]string{"Authorization": "Bearer alpha-secret"}
-		if _, err := e.m.CreateTask(e.ctx, in, "admin"); err != nil {
+		if _, err := e.m.Tasks().Create(e.ctx, in, "admin"); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := register("wa", protocol.Labels{"pool": "alpha"}); err != nil || !slices.Contains(got, "alpha-job") {
 			t.Fatalf("the approved member of alpha gets %v, %v; want alpha-job", got, err)
 		}
 		// w1 comes in through the approved pool beta, then declares alpha.
-		if err := e.m.ApprovePool(e.ctx, "pool=beta", "admin"); err != nil {
+		if err := e.m.Pools().Approve(e.ctx, "pool=beta", "admin"); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := register("w1", protocol.Labels{"pool": "beta"}); err != nil || slices.Contains(got, "alpha-job") {
@@ -94,7 +94,7 @@ func TestHardening3PoolsAreApprovedLabelByLabel(t *testing.T) {
 			t.Fatalf("w1's labels in force %v, want no pool", l)
 		}
 		// A newcomer of an approved zone declares alpha too: in, not in alpha.
-		if err := e.m.ApprovePool(e.ctx, "zone=eu", "admin"); err != nil {
+		if err := e.m.Pools().Approve(e.ctx, "zone=eu", "admin"); err != nil {
 			t.Fatal(err)
 		}
 		got, err = register("w2", protocol.Labels{"zone": "eu", "pool": "alpha"})
@@ -105,7 +105,7 @@ func TestHardening3PoolsAreApprovedLabelByLabel(t *testing.T) {
 			t.Fatalf("w2's labels in force %v, want zone=eu only", l)
 		}
 		// An admin approves w1's labels: now it is a member of alpha.
-		if _, err := e.m.ApproveNode(e.ctx, "w1"); err != nil {
+		if _, err := e.m.Nodes().Approve(e.ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := register("w1", protocol.Labels{"pool": "alpha"}); err != nil || !slices.Contains(got, "alpha-job") {

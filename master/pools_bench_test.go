@@ -50,7 +50,7 @@ func BenchmarkPooledClaim(b *testing.B) {
 					in := httpInput()
 					in.Title, in.Selector = fmt.Sprintf("pooled-%d", i), fmt.Sprintf("pool=p%d", i%pools)
 					in.Schedule = protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "* * * * * *"}
-					tk, err := m.CreateTask(ctx, in, "admin")
+					tk, err := m.Tasks().Create(ctx, in, "admin")
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -82,7 +82,7 @@ func BenchmarkPooledClaim(b *testing.B) {
 						w := nodes[moved%workers]
 						moved++
 						to := moved % pools
-						if _, err := m.SetNodeLabels(ctx, w.Name, protocol.Labels{"pool": fmt.Sprintf("p%d", to)}); err != nil {
+						if _, err := m.Nodes().SetLabels(ctx, w.Name, protocol.Labels{"pool": fmt.Sprintf("p%d", to)}); err != nil {
 							b.Fatal(err)
 						}
 						if from := poolOf(w.Name); from != to {

@@ -22,7 +22,7 @@ func pooledTask(t *testing.T, e *env, title, routing string, params map[string]s
 		in.Params = params
 		in.RoutingKey = "k"
 	}
-	tk, err := e.m.CreateTask(e.ctx, in, "admin")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func pooledTask(t *testing.T, e *env, title, routing string, params map[string]s
 // join makes a stored worker a pool member the way an admin would.
 func join(t *testing.T, e *env, name string) {
 	t.Helper()
-	if _, err := e.m.SetNodeLabels(e.ctx, name, protocol.Labels{"pool": "p"}); err != nil {
+	if _, err := e.m.Nodes().SetLabels(e.ctx, name, protocol.Labels{"pool": "p"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -63,7 +63,7 @@ func TestRoutingOverAChangingPool(t *testing.T) {
 		}
 		labelledWorker(t, e, "x", `{"pool":"other"}`, store.ModeAuto, store.StatusRunning)
 		// d joins later: it starts in another pool.
-		if _, err := e.m.SetNodeLabels(e.ctx, "d", protocol.Labels{"pool": "later"}); err != nil {
+		if _, err := e.m.Nodes().SetLabels(e.ctx, "d", protocol.Labels{"pool": "later"}); err != nil {
 			t.Fatal(err)
 		}
 		fire := claimBase

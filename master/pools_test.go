@@ -25,7 +25,7 @@ func labelledWorker(t *testing.T, e *env, name, labels, mode string, status stor
 
 func selectedOf(t *testing.T, e *env, id string) []string {
 	t.Helper()
-	tk, err := e.m.GetTask(e.ctx, id)
+	tk, err := e.m.Tasks().Get(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestSelectorMembersFollowLabels(t *testing.T) {
 
 		in := httpInput("n")
 		in.Selector = " zone in (eu-2, eu-1) ,pool=p "
-		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,10 +62,10 @@ func TestSelectorMembersFollowLabels(t *testing.T) {
 		}
 
 		// An admin label moves c into the pool and a out of it.
-		if _, err := e.m.SetNodeLabels(e.ctx, "c", protocol.Labels{"pool": "p", "zone": "eu-1"}); err != nil {
+		if _, err := e.m.Nodes().SetLabels(e.ctx, "c", protocol.Labels{"pool": "p", "zone": "eu-1"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.SetNodeLabels(e.ctx, "a", protocol.Labels{"pool": "gone"}); err != nil {
+		if _, err := e.m.Nodes().SetLabels(e.ctx, "a", protocol.Labels{"pool": "gone"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := selectedOf(t, e, tk.ID); !slices.Equal(got, []string{"b", "c"}) {
@@ -77,7 +77,7 @@ func TestSelectorMembersFollowLabels(t *testing.T) {
 		if got := master.DeclaredLabels(e.node("a"))["pool"]; got != "p" {
 			t.Errorf("a's declared label = %q, want it kept beside the admin's", got)
 		}
-		if _, err := e.m.SetNodeLabels(e.ctx, "a", protocol.Labels{"bad key!": "x"}); !isFieldErrors(err, "labels") {
+		if _, err := e.m.Nodes().SetLabels(e.ctx, "a", protocol.Labels{"bad key!": "x"}); !isFieldErrors(err, "labels") {
 			t.Errorf("a bad label: %v, want a field error on labels", err)
 		}
 
@@ -108,25 +108,25 @@ func TestSelectorRefusalsPointAtTheCharacter(t *testing.T) {
 	labelledWorker(t, e, "a", `{"pool":"p"}`, store.ModeAuto, store.StatusRunning)
 	in := httpInput()
 	in.Selector = "pool in p"
-	_, err := e.m.CreateTask(e.ctx, in, "admin")
+	_, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	var fe protocol.FieldErrors
 	if !errors.As(err, &fe) || !strings.Contains(fe["selector"], "at character") {
 		t.Fatalf("CreateTask with a bad selector: %v, want a selector field error naming the character", err)
 	}
-	if _, n, _ := e.m.ListTasks(e.ctx, store.TaskFilter{Limit: 10}); n != 0 {
+	if _, n, _ := e.m.Tasks().List(e.ctx, store.TaskFilter{Limit: 10}); n != 0 {
 		t.Errorf("%d tasks stored after a refusal", n)
 	}
-	if _, err := e.m.MatchSelector(e.ctx, "pool=p,\x00"); !errors.Is(err, master.ErrInvalid) {
+	if _, err := e.m.Pools().MatchSelector(e.ctx, "pool=p,\x00"); !errors.Is(err, master.ErrInvalid) {
 		t.Errorf("MatchSelector with a NUL: %v, want invalid", err)
 	}
-	m, err := e.m.MatchSelector(e.ctx, "pool = p")
+	m, err := e.m.Pools().MatchSelector(e.ctx, "pool = p")
 	if err != nil || !slices.Equal(m.Running, []string{"a"}) || m.Selector != "pool=p" {
 		t.Errorf("MatchSelector(pool = p) = %+v, %v; want running [a], canonical pool=p", m, err)
 	}
 	// A selector alone needs no named executor, and no worker is picked for it.
 	in = httpInput()
 	in.Selector = "pool=empty"
-	tk, err := e.m.CreateTask(e.ctx, in, "admin")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +148,11 @@ func TestPoolsGroupWorkersAndApprovalsLetMembersJoin(t *testing.T) {
 	labelledWorker(t, e, "w", `{"pool":"p"}`, store.ModePending, store.StatusOffline)
 	in := httpInput()
 	in.Selector = "pool=p"
-	tk, err := e.m.CreateTask(e.ctx, in, "admin")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pools, err := e.m.Pools(e.ctx, "")
+	pools, err := e.m.Pools().List(e.ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,25 +166,25 @@ func TestPoolsGroupWorkersAndApprovalsLetMembersJoin(t *testing.T) {
 	if len(pools[1].Tasks) != 0 {
 		t.Errorf("pool=q has tasks %+v; none selects it", pools[1].Tasks)
 	}
-	if _, err := e.m.GetPool(e.ctx, "pool=none"); !errors.Is(err, master.ErrNotFound) {
+	if _, err := e.m.Pools().Get(e.ctx, "pool=none"); !errors.Is(err, master.ErrNotFound) {
 		t.Errorf("GetPool of an empty pool: %v, want not found", err)
 	}
-	if err := e.m.ApprovePool(e.ctx, "pool=p,zone=x", "admin"); !errors.Is(err, master.ErrInvalid) {
+	if err := e.m.Pools().Approve(e.ctx, "pool=p,zone=x", "admin"); !errors.Is(err, master.ErrInvalid) {
 		t.Errorf("approving two labels at once: %v, want invalid", err)
 	}
-	if err := e.m.ApprovePool(e.ctx, "pool=p", "admin"); err != nil {
+	if err := e.m.Pools().Approve(e.ctx, "pool=p", "admin"); err != nil {
 		t.Fatal(err)
 	}
 	if mode := e.node("w").Mode; mode != store.ModeAuto {
 		t.Errorf("pending member w after its pool's approval: mode %s, want auto", mode)
 	}
-	if p, err := e.m.GetPool(e.ctx, "pool=p"); err != nil || !p.Approved {
+	if p, err := e.m.Pools().Get(e.ctx, "pool=p"); err != nil || !p.Approved {
 		t.Errorf("GetPool(pool=p) after approval = %+v, %v", p, err)
 	}
-	if err := e.m.RevokePool(e.ctx, "pool=p"); err != nil {
+	if err := e.m.Pools().Revoke(e.ctx, "pool=p"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.RevokePool(e.ctx, "pool=p"); !errors.Is(err, master.ErrNotFound) {
+	if err := e.m.Pools().Revoke(e.ctx, "pool=p"); !errors.Is(err, master.ErrNotFound) {
 		t.Errorf("revoking twice: %v, want not found", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestOfflineWorkersArePrunedAfterTheSetting(t *testing.T) {
 	labelledWorker(t, e, "pet", `{"pool":"p"}`, store.ModeManual, store.StatusOffline)
 	in := httpInput()
 	in.Selector = "pool=p"
-	tk, err := e.m.CreateTask(e.ctx, in, "admin")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}

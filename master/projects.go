@@ -125,9 +125,9 @@ func projectNotFound(name string) error {
 	return Errorf(KindNotFound, "project %s not found", name)
 }
 
-// Projects returns the projects whoever asks may read, by name.
-func (m *Master) Projects(ctx context.Context) ([]Project, error) {
-	ps, err := store.ListProjects(ctx, m.st.DB)
+// List returns the projects whoever asks may read, by name.
+func (pj *Projects) List(ctx context.Context) ([]Project, error) {
+	ps, err := store.ListProjects(ctx, pj.m.st.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +138,10 @@ func (m *Master) Projects(ctx context.Context) ([]Project, error) {
 	return slices.DeleteFunc(ps, func(p Project) bool { return !slices.Contains(readable, p.ID) }), nil
 }
 
-// GetProject returns a project whoever asks may read; any other is
+// Get returns a project whoever asks may read; any other is
 // KindNotFound.
-func (m *Master) GetProject(ctx context.Context, name string) (*Project, error) {
-	p, err := m.project(ctx, name)
+func (pj *Projects) Get(ctx context.Context, name string) (*Project, error) {
+	p, err := pj.project(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +153,8 @@ func (m *Master) GetProject(ctx context.Context, name string) (*Project, error) 
 
 // project reads a project by name ("" is the default project) without
 // authorizing: a missing one is KindNotFound.
-func (m *Master) project(ctx context.Context, name string) (*Project, error) {
-	return projectNamed(ctx, m.st.DB, name)
+func (pj *Projects) project(ctx context.Context, name string) (*Project, error) {
+	return projectNamed(ctx, pj.m.st.DB, name)
 }
 
 // projectNamed reads a project by name ("" is the default project).
@@ -170,23 +170,23 @@ func projectNamed(ctx context.Context, db bun.IDB, name string) (*Project, error
 }
 
 // projectByID reads a project by id without authorizing.
-func (m *Master) projectByID(ctx context.Context, id int64) (*Project, error) {
-	p, err := store.GetProjectByID(ctx, m.st.DB, id)
+func (pj *Projects) projectByID(ctx context.Context, id int64) (*Project, error) {
+	p, err := store.GetProjectByID(ctx, pj.m.st.DB, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(KindNotFound, "project %d not found", id)
 	}
 	return p, err
 }
 
-// ProjectNames maps project ids to names, for lists that show them.
-func (m *Master) ProjectNames(ctx context.Context) (map[int64]string, error) {
-	return store.ProjectNames(ctx, m.st.DB)
+// Names maps project ids to names, for lists that show them.
+func (pj *Projects) Names(ctx context.Context) (map[int64]string, error) {
+	return store.ProjectNames(ctx, pj.m.st.DB)
 }
 
-// CreateProject creates a project; only a cluster admin may.
-func (m *Master) CreateProject(ctx context.Context, in ProjectInput) (_ *Project, err error) {
+// Create creates a project; only a cluster admin may.
+func (pj *Projects) Create(ctx context.Context, in ProjectInput) (_ *Project, err error) {
 	in.Name = strings.TrimSpace(in.Name)
-	defer func() { m.events.record(ctx, "project.create", store.TargetProject, in.Name, err, "") }()
+	defer func() { pj.m.events.record(ctx, "project.create", store.TargetProject, in.Name, err, "") }()
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (m *Master) CreateProject(ctx context.Context, in ProjectInput) (_ *Project
 	in.WebhookURL = strings.TrimSpace(in.WebhookURL)
 	if msg := checkWebhook(in.WebhookURL); msg != "" {
 		fe["webhook_url"] = msg
-	} else if msg := m.notify.guard.checkURL(ctx, in.WebhookURL); in.WebhookURL != "" && msg != "" {
+	} else if msg := pj.m.notify.guard.checkURL(ctx, in.WebhookURL); in.WebhookURL != "" && msg != "" {
 		fe["webhook_url"] = msg
 	}
 	if len(fe) > 0 {
@@ -212,7 +212,7 @@ func (m *Master) CreateProject(ctx context.Context, in ProjectInput) (_ *Project
 	}
 	p := &Project{Name: in.Name, Description: strings.TrimSpace(in.Description), Pools: strings.Join(pools, "\n"), CreatedBy: ActorFrom(ctx),
 		WebhookURL: in.WebhookURL}
-	if err := store.CreateProject(ctx, m.st.DB, p); err != nil {
+	if err := store.CreateProject(ctx, pj.m.st.DB, p); err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
 			return nil, Errorf(KindDuplicate, "a project named %s exists already", in.Name)
 		}
@@ -230,10 +230,10 @@ type ProjectPatch struct {
 	WebhookURL *string `json:"webhook_url,omitempty"`
 }
 
-// UpdateProject changes a project's settings.
-func (m *Master) UpdateProject(ctx context.Context, name string, patch ProjectPatch) (_ *Project, err error) {
-	defer func() { m.events.record(ctx, "project.update", store.TargetProject, name, err, "") }()
-	p, err := m.project(ctx, name)
+// Update changes a project's settings.
+func (pj *Projects) Update(ctx context.Context, name string, patch ProjectPatch) (_ *Project, err error) {
+	defer func() { pj.m.events.record(ctx, "project.update", store.TargetProject, name, err, "") }()
+	p, err := pj.project(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func (m *Master) UpdateProject(ctx context.Context, name string, patch ProjectPa
 		if w != MaskURL(p.WebhookURL) || w == "" { // the mask shown keeps the stored URL
 			if msg := checkWebhook(w); msg != "" {
 				fe["webhook_url"] = msg
-			} else if msg := m.notify.guard.checkURL(ctx, w); w != "" && msg != "" {
+			} else if msg := pj.m.notify.guard.checkURL(ctx, w); w != "" && msg != "" {
 				fe["webhook_url"] = msg
 			}
 			p.WebhookURL = w
@@ -272,27 +272,27 @@ func (m *Master) UpdateProject(ctx context.Context, name string, patch ProjectPa
 	if len(fe) > 0 {
 		return nil, invalidFields(fe)
 	}
-	if err := store.UpdateProject(ctx, m.st.DB, p); err != nil {
+	if err := store.UpdateProject(ctx, pj.m.st.DB, p); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// DeleteProject deletes an empty project; only a cluster admin may, and the
+// Delete deletes an empty project; only a cluster admin may, and the
 // default project stays.
-func (m *Master) DeleteProject(ctx context.Context, name string) (err error) {
-	defer func() { m.events.record(ctx, "project.delete", store.TargetProject, name, err, "") }()
+func (pj *Projects) Delete(ctx context.Context, name string) (err error) {
+	defer func() { pj.m.events.record(ctx, "project.delete", store.TargetProject, name, err, "") }()
 	if err := requireClusterAdmin(ctx); err != nil {
 		return err
 	}
-	p, err := m.project(ctx, name)
+	p, err := pj.project(ctx, name)
 	if err != nil {
 		return err
 	}
 	if p.ID == store.DefaultProjectID {
 		return Errorf(KindState, "the default project cannot be deleted")
 	}
-	if err := store.DeleteProject(ctx, m.st.DB, p.ID); err != nil {
+	if err := store.DeleteProject(ctx, pj.m.st.DB, p.ID); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return Errorf(KindState, "project %s still has tasks, delayed tasks or API tokens; delete or move them first", name)
 		}
@@ -304,24 +304,24 @@ func (m *Master) DeleteProject(ctx context.Context, name string) (err error) {
 // ProjectMember is a member of a project and its role.
 type ProjectMember = store.ProjectMember
 
-// ProjectMembers returns a project's members.
-func (m *Master) ProjectMembers(ctx context.Context, name string) ([]ProjectMember, error) {
-	p, err := m.GetProject(ctx, name)
+// Members returns a project's members.
+func (pj *Projects) Members(ctx context.Context, name string) ([]ProjectMember, error) {
+	p, err := pj.Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return store.ProjectMembers(ctx, m.st.DB, p.ID)
+	return store.ProjectMembers(ctx, pj.m.st.DB, p.ID)
 }
 
-// SetProjectMember gives a user a role in a project (owners and cluster
+// SetMember gives a user a role in a project (owners and cluster
 // admins). The user must exist; an external user's memberships are set by
 // its identity provider's groups at every sign-in, when that provider maps
 // groups to projects.
-func (m *Master) SetProjectMember(ctx context.Context, project, username string, role ProjectRole) (err error) {
+func (pj *Projects) SetMember(ctx context.Context, project, username string, role ProjectRole) (err error) {
 	defer func() {
-		m.events.record(ctx, "project.member", store.TargetProject, project, err, fmt.Sprintf("%s: %s", username, role))
+		pj.m.events.record(ctx, "project.member", store.TargetProject, project, err, fmt.Sprintf("%s: %s", username, role))
 	}()
-	p, err := m.project(ctx, project)
+	p, err := pj.project(ctx, project)
 	if err != nil {
 		return err
 	}
@@ -332,22 +332,22 @@ func (m *Master) SetProjectMember(ctx context.Context, project, username string,
 	if !role.Valid() {
 		return invalidFields(protocol.FieldErrors{"role": fmt.Sprintf("must be one of owner, editor, operator, viewer, not %q", role)})
 	}
-	u, err := store.GetUser(ctx, m.st.DB, username)
+	u, err := store.GetUser(ctx, pj.m.st.DB, username)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalidFields(protocol.FieldErrors{"username": fmt.Sprintf("no user named %q", username)})
 	}
 	if err != nil {
 		return err
 	}
-	return store.SetProjectMember(ctx, m.st.DB, &store.ProjectMember{ProjectID: p.ID, Username: u.Username, Role: string(role), AddedBy: ActorFrom(ctx)})
+	return store.SetProjectMember(ctx, pj.m.st.DB, &store.ProjectMember{ProjectID: p.ID, Username: u.Username, Role: string(role), AddedBy: ActorFrom(ctx)})
 }
 
-// RemoveProjectMember ends a user's membership of a project.
-func (m *Master) RemoveProjectMember(ctx context.Context, project, username string) (err error) {
+// RemoveMember ends a user's membership of a project.
+func (pj *Projects) RemoveMember(ctx context.Context, project, username string) (err error) {
 	defer func() {
-		m.events.record(ctx, "project.member", store.TargetProject, project, err, username+": removed")
+		pj.m.events.record(ctx, "project.member", store.TargetProject, project, err, username+": removed")
 	}()
-	p, err := m.project(ctx, project)
+	p, err := pj.project(ctx, project)
 	if err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func (m *Master) RemoveProjectMember(ctx context.Context, project, username stri
 	if err := authorize(ctx, p.ID, ActManage, projectNotFound(project)); err != nil {
 		return err
 	}
-	if err := store.RemoveProjectMember(ctx, m.st.DB, p.ID, username); err != nil {
+	if err := store.RemoveProjectMember(ctx, pj.m.st.DB, p.ID, username); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Errorf(KindNotFound, "%s is not a member of project %s", username, project)
 		}

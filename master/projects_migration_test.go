@@ -84,7 +84,7 @@ func TestProjectsMigrationMovesExistingDataToDefault(t *testing.T) {
 
 			m := master.New(master.Config{Identity: "master", ClusterKey: clusterKey, AdvertiseHost: "127.0.0.1:1"}, st, storetest.Logger(t))
 			viewer := master.WithPrincipal(ctx, &master.Principal{Name: "vera", Role: master.RoleViewer})
-			tasks, total, err := m.ListTasks(viewer, master.TaskFilter{})
+			tasks, total, err := m.Tasks().List(viewer, master.TaskFilter{})
 			if err != nil || total != 1 || tasks[0].ID != "t-old" || tasks[0].Project != master.DefaultProject || tasks[0].Executors[0] != "w1" {
 				t.Fatalf("a viewer of every project lists %d: %+v %v", total, tasks, err)
 			}
@@ -107,10 +107,10 @@ func TestProjectsMigrationMovesExistingDataToDefault(t *testing.T) {
 			}
 
 			nobody := master.WithPrincipal(ctx, &master.Principal{Name: "newcomer", Role: master.RoleNone})
-			if _, total, err := m.ListTasks(nobody, master.TaskFilter{}); err != nil || total != 0 {
+			if _, total, err := m.Tasks().List(nobody, master.TaskFilter{}); err != nil || total != 0 {
 				t.Fatalf("a member of no project lists %d tasks (%v), want 0", total, err)
 			}
-			if _, err := m.GetTask(nobody, "t-old"); master.KindOf(err) != master.KindNotFound {
+			if _, err := m.Tasks().Get(nobody, "t-old"); master.KindOf(err) != master.KindNotFound {
 				t.Fatalf("a member of no project reads the task: %v, want not found", err)
 			}
 			if _, total, err := m.Reads().SearchRuns(nobody, master.RunFilter{}); err != nil || total != 0 {

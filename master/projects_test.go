@@ -28,7 +28,7 @@ func setupProjects(t *testing.T, s storetest.NamedStore) projectsSetup {
 		}
 	}
 	for _, p := range []master.ProjectInput{{Name: "billing", Pools: []string{"pool=billing"}}, {Name: "reports", Pools: []string{"pool=reports"}}} {
-		if _, err := e.m.CreateProject(e.ctx, p); err != nil {
+		if _, err := e.m.Projects().Create(e.ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,7 +39,7 @@ func setupProjects(t *testing.T, s storetest.NamedStore) projectsSetup {
 		if err := store.CreateUser(e.ctx, s.Store.DB, &store.User{Username: u.name, PasswordHash: "x", Role: store.RoleNone}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.m.SetProjectMember(e.ctx, u.project, u.name, u.role); err != nil {
+		if err := e.m.Projects().SetMember(e.ctx, u.project, u.name, u.role); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,19 +84,19 @@ func TestProjectsIsolateRolesAndPools(t *testing.T) {
 		rita := master.WithPrincipal(p.ctx, p.as("rita"))
 
 		// Pools: billing may run on pool=billing only.
-		if _, err := p.m.CreateTask(bea, inProject("billing", "wr"), "bea"); !isFieldErrors(err, "executors") || !strings.Contains(master.Message(err), "pool=billing") {
+		if _, err := p.m.Tasks().Create(bea, inProject("billing", "wr"), "bea"); !isFieldErrors(err, "executors") || !strings.Contains(master.Message(err), "pool=billing") {
 			t.Fatalf("a billing task on a reports worker: %v, want refused naming pool=billing", err)
 		}
 		sel := inProject("billing")
 		sel.Selector = "zone=eu"
-		if _, err := p.m.CreateTask(bea, sel, "bea"); !isFieldErrors(err, "selector") || !strings.Contains(master.Message(err), "pool=billing") {
+		if _, err := p.m.Tasks().Create(bea, sel, "bea"); !isFieldErrors(err, "selector") || !strings.Contains(master.Message(err), "pool=billing") {
 			t.Fatalf("a billing task selecting outside its pool: %v", err)
 		}
 		sel.Selector = "pool=billing,zone=eu"
-		if _, err := p.m.CreateTask(bea, sel, "bea"); err != nil {
+		if _, err := p.m.Tasks().Create(bea, sel, "bea"); err != nil {
 			t.Fatalf("a selector within the pool: %v", err)
 		}
-		tk, err := p.m.CreateTask(bea, inProject("billing", "wb"), "bea")
+		tk, err := p.m.Tasks().Create(bea, inProject("billing", "wb"), "bea")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,41 +105,41 @@ func TestProjectsIsolateRolesAndPools(t *testing.T) {
 		}
 		// An editor of billing creates nothing in reports, which it may not
 		// see: the project is missing for it.
-		if _, err := p.m.CreateTask(bea, inProject("reports", "wr"), "bea"); master.KindOf(err) != master.KindNotFound {
+		if _, err := p.m.Tasks().Create(bea, inProject("reports", "wr"), "bea"); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("billing's editor creating in reports: %v, want not found", err)
 		}
 
 		// Isolation: the owner of reports sees nothing of billing.
-		if _, err := p.m.GetTask(rita, tk.ID); master.KindOf(err) != master.KindNotFound {
+		if _, err := p.m.Tasks().Get(rita, tk.ID); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("reports' owner reads billing's task: %v", err)
 		}
-		if _, err := p.m.StartTask(rita, tk.ID); master.KindOf(err) != master.KindNotFound {
+		if _, err := p.m.Tasks().Start(rita, tk.ID); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("reports' owner starts billing's task: %v", err)
 		}
-		if err := p.m.DeleteTask(rita, tk.ID); master.KindOf(err) != master.KindNotFound {
+		if err := p.m.Tasks().Delete(rita, tk.ID); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("reports' owner deletes billing's task: %v", err)
 		}
-		if _, n, err := p.m.ListTasks(rita, master.TaskFilter{}); err != nil || n != 0 {
+		if _, n, err := p.m.Tasks().List(rita, master.TaskFilter{}); err != nil || n != 0 {
 			t.Fatalf("reports' owner lists %d tasks (%v)", n, err)
 		}
-		if _, _, err := p.m.ListRuns(rita, tk.ID, 10, 0); master.KindOf(err) != master.KindNotFound {
+		if _, _, err := p.m.Runs().List(rita, tk.ID, 10, 0); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("reports' owner lists billing's runs: %v", err)
 		}
 		d, err := p.m.Reads().ReadDashboard(rita, time.Now(), master.FailureQuery{Window: time.Hour, Scan: 10, Limit: 5}, nil)
 		if err != nil || d.Tasks[store.TaskStopped] != 0 {
 			t.Fatalf("reports' owner counts billing's tasks: %+v %v", d.Tasks, err)
 		}
-		if _, n, err := p.m.ListTasks(bea, master.TaskFilter{}); err != nil || n != 2 {
+		if _, n, err := p.m.Tasks().List(bea, master.TaskFilter{}); err != nil || n != 2 {
 			t.Fatalf("billing's editor lists %d tasks (%v), want 2", n, err)
 		}
 		// Pool pages list only the selecting tasks one may read.
 		byPool := inProject("billing")
 		byPool.Selector = "pool=billing"
-		if _, err := p.m.CreateTask(bea, byPool, "bea"); err != nil {
+		if _, err := p.m.Tasks().Create(bea, byPool, "bea"); err != nil {
 			t.Fatal(err)
 		}
 		poolTasks := func(ctx context.Context) int {
-			pools, err := p.m.Pools(ctx, "pool")
+			pools, err := p.m.Pools().List(ctx, "pool")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,43 +159,43 @@ func TestProjectsIsolateRolesAndPools(t *testing.T) {
 		// Roles: the operator may not edit or delete, and its refusal says why.
 		upd := inProject("", "wb")
 		upd.Title = "renamed"
-		if _, err := p.m.UpdateTask(oli, tk.ID, upd); master.KindOf(err) != master.KindForbidden || !strings.Contains(master.Message(err), "operator") {
+		if _, err := p.m.Tasks().Update(oli, tk.ID, upd); master.KindOf(err) != master.KindForbidden || !strings.Contains(master.Message(err), "operator") {
 			t.Fatalf("operator edits: %v, want forbidden naming its role", err)
 		}
-		if err := p.m.DeleteTask(oli, tk.ID); master.KindOf(err) != master.KindForbidden {
+		if err := p.m.Tasks().Delete(oli, tk.ID); master.KindOf(err) != master.KindForbidden {
 			t.Fatalf("operator deletes: %v", err)
 		}
-		if _, err := p.m.UpdateTask(bea, tk.ID, upd); err != nil {
+		if _, err := p.m.Tasks().Update(bea, tk.ID, upd); err != nil {
 			t.Fatalf("editor edits: %v", err)
 		}
 
 		// Membership changes take effect on the next call: demoted, bea
 		// may no longer edit; removed, it no longer sees the task.
-		if err := p.m.SetProjectMember(p.ctx, "billing", "bea", master.ProjectViewer); err != nil {
+		if err := p.m.Projects().SetMember(p.ctx, "billing", "bea", master.ProjectViewer); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.m.UpdateTask(master.WithPrincipal(p.ctx, p.as("bea")), tk.ID, upd); master.KindOf(err) != master.KindForbidden {
+		if _, err := p.m.Tasks().Update(master.WithPrincipal(p.ctx, p.as("bea")), tk.ID, upd); master.KindOf(err) != master.KindForbidden {
 			t.Fatalf("demoted editor edits: %v", err)
 		}
-		if err := p.m.RemoveProjectMember(p.ctx, "billing", "bea"); err != nil {
+		if err := p.m.Projects().RemoveMember(p.ctx, "billing", "bea"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.m.GetTask(master.WithPrincipal(p.ctx, p.as("bea")), tk.ID); master.KindOf(err) != master.KindNotFound {
+		if _, err := p.m.Tasks().Get(master.WithPrincipal(p.ctx, p.as("bea")), tk.ID); master.KindOf(err) != master.KindNotFound {
 			t.Fatalf("removed member reads: %v", err)
 		}
 
 		// Keys are unique per project, not across projects.
 		keyed := inProject("reports", "wr")
 		keyed.Key = "nightly"
-		if _, err := p.m.CreateTask(rita, keyed, "rita"); err != nil {
+		if _, err := p.m.Tasks().Create(rita, keyed, "rita"); err != nil {
 			t.Fatal(err)
 		}
 		keyed2 := inProject("billing", "wb")
 		keyed2.Key = "nightly"
-		if _, err := p.m.CreateTask(p.ctx, keyed2, "admin"); err != nil {
+		if _, err := p.m.Tasks().Create(p.ctx, keyed2, "admin"); err != nil {
 			t.Fatalf("the same key in another project: %v", err)
 		}
-		if _, err := p.m.CreateTask(rita, keyed, "rita"); !isFieldErrors(err, "key") {
+		if _, err := p.m.Tasks().Create(rita, keyed, "rita"); !isFieldErrors(err, "key") {
 			t.Fatalf("the same key twice in one project: %v", err)
 		}
 	})
@@ -228,14 +228,14 @@ func TestScopedTokensFollowTheirOwnerNow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		billing, err := p.m.GetProject(p.ctx, "billing")
+		billing, err := p.m.Projects().Get(p.ctx, "billing")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r := pr.RoleIn(billing.ID); r != master.ProjectOperator {
 			t.Fatalf("token role %q, want operator (capped)", r)
 		}
-		reports, _ := p.m.GetProject(p.ctx, "reports")
+		reports, _ := p.m.Projects().Get(p.ctx, "reports")
 		if r := pr.RoleIn(reports.ID); r != "" {
 			t.Fatalf("token role in another project %q", r)
 		}
@@ -244,7 +244,7 @@ func TestScopedTokensFollowTheirOwnerNow(t *testing.T) {
 			t.Fatalf("a token minting an editor token: %v", err)
 		}
 		// The owner demoted to viewer: the token reads only, on its next use.
-		if err := p.m.SetProjectMember(p.ctx, "billing", "bea", master.ProjectViewer); err != nil {
+		if err := p.m.Projects().SetMember(p.ctx, "billing", "bea", master.ProjectViewer); err != nil {
 			t.Fatal(err)
 		}
 		pr, err = acc.AuthenticateToken(p.ctx, plain, time.Now())
@@ -254,11 +254,11 @@ func TestScopedTokensFollowTheirOwnerNow(t *testing.T) {
 		if r := pr.RoleIn(billing.ID); r != master.ProjectViewer {
 			t.Fatalf("after the owner's demotion the token is %q, want viewer", r)
 		}
-		tk, err := p.m.CreateTask(p.ctx, inProject("billing", "wb"), "admin")
+		tk, err := p.m.Tasks().Create(p.ctx, inProject("billing", "wb"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.m.StartTask(master.WithPrincipal(p.ctx, pr), tk.ID); master.KindOf(err) != master.KindForbidden {
+		if _, err := p.m.Tasks().Start(master.WithPrincipal(p.ctx, pr), tk.ID); master.KindOf(err) != master.KindForbidden {
 			t.Fatalf("the demoted owner's token starts a task: %v", err)
 		}
 	})

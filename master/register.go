@@ -49,7 +49,7 @@ func selfPriority(declared int) int { return min(declared, protocol.DefaultPrior
 // touches a node an admin created, the master's node, or a name that differs
 // only in case from another node. It returns the node's running and paused
 // tasks: all of them, or to a worker that takes them in parts
-// (RegisterRequest.Parts) the first page, the rest fetched by TasksPage.
+// (RegisterRequest.Parts) the first page, the rest fetched by Tasks.Page.
 func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (protocol.RegisterResponse, error) {
 	now := time.Now()
 	if h.Node == "" || h.Timestamp == "" || h.Nonce == "" || h.Signature == "" {
@@ -118,7 +118,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	noteSkew := func(before sql.NullInt64) {
 		if n.ClockSkewMS.Valid {
-			m.clockSkewChanged(workerActor(ctx, name), name, before, skew)
+			m.nodes.clockSkewChanged(workerActor(ctx, name), name, before, skew)
 		}
 	}
 	from := "from " + printable(h.RemoteAddr)
@@ -129,18 +129,18 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	old, err := store.GetNodeFold(ctx, m.st.DB, name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if err := m.admitNewName(ctx, now); err != nil {
+		if err := m.nodes.admitNewName(ctx, now); err != nil {
 			return refuse(err)
 		}
 		n.Status, n.DesiredStatus, n.Mode, n.LastSeen = store.StatusRunning, store.StatusRunning, store.ModeAuto, time.Now().UTC()
-		pool, err := m.approvedPool(ctx, req.Labels)
+		pool, err := m.pools.approvedPool(ctx, req.Labels)
 		if err != nil {
 			return protocol.RegisterResponse{}, mapStoreErr(err, name)
 		}
 		if pool != "" {
 			from += "; member of approved pool " + pool
 		}
-		if n.ApprovedLabels, err = m.approvedLabelsFor(ctx, nil, req.Labels); err != nil {
+		if n.ApprovedLabels, err = m.pools.approvedLabelsFor(ctx, nil, req.Labels); err != nil {
 			return protocol.RegisterResponse{}, mapStoreErr(err, name)
 		}
 		if m.settings.inForce().ApproveNewNodes && pool == "" {
@@ -160,7 +160,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 			m.log.Warn("new node waits for approval", "node", name, "host", n.Host, "from", h.RemoteAddr)
 			m.events.record(workerActor(ctx, name), "node.register", store.TargetNode, name, nil,
 				"new name "+from+", at "+n.Protocol+"://"+n.Host+"; waits for an admin's approval")
-			m.nodeChanged()
+			m.tasks.nodeChanged()
 			return protocol.RegisterResponse{}, pendingRefusal(name)
 		}
 	case err != nil:
@@ -182,7 +182,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 		// The priority is the admin's once the node exists; its declared
 		// labels select it only as far as they are approved.
 		n.Priority = old.Priority
-		if n.ApprovedLabels, err = m.approvedLabelsFor(ctx, old, req.Labels); err != nil {
+		if n.ApprovedLabels, err = m.pools.approvedLabelsFor(ctx, old, req.Labels); err != nil {
 			return refuse(mapStoreErr(err, name))
 		}
 		if err := store.UpdateRegisteredNode(ctx, m.st.DB, n, old.NodeKey); err != nil {
@@ -205,7 +205,7 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	}
 	m.log.Info("worker registered", "node", n.Name, "host", n.Host, "boot_id", n.BootID)
 	m.events.record(workerActor(ctx, n.Name), "node.register", store.TargetNode, n.Name, nil, detail)
-	m.nodeChanged()
+	m.tasks.nodeChanged()
 	// A node the master had seen down (offline or idle) has its tasks' missed
 	// fires in the master's misfire windows from when it saw it stop; the
 	// worker counts those before (its previous process may have stopped long
@@ -213,16 +213,16 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 	// seen it down (a restart faster than the health checks).
 	resp := protocol.RegisterResponse{Master: m.cfg.Cluster}
 	if req.Parts {
-		// The first page only; the worker fetches the rest (TasksPage).
-		m.refreshMembers(ctx, n.Name)
+		// The first page only; the worker fetches the rest (Tasks.Page).
+		m.pools.refreshMembers(ctx, n.Name)
 		var err error
-		if resp.Tasks, resp.After, resp.More, err = m.taskPage(ctx, n.Name, "", pushPart); err != nil {
+		if resp.Tasks, resp.After, resp.More, err = m.tasks.taskPage(ctx, n.Name, "", pushPart); err != nil {
 			m.log.Error("load tasks of node", "node", n.Name, "err", err)
 			return protocol.RegisterResponse{}, mapStoreErr(err, n.Name)
 		}
 	} else {
 		// A worker of an earlier version reads every task from the answer.
-		resp.Tasks = m.tasksFor(ctx, n.Name)
+		resp.Tasks = m.tasks.tasksFor(ctx, n.Name)
 	}
 	if old != nil && old.Status != store.StatusRunning {
 		// Where the master's misfire windows for its tasks begin.
@@ -238,24 +238,24 @@ func (m *Master) Register(ctx context.Context, h RegisterHeaders, body []byte) (
 // ResetIdentity clears a worker node's key, so that the next registration of
 // its name (a replaced machine) binds a new one. It is an admin action,
 // recorded as event node.reset_identity.
-func (m *Master) ResetIdentity(ctx context.Context, name string) (_ *store.Node, err error) {
+func (nd *Nodes) ResetIdentity(ctx context.Context, name string) (_ *store.Node, err error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { m.events.record(ctx, "node.reset_identity", store.TargetNode, name, err, "") }()
-	defer m.locks.lock(name)()
-	n, err := store.GetNode(ctx, m.st.DB, name)
+	defer func() { nd.m.events.record(ctx, "node.reset_identity", store.TargetNode, name, err, "") }()
+	defer nd.m.locks.lock(name)()
+	n, err := store.GetNode(ctx, nd.m.st.DB, name)
 	if err != nil {
 		return nil, mapStoreErr(err, name)
 	}
 	if n.Type != store.TypeWorker {
 		return nil, Errorf(KindState, "%s is the master; it has no node key", name)
 	}
-	if err := store.ResetNodeKey(ctx, m.st.DB, name); err != nil {
+	if err := store.ResetNodeKey(ctx, nd.m.st.DB, name); err != nil {
 		return nil, mapStoreErr(err, name)
 	}
-	m.log.Info("node identity reset", "node", name, "by", ActorFrom(ctx))
-	return m.GetNode(ctx, name)
+	nd.m.log.Info("node identity reset", "node", name, "by", ActorFrom(ctx))
+	return nd.Get(ctx, name)
 }
 
 // Authenticate checks a worker-to-master call's sm_node and sm_secret against the stored secret.
@@ -298,7 +298,7 @@ func (m *Master) Offline(ctx context.Context, name, secret string) error {
 	m.log.Info("worker went offline", "node", name)
 	if err == nil {
 		m.events.record(workerActor(ctx, name), "node.offline", store.TargetNode, name, nil, "worker stopped (graceful shutdown)")
-		m.nodeChanged()
+		m.tasks.nodeChanged()
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func TestWorkerRegistrationTakesItsTasksInParts(t *testing.T) {
 		}
 		var stopped []string // 2,500 running, 20 stopped
 		for i, start := range []bool{true, false} {
-			results, err := e.m.SaveTasks(e.ctx, inputs[i*2500:min(len(inputs), (i+1)*2500)], start, "admin")
+			results, err := e.m.Tasks().Save(e.ctx, inputs[i*2500:min(len(inputs), (i+1)*2500)], start, "admin")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestWorkerRegistrationTakesItsTasksInParts(t *testing.T) {
 			} else {
 				gone = []string{page.Tasks[10].ID, page.Tasks[len(page.Tasks)-10].ID}
 				for _, id := range gone {
-					if _, err := e.m.StopTask(e.ctx, id); err != nil {
+					if _, err := e.m.Tasks().Stop(e.ctx, id); err != nil {
 						t.Errorf("stop %s midway: %v", id, err)
 					}
 				}
@@ -120,7 +120,7 @@ func TestWorkerRegistrationTakesItsTasksInParts(t *testing.T) {
 						started = id
 					}
 				}
-				if _, err := e.m.StartTask(e.ctx, started); err != nil {
+				if _, err := e.m.Tasks().Start(e.ctx, started); err != nil {
 					t.Errorf("start %q midway: %v", started, err)
 				}
 			}
@@ -210,7 +210,7 @@ func TestRegistrationAnswerWithoutCapability(t *testing.T) {
 			inputs[i] = httpInput("legacy")
 			inputs[i].Title = fmt.Sprint("t", i)
 		}
-		results, err := e.m.SaveTasks(e.ctx, inputs, false, "admin")
+		results, err := e.m.Tasks().Save(e.ctx, inputs, false, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestRegistrationAnswerWithoutCapability(t *testing.T) {
 			got = append(got, sp.ID)
 		}
 		for after, more := resp.After, resp.More; more; {
-			page, err := e.m.TasksPage(e.ctx, n, protocol.TasksPageRequest{After: after, Limit: 700})
+			page, err := e.m.Tasks().Page(e.ctx, n, protocol.TasksPageRequest{After: after, Limit: 700})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +251,7 @@ func TestRegistrationAnswerWithoutCapability(t *testing.T) {
 			t.Fatalf("the answer and its pages give %d tasks, want the node's 2,500 each once in key order", len(got))
 		}
 		for _, req := range []protocol.TasksPageRequest{{Limit: -1}, {Limit: protocol.MaxTaskBatch + 1}, {After: strings.Repeat("x", protocol.MaxCursorLen+1)}} {
-			if _, err := e.m.TasksPage(e.ctx, n, req); master.KindOf(err) != master.KindInvalid {
+			if _, err := e.m.Tasks().Page(e.ctx, n, req); master.KindOf(err) != master.KindInvalid {
 				t.Errorf("page %+v: %v, want invalid", req, err)
 			}
 		}
@@ -260,7 +260,7 @@ func TestRegistrationAnswerWithoutCapability(t *testing.T) {
 			To: store.StatusOffline, Reason: &reason}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.TasksPage(e.ctx, e.node("legacy"), protocol.TasksPageRequest{}); master.KindOf(err) != master.KindState {
+		if _, err := e.m.Tasks().Page(e.ctx, e.node("legacy"), protocol.TasksPageRequest{}); master.KindOf(err) != master.KindState {
 			t.Errorf("a page for an offline node: %v, want a state error", err)
 		}
 	})

@@ -133,7 +133,7 @@ func TestManualWorkerAppearsOnlyAfterConnect(t *testing.T) {
 		url := e.serveMaster()
 		tw := startWorker(t, "man1", func(c *worker.Config) { c.MasterURL = url }) // AutoRegister false, WorkerOf master
 		runWorker(t, tw.W)
-		if _, err := e.m.GetNode(e.ctx, "man1"); !errors.Is(err, master.ErrNotFound) {
+		if _, err := e.m.Nodes().Get(e.ctx, "man1"); !errors.Is(err, master.ErrNotFound) {
 			t.Fatalf("a manual worker registered itself: %v", err)
 		}
 		if e.countNodes() != 0 {

@@ -33,10 +33,10 @@ type RunLive struct {
 // InProgress reports whether the stored run is still in progress.
 func (l RunLive) InProgress() bool { return l.Run != nil && !protocol.Result(l.Run.Result).Ended() }
 
-// RunLive returns a run and, while it is in progress, asks only the worker
+// Live returns a run and, while it is in progress, asks only the worker
 // that runs it for its output so far.
-func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
-	r, err := m.GetRun(ctx, id)
+func (rs *Runs) Live(ctx context.Context, id string) (RunLive, error) {
+	r, err := rs.Get(ctx, id)
 	if err != nil {
 		return RunLive{}, err
 	}
@@ -44,62 +44,62 @@ func (m *Master) RunLive(ctx context.Context, id string) (RunLive, error) {
 	if protocol.Result(r.Result).Ended() {
 		return live, nil
 	}
-	n, err := store.GetNode(ctx, m.st.DB, r.Node)
+	n, err := store.GetNode(ctx, rs.m.st.DB, r.Node)
 	if err != nil {
 		live.Unreachable = fmt.Sprintf("node %s is not known any more", r.Node)
 		return live, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, liveCallTimeout)
 	defer cancel()
-	p, err := m.client.RunOutput(ctx, n, id)
+	p, err := rs.m.client.RunOutput(ctx, n, id)
 	switch {
 	case err == nil:
 		// The worker masks secrets already; an older or hostile one may not.
-		if err := m.runs.scrubProgress(ctx, r.TaskID, &p); err != nil {
+		if err := rs.m.ingester.scrubProgress(ctx, r.TaskID, &p); err != nil {
 			return RunLive{}, err
 		}
 		live.Progress = &p
 	case isRunNotInProgress(err):
 		// Ended since the page was drawn: read the run again, its final
 		// report may be stored by now.
-		if again, gerr := m.GetRun(ctx, id); gerr == nil {
+		if again, gerr := rs.Get(ctx, id); gerr == nil {
 			live.Run = again
 		}
 		live.Ended = !protocol.Result(live.Run.Result).Ended() // its final report is on its way
 	case isWorkerStatus(err, http.StatusNotFound):
-		m.log.Warn("run output: the worker does not know the route", "run", id, "node", r.Node, "err", err)
+		rs.m.log.Warn("run output: the worker does not know the route", "run", id, "node", r.Node, "err", err)
 		live.Unreachable = fmt.Sprintf("node %s cannot show runs in progress (an older version, or something else answers at %s)", r.Node, n.Host)
 	default:
-		m.log.Warn("run output: worker not reachable", "run", id, "node", r.Node, "err", err)
+		rs.m.log.Warn("run output: worker not reachable", "run", id, "node", r.Node, "err", err)
 		live.Unreachable = Message(err)
 	}
 	return live, nil
 }
 
-// KillRun kills a run in progress: its worker abandons the HTTP request or
+// Kill kills a run in progress: its worker abandons the HTTP request or
 // kills the shell command's process group, and reports the run as killed
 // (not retried). A run that is not in progress gives KindState; a worker
 // that does not answer, KindWorker.
-func (m *Master) KillRun(ctx context.Context, id string) error {
-	r, err := m.runFor(ctx, id, ActOperate)
+func (rs *Runs) Kill(ctx context.Context, id string) error {
+	r, err := rs.runFor(ctx, id, ActOperate)
 	if err != nil {
 		return err
 	}
 	refuse := func(err error) error {
-		m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, err, "run "+id)
+		rs.m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, err, "run "+id)
 		return err
 	}
 	if protocol.Result(r.Result).Ended() {
 		return refuse(Errorf(KindState, "run %s is not in progress: it ended as %s", id, r.Result))
 	}
-	n, err := store.GetNode(ctx, m.st.DB, r.Node)
+	n, err := store.GetNode(ctx, rs.m.st.DB, r.Node)
 	if err != nil {
 		return refuse(Errorf(KindState, "run %s ran on node %s, which no longer exists", id, r.Node))
 	}
 	cctx, cancel := context.WithTimeout(ctx, liveCallTimeout)
 	defer cancel()
 	by := ActorFrom(ctx)
-	if err := m.client.KillRun(cctx, n, id, by); err != nil {
+	if err := rs.m.client.KillRun(cctx, n, id, by); err != nil {
 		if isRunNotInProgress(err) {
 			return refuse(Errorf(KindState, "run %s has already ended on node %s; its result is on its way", id, r.Node))
 		}
@@ -108,8 +108,8 @@ func (m *Master) KillRun(ctx context.Context, id string) error {
 		}
 		return refuse(err)
 	}
-	m.log.Info("run killed", "run", id, "task", r.TaskID, "node", r.Node, "by", by)
-	m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, nil, fmt.Sprintf("run %s on %s killed", id, r.Node))
+	rs.m.log.Info("run killed", "run", id, "task", r.TaskID, "node", r.Node, "by", by)
+	rs.m.events.record(ctx, "run.kill", store.TargetTask, r.TaskID, nil, fmt.Sprintf("run %s on %s killed", id, r.Node))
 	return nil
 }
 

@@ -54,10 +54,10 @@ func TestRunLiveTellsAnEndedRunFromAnUnknownRoute(t *testing.T) {
 				at := time.Now().UTC().Truncate(time.Second)
 				notice := protocol.RunReport{ID: "run-" + node, TaskID: task, Node: node, ScheduledAt: at, StartedAt: at,
 					Result: protocol.ResultRunning, Attempt: 1}
-				if resp, err := e.m.IngestRuns(e.ctx, n, []protocol.RunReport{notice}); err != nil || len(resp.Rejected) != 0 {
+				if resp, err := e.m.Runs().Ingest(e.ctx, n, []protocol.RunReport{notice}); err != nil || len(resp.Rejected) != 0 {
 					t.Fatalf("store the notice: %v %+v", err, resp)
 				}
-				live, err := e.m.RunLive(e.ctx, notice.ID)
+				live, err := e.m.Runs().Live(e.ctx, notice.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -67,7 +67,7 @@ func TestRunLiveTellsAnEndedRunFromAnUnknownRoute(t *testing.T) {
 				if c.page == "" && live.Unreachable != "" || !strings.Contains(live.Unreachable, c.page) {
 					t.Fatalf("RunLive says %q, want it to hold %q", live.Unreachable, c.page)
 				}
-				err = e.m.KillRun(e.ctx, notice.ID)
+				err = e.m.Runs().Kill(e.ctx, notice.ID)
 				if master.KindOf(err) != c.killErr || !strings.Contains(master.Message(err), c.kill) {
 					t.Fatalf("KillRun: %v (kind %v), want kind %v saying %q", err, master.KindOf(err), c.killErr, c.kill)
 				}

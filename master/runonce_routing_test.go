@@ -73,11 +73,11 @@ func routedRunTask(e *env, routing string, edit ...func(*master.TaskInput)) stri
 	for _, f := range edit {
 		f(&in)
 	}
-	tk, err := e.m.CreateTask(e.ctx, in, "admin")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.m.StartTask(e.ctx, tk.ID); err != nil {
+	if _, err := e.m.Tasks().Start(e.ctx, tk.ID); err != nil {
 		e.t.Fatal(err)
 	}
 	return tk.ID
@@ -85,7 +85,7 @@ func routedRunTask(e *env, routing string, edit ...func(*master.TaskInput)) stri
 
 func (e *env) runOnce(id string) string {
 	e.t.Helper()
-	_, node, err := e.m.RunTask(e.ctx, id)
+	_, node, err := e.m.Tasks().Run(e.ctx, id)
 	if err != nil {
 		e.t.Fatalf("RunTask: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestRunOnceFollowsTheRouting(t *testing.T) {
 				t.Fatalf("failover run %d went to %s, want b (priority 9)", i, n)
 			}
 		}
-		if _, err := e.m.DisableNode(e.ctx, "b"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "b"); err != nil {
 			t.Fatal(err)
 		}
 		if n := e.runOnce(failover); n != "c" {
@@ -169,7 +169,7 @@ func TestRunOnceBroadcastsWithShards(t *testing.T) {
 		if n := e.runOnce(id); n != "a, b, c" {
 			t.Fatalf("broadcast run once went to %q, want a, b, c", n)
 		}
-		if _, err := e.m.DisableNode(e.ctx, "b"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "b"); err != nil {
 			t.Fatal(err)
 		}
 		if n := e.runOnce(id); n != "a, c" {
@@ -254,7 +254,7 @@ func TestBroadcastShardsFollowTheRunningExecutors(t *testing.T) {
 			in.HTTP.URL = tg.URL + "/?i={{SHARD_INDEX}}&n={{SHARD_TOTAL}}"
 		})
 		at := tg.waitShards(t, 0, "0/3", "1/3", "2/3")
-		if _, err := e.m.DisableNode(e.ctx, "b"); err != nil {
+		if _, err := e.m.Nodes().Disable(e.ctx, "b"); err != nil {
 			t.Fatal(err)
 		}
 		tg.waitShards(t, at, "0/2", "1/2")
@@ -280,7 +280,7 @@ func TestBroadcastShardsFollowThePoolsMembers(t *testing.T) {
 	e := newEnv(t, storetest.OpenSQLite(t))
 	routedWorkers(e, map[string]int{"a": 1, "b": 1, "c": 1, "x": 1})
 	for _, n := range []string{"a", "b"} {
-		if _, err := e.m.SetNodeLabels(e.ctx, n, protocol.Labels{"pool": "p"}); err != nil {
+		if _, err := e.m.Nodes().SetLabels(e.ctx, n, protocol.Labels{"pool": "p"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -291,11 +291,11 @@ func TestBroadcastShardsFollowThePoolsMembers(t *testing.T) {
 		in.HTTP.URL = tg.URL + "/?i={{SHARD_INDEX}}&n={{SHARD_TOTAL}}"
 	})
 	at := tg.waitShards(t, 0, "0/2", "1/2")
-	if _, err := e.m.SetNodeLabels(e.ctx, "c", protocol.Labels{"pool": "p"}); err != nil {
+	if _, err := e.m.Nodes().SetLabels(e.ctx, "c", protocol.Labels{"pool": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	at = tg.waitShards(t, at, "0/3", "1/3", "2/3")
-	if _, err := e.m.SetNodeLabels(e.ctx, "a", protocol.Labels{}); err != nil {
+	if _, err := e.m.Nodes().SetLabels(e.ctx, "a", protocol.Labels{}); err != nil {
 		t.Fatal(err)
 	}
 	settled := tg.waitShards(t, at, "0/2", "1/2")

@@ -52,17 +52,17 @@ type runIngest struct {
 
 // IngestBatch reads a batch of run reports from a worker and stores it (see
 // runIngest.batch).
-func (m *Master) IngestBatch(ctx context.Context, node *store.Node, body io.Reader, size int64) (protocol.RunsResponse, error) {
-	return m.runs.batch(ctx, node, body, size)
+func (rs *Runs) IngestBatch(ctx context.Context, node *store.Node, body io.Reader, size int64) (protocol.RunsResponse, error) {
+	return rs.m.ingester.batch(ctx, node, body, size)
 }
 
-// IngestRuns stores a batch of run reports from node (see runIngest.reports).
-func (m *Master) IngestRuns(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
-	return m.runs.reports(ctx, node, runs)
+// Ingest stores a batch of run reports from node (see runIngest.reports).
+func (rs *Runs) Ingest(ctx context.Context, node *store.Node, runs []protocol.RunReport) (protocol.RunsResponse, error) {
+	return rs.m.ingester.reports(ctx, node, runs)
 }
 
 // batch reads a batch of run reports from body (a RunsRequest) and
-// stores it with IngestRuns. The body is decoded run by run while it is read
+// stores it with Runs.Ingest. The body is decoded run by run while it is read
 // (protocol.DecodeRunsRequest), under one of IngestSlots slots: a batch over
 // protocol.MaxRunsPerBatch runs or protocol.MaxRunsBatchBytes bytes is
 // refused (KindTooLarge) as soon as that shows, a body that is not a batch
@@ -499,11 +499,11 @@ func (g *runIngest) runChildren(taskID string, children []string) {
 	})
 }
 
-// ListRuns returns a page of a task's runs, newest first. A deleted task's
+// List returns a page of a task's runs, newest first. A deleted task's
 // runs stay readable; a task that never existed is not found.
-func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int) ([]store.Run, int, error) {
+func (rs *Runs) List(ctx context.Context, taskID string, limit, offset int) ([]store.Run, int, error) {
 	// Runs of a deleted task stay readable by who may read its project.
-	pid, err := store.TaskProject(ctx, m.st.DB, taskID)
+	pid, err := store.TaskProject(ctx, rs.m.st.DB, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0, taskNotFound(taskID)
 	}
@@ -513,11 +513,11 @@ func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int)
 	if err := authorize(ctx, pid, ActRead, taskNotFound(taskID)); err != nil {
 		return nil, 0, err
 	}
-	release, err := m.runLists.acquire(ctx, RunListSlots, 0)
+	release, err := rs.m.runLists.acquire(ctx, RunListSlots, 0)
 	if err != nil {
 		return nil, 0, err
 	}
-	runs, total, err := store.ListRuns(ctx, m.st.DB, taskID, limit, offset)
+	runs, total, err := store.ListRuns(ctx, rs.m.st.DB, taskID, limit, offset)
 	release()
 	if err != nil {
 		return nil, 0, err
@@ -525,18 +525,18 @@ func (m *Master) ListRuns(ctx context.Context, taskID string, limit, offset int)
 	return runs, total, nil
 }
 
-// GetRun returns one run.
-func (m *Master) GetRun(ctx context.Context, id string) (*store.Run, error) {
-	return m.runFor(ctx, id, ActRead)
+// Get returns one run.
+func (rs *Runs) Get(ctx context.Context, id string) (*store.Run, error) {
+	return rs.runFor(ctx, id, ActRead)
 }
 
 // runFor returns run id if whoever asks may do a to it: a run belongs to
 // the project of its task or delayed task (a run whose task is gone
 // entirely, to no project: only cluster admins and viewers of every
 // project see it).
-func (m *Master) runFor(ctx context.Context, id string, a Action) (*store.Run, error) {
+func (rs *Runs) runFor(ctx context.Context, id string, a Action) (*store.Run, error) {
 	notFound := Errorf(KindNotFound, "run %s does not exist", id)
-	r, err := store.GetRun(ctx, m.st.DB, id)
+	r, err := store.GetRun(ctx, rs.m.st.DB, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
@@ -546,20 +546,20 @@ func (m *Master) runFor(ctx context.Context, id string, a Action) (*store.Run, e
 	if PrincipalFrom(ctx) == nil {
 		return r, nil
 	}
-	if err := authorize(ctx, m.RunProject(ctx, r), a, notFound); err != nil {
+	if err := authorize(ctx, rs.Project(ctx, r), a, notFound); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// RunProject returns the id of the project a run belongs to (its task's or
+// Project returns the id of the project a run belongs to (its task's or
 // its delayed task's), 0 when neither exists any more.
-func (m *Master) RunProject(ctx context.Context, r *store.Run) int64 {
+func (rs *Runs) Project(ctx context.Context, r *store.Run) int64 {
 	if r.DelayedID != "" {
-		if d, err := store.GetDelayed(ctx, m.st.DB, r.DelayedID); err == nil {
+		if d, err := store.GetDelayed(ctx, rs.m.st.DB, r.DelayedID); err == nil {
 			return d.ProjectID
 		}
-	} else if pid, err := store.TaskProject(ctx, m.st.DB, r.TaskID); err == nil {
+	} else if pid, err := store.TaskProject(ctx, rs.m.st.DB, r.TaskID); err == nil {
 		return pid
 	}
 	return 0

@@ -38,7 +38,7 @@ func TestIngestScrubsSecretValuesOfTheTask(t *testing.T) {
 		r := report("leaky", "sec", "w1", time.Now().UTC())
 		r.Result, r.HTTPStatus = protocol.ResultFailed, 500
 		r.Output = "echo: param secret/1 " + url.QueryEscape("param secret/1") + " url-pw-2 key-value-3 mine-value-4 plain-value"
-		if resp, err := e.m.IngestRuns(e.ctx, w1, []protocol.RunReport{r}); err != nil || resp.Accepted != 1 {
+		if resp, err := e.m.Runs().Ingest(e.ctx, w1, []protocol.RunReport{r}); err != nil || resp.Accepted != 1 {
 			t.Fatalf("ingest: %+v %v", resp, err)
 		}
 		got := e.stored("leaky").Output

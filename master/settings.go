@@ -515,11 +515,11 @@ func (m *Master) StoredSettings(ctx context.Context) (Settings, error) {
 	return m.settings.stored(ctx)
 }
 
-// PurgeRuns deletes runs that started before cutoff, a bounded batch at a
+// Purge deletes runs that started before cutoff, a bounded batch at a
 // time so the database is never locked for long.
-func (m *Master) PurgeRuns(ctx context.Context, cutoff time.Time) (int, error) {
+func (rs *Runs) Purge(ctx context.Context, cutoff time.Time) (int, error) {
 	if err := requireClusterAdmin(ctx); err != nil {
 		return 0, err
 	}
-	return m.retention.purge(ctx, cutoff)
+	return rs.m.retention.purge(ctx, cutoff)
 }

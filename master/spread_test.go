@@ -23,7 +23,7 @@ func TestIntervalAlignOnCreateEditAndUpgrade(t *testing.T) {
 
 		in := httpInput("w1")
 		in.Schedule.Align = ""
-		tk, err := e.m.CreateTask(e.ctx, in, "admin")
+		tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,12 +31,12 @@ func TestIntervalAlignOnCreateEditAndUpgrade(t *testing.T) {
 			t.Fatalf("a new interval task has align %q, want spread", tk.Schedule.Align)
 		}
 		in.Schedule.Align = "diagonal"
-		if _, err := e.m.CreateTask(e.ctx, in, "admin"); !isFieldErrors(err, "schedule.align") {
+		if _, err := e.m.Tasks().Create(e.ctx, in, "admin"); !isFieldErrors(err, "schedule.align") {
 			t.Fatalf("a bad align: %v, want a field error on schedule.align", err)
 		}
 
 		// As stored by a version before alignments: no align in the spec.
-		old, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		old, err := e.m.Tasks().Create(e.ctx, httpInput("w1"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,12 +57,12 @@ func TestIntervalAlignOnCreateEditAndUpgrade(t *testing.T) {
 		if _, err := db.ExecContext(e.ctx, string(sql)); err != nil {
 			t.Fatalf("migration: %v", err)
 		}
-		got, err := e.m.GetTask(e.ctx, old.ID)
+		got, err := e.m.Tasks().Get(e.ctx, old.ID)
 		if err != nil || got.Schedule.Align != protocol.AlignEpoch {
 			t.Fatalf("after the migration: align %q (%v), want epoch", got.Schedule.Align, err)
 		}
 		// The spread task was left alone (and the migration reran harmlessly).
-		if got, _ := e.m.GetTask(e.ctx, tk.ID); got.Schedule.Align != protocol.AlignSpread {
+		if got, _ := e.m.Tasks().Get(e.ctx, tk.ID); got.Schedule.Align != protocol.AlignSpread {
 			t.Fatalf("the migration changed a spread task to %q", got.Schedule.Align)
 		}
 
@@ -70,16 +70,16 @@ func TestIntervalAlignOnCreateEditAndUpgrade(t *testing.T) {
 		edit := httpInput("w1")
 		edit.Schedule.Align = ""
 		edit.Title = "renamed"
-		if got, err := e.m.UpdateTask(e.ctx, old.ID, edit); err != nil || got.Schedule.Align != protocol.AlignEpoch {
+		if got, err := e.m.Tasks().Update(e.ctx, old.ID, edit); err != nil || got.Schedule.Align != protocol.AlignEpoch {
 			t.Fatalf("edit without align: %q (%v), want epoch kept", got.Schedule.Align, err)
 		}
 		edit.Schedule.Align = protocol.AlignSpread
-		if got, err := e.m.UpdateTask(e.ctx, old.ID, edit); err != nil || got.Schedule.Align != protocol.AlignSpread {
+		if got, err := e.m.Tasks().Update(e.ctx, old.ID, edit); err != nil || got.Schedule.Align != protocol.AlignSpread {
 			t.Fatalf("edit to spread: %q (%v)", got.Schedule.Align, err)
 		}
 
 		// The console's next fire follows the phase.
-		running, err := e.m.StartTask(e.ctx, tk.ID)
+		running, err := e.m.Tasks().Start(e.ctx, tk.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ var nodeTable = map[store.NodeStatus][]NodeAction{
 }
 
 // taskTable lists the actions each task status allows. A deleted task allows
-// nothing. Delete itself is from stopped: DeleteTask stops a running or paused
+// nothing. Delete itself is from stopped: Tasks.Delete stops a running or paused
 // task first, but the console offers Delete only once it is stopped.
 var taskTable = map[store.TaskStatus][]TaskAction{
 	store.TaskStopped: {TaskStart, TaskRun, TaskEdit, TaskDelete},

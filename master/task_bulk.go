@@ -68,17 +68,17 @@ func CheckBulk(action string, ids []string) ([]string, error) {
 	return out, nil
 }
 
-// BulkTasks does action (start, pause, resume, stop or delete) to each
+// Bulk does action (start, pause, resume, stop or delete) to each
 // task of ids, each on its own: a task that does not exist, that whoever
 // asks may not act on, whose status does not allow the action, or whose
 // action fails is reported and never stops the others. Delete is refused
-// for a task that is not stopped (unlike DeleteTask, which stops it first):
+// for a task that is not stopped (unlike Tasks.Delete, which stops it first):
 // a selection may hold running tasks by mistake. The work is batched
 // (bulkChunk tasks at a time): the tasks read at once, one call per worker
 // carrying its tasks (one call per task to a worker too old for that), the
 // statuses written in one transaction. The results are in the order of
 // the ids, repeats removed.
-func (m *Master) BulkTasks(ctx context.Context, action string, ids []string) ([]BulkResult, error) {
+func (tk *Tasks) Bulk(ctx context.Context, action string, ids []string) ([]BulkResult, error) {
 	ids, err := CheckBulk(action, ids)
 	if err != nil {
 		return nil, err
@@ -89,14 +89,14 @@ func (m *Master) BulkTasks(ctx context.Context, action string, ids []string) ([]
 	}
 	var running map[string]*store.Node
 	if a != TaskDelete {
-		if running, err = m.runningWorkers(ctx); err != nil {
+		if running, err = tk.runningWorkers(ctx); err != nil {
 			return nil, err
 		}
 	}
 	out := make([]BulkResult, len(ids))
 	for i := 0; i < len(ids); i += bulkChunk {
 		end := min(i+bulkChunk, len(ids))
-		if err := m.bulkChunkOf(ctx, a, ids[i:end], out[i:end], running); err != nil {
+		if err := tk.bulkChunkOf(ctx, a, ids[i:end], out[i:end], running); err != nil {
 			return nil, err
 		}
 	}
@@ -112,8 +112,8 @@ func bulkAct(a TaskAction) Action {
 }
 
 // runningWorkers returns the running workers by name.
-func (m *Master) runningWorkers(ctx context.Context) (map[string]*store.Node, error) {
-	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+func (tk *Tasks) runningWorkers(ctx context.Context) (map[string]*store.Node, error) {
+	nodes, err := store.ListNodesByStatus(ctx, tk.m.st.DB, store.StatusRunning)
 	if err != nil {
 		return nil, err
 	}
@@ -139,17 +139,17 @@ type bulkItem struct {
 
 // bulkChunkOf does a to one chunk of ids, filling out (same order). Only a
 // database failure of the chunk as a whole is returned.
-func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, out []BulkResult, running map[string]*store.Node) error {
+func (tk *Tasks) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, out []BulkResult, running map[string]*store.Node) error {
 	began := time.Now()
 	sorted := slices.Sorted(slices.Values(ids))
 	for _, id := range sorted { // in one order: two bulk actions never wait on each other
-		defer m.locks.lock("task:" + id)()
+		defer tk.m.locks.lock("task:" + id)()
 	}
-	rows, err := store.GetTasks(ctx, m.st.DB, ids)
+	rows, err := store.GetTasks(ctx, tk.m.st.DB, ids)
 	if err != nil {
 		return err
 	}
-	names, err := m.ProjectNames(ctx)
+	names, err := tk.m.projects.Names(ctx)
 	if err != nil {
 		return err
 	}
@@ -166,13 +166,13 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 			if errors.Is(err, ErrNotFound) {
 				r.Error, r.Refused = "no such task", true
 			} else {
-				*r = m.bulkFailed(*r, a, err)
+				*r = tk.bulkFailed(*r, a, err)
 			}
 			continue
 		}
 		t, err := decodeTask(row)
 		if err != nil {
-			*r = m.bulkFailed(*r, a, err)
+			*r = tk.bulkFailed(*r, a, err)
 			continue
 		}
 		t.Project = names[t.ProjectID]
@@ -183,9 +183,9 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 		}
 		it := &bulkItem{r: r, t: t}
 		if a != TaskDelete {
-			m.bulkTargets(it, a, running)
+			tk.bulkTargets(it, a, running)
 			if it.err != nil {
-				*r = m.bulkFailed(*r, a, it.err)
+				*r = tk.bulkFailed(*r, a, it.err)
 				continue
 			}
 		}
@@ -193,7 +193,7 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 	}
 	read := time.Since(began)
 	if a != TaskDelete {
-		m.bulkSend(ctx, a, items, false)
+		tk.bulkSend(ctx, a, items, false)
 	}
 	sent := time.Since(began) - read
 	// The statuses of the tasks done everywhere, in one transaction (or a
@@ -204,9 +204,9 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 			okIDs = append(okIDs, it.t.ID)
 		}
 	}
-	changed, err := store.SetTasksStatus(ctx, m.st.DB, okIDs, taskFrom(a), bulkTo[a])
+	changed, err := store.SetTasksStatus(ctx, tk.m.st.DB, okIDs, taskFrom(a), bulkTo[a])
 	if err != nil {
-		m.log.Error("bulk task action: write statuses", "action", a, "err", err)
+		tk.m.log.Error("bulk task action: write statuses", "action", a, "err", err)
 	}
 	moved := map[string]bool{}
 	for _, id := range okIDs {
@@ -226,14 +226,14 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 		}
 	}
 	if len(undo) > 0 && a != TaskDelete {
-		uctx, cancel := m.life.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
-		m.bulkSend(uctx, a, undo, true)
+		uctx, cancel := tk.m.life.detached(ctx, 2*(tk.m.cfg.CallTimeout+time.Second))
+		tk.bulkSend(uctx, a, undo, true)
 		cancel()
 	}
 	evs := make([]store.Event, 0, len(items))
 	for _, it := range items {
 		if it.err != nil {
-			*it.r = m.bulkFailed(*it.r, a, it.err)
+			*it.r = tk.bulkFailed(*it.r, a, it.err)
 		} else {
 			it.r.OK = true
 		}
@@ -244,8 +244,8 @@ func (m *Master) bulkChunkOf(ctx context.Context, a TaskAction, ids []string, ou
 		}
 		evs = append(evs, e)
 	}
-	m.events.recordAll(ctx, "task."+string(a)+" (bulk)", evs)
-	m.log.Info("bulk task action", "action", a, "tasks", len(ids), "done", len(changed), "read", read.Round(time.Millisecond),
+	tk.m.events.recordAll(ctx, "task."+string(a)+" (bulk)", evs)
+	tk.m.log.Info("bulk task action", "action", a, "tasks", len(ids), "done", len(changed), "read", read.Round(time.Millisecond),
 		"sent", sent.Round(time.Millisecond), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
@@ -258,8 +258,8 @@ var bulkTo = map[TaskAction]store.TaskStatus{
 
 // bulkTargets fills the nodes an action on it.t goes to (its running
 // executors) and what each is sent; a start with none is refused, as
-// StartTask refuses it.
-func (m *Master) bulkTargets(it *bulkItem, a TaskAction, running map[string]*store.Node) {
+// Tasks.Start refuses it.
+func (tk *Tasks) bulkTargets(it *bulkItem, a TaskAction, running map[string]*store.Node) {
 	var names []string
 	for _, name := range it.t.members() {
 		if n := running[name]; n != nil {
@@ -306,7 +306,7 @@ type bulkJob struct {
 // once. Without undo, a task that failed on a node is undone on those it
 // was done on, and its error names the nodes; with undo, the nodes it was
 // done on get it undone, and a failure is only logged.
-func (m *Master) bulkSend(ctx context.Context, a TaskAction, items []*bulkItem, undo bool) {
+func (tk *Tasks) bulkSend(ctx context.Context, a TaskAction, items []*bulkItem, undo bool) {
 	op := bulkOps[a][0]
 	if undo {
 		op = bulkOps[a][1]
@@ -325,12 +325,12 @@ func (m *Master) bulkSend(ctx context.Context, a TaskAction, items []*bulkItem, 
 			nodes[n.Name] = n
 		}
 	}
-	errs := m.sendJobs(ctx, op, nodes, jobs)
+	errs := tk.sendJobs(ctx, op, nodes, jobs)
 	if undo {
 		for name, es := range errs {
 			for j, err := range es {
 				if err != nil {
-					m.log.Error("rollback failed", "task", jobs[name][j].it.t.ID, "node", name, "verb", op, "err", err)
+					tk.m.log.Error("rollback failed", "task", jobs[name][j].it.t.ID, "node", name, "verb", op, "err", err)
 				}
 			}
 		}
@@ -361,9 +361,9 @@ func (m *Master) bulkSend(ctx context.Context, a TaskAction, items []*bulkItem, 
 		it.err = wrapf(KindWorker, first, "%s failed on node %s: %s", a, strings.Join(names, ", "), Message(first))
 		back = append(back, it)
 	}
-	uctx, cancel := m.life.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
+	uctx, cancel := tk.m.life.detached(ctx, 2*(tk.m.cfg.CallTimeout+time.Second))
 	defer cancel()
-	m.bulkSend(uctx, a, back, true)
+	tk.bulkSend(uctx, a, back, true)
 }
 
 // bulkBatchBytes bounds the request of one batched call by its specs' size.
@@ -373,7 +373,7 @@ const bulkBatchBytes = 8 << 20
 // outcome, by node in the order of jobs. The nodes are served at once,
 // each in calls of up to protocol.MaxTaskBatch tasks (one call per task
 // to a worker too old for batches).
-func (m *Master) sendJobs(ctx context.Context, op string, nodes map[string]*store.Node, jobs map[string][]bulkJob) map[string][]error {
+func (tk *Tasks) sendJobs(ctx context.Context, op string, nodes map[string]*store.Node, jobs map[string][]bulkJob) map[string][]error {
 	out := make(map[string][]error, len(jobs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -387,7 +387,7 @@ func (m *Master) sendJobs(ctx context.Context, op string, nodes map[string]*stor
 					size += specBytes(&js[hi].it.specs[js[hi].node])
 					hi++
 				}
-				m.sendBatch(ctx, op, n, js[lo:hi], errs[lo:hi])
+				tk.sendBatch(ctx, op, n, js[lo:hi], errs[lo:hi])
 				lo = hi
 			}
 			mu.Lock()
@@ -401,7 +401,7 @@ func (m *Master) sendJobs(ctx context.Context, op string, nodes map[string]*stor
 
 // sendBatch does op to jobs on n in one call, or one call per job when n
 // is too old for batches, filling errs.
-func (m *Master) sendBatch(ctx context.Context, op string, n *store.Node, jobs []bulkJob, errs []error) {
+func (tk *Tasks) sendBatch(ctx context.Context, op string, n *store.Node, jobs []bulkJob, errs []error) {
 	var specs []protocol.TaskSpec
 	var ids []string
 	for _, j := range jobs {
@@ -411,7 +411,7 @@ func (m *Master) sendBatch(ctx context.Context, op string, n *store.Node, jobs [
 			ids = append(ids, j.it.t.ID)
 		}
 	}
-	got, err := m.client.TaskBatch(ctx, n, op, specs, ids)
+	got, err := tk.m.client.TaskBatch(ctx, n, op, specs, ids)
 	switch {
 	case err == nil:
 		copy(errs, got)
@@ -429,9 +429,9 @@ func (m *Master) sendBatch(ctx context.Context, op string, n *store.Node, jobs [
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if op == protocol.BatchStart {
-				errs[i] = m.client.TaskStart(ctx, n, j.it.specs[j.node])
+				errs[i] = tk.m.client.TaskStart(ctx, n, j.it.specs[j.node])
 			} else {
-				errs[i] = m.client.TaskOp(ctx, n, batchOpPath[op], j.it.t.ID)
+				errs[i] = tk.m.client.TaskOp(ctx, n, batchOpPath[op], j.it.t.ID)
 			}
 		})
 	}
@@ -440,9 +440,9 @@ func (m *Master) sendBatch(ctx context.Context, op string, n *store.Node, jobs [
 
 // bulkFailed reports an action that was tried and failed: a refusal with
 // its sentence, anything else (a database error) only in the log.
-func (m *Master) bulkFailed(r BulkResult, a TaskAction, err error) BulkResult {
+func (tk *Tasks) bulkFailed(r BulkResult, a TaskAction, err error) BulkResult {
 	if KindOf(err) == 0 {
-		m.log.Error("bulk task action", "action", a, "task", r.ID, "err", err)
+		tk.m.log.Error("bulk task action", "action", a, "task", r.ID, "err", err)
 		r.Error = "internal error; see the master's log"
 		return r
 	}

@@ -1,5 +1,5 @@
 // Bulk creation and edit: many task definitions in one call, each checked
-// as CreateTask and UpdateTask check one, written a chunk at a time in one
+// as Tasks.Create and Tasks.Update check one, written a chunk at a time in one
 // transaction, each reported on its own.
 
 package master
@@ -53,17 +53,17 @@ type saveItem struct {
 	row *store.Task
 }
 
-// SaveTasks creates (an input without id) or updates (an input with the id
+// Save creates (an input without id) or updates (an input with the id
 // of a stopped task) each of inputs, each on its own: an input that is not
 // valid, names an unknown executor, or a project (or task) whoever asks may
 // not edit is reported and never stops the others. Every input is checked
-// as CreateTask or UpdateTask would check it, against the nodes, users and
+// as Tasks.Create or Tasks.Update would check it, against the nodes, users and
 // keys read once (keys and children of the request's earlier inputs
 // count); the valid ones are written saveChunk at a time, one transaction
 // each (a chunk that fails as a whole is written task by task). With start,
-// the tasks saved are then started as BulkTasks starts them. The results are
+// the tasks saved are then started as Tasks.Bulk starts them. The results are
 // in the order of inputs.
-func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, by string) ([]SaveResult, error) {
+func (tk *Tasks) Save(ctx context.Context, inputs []TaskInput, start bool, by string) ([]SaveResult, error) {
 	if len(inputs) == 0 {
 		return nil, Errorf(KindInvalid, "no task given: send at least one")
 	}
@@ -77,20 +77,20 @@ func (m *Master) SaveTasks(ctx context.Context, inputs []TaskInput, start bool, 
 	for i := range inputs {
 		create[i] = strings.TrimSpace(inputs[i].ID) == ""
 	}
-	out, err := m.saveTasks(ctx, inputs, create, by)
+	out, err := tk.saveTasks(ctx, inputs, create, by)
 	if err != nil {
 		return nil, err
 	}
 	if start {
-		m.startSaved(ctx, out)
+		tk.startSaved(ctx, out)
 	}
 	return out, nil
 }
 
-// saveTasks is SaveTasks without its bounds: create[i] says inputs[i] is
+// saveTasks is Tasks.Save without its bounds: create[i] says inputs[i] is
 // created, with its id when it has one (Apply chooses the ids of the tasks
 // it creates, so that their parents can name them), else updated.
-func (m *Master) saveTasks(ctx context.Context, inputs []TaskInput, create []bool, by string) ([]SaveResult, error) {
+func (tk *Tasks) saveTasks(ctx context.Context, inputs []TaskInput, create []bool, by string) ([]SaveResult, error) {
 	out := make([]SaveResult, len(inputs))
 	items := make([]*saveItem, len(inputs))
 	var updates []string
@@ -110,7 +110,7 @@ func (m *Master) saveTasks(ctx context.Context, inputs []TaskInput, create []boo
 		}
 		items[i] = &saveItem{r: &out[i], in: in}
 	}
-	stored, err := store.GetTasks(ctx, m.st.DB, updates)
+	stored, err := store.GetTasks(ctx, tk.m.st.DB, updates)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (m *Master) saveTasks(ctx context.Context, inputs []TaskInput, create []boo
 	}
 	for _, it := range items {
 		if it != nil {
-			if err := m.checkSave(ctx, it, stored, sc); err != nil {
+			if err := tk.checkSave(ctx, it, stored, sc); err != nil {
 				return nil, err
 			}
 		}
@@ -133,14 +133,14 @@ func (m *Master) saveTasks(ctx context.Context, inputs []TaskInput, create []boo
 		}
 	}
 	for chunk := range slices.Chunk(valid, saveChunk) {
-		m.writeSaves(ctx, chunk, by)
+		tk.writeSaves(ctx, chunk, by)
 	}
 	return out, nil
 }
 
 // checkSave checks one input of a bulk save and builds its row; a refusal
 // goes into its result. Only a database failure is returned.
-func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]*store.Task, sc *saveChecks) error {
+func (tk *Tasks) checkSave(ctx context.Context, it *saveItem, stored map[string]*store.Task, sc *saveChecks) error {
 	projects := sc.projects
 	in, r := &it.in, it.r
 	refuse := func(err error) error {
@@ -158,7 +158,7 @@ func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]
 		if p, ok := projects[name]; ok {
 			return p, nil
 		}
-		p, err := m.project(ctx, name)
+		p, err := tk.m.projects.project(ctx, name)
 		if err != nil && KindOf(err) == 0 {
 			return nil, err
 		}
@@ -204,12 +204,12 @@ func (m *Master) checkSave(ctx context.Context, it *saveItem, stored map[string]
 		}
 		it.cur = cur
 	}
-	chk, err := m.saveCheck(ctx, sc, in.projectID)
+	chk, err := tk.saveCheck(ctx, sc, in.projectID)
 	if err != nil {
 		return err
 	}
-	m.normalizeTaskInput(in)
-	row, err := m.checkTaskInputWith(ctx, in, chk)
+	tk.normalizeTaskInput(in)
+	row, err := tk.checkTaskInputWith(ctx, in, chk)
 	if err != nil {
 		return refuse(err)
 	}
@@ -239,21 +239,21 @@ type saveChecks struct {
 // saveCheck returns the check of a project's inputs, made when first
 // needed: its nodes, pools and, when an input of the save has a key, every
 // key its tasks hold, read once.
-func (m *Master) saveCheck(ctx context.Context, sc *saveChecks, project int64) (*taskCheck, error) {
+func (tk *Tasks) saveCheck(ctx context.Context, sc *saveChecks, project int64) (*taskCheck, error) {
 	checks := sc.checks
 	if chk := checks[project]; chk != nil {
 		return chk, nil
 	}
-	chk, err := m.newTaskCheck(ctx)
+	chk, err := tk.newTaskCheck(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkInProject(ctx, chk, project); err != nil {
+	if err := tk.checkInProject(ctx, chk, project); err != nil {
 		return nil, err
 	}
 	if sc.children {
 		// Read before any input is checked: each checked input joins it.
-		if err := m.loadGraph(ctx, chk); err != nil {
+		if err := tk.loadGraph(ctx, chk); err != nil {
 			return nil, err
 		}
 	}
@@ -262,7 +262,7 @@ func (m *Master) saveCheck(ctx context.Context, sc *saveChecks, project int64) (
 		checks[project] = chk // no input has a key: none to compare
 		return chk, nil
 	}
-	specs, err := store.TaskSpecsWithAnyKey(ctx, m.st.DB, chk.project)
+	specs, err := store.TaskSpecsWithAnyKey(ctx, tk.m.st.DB, chk.project)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (m *Master) saveCheck(ctx context.Context, sc *saveChecks, project int64) (
 
 // writeSaves writes a chunk of checked saves in one transaction, or, when
 // that fails, each in its own, and records their events.
-func (m *Master) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
+func (tk *Tasks) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
 	var creates []*store.Task
 	for _, it := range chunk {
 		if it.cur == nil {
@@ -286,27 +286,27 @@ func (m *Master) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
 			creates = append(creates, it.row)
 		}
 	}
-	err := store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+	err := store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.CreateTasks(ctx, tx, creates); err != nil {
 			return err
 		}
 		for _, it := range chunk {
-			if err := m.writeSave(ctx, tx, it, false); err != nil {
+			if err := tk.writeSave(ctx, tx, it, false); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		m.log.Warn("bulk save: the chunk failed as a whole; saving its tasks one by one", "tasks", len(chunk), "err", err)
+		tk.m.log.Warn("bulk save: the chunk failed as a whole; saving its tasks one by one", "tasks", len(chunk), "err", err)
 		for _, it := range chunk {
-			err := store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error { return m.writeSave(ctx, tx, it, true) })
+			err := store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error { return tk.writeSave(ctx, tx, it, true) })
 			if err != nil {
 				if it.cur != nil {
 					err = mapTaskErr(err, it.row.ID)
 				}
 				if KindOf(err) == 0 {
-					m.log.Error("bulk save", "task", it.row.ID, "err", err)
+					tk.m.log.Error("bulk save", "task", it.row.ID, "err", err)
 					it.r.Error = "internal error; see the master's log"
 				} else {
 					it.r.Error = Message(err)
@@ -338,13 +338,13 @@ func (m *Master) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
 		}
 		evs = append(evs, e)
 	}
-	m.events.recordAll(ctx, "task.create/edit (bulk)", evs)
+	tk.m.events.recordAll(ctx, "task.create/edit (bulk)", evs)
 }
 
 // writeSave writes one save in tx: an update (with its members and the run
 // grants of former executors), or, with create, a creation; a creation
 // without it was inserted with its chunk, and only its members are written.
-func (m *Master) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create bool) error {
+func (tk *Tasks) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create bool) error {
 	row := it.row
 	if it.cur == nil {
 		if create {
@@ -374,9 +374,9 @@ func (m *Master) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create 
 	return nil
 }
 
-// startSaved starts the tasks a bulk save saved, as BulkTasks does, and
+// startSaved starts the tasks a bulk save saved, as Tasks.Bulk does, and
 // says in each result how it went.
-func (m *Master) startSaved(ctx context.Context, out []SaveResult) {
+func (tk *Tasks) startSaved(ctx context.Context, out []SaveResult) {
 	var ids []string
 	at := map[string]*SaveResult{}
 	for i := range out {
@@ -388,7 +388,7 @@ func (m *Master) startSaved(ctx context.Context, out []SaveResult) {
 	if len(ids) == 0 {
 		return
 	}
-	results, err := m.BulkTasks(ctx, string(TaskStart), ids)
+	results, err := tk.Bulk(ctx, string(TaskStart), ids)
 	if err != nil {
 		for _, id := range ids {
 			at[id].StartError = Message(err)

@@ -20,7 +20,7 @@ func memberAs(t *testing.T, e *env, name, project string, role master.ProjectRol
 	if err := store.CreateUser(e.ctx, e.s.Store.DB, &store.User{Username: name, PasswordHash: "x", Role: store.RoleNone}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.SetProjectMember(e.ctx, project, name, role); err != nil {
+	if err := e.m.Projects().SetMember(e.ctx, project, name, role); err != nil {
 		t.Fatal(err)
 	}
 	ms, err := store.MembershipsOf(e.ctx, e.s.Store.DB, name)
@@ -61,18 +61,18 @@ func TestBulkSaveAndActionsReportEachTask(t *testing.T) {
 		e := newEnv(t, s)
 		ws := runningWorkers(e, "w1", "w2", "down")
 		oldWorker(ws["w2"])
-		if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "other"}); err != nil {
+		if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "other"}); err != nil {
 			t.Fatal(err)
 		}
 		bea := master.WithPrincipal(e.ctx, memberAs(t, e, "bea", master.DefaultProject, master.ProjectEditor))
-		running, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		running, err := e.m.Tasks().Create(e.ctx, httpInput("w1"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.StartTask(e.ctx, running.ID); err != nil {
+		if _, err := e.m.Tasks().Start(e.ctx, running.ID); err != nil {
 			t.Fatal(err)
 		}
-		stopped, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		stopped, err := e.m.Tasks().Create(e.ctx, httpInput("w1"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestBulkSaveAndActionsReportEachTask(t *testing.T) {
 			named("a", "w1"), invalid, named("ghost", "ghost"), foreign, keyed, again, update, upRunning,
 			named("b", "w1", "w2"), named("c", "w2"),
 		}
-		results, err := e.m.SaveTasks(bea, inputs, true, "bea")
+		results, err := e.m.Tasks().Save(bea, inputs, true, "bea")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,10 +116,10 @@ func TestBulkSaveAndActionsReportEachTask(t *testing.T) {
 		if results[6].ID != stopped.ID || results[6].Action != master.SaveUpdate || results[0].Action != master.SaveCreate {
 			t.Errorf("the update and the create are not told apart: %+v %+v", results[6], results[0])
 		}
-		if got, _ := e.m.GetTask(e.ctx, stopped.ID); got.Title != "renamed" || got.Status != store.TaskRunning {
+		if got, _ := e.m.Tasks().Get(e.ctx, stopped.ID); got.Title != "renamed" || got.Status != store.TaskRunning {
 			t.Errorf("the updated task is %q %s", got.Title, got.Status)
 		}
-		if got, _ := e.m.GetTask(e.ctx, running.ID); got.Title != "ping" {
+		if got, _ := e.m.Tasks().Get(e.ctx, running.ID); got.Title != "ping" {
 			t.Errorf("a refused update changed the running task: %q", got.Title)
 		}
 		// w1: running, a, keyed, b; w2 (one call per task): renamed, b, c.
@@ -128,23 +128,23 @@ func TestBulkSaveAndActionsReportEachTask(t *testing.T) {
 		}
 
 		// A viewer may not act anywhere: refused as a whole.
-		if _, err := e.m.BulkTasks(master.WithPrincipal(e.ctx, memberAs(t, e, "vic", master.DefaultProject, master.ProjectViewer)),
+		if _, err := e.m.Tasks().Bulk(master.WithPrincipal(e.ctx, memberAs(t, e, "vic", master.DefaultProject, master.ProjectViewer)),
 			"stop", []string{running.ID}); master.KindOf(err) != master.KindForbidden {
 			t.Fatalf("a viewer's bulk stop: %v, want forbidden", err)
 		}
 
 		// A dead executor fails its task alone, rolled back on the live one.
-		shared, err := e.m.CreateTask(e.ctx, httpInput("w1", "down"), "admin")
+		shared, err := e.m.Tasks().Create(e.ctx, httpInput("w1", "down"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		alone, err := e.m.CreateTask(e.ctx, httpInput("w1"), "admin")
+		alone, err := e.m.Tasks().Create(e.ctx, httpInput("w1"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ws["down"].Srv.CloseClientConnections()
 		ws["down"].Srv.Close()
-		out, err := e.m.BulkTasks(e.ctx, "start", []string{shared.ID, alone.ID, running.ID, "ghost-id"})
+		out, err := e.m.Tasks().Bulk(e.ctx, "start", []string{shared.ID, alone.ID, running.ID, "ghost-id"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestBulkSaveAndActionsReportEachTask(t *testing.T) {
 		if n := ws["w1"].W.Health().RunningTasks; n != 5 {
 			t.Fatalf("w1 schedules %d tasks, want 5 (the failed start rolled back)", n)
 		}
-		if got, _ := e.m.GetTask(e.ctx, shared.ID); got.Status != store.TaskStopped {
+		if got, _ := e.m.Tasks().Get(e.ctx, shared.ID); got.Status != store.TaskStopped {
 			t.Fatalf("the task that failed to start is %s", got.Status)
 		}
 
@@ -165,7 +165,7 @@ func TestBulkSaveAndActionsReportEachTask(t *testing.T) {
 			action, status string
 			w1, w2         int
 		}{{"pause", "paused", 5, 3}, {"resume", "running", 5, 3}, {"stop", "stopped", 3, 1}, {"delete", "deleted", 3, 1}} {
-			out, err := e.m.BulkTasks(e.ctx, step.action, ids)
+			out, err := e.m.Tasks().Bulk(e.ctx, step.action, ids)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func TestBulkStartManyTasks(t *testing.T) {
 			inputs[i] = httpInput("w1")
 			inputs[i].Title = fmt.Sprint("t", i)
 		}
-		results, err := e.m.SaveTasks(e.ctx, inputs, true, "admin")
+		results, err := e.m.Tasks().Save(e.ctx, inputs, true, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,10 +232,10 @@ func TestBulkStartManyTasks(t *testing.T) {
 		if n := ws["w1"].W.Health().RunningTasks; n != 2500 || calls != 3 {
 			t.Fatalf("w1 schedules %d tasks after %d batch calls, want 2500 after 3", n, calls)
 		}
-		if _, err := e.m.SaveTasks(e.ctx, make([]master.TaskInput, master.MaxBulkTasks+1), false, "admin"); master.KindOf(err) != master.KindInvalid {
+		if _, err := e.m.Tasks().Save(e.ctx, make([]master.TaskInput, master.MaxBulkTasks+1), false, "admin"); master.KindOf(err) != master.KindInvalid {
 			t.Fatalf("too many tasks: %v", err)
 		}
-		if _, err := e.m.SaveTasks(e.ctx, nil, false, "admin"); master.KindOf(err) != master.KindInvalid {
+		if _, err := e.m.Tasks().Save(e.ctx, nil, false, "admin"); master.KindOf(err) != master.KindInvalid {
 			t.Fatalf("no task: %v", err)
 		}
 	})
@@ -259,7 +259,7 @@ func TestRestartPushesEveryTaskBackInParts(t *testing.T) {
 			in.Title = fmt.Sprint("t", i)
 			inputs = append(inputs, in)
 		}
-		results, err := e.m.SaveTasks(e.ctx, inputs, true, "admin")
+		results, err := e.m.Tasks().Save(e.ctx, inputs, true, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +303,7 @@ func TestCreateDelayedBatchReportsEachTask(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		e := newEnv(t, s)
 		runningWorkers(e, "w1")
-		if _, err := e.m.CreateProject(e.ctx, master.ProjectInput{Name: "other"}); err != nil {
+		if _, err := e.m.Projects().Create(e.ctx, master.ProjectInput{Name: "other"}); err != nil {
 			t.Fatal(err)
 		}
 		bea := master.WithPrincipal(e.ctx, memberAs(t, e, "bea", master.DefaultProject, master.ProjectEditor))

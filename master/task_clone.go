@@ -26,30 +26,30 @@ func CloneTitle(title string) string {
 	return title + cloneSuffix
 }
 
-// CloneTask stores a stopped copy of task id, titled by CloneTitle: the same
+// Clone stores a stopped copy of task id, titled by CloneTitle: the same
 // definition, secrets included (read from the store, never from a masked
 // view), executors, keepers and children. It answers the new task.
-func (m *Master) CloneTask(ctx context.Context, id, by string) (*Task, error) {
-	_, src, err := m.taskFor(ctx, id, ActEdit)
+func (tk *Tasks) Clone(ctx context.Context, id, by string) (*Task, error) {
+	_, src, err := tk.taskFor(ctx, id, ActEdit)
 	if err != nil {
 		return nil, err
 	}
 	in := TaskInput{Project: src.Project, TaskDef: src.TaskDef, Executors: src.Executors, Selector: src.Selector, Keepers: src.Keepers, Children: src.Children}
 	in.Title = CloneTitle(src.Title)
 	in.Key = "" // a key names one task
-	t, err := m.CreateTask(ctx, in, by)
+	t, err := tk.Create(ctx, in, by)
 	if err == nil {
-		m.log.Info("task cloned", "from", id, "task", t.ID, "by", by)
+		tk.m.log.Info("task cloned", "from", id, "task", t.ID, "by", by)
 	}
 	return t, err
 }
 
-// CreateTaskCopy stores a new, stopped task from in, a copy of task srcID as
+// CreateCopy stores a new, stopped task from in, a copy of task srcID as
 // the clone form sent it: a secret header, param or URL password sent back as
 // the mask takes srcID's stored value, as an edit keeps it; a new value
 // replaces it. The secrets never have to be shown to be copied.
-func (m *Master) CreateTaskCopy(ctx context.Context, srcID string, in TaskInput, by string) (*Task, error) {
-	cur, err := store.GetTask(ctx, m.st.DB, srcID)
+func (tk *Tasks) CreateCopy(ctx context.Context, srcID string, in TaskInput, by string) (*Task, error) {
+	cur, err := store.GetTask(ctx, tk.m.st.DB, srcID)
 	if err != nil {
 		return nil, mapTaskErr(err, srcID)
 	}
@@ -64,5 +64,5 @@ func (m *Master) CreateTaskCopy(ctx context.Context, srcID string, in TaskInput,
 	if err := keepSecretsForSameHost(&in.TaskDef, &stored); err != nil {
 		return nil, err
 	}
-	return m.CreateTask(ctx, in, by)
+	return tk.Create(ctx, in, by)
 }

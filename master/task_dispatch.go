@@ -16,12 +16,12 @@ import (
 )
 
 // runningExecutors returns the task's executors that are running, in name order.
-func (m *Master) runningExecutors(ctx context.Context, t *Task) ([]store.Node, error) {
+func (tk *Tasks) runningExecutors(ctx context.Context, t *Task) ([]store.Node, error) {
 	members := t.members()
 	if len(members) == 0 {
 		return nil, nil
 	}
-	nodes, err := store.RunningNodesNamed(ctx, m.st.DB, members)
+	nodes, err := store.RunningNodesNamed(ctx, tk.m.st.DB, members)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +39,8 @@ func (m *Master) runningExecutors(ctx context.Context, t *Task) ([]store.Node, e
 // With needRunning false an operation with no running executor succeeds: a
 // worker that is not running has no schedule, and gets the task's state pushed
 // when it comes back.
-func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning bool, op, undo func(context.Context, *store.Node) error) error {
-	nodes, err := m.runningExecutors(ctx, t)
+func (tk *Tasks) dispatch(ctx context.Context, t *Task, verb string, needRunning bool, op, undo func(context.Context, *store.Node) error) error {
+	nodes, err := tk.runningExecutors(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -74,12 +74,12 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 		return nil
 	}
 	if undo != nil {
-		uctx, cancel := m.life.detached(ctx, m.cfg.CallTimeout+time.Second)
+		uctx, cancel := tk.m.life.detached(ctx, tk.m.cfg.CallTimeout+time.Second)
 		defer cancel()
 		for i, e := range errs {
 			if e == nil {
 				if uerr := undo(uctx, &nodes[i]); uerr != nil {
-					m.log.Error("rollback failed", "task", t.ID, "node", nodes[i].Name, "verb", verb, "err", uerr)
+					tk.m.log.Error("rollback failed", "task", t.ID, "node", nodes[i].Name, "verb", verb, "err", uerr)
 				}
 			}
 		}
@@ -87,70 +87,70 @@ func (m *Master) dispatch(ctx context.Context, t *Task, verb string, needRunning
 	return wrapf(KindWorker, first, "%s failed on node %s: %s", verb, strings.Join(failed, ", "), Message(first))
 }
 
-// StartTask starts a stopped task on every running executor.
-func (m *Master) StartTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, TaskStart, store.TaskRunning,
+// Start starts a stopped task on every running executor.
+func (tk *Tasks) Start(ctx context.Context, id string) (*Task, error) {
+	return tk.taskTransition(ctx, id, TaskStart, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			t.Status = store.TaskRunning
-			running := m.shardSet(ctx, t)
+			running := tk.shardSet(ctx, t)
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskStart(ctx, n, t.specFor(n.Name, running))
+					return tk.m.client.TaskStart(ctx, n, t.specFor(n.Name, running))
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
+					return tk.m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				}
 		})
 }
 
-// StopTask stops a running or paused task everywhere.
-func (m *Master) StopTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, TaskStop, store.TaskStopped,
+// Stop stops a running or paused task everywhere.
+func (tk *Tasks) Stop(ctx context.Context, id string) (*Task, error) {
+	return tk.taskTransition(ctx, id, TaskStop, store.TaskStopped,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			before := *t // the undo restarts the task as it was
-			running := m.shardSet(ctx, t)
+			running := tk.shardSet(ctx, t)
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
+					return tk.m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskStart(ctx, n, before.specFor(n.Name, running))
+					return tk.m.client.TaskStart(ctx, n, before.specFor(n.Name, running))
 				}
 		})
 }
 
-// PauseTask keeps a running task's schedule and skips its runs.
-func (m *Master) PauseTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, TaskPause, store.TaskPaused,
+// Pause keeps a running task's schedule and skips its runs.
+func (tk *Tasks) Pause(ctx context.Context, id string) (*Task, error) {
+	return tk.taskTransition(ctx, id, TaskPause, store.TaskPaused,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
+					return tk.m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
+					return tk.m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
 				}
 		})
 }
 
-// ResumeTask lets a paused task run again.
-func (m *Master) ResumeTask(ctx context.Context, id string) (*Task, error) {
-	return m.taskTransition(ctx, id, TaskResume, store.TaskRunning,
+// Resume lets a paused task run again.
+func (tk *Tasks) Resume(ctx context.Context, id string) (*Task, error) {
+	return tk.taskTransition(ctx, id, TaskResume, store.TaskRunning,
 		func(t *Task) (op, undo func(context.Context, *store.Node) error) {
 			return func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
+					return tk.m.client.TaskOp(ctx, n, protocol.PathTaskResume, id)
 				},
 				func(ctx context.Context, n *store.Node) error {
-					return m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
+					return tk.m.client.TaskOp(ctx, n, protocol.PathTaskPause, id)
 				}
 		})
 }
 
 // taskTransition moves a task whose status allows a (the state table) to status to,
 // after ops succeeded on every running executor.
-func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to store.TaskStatus,
+func (tk *Tasks) taskTransition(ctx context.Context, id string, a TaskAction, to store.TaskStatus,
 	ops func(t *Task) (op, undo func(context.Context, *store.Node) error)) (_ *Task, err error) {
 	verb, from := string(a), taskFrom(a)
-	defer func() { m.events.record(ctx, "task."+verb, store.TargetTask, id, err, "") }()
-	defer m.locks.lock("task:" + id)()
-	ctx, t, err := m.taskFor(ctx, id, ActOperate)
+	defer func() { tk.m.events.record(ctx, "task."+verb, store.TargetTask, id, err, "") }()
+	defer tk.m.locks.lock("task:" + id)()
+	ctx, t, err := tk.taskFor(ctx, id, ActOperate)
 	if err != nil {
 		return nil, err
 	}
@@ -158,59 +158,59 @@ func (m *Master) taskTransition(ctx context.Context, id string, a TaskAction, to
 		return nil, Errorf(KindState, "task %s is %s; cannot %s it", id, t.Status, verb)
 	}
 	op, undo := ops(t)
-	if err := m.dispatch(ctx, t, verb, verb == "start", op, undo); err != nil {
+	if err := tk.dispatch(ctx, t, verb, verb == "start", op, undo); err != nil {
 		return nil, err
 	}
-	if err := store.SetTaskStatus(ctx, m.st.DB, id, from, to); err != nil {
+	if err := store.SetTaskStatus(ctx, tk.m.st.DB, id, from, to); err != nil {
 		// The workers already changed: undo there so they match the database.
-		uctx, cancel := m.life.detached(ctx, 2*(m.cfg.CallTimeout+time.Second))
-		uerr := m.dispatch(uctx, t, "undo "+verb, false, undo, nil)
+		uctx, cancel := tk.m.life.detached(ctx, 2*(tk.m.cfg.CallTimeout+time.Second))
+		uerr := tk.dispatch(uctx, t, "undo "+verb, false, undo, nil)
 		cancel()
 		if uerr != nil {
-			m.log.Error("undo after a failed status update", "task", id, "err", uerr)
+			tk.m.log.Error("undo after a failed status update", "task", id, "err", uerr)
 		}
 		return nil, mapTaskErr(err, id)
 	}
-	m.log.Info("task "+verb, "task", id)
-	return m.GetTask(ctx, id)
+	tk.m.log.Info("task "+verb, "task", id)
+	return tk.Get(ctx, id)
 }
 
 // shardSet is what broadcast shards of t are counted among: its running
 // executors' names (nil for other routings, which have no shard).
-func (m *Master) shardSet(ctx context.Context, t *Task) []string {
+func (tk *Tasks) shardSet(ctx context.Context, t *Task) []string {
 	if t.Routing != protocol.RoutingBroadcast {
 		return nil
 	}
-	running, err := m.runningNames(ctx, t.members())
+	running, err := tk.runningNames(ctx, t.members())
 	if err != nil {
-		m.log.Error("running executors for shards", "task", t.ID, "err", err)
+		tk.m.log.Error("running executors for shards", "task", t.ID, "err", err)
 	}
 	return running
 }
 
-// RunTask runs a task once now on the running executor its routing picks
+// Run runs a task once now on the running executor its routing picks
 // (every running executor under broadcast, each told its shard). It returns
 // the task and the names of the nodes the run went to, comma-separated.
-func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err error) {
+func (tk *Tasks) Run(ctx context.Context, id string) (_ *Task, _ string, err error) {
 	defer func() {
 		if err != nil {
-			m.events.record(ctx, "task.run", store.TargetTask, id, err, "")
+			tk.m.events.record(ctx, "task.run", store.TargetTask, id, err, "")
 		}
 	}()
-	ctx, t, err := m.taskFor(ctx, id, ActOperate)
+	ctx, t, err := tk.taskFor(ctx, id, ActOperate)
 	if err != nil {
 		return nil, "", err
 	}
 	if !TaskAllows(t.Status, TaskRun) {
 		return nil, "", Errorf(KindState, "task %s is %s; cannot run it", id, t.Status)
 	}
-	sent, err := m.runOnce(ctx, t, nil)
+	sent, err := tk.runOnce(ctx, t, nil)
 	if err != nil {
 		return nil, "", err
 	}
 	names := strings.Join(sent, ", ")
-	m.log.Info("task run once", "task", id, "node", names, "routing", t.Routing)
-	m.events.record(ctx, "task.run", store.TargetTask, id, nil, "on node "+names)
+	tk.m.log.Info("task run once", "task", id, "node", names, "routing", t.Routing)
+	tk.m.events.record(ctx, "task.run", store.TargetTask, id, nil, "on node "+names)
 	return t, names, nil
 }
 
@@ -218,12 +218,12 @@ func (m *Master) RunTask(ctx context.Context, id string) (_ *Task, _ string, err
 // picks and returns their names. Under broadcast a node that fails does not
 // undo the others (a run cannot be taken back): the error names it.
 // catchUp, for a catch-up run, is what it stands for (nil: a run now).
-func (m *Master) runOnce(ctx context.Context, t *Task, catchUp *protocol.CatchUp) ([]string, error) {
-	nodes, err := m.runningExecutors(ctx, t)
+func (tk *Tasks) runOnce(ctx context.Context, t *Task, catchUp *protocol.CatchUp) ([]string, error) {
+	nodes, err := tk.runningExecutors(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	picks, err := m.pickRunOnce(ctx, t, nodes)
+	picks, err := tk.pickRunOnce(ctx, t, nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +237,14 @@ func (m *Master) runOnce(ctx context.Context, t *Task, catchUp *protocol.CatchUp
 	// A node's report of this run is accepted even if it stops being an
 	// executor meanwhile: grant it before it is sent the task.
 	for _, n := range picks {
-		if err := store.AddRunGrant(ctx, m.st.DB, t.ID, n.Name); err != nil {
+		if err := store.AddRunGrant(ctx, tk.m.st.DB, t.ID, n.Name); err != nil {
 			return nil, fmt.Errorf("master: task %s: %w", t.ID, err)
 		}
 	}
 	errs := make([]error, len(picks))
 	var wg sync.WaitGroup
 	for i, n := range picks {
-		wg.Go(func() { errs[i] = m.client.TaskRunOnce(ctx, n, t.specFor(n.Name, running), catchUp) })
+		wg.Go(func() { errs[i] = tk.m.client.TaskRunOnce(ctx, n, t.specFor(n.Name, running), catchUp) })
 	}
 	wg.Wait()
 	var sent, failed []string
@@ -270,7 +270,7 @@ func (m *Master) runOnce(ctx context.Context, t *Task, catchUp *protocol.CatchUp
 // pickRunOnce chooses, by the task's routing, which of its running
 // executors run a manual run: as a fire would be routed, with now as the
 // fire for the strategies that look at one.
-func (m *Master) pickRunOnce(ctx context.Context, t *Task, nodes []store.Node) ([]*store.Node, error) {
+func (tk *Tasks) pickRunOnce(ctx context.Context, t *Task, nodes []store.Node) ([]*store.Node, error) {
 	if len(nodes) == 0 {
 		return nil, nil
 	}
@@ -291,13 +291,13 @@ func (m *Master) pickRunOnce(ctx context.Context, t *Task, nodes []store.Node) (
 	case protocol.RoutingFailover:
 		pick = RankFailover(cands)[0]
 	case protocol.RoutingRoundRobin:
-		last, err := store.LastRouted(ctx, m.st.DB, t.ID)
+		last, err := store.LastRouted(ctx, tk.m.st.DB, t.ID)
 		if err != nil {
 			return nil, err
 		}
 		pick = RankRoundRobin(last, cands)[0]
 	case protocol.RoutingLeastBusy:
-		busy, err := store.ClaimCountsSince(ctx, m.st.DB, now.Add(-busyWindow))
+		busy, err := store.ClaimCountsSince(ctx, tk.m.st.DB, now.Add(-busyWindow))
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +305,7 @@ func (m *Master) pickRunOnce(ctx context.Context, t *Task, nodes []store.Node) (
 	case protocol.RoutingHash:
 		pick = RankHash(t.ID, t.Params[t.RoutingKey], cands)[0]
 	default:
-		pick, _ = PickWeighted(cands, m.cfg.RandN)
+		pick, _ = PickWeighted(cands, tk.m.cfg.RandN)
 	}
 	for i := range nodes {
 		if nodes[i].Name == pick.Name {

@@ -55,18 +55,18 @@ type TaskInput struct {
 	Health json.RawMessage `json:"health,omitempty"`
 }
 
-// CreateTask validates and stores a new, stopped task. Without executors it
+// Create validates and stores a new, stopped task. Without executors it
 // gets two running workers picked by priority weight.
-func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Task, err error) {
+func (tk *Tasks) Create(ctx context.Context, in TaskInput, by string) (_ *Task, err error) {
 	in.ID = uuid.NewString()
 	defer func() {
 		target := in.ID
 		if err != nil {
 			target = "" // no task was made
 		}
-		m.events.record(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
+		tk.m.events.record(ctx, "task.create", store.TargetTask, target, err, "“"+in.Title+"”")
 	}()
-	p, err := m.project(ctx, strings.TrimSpace(in.Project))
+	p, err := tk.m.projects.project(ctx, strings.TrimSpace(in.Project))
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 		return nil, err
 	}
 	in.projectID = p.ID
-	row, err := m.checkTaskInput(ctx, &in)
+	row, err := tk.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 	row.Status = store.TaskStopped
 	// Run again when a concurrent write won a lock (MariaDB deadlock,
 	// Galera conflict, SQLite busy): the transaction was rolled back whole.
-	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+	err = store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.CreateTask(ctx, tx, row); err != nil {
 			return err
 		}
@@ -94,16 +94,16 @@ func (m *Master) CreateTask(ctx context.Context, in TaskInput, by string) (_ *Ta
 	if err != nil {
 		return nil, fmt.Errorf("master: create task: %w", err)
 	}
-	m.log.Info("task created", "task", row.ID, "title", row.Title, "executors", row.Executors, "by", by)
-	return m.GetTask(ctx, row.ID)
+	tk.m.log.Info("task created", "task", row.ID, "title", row.Title, "executors", row.Executors, "by", by)
+	return tk.Get(ctx, row.ID)
 }
 
-// UpdateTask replaces a stopped task's definition. An input without a key
+// Update replaces a stopped task's definition. An input without a key
 // keeps the task's key (the console's form does not show it).
-func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Task, err error) {
-	defer func() { m.events.record(ctx, "task.edit", store.TargetTask, id, err, "“"+in.Title+"”") }()
-	defer m.locks.lock("task:" + id)()
-	cur, err := store.GetTask(ctx, m.st.DB, id)
+func (tk *Tasks) Update(ctx context.Context, id string, in TaskInput) (_ *Task, err error) {
+	defer func() { tk.m.events.record(ctx, "task.edit", store.TargetTask, id, err, "“"+in.Title+"”") }()
+	defer tk.m.locks.lock("task:" + id)()
+	cur, err := store.GetTask(ctx, tk.m.st.DB, id)
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
@@ -114,7 +114,7 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	// A task moves to another project only for one who may edit in both.
 	in.projectID = cur.ProjectID
 	if name := strings.TrimSpace(in.Project); name != "" {
-		p, err := m.project(ctx, name)
+		p, err := tk.m.projects.project(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -126,12 +126,12 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	if err := prepareEdit(cur, &in); err != nil {
 		return nil, err
 	}
-	row, err := m.checkTaskInput(ctx, &in)
+	row, err := tk.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
 	row.ProjectID = in.projectID
-	err = store.RetryTx(ctx, m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+	err = store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.UpdateTask(ctx, tx, row); err != nil {
 			return err
 		}
@@ -152,8 +152,8 @@ func (m *Master) UpdateTask(ctx context.Context, id string, in TaskInput) (_ *Ta
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
-	m.log.Info("task edited", "task", id)
-	return m.GetTask(ctx, id)
+	tk.m.log.Info("task edited", "task", id)
+	return tk.Get(ctx, id)
 }
 
 // prepareEdit checks that task cur may be edited (it is stopped) and gives
@@ -214,8 +214,8 @@ type taskCheck struct {
 }
 
 // newTaskCheck reads the nodes; the rest is read when needed.
-func (m *Master) newTaskCheck(ctx context.Context) (*taskCheck, error) {
-	nodes, err := store.ListNodes(ctx, m.st.DB)
+func (tk *Tasks) newTaskCheck(ctx context.Context) (*taskCheck, error) {
+	nodes, err := store.ListNodes(ctx, tk.m.st.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -227,14 +227,14 @@ func (m *Master) newTaskCheck(ctx context.Context) (*taskCheck, error) {
 }
 
 // shellOf is shellAllowed for nodes, each asked at most once per check.
-func (m *Master) shellOf(ctx context.Context, chk *taskCheck, nodes []store.Node) map[string]int {
+func (tk *Tasks) shellOf(ctx context.Context, chk *taskCheck, nodes []store.Node) map[string]int {
 	var ask []store.Node
 	for _, n := range nodes {
 		if _, ok := chk.shell[n.Name]; !ok {
 			ask = append(ask, n)
 		}
 	}
-	for name, v := range m.shellAllowed(ctx, ask) {
+	for name, v := range tk.shellAllowed(ctx, ask) {
 		chk.shell[name] = v
 	}
 	for _, n := range ask {
@@ -246,7 +246,7 @@ func (m *Master) shellOf(ctx context.Context, chk *taskCheck, nodes []store.Node
 }
 
 // loadGraph reads the children of every task that is not deleted.
-func (m *Master) loadGraph(ctx context.Context, chk *taskCheck) error {
+func (tk *Tasks) loadGraph(ctx context.Context, chk *taskCheck) error {
 	if chk.graph != nil {
 		return nil
 	}
@@ -254,7 +254,7 @@ func (m *Master) loadGraph(ctx context.Context, chk *taskCheck) error {
 	if chk.project != 0 {
 		projects = []int64{chk.project}
 	}
-	all, err := store.TaskChildren(ctx, m.st.DB, projects)
+	all, err := store.TaskChildren(ctx, tk.m.st.DB, projects)
 	if err != nil {
 		return err
 	}
@@ -268,14 +268,14 @@ func (m *Master) loadGraph(ctx context.Context, chk *taskCheck) error {
 }
 
 // keyOwner returns the id of the task that holds key other than id, if any.
-func (m *Master) keyOwner(ctx context.Context, chk *taskCheck, key, id string) (string, error) {
+func (tk *Tasks) keyOwner(ctx context.Context, chk *taskCheck, key, id string) (string, error) {
 	if chk.keys != nil {
 		if owner, ok := chk.keys[key]; ok && owner != id {
 			return owner, nil
 		}
 		return "", nil
 	}
-	specs, err := store.TaskSpecsWithKey(ctx, m.st.DB, chk.project, key)
+	specs, err := store.TaskSpecsWithKey(ctx, tk.m.st.DB, chk.project, key)
 	if err != nil {
 		return "", err
 	}
@@ -291,9 +291,9 @@ func (m *Master) keyOwner(ctx context.Context, chk *taskCheck, key, id string) (
 // normalizeTaskInput fills the defaults of a task input and writes each of
 // its fields one way (trimmed text, one spelling of the selector, lists
 // without repeats), so two inputs meaning the same task compare equal.
-func (m *Master) normalizeTaskInput(in *TaskInput) {
+func (tk *Tasks) normalizeTaskInput(in *TaskInput) {
 	if in.Timeout == 0 {
-		in.Timeout = protocol.Duration(m.settings.defaultTimeout())
+		in.Timeout = protocol.Duration(tk.m.settings.defaultTimeout())
 	}
 	in.Normalize()
 	if in.Schedule.Kind == protocol.ScheduleInterval && in.Schedule.Align == "" {
@@ -311,24 +311,24 @@ func (m *Master) normalizeTaskInput(in *TaskInput) {
 }
 
 // checkTaskInput validates everything about a task input and builds its row.
-func (m *Master) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
-	chk, err := m.newTaskCheck(ctx)
+func (tk *Tasks) checkTaskInput(ctx context.Context, in *TaskInput) (*store.Task, error) {
+	chk, err := tk.newTaskCheck(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkInProject(ctx, chk, in.projectID); err != nil {
+	if err := tk.checkInProject(ctx, chk, in.projectID); err != nil {
 		return nil, err
 	}
-	m.normalizeTaskInput(in)
-	return m.checkTaskInputWith(ctx, in, chk)
+	tk.normalizeTaskInput(in)
+	return tk.checkTaskInputWith(ctx, in, chk)
 }
 
 // checkInProject makes chk check tasks of the project: its keys, its pools.
-func (m *Master) checkInProject(ctx context.Context, chk *taskCheck, project int64) error {
+func (tk *Tasks) checkInProject(ctx context.Context, chk *taskCheck, project int64) error {
 	if project == 0 {
 		project = store.DefaultProjectID
 	}
-	p, err := m.projectByID(ctx, project)
+	p, err := tk.m.projects.projectByID(ctx, project)
 	if err != nil {
 		return err
 	}
@@ -337,13 +337,13 @@ func (m *Master) checkInProject(ctx context.Context, chk *taskCheck, project int
 }
 
 // checkTaskInputWith is checkTaskInput for a normalized input, against chk.
-func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *taskCheck) (*store.Task, error) {
+func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *taskCheck) (*store.Task, error) {
 	fe := protocol.FieldErrors{}
 	if err := in.Validate(time.Now()); err != nil && !Merge(fe, err) {
 		return nil, err
 	}
 	if in.Key != "" && fe["key"] == "" {
-		owner, err := m.keyOwner(ctx, chk, in.Key, in.ID)
+		owner, err := tk.keyOwner(ctx, chk, in.Key, in.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -380,7 +380,7 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		}
 		if shell {
 			// Only workers that run shell tasks may get one.
-			allows := m.shellOf(ctx, chk, running)
+			allows := tk.shellOf(ctx, chk, running)
 			kept := running[:0:0]
 			for _, n := range running {
 				if allows[n.Name] != shellRefused {
@@ -397,7 +397,7 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		for _, n := range running {
 			candidates = append(candidates, Candidate{Name: n.Name, Weight: n.Priority})
 		}
-		for _, c := range PickWeightedN(candidates, 2, m.cfg.RandN) {
+		for _, c := range PickWeightedN(candidates, 2, tk.m.cfg.RandN) {
 			in.Executors = append(in.Executors, c.Name)
 		}
 		sort.Strings(in.Executors)
@@ -414,7 +414,7 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		for _, e := range in.Executors {
 			execs = append(execs, byName[e])
 		}
-		allows := m.shellOf(ctx, chk, execs)
+		allows := tk.shellOf(ctx, chk, execs)
 		// Refused only when each one says no: one that is down (or older)
 		// may run shell, and is asked again at Start.
 		var refused []string
@@ -437,7 +437,7 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		known, seen := chk.users[key]
 		if !seen {
 			var err error
-			if known, err = keeperReads(ctx, m.st.DB, k, chk.project); err != nil {
+			if known, err = keeperReads(ctx, tk.m.st.DB, k, chk.project); err != nil {
 				return nil, err
 			}
 			chk.users[key] = known
@@ -447,7 +447,7 @@ func (m *Master) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		}
 	}
 	if len(in.Children) > 0 {
-		if err := m.loadGraph(ctx, chk); err != nil {
+		if err := tk.loadGraph(ctx, chk); err != nil {
 			return nil, err
 		}
 		graph := chk.graph
@@ -538,14 +538,14 @@ const (
 // shellAllowed asks the nodes that are not offline, at once, whether they
 // run shell tasks (started with --allow-shell). The probes are bounded by the
 // health timeout; a node that does not answer is shellUnknown.
-func (m *Master) shellAllowed(ctx context.Context, nodes []store.Node) map[string]int {
+func (tk *Tasks) shellAllowed(ctx context.Context, nodes []store.Node) map[string]int {
 	out := make(map[string]int, len(nodes))
 	var (
 		mu  sync.Mutex
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 16)
 	)
-	timeout := m.HealthConfig().Timeout
+	timeout := tk.m.HealthConfig().Timeout
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Name == "" || n.Type != store.TypeWorker || n.Status == store.StatusOffline {
@@ -556,7 +556,7 @@ func (m *Master) shellAllowed(ctx context.Context, nodes []store.Node) map[strin
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			h, err := m.client.Health(ctx, n, timeout)
+			h, err := tk.m.client.Health(ctx, n, timeout)
 			v := shellUnknown
 			if err == nil && h.AllowShell != nil {
 				v = shellRefused

@@ -2,7 +2,7 @@
 // so that a worker with 100,000 tasks costs the master one page of memory
 // and each call a bounded time: pushed to every worker at once after a
 // restart or a failover (pushTasks), fetched page by page by a worker that
-// registers (TasksPage).
+// registers (Tasks.Page).
 
 package master
 
@@ -28,8 +28,8 @@ const repushParallel = 8
 // pushTasks makes node n schedule its running and paused tasks, and only
 // those: in parts (protocol.PathStartupPart), or in one body for a worker
 // too old for parts. n is the node as the master saw it before the push.
-func (m *Master) pushTasks(parent context.Context, n *store.Node) error {
-	m.refreshMembers(parent, n.Name)
+func (tk *Tasks) pushTasks(parent context.Context, n *store.Node) error {
+	tk.m.pools.refreshMembers(parent, n.Name)
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	// The next page is read while the current one is on its way: two
@@ -39,10 +39,10 @@ func (m *Master) pushTasks(parent context.Context, n *store.Node) error {
 		defer close(pages)
 		after := ""
 		for {
-			rows, next, last, err := store.TasksOfNodePage(ctx, m.st.DB, n.Name, after, pushPart)
+			rows, next, last, err := store.TasksOfNodePage(ctx, tk.m.st.DB, n.Name, after, pushPart)
 			p := pushPage{last: last, err: err, n: len(rows)}
 			if err == nil {
-				p.specs = m.specsOf(ctx, n.Name, rows)
+				p.specs = tk.specsOf(ctx, n.Name, rows)
 			}
 			select {
 			case pages <- p:
@@ -65,17 +65,17 @@ func (m *Master) pushTasks(parent context.Context, n *store.Node) error {
 		if p.err != nil {
 			return p.err
 		}
-		err := m.client.StartupPart(ctx, n, session, first, p.last, p.specs)
+		err := tk.m.client.StartupPart(ctx, n, session, first, p.last, p.specs)
 		if first && IsNoRoute(err) {
 			cancel() // the reader stops: the old worker gets all in one body
-			return m.client.Startup(parent, n, m.tasksFor(parent, n.Name))
+			return tk.m.client.Startup(parent, n, tk.tasksFor(parent, n.Name))
 		}
 		if err != nil {
 			return err
 		}
 		sent += p.n
 		if p.last {
-			m.log.Info("tasks pushed", "node", n.Name, "tasks", sent, "took", time.Since(start).Round(time.Millisecond))
+			tk.m.log.Info("tasks pushed", "node", n.Name, "tasks", sent, "took", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
 	}
@@ -83,15 +83,15 @@ func (m *Master) pushTasks(parent context.Context, n *store.Node) error {
 
 // taskPage reads a page of node's running and paused tasks after the
 // cursor after, as node receives them; more says tasks follow, from next on.
-func (m *Master) taskPage(ctx context.Context, node, after string, limit int) (specs []protocol.TaskSpec, next string, more bool, err error) {
-	rows, next, last, err := store.TasksOfNodePage(ctx, m.st.DB, node, after, limit)
+func (tk *Tasks) taskPage(ctx context.Context, node, after string, limit int) (specs []protocol.TaskSpec, next string, more bool, err error) {
+	rows, next, last, err := store.TasksOfNodePage(ctx, tk.m.st.DB, node, after, limit)
 	if err != nil {
 		return nil, "", false, err
 	}
-	return m.specsOf(ctx, node, rows), next, !last, nil
+	return tk.specsOf(ctx, node, rows), next, !last, nil
 }
 
-// TasksPage answers a registered worker's fetch of the rest of its tasks
+// Page answers a registered worker's fetch of the rest of its tasks
 // (protocol.PathMasterTasks) after the cursor of its registration answer or
 // of the page before: a page of at most protocol.MaxTaskBatch, read by key
 // as a push reads them. The master keeps nothing between pages, so the next
@@ -107,7 +107,7 @@ func (m *Master) taskPage(ctx context.Context, node, after string, limit int) (s
 // the next master from the same cursor. A push would need the worker to
 // hold parts that come before the answer, and a session no one ends when
 // its master dies.
-func (m *Master) TasksPage(ctx context.Context, n *store.Node, req protocol.TasksPageRequest) (protocol.TasksPageResponse, error) {
+func (tk *Tasks) Page(ctx context.Context, n *store.Node, req protocol.TasksPageRequest) (protocol.TasksPageResponse, error) {
 	if len(req.After) > protocol.MaxCursorLen || !utf8.ValidString(req.After) || strings.ContainsRune(req.After, 0) {
 		return protocol.TasksPageResponse{}, Errorf(KindInvalid, "after must be a task id (at most %d chars)", protocol.MaxCursorLen)
 	}
@@ -117,9 +117,9 @@ func (m *Master) TasksPage(ctx context.Context, n *store.Node, req protocol.Task
 	if n.Status != store.StatusRunning {
 		return protocol.TasksPageResponse{}, Errorf(KindState, "node %s is %s: it is given no tasks until it registers or is enabled again", n.Name, n.Status)
 	}
-	specs, after, more, err := m.taskPage(ctx, n.Name, req.After, cmp.Or(req.Limit, pushPart))
+	specs, after, more, err := tk.taskPage(ctx, n.Name, req.After, cmp.Or(req.Limit, pushPart))
 	if err != nil {
-		m.log.Error("load tasks of node", "node", n.Name, "err", err)
+		tk.m.log.Error("load tasks of node", "node", n.Name, "err", err)
 		return protocol.TasksPageResponse{}, mapStoreErr(err, n.Name)
 	}
 	return protocol.TasksPageResponse{Tasks: specs, More: more, After: after}, nil
@@ -136,10 +136,10 @@ type pushPage struct {
 // repushTasks gives every running worker its running tasks again: after a
 // master restart the master's view is the truth, whatever a worker kept.
 // Workers are served at once (up to repushParallel), each in parts.
-func (m *Master) repushTasks(ctx context.Context) {
-	nodes, err := store.ListNodesByStatus(ctx, m.st.DB, store.StatusRunning)
+func (tk *Tasks) repushTasks(ctx context.Context) {
+	nodes, err := store.ListNodesByStatus(ctx, tk.m.st.DB, store.StatusRunning)
 	if err != nil {
-		m.log.Error("re-push tasks: list nodes", "err", err)
+		tk.m.log.Error("re-push tasks: list nodes", "err", err)
 		return
 	}
 	start, workers := time.Now(), 0
@@ -154,11 +154,11 @@ func (m *Master) repushTasks(ctx context.Context) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := m.pushTasks(ctx, n); err != nil {
-				m.log.Warn("re-push tasks failed; the health checker will deal with the node", "node", n.Name, "err", err)
+			if err := tk.pushTasks(ctx, n); err != nil {
+				tk.m.log.Warn("re-push tasks failed; the health checker will deal with the node", "node", n.Name, "err", err)
 			}
 		})
 	}
 	wg.Wait()
-	m.log.Info("tasks re-pushed to the running workers", "workers", workers, "took", time.Since(start).Round(time.Millisecond))
+	tk.m.log.Info("tasks re-pushed to the running workers", "workers", workers, "took", time.Since(start).Round(time.Millisecond))
 }

@@ -53,8 +53,8 @@ func shardOf(node string, running []string) (index, total int) {
 }
 
 // runningNames returns the names of the running workers among names, sorted.
-func (m *Master) runningNames(ctx context.Context, names []string) ([]string, error) {
-	nodes, err := store.RunningNodesNamed(ctx, m.st.DB, names)
+func (tk *Tasks) runningNames(ctx context.Context, names []string) ([]string, error) {
+	nodes, err := store.RunningNodesNamed(ctx, tk.m.st.DB, names)
 	if err != nil {
 		return nil, err
 	}
@@ -71,36 +71,36 @@ func (m *Master) runningNames(ctx context.Context, names []string) ([]string, er
 // tasksFor returns the running and paused tasks a node executes, pushed on
 // registration. The node counts as running in its broadcast shards: it is
 // being told to run them.
-func (m *Master) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
-	m.refreshMembers(ctx, node)
-	rows, err := store.TasksOfNode(ctx, m.st.DB, node)
+func (tk *Tasks) tasksFor(ctx context.Context, node string) []protocol.TaskSpec {
+	tk.m.pools.refreshMembers(ctx, node)
+	rows, err := store.TasksOfNode(ctx, tk.m.st.DB, node)
 	if err != nil {
-		m.log.Error("load tasks of node", "node", node, "err", err)
+		tk.m.log.Error("load tasks of node", "node", node, "err", err)
 		return []protocol.TaskSpec{}
 	}
-	return m.specsOf(ctx, node, rows)
+	return tk.specsOf(ctx, node, rows)
 }
 
 // refreshMembers updates node's pool memberships before its tasks are
 // pushed: its labels may have changed since the last push (a new process,
 // an admin's edit).
-func (m *Master) refreshMembers(ctx context.Context, node string) {
-	if n, err := store.GetNode(ctx, m.st.DB, node); err == nil {
-		if _, err := syncNodeMembers(ctx, m.st.DB, n); err != nil {
-			m.log.Error("pool membership of node", "node", node, "err", err)
+func (pl *Pools) refreshMembers(ctx context.Context, node string) {
+	if n, err := store.GetNode(ctx, pl.m.st.DB, node); err == nil {
+		if _, err := syncNodeMembers(ctx, pl.m.st.DB, n); err != nil {
+			pl.m.log.Error("pool membership of node", "node", node, "err", err)
 		}
 	}
 }
 
 // specsOf is what node receives for rows, tasks it executes; a task whose
 // stored definition is bad is left out (and logged).
-func (m *Master) specsOf(ctx context.Context, node string, rows []store.Task) []protocol.TaskSpec {
+func (tk *Tasks) specsOf(ctx context.Context, node string, rows []store.Task) []protocol.TaskSpec {
 	tasks := make([]*Task, 0, len(rows))
 	var shared []string // executors of its broadcast tasks
 	for i := range rows {
 		t, err := decodeForPush(&rows[i])
 		if err != nil {
-			m.log.Error("skip task with a bad stored definition", "task", rows[i].ID, "err", err)
+			tk.m.log.Error("skip task with a bad stored definition", "task", rows[i].ID, "err", err)
 			continue
 		}
 		tasks = append(tasks, t)
@@ -111,8 +111,8 @@ func (m *Master) specsOf(ctx context.Context, node string, rows []store.Task) []
 	var running []string
 	if len(shared) > 0 {
 		var err error
-		if running, err = m.runningNames(ctx, dedupe(shared)); err != nil {
-			m.log.Error("load running executors of broadcast tasks", "node", node, "err", err)
+		if running, err = tk.runningNames(ctx, dedupe(shared)); err != nil {
+			tk.m.log.Error("load running executors of broadcast tasks", "node", node, "err", err)
 		}
 	}
 	out := make([]protocol.TaskSpec, 0, len(tasks))
@@ -151,16 +151,16 @@ type shardState struct {
 // and the indexes close up when one goes offline or comes back. The leader
 // runs it after every sweep; a master that changes a node's status runs it at
 // once. A push that fails is retried at the next run.
-func (m *Master) reshard(ctx context.Context) {
-	m.shards.mu.Lock()
-	defer m.shards.mu.Unlock()
-	ids, err := store.ActiveTasksWithSpec(ctx, m.st.DB, `"routing":"`+protocol.RoutingBroadcast+`"`)
+func (tk *Tasks) reshard(ctx context.Context) {
+	tk.m.shards.mu.Lock()
+	defer tk.m.shards.mu.Unlock()
+	ids, err := store.ActiveTasksWithSpec(ctx, tk.m.st.DB, `"routing":"`+protocol.RoutingBroadcast+`"`)
 	if err != nil {
-		m.log.Error("reshard: load broadcast tasks", "err", err)
+		tk.m.log.Error("reshard: load broadcast tasks", "err", err)
 		return
 	}
-	if m.shards.pushed == nil {
-		m.shards.pushed = map[string]string{}
+	if tk.m.shards.pushed == nil {
+		tk.m.shards.pushed = map[string]string{}
 	}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -168,11 +168,11 @@ func (m *Master) reshard(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		m.reshardTask(ctx, id)
+		tk.reshardTask(ctx, id)
 	}
-	for id := range m.shards.pushed {
+	for id := range tk.m.shards.pushed {
 		if !seen[id] {
-			delete(m.shards.pushed, id)
+			delete(tk.m.shards.pushed, id)
 		}
 	}
 }
@@ -181,16 +181,16 @@ func (m *Master) reshard(ctx context.Context) {
 // changed. It holds the task's lock, so it never pushes a task that a
 // concurrent stop has just removed from the workers. The caller holds
 // m.shards.mu.
-func (m *Master) reshardTask(ctx context.Context, id string) {
-	defer m.locks.lock("task:" + id)()
-	t, err := m.GetTask(ctx, id)
+func (tk *Tasks) reshardTask(ctx context.Context, id string) {
+	defer tk.m.locks.lock("task:" + id)()
+	t, err := tk.Get(ctx, id)
 	if err != nil || t.Routing != protocol.RoutingBroadcast ||
 		(t.Status != store.TaskRunning && t.Status != store.TaskPaused) {
 		return
 	}
-	nodes, err := m.runningExecutors(ctx, t)
+	nodes, err := tk.runningExecutors(ctx, t)
 	if err != nil {
-		m.log.Error("reshard: running executors", "task", id, "err", err)
+		tk.m.log.Error("reshard: running executors", "task", id, "err", err)
 		return
 	}
 	running := make([]string, len(nodes))
@@ -198,24 +198,24 @@ func (m *Master) reshardTask(ctx context.Context, id string) {
 		running[i] = nodes[i].Name
 	}
 	sig := strings.Join(running, ",")
-	if prev, ok := m.shards.pushed[id]; ok && prev == sig {
+	if prev, ok := tk.m.shards.pushed[id]; ok && prev == sig {
 		return
 	}
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i := range nodes {
-		wg.Go(func() { errs[i] = m.client.TaskStart(ctx, &nodes[i], t.specFor(nodes[i].Name, running)) })
+		wg.Go(func() { errs[i] = tk.m.client.TaskStart(ctx, &nodes[i], t.specFor(nodes[i].Name, running)) })
 	}
 	wg.Wait()
 	for i, e := range errs {
 		if e != nil {
-			m.log.Warn("reshard: push failed; retried at the next sweep", "task", id, "node", nodes[i].Name, "err", e)
-			delete(m.shards.pushed, id)
+			tk.m.log.Warn("reshard: push failed; retried at the next sweep", "task", id, "node", nodes[i].Name, "err", e)
+			delete(tk.m.shards.pushed, id)
 			return
 		}
 	}
-	m.shards.pushed[id] = sig
-	m.log.Info("broadcast shards pushed", "task", id, "running_executors", len(running))
+	tk.m.shards.pushed[id] = sig
+	tk.m.log.Info("broadcast shards pushed", "task", id, "running_executors", len(running))
 }
 
 // duties coalesces the cluster reactions to a node status change (reshard,
@@ -229,8 +229,8 @@ type duties struct {
 
 // nodeChanged runs the reactions to a node's status change in the
 // background: broadcast shards re-pushed, misfire windows opened or closed.
-func (m *Master) nodeChanged() {
-	d := &m.duties
+func (tk *Tasks) nodeChanged() {
+	d := &tk.m.duties
 	d.mu.Lock()
 	if d.running {
 		d.again = true
@@ -239,10 +239,10 @@ func (m *Master) nodeChanged() {
 	}
 	d.running = true
 	d.mu.Unlock()
-	started := m.life.goBackground(func(ctx context.Context) {
+	started := tk.m.life.goBackground(func(ctx context.Context) {
 		for {
-			m.reshard(ctx)
-			m.AccountMisfires(ctx)
+			tk.reshard(ctx)
+			tk.AccountMisfires(ctx)
 			d.mu.Lock()
 			if !d.again || ctx.Err() != nil {
 				d.running, d.again = false, false

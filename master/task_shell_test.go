@@ -39,14 +39,14 @@ func TestShellTaskNeedsAnExecutorThatRunsShell(t *testing.T) {
 		e.enable("shell1")
 		count := func() int {
 			t.Helper()
-			_, total, err := e.m.ListTasks(e.ctx, store.TaskFilter{})
+			_, total, err := e.m.Tasks().List(e.ctx, store.TaskFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return total
 		}
 
-		_, err := e.m.CreateTask(e.ctx, shellInput("plain1", "plain2"), "admin")
+		_, err := e.m.Tasks().Create(e.ctx, shellInput("plain1", "plain2"), "admin")
 		if !isFieldErrors(err, "executors") {
 			t.Fatalf("shell task on workers without --allow-shell: %v, want an executors field error", err)
 		}
@@ -58,16 +58,16 @@ func TestShellTaskNeedsAnExecutorThatRunsShell(t *testing.T) {
 			t.Fatalf("the refused task was stored: %d tasks", n)
 		}
 
-		if _, err := e.m.CreateTask(e.ctx, shellInput("plain1", "shell1"), "admin"); err != nil {
+		if _, err := e.m.Tasks().Create(e.ctx, shellInput("plain1", "shell1"), "admin"); err != nil {
 			t.Fatalf("shell task with one executor that runs shell: %v", err)
 		}
-		if _, err := e.m.CreateTask(e.ctx, httpInput("plain1"), "admin"); err != nil {
+		if _, err := e.m.Tasks().Create(e.ctx, httpInput("plain1"), "admin"); err != nil {
 			t.Fatalf("http task on a plain worker: %v", err)
 		}
 
 		// Picked for us: only shell1 runs shell, so only shell1 is picked.
 		for range 5 {
-			tk, err := e.m.CreateTask(e.ctx, shellInput(), "admin")
+			tk, err := e.m.Tasks().Create(e.ctx, shellInput(), "admin")
 			if err != nil {
 				t.Fatalf("shell task without executors: %v", err)
 			}
@@ -85,12 +85,12 @@ func TestShellTaskNeedsAnExecutorThatRunsShell(t *testing.T) {
 			}
 			noShell["plain2"].Router().ServeHTTP(rw, r)
 		}))
-		if _, err := e.m.CreateTask(e.ctx, shellInput("plain1", "plain2"), "admin"); err != nil {
+		if _, err := e.m.Tasks().Create(e.ctx, shellInput("plain1", "plain2"), "admin"); err != nil {
 			t.Fatalf("shell task with a worker that does not say: %v", err)
 		}
 		// Nor does one that is down: it is asked again at Start.
 		noShell["plain2"].Srv.Close()
-		if _, err := e.m.CreateTask(e.ctx, shellInput("plain2"), "admin"); err != nil {
+		if _, err := e.m.Tasks().Create(e.ctx, shellInput("plain2"), "admin"); err != nil {
 			t.Fatalf("shell task on a worker that is down: %v", err)
 		}
 
@@ -98,7 +98,7 @@ func TestShellTaskNeedsAnExecutorThatRunsShell(t *testing.T) {
 		e2 := newEnv(t, storetest.OpenSQLite(t))
 		e2.addMasterNode()
 		runningWorkers(e2, "only-plain")
-		if _, err := e2.m.CreateTask(e2.ctx, shellInput(), "admin"); !isFieldErrors(err, "executors") ||
+		if _, err := e2.m.Tasks().Create(e2.ctx, shellInput(), "admin"); !isFieldErrors(err, "executors") ||
 			!strings.Contains(err.(protocol.FieldErrors)["executors"], "only-plain was started without --allow-shell") {
 			t.Fatalf("shell task with no shell worker to pick: %v", err)
 		}

@@ -110,9 +110,9 @@ func mapTaskErr(err error, id string) error {
 // one of a project whoever asks may not read.
 func taskNotFound(id string) error { return Errorf(KindNotFound, "task %s does not exist", id) }
 
-// GetTask returns one task whoever asks may read.
-func (m *Master) GetTask(ctx context.Context, id string) (*Task, error) {
-	t, err := store.GetTask(ctx, m.st.DB, id)
+// Get returns one task whoever asks may read.
+func (tk *Tasks) Get(ctx context.Context, id string) (*Task, error) {
+	t, err := store.GetTask(ctx, tk.m.st.DB, id)
 	if err != nil {
 		return nil, mapTaskErr(err, id)
 	}
@@ -123,10 +123,10 @@ func (m *Master) GetTask(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, err := m.projectByID(ctx, t.ProjectID); err == nil {
+	if p, err := tk.m.projects.projectByID(ctx, t.ProjectID); err == nil {
 		out.Project = p.Name
 	}
-	if err := m.markStranded(ctx, []*Task{out}); err != nil {
+	if err := tk.markStranded(ctx, []*Task{out}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -134,7 +134,7 @@ func (m *Master) GetTask(ctx context.Context, id string) (*Task, error) {
 
 // markStranded clears Runnable on those of tasks that are running with no
 // running executor, in one query for them all.
-func (m *Master) markStranded(ctx context.Context, tasks []*Task) error {
+func (tk *Tasks) markStranded(ctx context.Context, tasks []*Task) error {
 	ids := make([]string, 0, len(tasks))
 	for _, t := range tasks {
 		if t.Status == store.TaskRunning {
@@ -144,7 +144,7 @@ func (m *Master) markStranded(ctx context.Context, tasks []*Task) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	stranded, err := store.StrandedTasks(ctx, m.st.DB, ids)
+	stranded, err := store.StrandedTasks(ctx, tk.m.st.DB, ids)
 	if err != nil {
 		return err
 	}
@@ -161,16 +161,16 @@ func (m *Master) markStranded(ctx context.Context, tasks []*Task) error {
 	return nil
 }
 
-// ListTasks returns a page of tasks and the total, counted up to
+// List returns a page of tasks and the total, counted up to
 // ListCountCap unless f says otherwise.
-func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int, error) {
+func (tk *Tasks) List(ctx context.Context, f store.TaskFilter) ([]Task, int, error) {
 	f.Projects = restrictProjects(ctx, f.Projects)
 	f.CountLimit = countLimit(f.CountLimit)
-	rows, total, err := store.ListTasks(ctx, m.st.DB, f)
+	rows, total, err := store.ListTasks(ctx, tk.m.st.DB, f)
 	if err != nil {
 		return nil, 0, err
 	}
-	names, err := m.ProjectNames(ctx)
+	names, err := tk.m.projects.Names(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -187,7 +187,7 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 	for i := range out {
 		ptrs[i] = &out[i]
 	}
-	if err := m.markStranded(ctx, ptrs); err != nil {
+	if err := tk.markStranded(ctx, ptrs); err != nil {
 		return nil, 0, err
 	}
 	return out, total, nil
@@ -195,8 +195,8 @@ func (m *Master) ListTasks(ctx context.Context, f store.TaskFilter) ([]Task, int
 
 // taskFor returns task id if whoever asks may do a to it (see authorize),
 // and ctx carrying the task's project for the event log.
-func (m *Master) taskFor(ctx context.Context, id string, a Action) (context.Context, *Task, error) {
-	t, err := m.GetTask(ctx, id)
+func (tk *Tasks) taskFor(ctx context.Context, id string, a Action) (context.Context, *Task, error) {
+	t, err := tk.Get(ctx, id)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -207,23 +207,23 @@ func (m *Master) taskFor(ctx context.Context, id string, a Action) (context.Cont
 	return ctx, t, nil
 }
 
-// DeleteTask stops a task everywhere and marks it deleted; its runs stay.
-func (m *Master) DeleteTask(ctx context.Context, id string) (err error) {
-	defer func() { m.events.record(ctx, "task.delete", store.TargetTask, id, err, "") }()
-	ctx, t, err := m.taskFor(ctx, id, ActEdit)
+// Delete stops a task everywhere and marks it deleted; its runs stay.
+func (tk *Tasks) Delete(ctx context.Context, id string) (err error) {
+	defer func() { tk.m.events.record(ctx, "task.delete", store.TargetTask, id, err, "") }()
+	ctx, t, err := tk.taskFor(ctx, id, ActEdit)
 	if err != nil {
 		return err
 	}
 	if !TaskAllows(t.Status, TaskDelete) && TaskAllows(t.Status, TaskStop) {
-		if _, err := m.StopTask(ctx, id); err != nil {
+		if _, err := tk.Stop(ctx, id); err != nil {
 			return err
 		}
 	}
-	defer m.locks.lock("task:" + id)()
-	if err := store.SetTaskStatus(ctx, m.st.DB, id, taskFrom(TaskDelete), store.TaskDeleted); err != nil {
+	defer tk.m.locks.lock("task:" + id)()
+	if err := store.SetTaskStatus(ctx, tk.m.st.DB, id, taskFrom(TaskDelete), store.TaskDeleted); err != nil {
 		return mapTaskErr(err, id)
 	}
-	m.log.Info("task deleted", "task", id)
+	tk.m.log.Info("task deleted", "task", id)
 	return nil
 }
 

@@ -30,12 +30,12 @@ func TestHardening3TokensNeverWiderThanTheirMaker(t *testing.T) {
 		if err := store.CreateUser(p.ctx, s.Store.DB, &store.User{Username: "ada", PasswordHash: "x", Role: store.RoleAdmin}); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.m.SetProjectMember(p.ctx, "reports", "bea", master.ProjectViewer); err != nil {
+		if err := p.m.Projects().SetMember(p.ctx, "reports", "bea", master.ProjectViewer); err != nil {
 			t.Fatal(err)
 		}
 		var projects []int64
 		for _, name := range []string{master.DefaultProject, "billing", "reports"} {
-			pr, err := p.m.GetProject(p.ctx, name)
+			pr, err := p.m.Projects().Get(p.ctx, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func TestHardening3ScopedTokenSeesNothingOutsideItsProject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reports, _ := p.m.GetProject(p.ctx, "reports")
+		reports, _ := p.m.Projects().Get(p.ctx, "reports")
 		if child.ProjectID != reports.ID || child.Role != string(master.ProjectViewer) {
 			t.Fatalf("a viewer token's child: project %d role %q, want reports viewer", child.ProjectID, child.Role)
 		}
@@ -243,7 +243,7 @@ func TestHardening3KeepersRevealNoUserNames(t *testing.T) {
 		answer := func(keeper string) string {
 			in := inProject("billing", "wb")
 			in.Keepers = []string{keeper}
-			_, err := p.m.CreateTask(asBea, in, "bea")
+			_, err := p.m.Tasks().Create(asBea, in, "bea")
 			if err == nil {
 				return ""
 			}
@@ -272,7 +272,7 @@ func TestHardening3PoolCountsOnlyReadableRuns(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s storetest.NamedStore) {
 		t.Parallel()
 		p := setupProjects(t, s)
-		tk, err := p.m.CreateTask(p.ctx, inProject("billing", "wb"), "admin")
+		tk, err := p.m.Tasks().Create(p.ctx, inProject("billing", "wb"), "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func TestHardening3PoolCountsOnlyReadableRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		count := func(ctx context.Context) (int, int) {
-			pools, err := p.m.Pools(ctx, "pool")
+			pools, err := p.m.Pools().List(ctx, "pool")
 			if err != nil {
 				t.Fatal(err)
 			}
