@@ -10,9 +10,15 @@ import (
 )
 
 // apiExport answers GET /api/v1/export: the desired state of the tasks as a
-// YAML document (master.Export), secrets as ${ENV:NAME} references.
+// YAML document (master.Export), secrets as ${ENV:NAME} references;
+// ?settings=true adds the cluster's settings (cluster admins).
 func (s *server) apiExport(c *gin.Context) {
-	out, err := s.m.Export(c.Request.Context(), c.Query("project"))
+	withSettings, err := boolQuery(c, "settings")
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	out, err := s.m.Export(c.Request.Context(), master.ExportOptions{Project: c.Query("project"), Settings: withSettings})
 	if err != nil {
 		s.apiError(c, err)
 		return

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 )
@@ -255,7 +254,7 @@ var openAPIOps = []apiOp{
 		status: 200, resp: apiSettings{},
 		notes: "The SMTP password is never answered (smtp_password_set says whether one is); passwords in URLs are masked. pinned names the health values the master's flags or environment set, with the value in force."},
 	{method: "PATCH", path: "/api/v1/settings", tag: "settings", summary: "Change the settings named: the others keep their values", auth: "admin",
-		body: form.SettingsPatch{}, example: `{"run_retention_days":14,"prune_offline_after":"7d"}`,
+		body: master.SettingsPatch{}, example: `{"run_retention_days":14,"prune_offline_after":"7d"}`,
 		status: 200, resp: apiSettings{}, errors: []int{400},
 		notes: "Validated with the other settings, as the console's form: a bad value changes nothing. smtp_password is write-only (\"\" removes it); a masked URL sent back keeps its password. Every master follows within one health interval."},
 
@@ -289,16 +288,18 @@ var openAPIOps = []apiOp{
 
 	// Configuration as code.
 	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of one project's tasks, as YAML", auth: "user",
-		query:  []apiParam{{"project", "string", "the project to export (default: default)"}},
-		status: 200, respYAML: true, respInput: true, resp: master.Document{},
-		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values."},
+		query: []apiParam{{"project", "string", "the project to export (default: default)"},
+			{"settings", "boolean", "add the cluster's settings (cluster admins; 403 otherwise)"}},
+		status: 200, respYAML: true, respInput: true, resp: master.Document{}, errors: []int{400, 403},
+		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values; so are the settings' SMTP password and URL passwords."},
 	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks match a document; answers the plan", auth: "project",
 		query: []apiParam{{"project", "string", "the project to apply to (default: default)"}, {"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
 		body:  master.Document{}, bodyYAML: true,
 		example: `{"version":1,"dry_run":true,"tasks":[{"key":"ping","title":"ping billing","type":"http","state":"running",
 "schedule":{"kind":"interval","every":"1m"},"http":{"url":"https://billing.example/ping"},"executors":["w1"]}]}`,
-		status: 200, resp: master.Plan{}, errors: []int{400, 409, 413, 502},
-		notes: "A refused document answers 400 naming every task and field, nothing changed. A change that fails midway answers its status with the plan and its error."},
+		status: 200, resp: master.Plan{}, errors: []int{400, 403, 409, 413, 502},
+		notes: "A refused document answers 400 naming every task and field, nothing changed. A change that fails midway answers its status with the plan and its error. " +
+			"A settings section (the fields of PATCH /api/v1/settings) is applied first, by cluster admins only (403 otherwise, nothing changed)."},
 	{method: "GET", path: "/api/v1/openapi.json", tag: "config", summary: "This document", auth: "open",
 		status: 200, resp: openAPIAnswer{}},
 

@@ -387,6 +387,15 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(400, "POST", "/api/v1/apply", "/api/v1/apply", doc) // the references are not filled
 	a.ct = ""
 	a.must(200, "POST", "/api/v1/apply", "/api/v1/apply", `{"version":1,"dry_run":true,"tasks":[]}`)
+	withSettings := a.must(200, "GET", "/api/v1/export?settings=true", "/api/v1/export", "")
+	if !strings.Contains(withSettings, "\nsettings:\n") || !strings.Contains(withSettings, "run_retention_days:") {
+		t.Fatalf("export with settings:\n%s", withSettings)
+	}
+	a.must(400, "GET", "/api/v1/export?settings=maybe", "/api/v1/export", "")
+	plan := a.must(200, "POST", "/api/v1/apply", "/api/v1/apply", `{"version":1,"dry_run":true,"settings":{"run_retention_days":21},"tasks":[]}`)
+	if !strings.Contains(plan, `"settings":{"fields":["run_retention_days"]`) {
+		t.Fatalf("plan of a settings change: %s", plan)
+	}
 
 	// Users and tokens.
 	a.must(200, "GET", "/api/v1/users", "/api/v1/users", "")
@@ -434,6 +443,7 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	viewer := &apiCall{e: e, o: o, c: e.login("viewer", "viewer-password-1")}
 	viewer.must(403, "POST", "/api/v1/apply", "/api/v1/apply", `{"version":1,"tasks":[]}`)
 	viewer.must(200, "GET", "/api/v1/export", "/api/v1/export", "")
+	viewer.must(403, "GET", "/api/v1/export?settings=true", "/api/v1/export", "")
 
 	// The schemas refuse what the answers must not be.
 	if err := o.compile(o.responseSchema("GET", "/api/v1/runs", 200, "application/json")).Validate(map[string]any{"items": "x", "total": 1}); err == nil {

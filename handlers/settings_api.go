@@ -6,7 +6,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 )
 
@@ -52,7 +51,7 @@ func (s *server) apiGetSettings(c *gin.Context) {
 // fields given change, validated with the rest as the console's form is;
 // a bad value changes nothing (400 with the field named in "fields").
 func (s *server) apiPatchSettings(c *gin.Context) {
-	var b form.SettingsPatch
+	var b master.SettingsPatch
 	if !bindJSON(c, &b) {
 		return
 	}

@@ -185,7 +185,7 @@ func settingsForm(st master.Settings) views.SettingsForm {
 		SMTPHost: st.SMTPHost, SMTPPort: strconv.Itoa(st.SMTPPort), SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername,
 		// Passwords in URLs are masked; saving the mask keeps them.
 		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
-		ApproveNewNodes: st.ApproveNewNodes, PruneOfflineAfter: form.FormatDays(st.PruneOfflineAfter),
+		ApproveNewNodes: st.ApproveNewNodes, PruneOfflineAfter: master.FormatDays(st.PruneOfflineAfter),
 		LocalAdminsOnly: st.LocalAdminsOnly, WebhookAllowHosts: st.WebhookAllowHosts,
 	}
 }

@@ -48,11 +48,25 @@ type Plan struct {
 	Update    int          `json:"update"`
 	Unchanged int          `json:"unchanged"`
 	Delete    int          `json:"delete"`
+	// Settings is the change of the cluster's settings, when the document
+	// has a settings section.
+	Settings *PlanSettings `json:"settings,omitempty"`
 	// Applied says every change was made (false for a dry run).
 	Applied bool `json:"applied"`
 	// Error says which change failed: the ones before it were made (Done),
 	// the ones after it were not.
 	Error string `json:"error,omitempty"`
+}
+
+// PlanSettings is the change of the cluster's settings: made first, before
+// the tasks' changes, as one save.
+type PlanSettings struct {
+	// Fields names the settings whose values change (never the values:
+	// some are secrets).
+	Fields []string `json:"fields"`
+	Done   bool     `json:"done"`
+	Error  string   `json:"error,omitempty"`
+	change func(*Settings)
 }
 
 // PlanChange is the change of one task.
@@ -122,8 +136,21 @@ func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*
 		m.log.Warn("apply stopped", "change", s.change.Action, "task", s.change.ID, "err", err)
 		return plan, err
 	}
-	// The new tasks first, batched (see applyCreates), then the others in
-	// order.
+	// The settings first (a task's default HTTP timeout may depend on
+	// them), then the new tasks, batched (see applyCreates), then the
+	// others in order.
+	if ps := plan.Settings; ps != nil {
+		if err := m.ChangeSettings(ctx, ps.change); err != nil {
+			msg := Message(err)
+			if KindOf(err) == 0 {
+				msg = "the master failed (its log says why)"
+			}
+			ps.Error, plan.Error = msg, "settings: "+msg
+			m.log.Warn("apply stopped", "change", "settings", "err", err)
+			return plan, err
+		}
+		ps.Done = true
+	}
 	created := map[string]string{} // placeholder -> id
 	if s, err := m.applyCreates(ctx, steps, created, opts.By); err != nil {
 		return fail(s, err)
@@ -344,6 +371,12 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 			titles[t.Title] = i
 		}
 	}
+	var settings *PlanSettings
+	if doc.Settings != nil {
+		if settings, err = m.planSettings(ctx, doc.Settings, fe); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	// Match the document's tasks with the master's.
 	all, err := m.tasks.allTasks(ctx, []int64{proj.ID})
@@ -447,7 +480,7 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 			chk.keys[tasks[i].Key] = idOf[i]
 		}
 	}
-	plan := &Plan{DryRun: opts.DryRun, Prune: opts.Prune, Changes: []PlanChange{}}
+	plan := &Plan{DryRun: opts.DryRun, Prune: opts.Prune, Changes: []PlanChange{}, Settings: settings}
 	steps := make([]*applyStep, len(tasks))
 	names := map[string]string{} // id -> the document's name, for messages
 	for i := range tasks {
@@ -670,4 +703,51 @@ func diffTask(in *TaskInput, old *Task) []string {
 		out = append(out, "children")
 	}
 	return out
+}
+
+// planSettings checks a document's settings section as the settings API
+// checks a PATCH: only cluster admins, each value parsed, the result
+// validated whole over the stored settings. Problems go into fe under
+// "settings."; the plan names the settings that change.
+func (m *Master) planSettings(ctx context.Context, p *SettingsPatch, fe protocol.FieldErrors) (*PlanSettings, error) {
+	if err := requireClusterAdmin(ctx); err != nil {
+		return nil, Errorf(KindForbidden, "forbidden: only a cluster admin applies the cluster's settings: leave the document's settings out")
+	}
+	change, bad := p.Change()
+	for k, v := range bad {
+		fe["settings."+k] = v
+	}
+	if len(bad) > 0 {
+		return nil, nil
+	}
+	stored, err := m.StoredSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := stored
+	change(&want)
+	for _, u := range []struct {
+		field string
+		in    *string
+		was   string
+	}{{"webhook_url", &want.WebhookURL, stored.WebhookURL}, {"public_url", &want.PublicURL, stored.PublicURL}} {
+		if err := keepMaskedURLPassword(u.in, u.was); err != nil {
+			fe["settings."+u.field] = err.Error()
+		}
+	}
+	if err := want.Validate(); err != nil {
+		var vfe protocol.FieldErrors
+		if !errors.As(err, &vfe) {
+			return nil, err
+		}
+		for k, v := range vfe {
+			fe["settings."+k] = v
+		}
+		return nil, nil
+	}
+	changed := changedSettings(stored.pairs(), want.pairs())
+	if changed == nil {
+		changed = []string{}
+	}
+	return &PlanSettings{Fields: changed, change: change}, nil
 }

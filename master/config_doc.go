@@ -44,10 +44,15 @@ const (
 	StateStopped = "stopped"
 )
 
-// Document is the desired state of a master's tasks.
+// Document is the desired state of a master's tasks and, optionally, of the
+// cluster's settings.
 type Document struct {
 	Version int       `json:"version"`
 	Tasks   []DocTask `json:"tasks"`
+	// Settings, when present, are the cluster's settings the document sets
+	// (the fields it names; the others keep their values): only a cluster
+	// admin applies them.
+	Settings *SettingsPatch `json:"settings,omitempty"`
 	// DryRun and Prune are options of an apply request sent as part of its
 	// body (POST /api/v1/apply); Export never writes them.
 	DryRun bool `json:"dry_run,omitempty"`
@@ -472,12 +477,18 @@ func sortedKeys(m map[string]bool) []string {
 
 // secretPaths returns whether a value of the plain document v, at path and
 // with text raw, is a secret field: a header IsSecretHeader names, a param
-// of secret_params, or the password of an http.url (every reference in
-// the URL inside its password).
+// of secret_params, the password of an http.url (every reference in the
+// URL inside its password), the settings' SMTP password and the passwords of
+// their URLs.
 func secretPaths(v any) func(path, raw string) bool {
 	secret := map[string]bool{}
 	urls := map[string]bool{}
 	root, _ := v.(map[string]any)
+	if _, ok := root["settings"].(map[string]any); ok {
+		secret[joinPath("settings", "smtp_password")] = true
+		urls[joinPath("settings", "webhook_url")] = true
+		urls[joinPath("settings", "public_url")] = true
+	}
 	tasks, _ := root["tasks"].([]any)
 	for i, tv := range tasks {
 		t, _ := tv.(map[string]any)
@@ -589,8 +600,14 @@ func decodeDocument(v any) (*Document, error) {
 				doc.Prune = b
 			}
 		case "tasks":
+		case "settings":
+			p, err := decodeDocSettings(val)
+			if err != nil {
+				return nil, err
+			}
+			doc.Settings = p
 		default:
-			return nil, Errorf(KindInvalid, "%s: unknown field (a document has version and tasks)", clipText(k, 60))
+			return nil, Errorf(KindInvalid, "%s: unknown field (a document has version, tasks and settings)", clipText(k, 60))
 		}
 	}
 	var list []any
@@ -631,6 +648,24 @@ func decodeDocument(v any) (*Document, error) {
 		return nil, documentInvalid(fe)
 	}
 	return doc, nil
+}
+
+// decodeDocSettings reads a document's settings section: the fields of
+// PATCH /api/v1/settings, nothing else.
+func decodeDocSettings(v any) (*SettingsPatch, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, Errorf(KindInvalid, "settings: must be a mapping of settings (the fields of PATCH /api/v1/settings)")
+	}
+	js, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("master: document settings: %w", err)
+	}
+	var p SettingsPatch
+	if err := protocol.DecodeStrict(js, &p); err != nil {
+		return nil, documentInvalid(protocol.FieldErrors{"settings": jsonMessage(err)})
+	}
+	return &p, nil
 }
 
 // probeName is a task's key and title, read from its raw fields for messages.

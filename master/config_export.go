@@ -60,9 +60,21 @@ var sentinelRE = regexp.MustCompile("\x00ENV:([A-Za-z0-9_]+)\x00")
 // variable. Tasks are in the order of their key (or title), so the same
 // tasks export to the same text.
 //
-// It exports one project's tasks ("": the default project).
-func (m *Master) Export(ctx context.Context, project string) ([]byte, error) {
-	p, err := m.projects.Get(ctx, strings.TrimSpace(project))
+// It exports one project's tasks ("": the default project) and, with
+// opts.Settings, the cluster's settings (cluster admins only): every stored
+// setting, the SMTP password and URL passwords as references too.
+func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error) {
+	var settings Settings
+	if opts.Settings {
+		if err := requireClusterAdmin(ctx); err != nil {
+			return nil, Errorf(KindForbidden, "forbidden: only a cluster admin exports the cluster's settings (leave settings out)")
+		}
+		var err error
+		if settings, err = m.StoredSettings(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p, err := m.projects.Get(ctx, strings.TrimSpace(opts.Project))
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +126,19 @@ func (m *Master) Export(ctx context.Context, project string) ([]byte, error) {
 		}
 		seq.Content = append(seq.Content, node)
 	}
+	var sets *yaml.Node
+	if opts.Settings {
+		if sets, err = settingsNode(settings, env); err != nil {
+			return nil, fmt.Errorf("master: export settings: %w", err)
+		}
+	}
 	head := []string{
 		"ScheduleMaster tasks: the desired state, as GET /api/v1/export writes it.",
 		"Apply: SM_TOKEN=<API token> schedulemaster apply -f FILE --master URL [--dry-run] [--prune]",
 		"Tasks are matched by key, or by title when they have none.",
+	}
+	if sets != nil {
+		head = append(head, "The settings are the cluster's: only a cluster admin applies them; a field left out keeps its value.")
 	}
 	if len(env.list) > 0 {
 		head = append(head, "Secrets are not written here: apply fills each ${ENV:NAME} from its environment.",
@@ -128,8 +149,11 @@ func (m *Master) Export(ctx context.Context, project string) ([]byte, error) {
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: strings.Join(head, "\n"), Content: []*yaml.Node{
 		strNode("version"), {Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(DocumentVersion)},
-		strNode("tasks"), seq,
 	}}
+	if sets != nil {
+		root.Content = append(root.Content, strNode("settings"), sets)
+	}
+	root.Content = append(root.Content, strNode("tasks"), seq)
 	if len(seq.Content) == 0 {
 		seq.Style = yaml.FlowStyle
 	}
@@ -143,6 +167,51 @@ func (m *Master) Export(ctx context.Context, project string) ([]byte, error) {
 		return nil, fmt.Errorf("master: export: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// ExportOptions says what Export writes.
+type ExportOptions struct {
+	// Project is the project whose tasks are written ("": default).
+	Project string
+	// Settings adds the cluster's settings (cluster admins only).
+	Settings bool
+}
+
+// settingsNode writes the stored settings as a document's settings
+// section: every field, false and empty ones too (absent would mean "keep"),
+// in the order of PATCH /api/v1/settings, secrets as references.
+func settingsNode(st Settings, env *envNames) (*yaml.Node, error) {
+	p := SettingsPatchOf(st)
+	if st.SMTPPassword != "" {
+		ref := env.name("SETTINGS", "SMTP_PASSWORD")
+		p.SMTPPassword = &ref
+	}
+	for _, u := range []*string{p.WebhookURL, p.PublicURL} {
+		if start, end, ok := urlPassword(*u); ok {
+			part := "WEBHOOK_URL_PASSWORD"
+			if u == p.PublicURL {
+				part = "PUBLIC_URL_PASSWORD"
+			}
+			*u = (*u)[:start] + env.name("SETTINGS", part) + (*u)[end:]
+		}
+	}
+	js, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, k := range jsonFieldOrder(p) {
+		if val, ok := v[k]; ok {
+			n.Content = append(n.Content, strNode(k), valueNode(val, ""))
+		}
+	}
+	return n, nil
 }
 
 // envNames hands out the variable names of a task's secrets:

@@ -93,7 +93,7 @@ func (e *env) mustCreate(in master.TaskInput) *master.Task {
 
 func (e *env) export() string {
 	e.t.Helper()
-	out, err := e.m.Export(e.ctx, "")
+	out, err := e.m.Export(e.ctx, master.ExportOptions{})
 	if err != nil {
 		e.t.Fatalf("Export: %v", err)
 	}
@@ -554,5 +554,116 @@ func TestHardening3DocumentAliasesAreBoundedBySize(t *testing.T) {
 	}
 	if _, err := master.ParseDocument([]byte(shared)); err != nil && strings.Contains(master.Message(err), "aliases") {
 		t.Fatalf("a document of 200 tasks sharing defaults: %v", err)
+	}
+}
+
+// The cluster's settings travel in a document: a cluster admin exports them
+// (secrets as references) and applies them back (first, validated whole,
+// only the fields named); anyone else is refused and nothing changes.
+func TestSettingsInExportAndApply(t *testing.T) {
+	t.Parallel()
+	e := configEnv(t, storetest.OpenSQLite(t))
+	const smtpPass, hookPass = "smtp-secret-0004", "hook-secret-0005"
+	if err := e.m.ChangeSettings(e.ctx, func(s *master.Settings) {
+		s.SMTPHost, s.SMTPFrom, s.SMTPPassword, s.RunRetentionDays = "mail.example", "sm@mail.example", smtpPass, 12
+		s.WebhookURL = "https://ops:" + hookPass + "@hooks.example/sm"
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the option, an export holds no settings.
+	if doc := e.export(); strings.Contains(doc, "settings:") || strings.Contains(doc, "mail.example") {
+		t.Fatalf("export without settings holds them:\n%s", doc)
+	}
+	out, err := e.m.Export(e.ctx, master.ExportOptions{Settings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(out)
+	for _, bad := range []string{smtpPass, hookPass} {
+		if strings.Contains(doc, bad) {
+			t.Fatalf("export holds the secret %q:\n%s", bad, doc)
+		}
+	}
+	for _, want := range []string{"settings:", "smtp_host: mail.example", "run_retention_days: 12", "approve_new_nodes: false",
+		"smtp_password: ${ENV:SETTINGS_SMTP_PASSWORD}", "https://ops:${ENV:SETTINGS_WEBHOOK_URL_PASSWORD}@hooks.example/sm",
+		"SETTINGS_SMTP_PASSWORD, SETTINGS_WEBHOOK_URL_PASSWORD"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("export lacks %q:\n%s", want, doc)
+		}
+	}
+
+	// Someone else's settings meanwhile; the document puts the exported ones back.
+	if err := e.m.ChangeSettings(e.ctx, func(s *master.Settings) {
+		s.SMTPHost, s.SMTPPassword, s.RunRetentionDays, s.WebhookURL = "other.example", "changed", 40, ""
+	}); err != nil {
+		t.Fatal(err)
+	}
+	vars := maps.Clone(secretsEnv)
+	vars["SETTINGS_SMTP_PASSWORD"], vars["SETTINGS_WEBHOOK_URL_PASSWORD"] = smtpPass, hookPass
+	plan, err := e.apply(doc, vars, master.ApplyOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Settings == nil || plan.Settings.Done || !slices.Contains(plan.Settings.Fields, "smtp_host") ||
+		!slices.Contains(plan.Settings.Fields, "run_retention_days") || slices.Contains(plan.Settings.Fields, "health_interval") {
+		t.Fatalf("dry run's settings plan: %+v", plan.Settings)
+	}
+	if st, _ := e.m.StoredSettings(e.ctx); st.SMTPHost != "other.example" {
+		t.Fatalf("a dry run changed the settings: %+v", st)
+	}
+	plan, err = e.apply(doc, vars, master.ApplyOptions{})
+	if err != nil || !plan.Applied || !plan.Settings.Done {
+		t.Fatalf("apply: %v %+v", err, plan)
+	}
+	st, err := e.m.StoredSettings(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SMTPHost != "mail.example" || st.SMTPPassword != smtpPass || st.RunRetentionDays != 12 ||
+		st.WebhookURL != "https://ops:"+hookPass+"@hooks.example/sm" {
+		t.Fatalf("settings after apply: %+v", st)
+	}
+
+	// Only the fields named change; a bad value refuses the whole document.
+	partial := "version: 1\nsettings:\n  run_retention_days: 9\ntasks: []\n"
+	if _, err := e.apply(partial, nil, master.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.m.StoredSettings(e.ctx); st.RunRetentionDays != 9 || st.SMTPHost != "mail.example" || st.SMTPPassword != smtpPass {
+		t.Fatalf("a partial settings section changed more than it named: %+v", st)
+	}
+	before := e.tasksByTitle()
+	bad := "version: 1\nsettings:\n  run_retention_days: 0\n  health_interval: soon\ntasks:\n  - title: new one\n    type: http\n    schedule: {kind: interval, every: 1m}\n    http: {url: 'https://x.example/'}\n    executors: [w1]\n"
+	_, err = e.apply(bad, nil, master.ApplyOptions{})
+	var fe protocol.FieldErrors
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "settings.health_interval") {
+		t.Fatalf("bad settings: %v, want field errors naming settings.health_interval", err)
+	}
+	if len(e.tasksByTitle()) != len(before) {
+		t.Fatal("a refused document created a task")
+	}
+	if _, err := master.ParseDocument([]byte("version: 1\nsettings:\n  smtp_hots: x\n")); err == nil || !strings.Contains(err.Error(), "smtp_hots") {
+		t.Fatalf("unknown settings field: %v", err)
+	}
+
+	// A project owner applies tasks, not the cluster's settings, and
+	// cannot export them.
+	owner := master.WithPrincipal(e.ctx, &master.Principal{Name: "alice", Role: store.RoleViewer,
+		Memberships: map[int64]master.ProjectRole{1: master.ProjectOwner}})
+	d, err := master.ParseDocument([]byte(partial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Settings.RunRetentionDays = new(int)
+	*d.Settings.RunRetentionDays = 3
+	if _, err := e.m.Apply(owner, d, master.ApplyOptions{By: "alice"}); master.KindOf(err) != master.KindForbidden {
+		t.Fatalf("a project owner applied settings: %v", err)
+	}
+	if st, _ := e.m.StoredSettings(e.ctx); st.RunRetentionDays != 9 {
+		t.Fatalf("a refused apply changed the settings: %+v", st)
+	}
+	if _, err := e.m.Export(owner, master.ExportOptions{Settings: true}); master.KindOf(err) != master.KindForbidden {
+		t.Fatalf("a project owner exported settings: %v", err)
 	}
 }

@@ -33,6 +33,9 @@ type applyConfig struct {
 	// Env names the variables apply fills into the document's ${ENV:NAME}
 	// (comma-separated; --env may be repeated). No other is read.
 	Env string
+	// Settings makes export write the cluster's settings too (cluster
+	// admins).
+	Settings bool
 }
 
 const (
@@ -48,6 +51,8 @@ func applyOptions(c *applyConfig, export bool) *options {
 	o := newOptions(name, "")
 	if export {
 		o.add(&option{name: "o", noEnv: true, def: "-", dst: &c.File, usage: "where to write the document (- for stdout)"})
+		o.add(&option{name: "settings", noEnv: true, def: "false", dst: &c.Settings,
+			usage: "write the cluster's settings too (a cluster admin's token; the SMTP and URL passwords as ${ENV:NAME})"})
 	} else {
 		o.add(&option{name: "f", noEnv: true, dst: &c.File, usage: "the document to apply: a YAML or JSON file, - for stdin (required)"})
 	}
@@ -163,8 +168,15 @@ func runExport(cfg applyConfig, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext(cfg.Timeout)
 	defer cancel()
 	target := cfg.Master + "/api/v1/export"
+	q := url.Values{}
 	if cfg.Project != "" {
-		target += "?" + url.Values{"project": {cfg.Project}}.Encode()
+		q.Set("project", cfg.Project)
+	}
+	if cfg.Settings {
+		q.Set("settings", "true")
+	}
+	if len(q) > 0 {
+		target += "?" + q.Encode()
 	}
 	status, body, err := callMaster(ctx, http.MethodGet, target, cfg.Token, nil)
 	if err == nil && status != http.StatusOK {
@@ -236,6 +248,18 @@ func printPlan(w io.Writer, masterURL string, p *master.Plan) {
 		fmt.Fprintf(w, "applied to %s\n", masterURL)
 	default:
 		fmt.Fprintf(w, "applied to %s until a change failed\n", masterURL)
+	}
+	if ps := p.Settings; ps != nil {
+		line := "= unchanged settings"
+		if len(ps.Fields) > 0 {
+			line = "~ update    settings: " + strings.Join(ps.Fields, ", ")
+		}
+		if ps.Error != "" {
+			line += " FAILED: " + ps.Error
+		} else if !p.DryRun && !ps.Done {
+			line += " (not done)"
+		}
+		fmt.Fprintln(w, line)
 	}
 	marks := map[string]string{master.PlanCreate: "+", master.PlanUpdate: "~", master.PlanUnchanged: "=", master.PlanDelete: "-"}
 	for _, c := range p.Changes {

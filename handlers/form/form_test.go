@@ -117,16 +117,16 @@ func TestDelayedForm(t *testing.T) {
 func TestDaysAndLabelsAndSelector(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "0": 0, "36h": 36 * time.Hour} {
-		d, ok := form.Days(in)
+		d, ok := master.ParseDays(in)
 		if !ok || d != want {
 			t.Errorf("Days(%q) = %s %v, want %s", in, d, ok, want)
 		}
-		if back, _ := form.Days(form.FormatDays(d)); back != d {
-			t.Errorf("FormatDays(%s) = %q does not read back", d, form.FormatDays(d))
+		if back, _ := master.ParseDays(master.FormatDays(d)); back != d {
+			t.Errorf("FormatDays(%s) = %q does not read back", d, master.FormatDays(d))
 		}
 	}
 	for _, bad := range []string{"", "x", "1.5d", "-1d", "d", "99999999999d"} {
-		if _, ok := form.Days(bad); ok {
+		if _, ok := master.ParseDays(bad); ok {
 			t.Errorf("Days(%q) accepted", bad)
 		}
 	}
