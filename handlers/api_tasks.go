@@ -183,7 +183,8 @@ func (s *server) apiCreateTask(c *gin.Context) {
 	c.JSON(http.StatusCreated, master.MaskTask(*t))
 }
 
-// apiUpdateTask answers PUT /api/v1/tasks/{id}; only a stopped task can be edited.
+// apiUpdateTask answers PUT /api/v1/tasks/{id}; a running or paused task is
+// edited in place (master.Tasks.Update).
 func (s *server) apiUpdateTask(c *gin.Context) {
 	var in master.TaskInput
 	if !bindJSON(c, &in) {

@@ -107,8 +107,9 @@ func sortedKV(m map[string]string) []views.KV {
 	return out
 }
 
-// isStopped reports whether a task may be edited.
-func isStopped(t *master.Task) bool { return master.TaskAllows(t.Status, master.TaskEdit) }
+// editable reports whether a task may be edited: stopped, or running or
+// paused (saved in place on its executors).
+func editable(t *master.Task) bool { return master.TaskAllows(t.Status, master.TaskEdit) }
 
 // routingText names a task's routing strategy on its page, with the key for hash.
 func routingText(lc *locale.Localizer, routing, key string) string {

@@ -12,8 +12,8 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
-// showEditTask shows the form filled with a stopped task's definition; for a
-// task that is not stopped it says why it cannot be edited.
+// showEditTask shows the form filled with a task's definition; for a task
+// that cannot be edited it says why.
 func (s *server) showEditTask(c *gin.Context) {
 	t, err := s.m.Tasks().Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
@@ -22,7 +22,7 @@ func (s *server) showEditTask(c *gin.Context) {
 	}
 	vm := taskFormFromTask(t)
 	vm.Layout, vm.Edit = s.layout(c, tr(c, "TaskEdit"), "tasks"), true
-	if !isStopped(t) {
+	if !editable(t) {
 		vm.Locked = lockedMessage(lc(c), t)
 		s.render(c, http.StatusOK, views.TaskFormPage(vm))
 		return
@@ -34,8 +34,9 @@ func (s *server) showEditTask(c *gin.Context) {
 	s.render(c, http.StatusOK, views.TaskFormPage(vm))
 }
 
-// updateTask saves an edit of a stopped task, or shows the form again with
-// inline errors; a task that is not stopped is refused with the reason.
+// updateTask saves an edit (of a running or paused task too: every executor
+// switches, or none), or shows the form again with inline errors; a task
+// that cannot be edited is refused with the reason.
 func (s *server) updateTask(c *gin.Context) {
 	id := c.Param("id")
 	t, err := s.m.Tasks().Get(c.Request.Context(), id)
@@ -44,7 +45,7 @@ func (s *server) updateTask(c *gin.Context) {
 		return
 	}
 	vm, in, fe := s.readTaskForm(c, true)
-	if !isStopped(t) {
+	if !editable(t) {
 		vm.Locked = lockedMessage(lc(c), t)
 		s.renderTaskForm(c, http.StatusConflict, vm)
 		return

@@ -82,10 +82,6 @@ type PlanChange struct {
 	// State is the task's state after the change, "stopped → running" when
 	// the change moves it.
 	State string `json:"state,omitempty"`
-	// Restart says a running or paused task whose definition changes is
-	// stopped, updated and brought back to its state: tasks are edited only
-	// while stopped.
-	Restart bool `json:"restart,omitempty"`
 	// Done says the change was made (an unchanged task is done at once).
 	Done  bool   `json:"done"`
 	Error string `json:"error,omitempty"`
@@ -111,8 +107,8 @@ func placeholder(i int) string { return "new:" + strconv.Itoa(i) }
 // its title that has no key). The whole document is checked first, every
 // task through the checks of Tasks.Create and Tasks.Update, and a refusal names
 // every task and field at fault with nothing changed. A running or paused
-// task whose definition changes is stopped, updated and brought back to its
-// state (Restart in the plan). The new tasks are created first, in bulk
+// task whose definition changes is edited in place, every executor switched
+// at once (Tasks.Update), then brought to its state. The new tasks are created first, in bulk
 // (one transaction per chunk, one call per worker to start them), then the
 // other changes are made in order. A change that fails (a worker refuses a
 // start) stops the apply there: the plan says what was done (Done per
@@ -203,12 +199,7 @@ func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string
 		}
 		created[ph], c.ID, from = t.ID, t.ID, StateStopped
 	} else if s.def {
-		if from != StateStopped {
-			if _, err := m.tasks.Stop(ctx, c.ID); err != nil {
-				return err
-			}
-			from = StateStopped
-		}
+		// A running or paused task is edited in place (Tasks.Update).
 		if _, err := m.tasks.Update(ctx, c.ID, in); err != nil {
 			return err
 		}
@@ -527,7 +518,6 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 			} else {
 				c.State = s.to
 			}
-			c.Restart = s.def && s.from != StateStopped
 			c.Action = PlanUpdate
 			if len(c.Fields) == 0 {
 				c.Action, c.Done = PlanUnchanged, true

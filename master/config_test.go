@@ -201,7 +201,7 @@ func TestExportApplyRoundTrip(t *testing.T) {
 }
 
 // TestApplyUpdatesRunningTask: a running task whose definition changes is
-// stopped, updated and started again, and the plan says so; a change of
+// edited in place and stays running (never stopped); a change of
 // state alone moves it; a secret changed in the environment is an update
 // that names the field and never the value.
 func TestApplyUpdatesRunningTask(t *testing.T) {
@@ -230,11 +230,11 @@ func TestApplyUpdatesRunningTask(t *testing.T) {
 		for _, c := range plan.Changes {
 			switch c.Title {
 			case "Ping billing":
-				if !c.Restart || c.State != "running" || strings.Join(c.Fields, ",") != "params" || !c.Done {
+				if c.State != "running" || strings.Join(c.Fields, ",") != "params" || !c.Done {
 					t.Errorf("change of the running task: %+v", c)
 				}
 			case "report":
-				if c.Restart || c.State != "paused → running" || strings.Join(c.Fields, ",") != "state" {
+				if c.State != "paused → running" || strings.Join(c.Fields, ",") != "state" {
 					t.Errorf("change of state: %+v", c)
 				}
 			}

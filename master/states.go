@@ -54,11 +54,13 @@ var nodeTable = map[store.NodeStatus][]NodeAction{
 
 // taskTable lists the actions each task status allows. A deleted task allows
 // nothing. Delete itself is from stopped: Tasks.Delete stops a running or paused
-// task first, but the console offers Delete only once it is stopped.
+// task first, but the console offers Delete only once it is stopped. A
+// running or paused task is edited in place (Tasks.Update switches every
+// executor to the new definition, or none).
 var taskTable = map[store.TaskStatus][]TaskAction{
 	store.TaskStopped: {TaskStart, TaskRun, TaskEdit, TaskDelete},
-	store.TaskRunning: {TaskPause, TaskStop, TaskRun},
-	store.TaskPaused:  {TaskResume, TaskStop, TaskRun},
+	store.TaskRunning: {TaskPause, TaskStop, TaskRun, TaskEdit},
+	store.TaskPaused:  {TaskResume, TaskStop, TaskRun, TaskEdit},
 }
 
 // NodeActions returns the actions a node in status s allows.

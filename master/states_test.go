@@ -46,8 +46,8 @@ func TestTaskStateTable(t *testing.T) {
 	}{
 		{store.TaskDeleted, "deleted", nil},
 		{store.TaskStopped, "stopped", []master.TaskAction{master.TaskStart, master.TaskRun, master.TaskEdit, master.TaskDelete}},
-		{store.TaskRunning, "running", []master.TaskAction{master.TaskPause, master.TaskStop, master.TaskRun}},
-		{store.TaskPaused, "paused", []master.TaskAction{master.TaskResume, master.TaskStop, master.TaskRun}},
+		{store.TaskRunning, "running", []master.TaskAction{master.TaskPause, master.TaskStop, master.TaskRun, master.TaskEdit}},
+		{store.TaskPaused, "paused", []master.TaskAction{master.TaskResume, master.TaskStop, master.TaskRun, master.TaskEdit}},
 		{store.TaskStatus(9), "status 9", nil},
 	} {
 		if c.s.String() != c.name {

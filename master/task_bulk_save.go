@@ -199,7 +199,7 @@ func (tk *Tasks) checkSave(ctx context.Context, it *saveItem, stored map[string]
 			}
 			in.projectID = p.ID
 		}
-		if err := prepareEdit(cur, in); err != nil {
+		if err := prepareEdit(cur, in, false); err != nil {
 			return refuse(err)
 		}
 		it.cur = cur

@@ -87,6 +87,92 @@ func (tk *Tasks) dispatch(ctx context.Context, t *Task, verb string, needRunning
 	return wrapf(KindWorker, first, "%s failed on node %s: %s", verb, strings.Join(failed, ", "), Message(first))
 }
 
+// switchLive moves a running or paused task's executors from before to
+// after, all at once: after's running executors get its definition (a
+// worker that has the task replaces it), before's that are not among them
+// stop it. When one fails, each that succeeded is put back (before's
+// definition again, or stopped when it was not an executor), and the error
+// names the nodes that failed.
+func (tk *Tasks) switchLive(ctx context.Context, before, after *Task) error {
+	was, err := tk.runningExecutors(ctx, before)
+	if err != nil {
+		return err
+	}
+	will, err := tk.runningExecutors(ctx, after)
+	if err != nil {
+		return err
+	}
+	type move struct {
+		node      store.Node
+		in, prior bool // an executor after the edit, before it
+	}
+	var moves []move
+	seen := map[string]int{}
+	for _, n := range will {
+		seen[n.Name] = len(moves)
+		moves = append(moves, move{node: n, in: true})
+	}
+	for _, n := range was {
+		if i, ok := seen[n.Name]; ok {
+			moves[i].prior = true
+			continue
+		}
+		moves = append(moves, move{node: n, prior: true})
+	}
+	runningAfter, runningBefore := tk.shardSet(ctx, after), tk.shardSet(ctx, before)
+	start := func(ctx context.Context, t *Task, n *store.Node, running []string) error {
+		return tk.m.client.TaskStart(ctx, n, t.specFor(n.Name, running))
+	}
+	stop := func(ctx context.Context, n *store.Node) error {
+		return tk.m.client.TaskOp(ctx, n, protocol.PathTaskStop, after.ID)
+	}
+	errs := make([]error, len(moves))
+	var wg sync.WaitGroup
+	for i := range moves {
+		wg.Go(func() {
+			mv := &moves[i]
+			if mv.in {
+				errs[i] = start(ctx, after, &mv.node, runningAfter)
+			} else {
+				errs[i] = stop(ctx, &mv.node)
+			}
+		})
+	}
+	wg.Wait()
+	var failed []string
+	var first error
+	for i, e := range errs {
+		if e != nil {
+			failed = append(failed, moves[i].node.Name)
+			if first == nil {
+				first = e
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	uctx, cancel := tk.m.life.detached(ctx, tk.m.cfg.CallTimeout+time.Second)
+	defer cancel()
+	for i, e := range errs {
+		if e != nil {
+			continue
+		}
+		mv := &moves[i]
+		var uerr error
+		if mv.prior {
+			uerr = start(uctx, before, &mv.node, runningBefore)
+		} else {
+			uerr = stop(uctx, &mv.node)
+		}
+		if uerr != nil {
+			tk.m.log.Error("rollback of a live edit failed", "task", after.ID, "node", mv.node.Name, "err", uerr)
+		}
+	}
+	return wrapf(KindWorker, first, "edit failed on node %s: %s; every executor keeps the previous definition",
+		strings.Join(failed, ", "), Message(first))
+}
+
 // Start starts a stopped task on every running executor.
 func (tk *Tasks) Start(ctx context.Context, id string) (*Task, error) {
 	return tk.taskTransition(ctx, id, TaskStart, store.TaskRunning,

@@ -123,7 +123,7 @@ func (tk *Tasks) Update(ctx context.Context, id string, in TaskInput) (_ *Task, 
 		}
 		in.projectID = p.ID
 	}
-	if err := prepareEdit(cur, &in); err != nil {
+	if err := prepareEdit(cur, &in, true); err != nil {
 		return nil, err
 	}
 	row, err := tk.checkTaskInput(ctx, &in)
@@ -131,37 +131,84 @@ func (tk *Tasks) Update(ctx context.Context, id string, in TaskInput) (_ *Task, 
 		return nil, err
 	}
 	row.ProjectID = in.projectID
-	err = store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
-		if err := store.UpdateTask(ctx, tx, row); err != nil {
-			return err
-		}
-		// A stopped task runs nowhere: its members change with no push.
-		if _, err := syncTaskMembers(ctx, tx, id, row.Selector); err != nil {
-			return err
-		}
-		// Runs of a former executor may still be on their way: keep accepting them.
-		for _, e := range cur.Executors {
-			if !slices.Contains(row.Executors, e) {
-				if err := store.AddRunGrant(ctx, tx, id, e); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if cur.Status != store.TaskStopped {
+		return tk.updateLive(ctx, cur, row)
+	}
+	if err := tk.writeEdit(ctx, cur, row); err != nil {
 		return nil, mapTaskErr(err, id)
 	}
 	tk.m.log.Info("task edited", "task", id)
 	return tk.Get(ctx, id)
 }
 
-// prepareEdit checks that task cur may be edited (it is stopped) and gives
+// writeEdit stores row over cur, a task still in cur's status (the update is
+// conditional on it), with its selected members and the run grants of the
+// executors it leaves.
+func (tk *Tasks) writeEdit(ctx context.Context, cur, row *store.Task) error {
+	row.Status = cur.Status
+	return store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.UpdateTask(ctx, tx, row); err != nil {
+			return err
+		}
+		// The members change here with no push: a stopped task runs nowhere,
+		// and a live edit pushes the whole task itself (updateLive).
+		if _, err := syncTaskMembers(ctx, tx, row.ID, row.Selector); err != nil {
+			return err
+		}
+		// Runs of a former executor may still be on their way: keep accepting them.
+		for _, e := range cur.Executors {
+			if !slices.Contains(row.Executors, e) {
+				if err := store.AddRunGrant(ctx, tx, row.ID, e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// updateLive edits a running or paused task in place, as one step for its
+// executors: the new definition is stored, then pushed to every running
+// executor (leaving executors stop it, joining ones start it); when one
+// fails, those that switched go back to the previous definition, the stored
+// task too, and the error names the node. A worker replaces a task's job
+// between fires: fires before the switch run the previous definition, fires
+// after it the new one, and a run in progress finishes with the one it
+// started with. The caller holds the task's lock.
+func (tk *Tasks) updateLive(ctx context.Context, cur, row *store.Task) (*Task, error) {
+	id := cur.ID
+	before, err := tk.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.writeEdit(ctx, cur, row); err != nil {
+		return nil, mapTaskErr(err, id)
+	}
+	after, err := tk.Get(ctx, id)
+	if err == nil {
+		err = tk.switchLive(ctx, before, after)
+	}
+	if err != nil {
+		// Put the stored task back as it was; the executors already are.
+		back := *cur
+		uctx, cancel := tk.m.life.detached(ctx, tk.m.cfg.CallTimeout+time.Second)
+		defer cancel()
+		if rerr := tk.writeEdit(uctx, row, &back); rerr != nil {
+			tk.m.log.Error("rollback of a live edit failed: the stored task is the new definition", "task", id, "err", rerr)
+		}
+		return nil, err
+	}
+	tk.m.log.Info("task edited while "+cur.Status.String(), "task", id)
+	return after, nil
+}
+
+// prepareEdit checks that task cur may be edited (stopped, or with live
+// running or paused too) and gives
 // the edit in what it keeps from cur: the key when it sends none (the
 // console's form carries none), the secrets it sends back masked (unless
 // the URL now points to another host), the alignment.
-func prepareEdit(cur *store.Task, in *TaskInput) error {
-	if !TaskAllows(cur.Status, TaskEdit) {
+func prepareEdit(cur *store.Task, in *TaskInput, live bool) error {
+	if !TaskAllows(cur.Status, TaskEdit) || (!live && cur.Status != store.TaskStopped) {
 		return Errorf(KindState, "task %s is %s; stop it before editing", cur.ID, cur.Status)
 	}
 	in.ID = cur.ID

@@ -182,8 +182,18 @@ func TestTaskLifecycleOnWorkersAndRePushOnEnable(t *testing.T) {
 				t.Fatalf("%s does not schedule the started task", n)
 			}
 		}
-		if _, err := e.m.Tasks().Update(e.ctx, tk.ID, httpInput("a")); !errors.Is(err, master.ErrState) {
+		// Edited while running, the task leaves b and stays on a; back on both.
+		if got, err := e.m.Tasks().Update(e.ctx, tk.ID, httpInput("a")); err != nil || got.Status != store.TaskRunning {
 			t.Fatalf("edit a running task: %v", err)
+		}
+		if ws["a"].W.Health().RunningTasks != 1 || ws["b"].W.Health().RunningTasks != 0 {
+			t.Fatal("an edit of a running task that dropped executor b left it on b, or took it off a")
+		}
+		if _, err := e.m.Tasks().Update(e.ctx, tk.ID, httpInput("a", "b")); err != nil {
+			t.Fatalf("edit a running task: %v", err)
+		}
+		if ws["b"].W.Health().RunningTasks != 1 {
+			t.Fatal("an edit of a running task that added executor b did not start it there")
 		}
 		if _, err := e.m.Tasks().Pause(e.ctx, tk.ID); err != nil {
 			t.Fatal(err)

@@ -300,8 +300,9 @@ func titleLike(db bun.IDB) string {
 	return "LOWER(title) LIKE ? ESCAPE '!'"
 }
 
-// UpdateTask rewrites a stopped task's definition, keepers, children and executors.
-// A task that is not stopped gives ErrConflict. A task moved to another
+// UpdateTask rewrites a task's definition, keepers, children and executors
+// while its status is still t.Status (the status its editor read): a task
+// whose status changed meanwhile gives ErrConflict. A task moved to another
 // project takes its runs along; run it in a transaction.
 func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	t.UpdatedAt = time.Now().UTC()
@@ -310,7 +311,7 @@ func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
 		return fmt.Errorf("store: update task: %w", notFound(err))
 	}
 	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "project_id", "updated_at").
-		WherePK().Where("status = ?", TaskStopped).Exec(ctx)
+		WherePK().Where("status = ?", t.Status).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			if _, gerr := GetTask(ctx, db, t.ID); gerr != nil {

@@ -274,9 +274,6 @@ func printPlan(w io.Writer, masterURL string, p *master.Plan) {
 		if c.State != "" {
 			line += " [" + c.State + "]"
 		}
-		if c.Restart {
-			line += " (stopped, updated and started again: tasks are edited only while stopped)"
-		}
 		if c.Error != "" {
 			line += " FAILED: " + c.Error
 		} else if !p.DryRun && !c.Done {

@@ -184,7 +184,7 @@ tasks:
 		t.Fatal(err)
 	}
 	code, out, errOut = cli(t, env, append(base, "--prune", "--dry-run")...)
-	if code != 0 || !strings.Contains(out, "- delete    “child”") || !strings.Contains(out, "~ update    ping “Ping the target”: children [running] (stopped, updated and started again") ||
+	if code != 0 || !strings.Contains(out, "- delete    “child”") || !strings.Contains(out, "~ update    ping “Ping the target”: children [running]\n") ||
 		m.taskCount() != 2 {
 		t.Fatalf("prune dry run: %d\n%s\n%s", code, out, errOut)
 	}
