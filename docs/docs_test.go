@@ -1,6 +1,3 @@
-// Package docs holds documentation that is not Go: the manual (docs/*.md in English,
-// docs/zh-CN/*.md the same pages in Chinese), the Chinese glossary, and the tests that keep the
-// front doors (README.md, README.zh-CN.md) short and the two languages in step.
 package docs
 
 import (
