@@ -27,7 +27,7 @@ func TestDocsServeTheManual(t *testing.T) {
 		t.Fatalf("GET /docs: %d %.300s", status, index)
 	}
 	for _, want := range []string{">ScheduleMaster for Go: the manual</h1>", `<title>ScheduleMaster for Go: the manual · ScheduleMaster</title>`,
-		`href="/docs/tasks"`, `href="/docs/concepts"`, `href="/docs/reference/flags"`, `id="manual"`, `lang="en"`} {
+		`href="/docs/tasks"`, `href="/docs/concepts"`, `href="/docs/reference/flags"`, `id="manual"`, `lang="en"`, `id="help-link"`} {
 		if !strings.Contains(index, want) {
 			t.Errorf("GET /docs lacks %s", want)
 		}
@@ -92,6 +92,9 @@ func TestDocsFollowTheReadersLanguage(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, ">任务</h1>") || !strings.Contains(body, `lang="zh-CN"`) {
 		t.Errorf("GET /docs/tasks in Chinese: %d, want the Chinese page: %.500s", status, body)
 	}
+	if !strings.Contains(body, ">帮助</a>") {
+		t.Error("the Chinese page's header has no 帮助 link")
+	}
 	status, body = e.do(c, "GET", "/docs", "", zh)
 	if status != http.StatusOK || !strings.Contains(body, ">ScheduleMaster for Go 使用手册</h1>") {
 		t.Errorf("GET /docs in Chinese: %d, want the Chinese index: %.300s", status, body)
@@ -137,6 +140,25 @@ func TestDocsNeedASignIn(t *testing.T) {
 		resp.Body.Close()
 		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/login") {
 			t.Errorf("GET %s anonymously: %d to %q, want 303 to the login", path, resp.StatusCode, loc)
+		}
+	}
+}
+
+// Each console page's header links the manual's page on it.
+func TestConsolePagesLinkTheirManualTopic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	c := e.login("admin", "admin-password-1")
+	for page, topic := range map[string]string{"/dashboard": "/docs", "/tasks": "/docs/tasks", "/nodes": "/docs/concepts",
+		"/pools": "/docs/pools", "/delayed": "/docs/delayed-tasks", "/projects": "/docs/teams", "/users": "/docs/teams",
+		"/tokens": "/docs/teams", "/settings": "/docs/configuration", "/runs": "/docs/tasks", "/events": "/docs/operations"} {
+		status, body := e.do(c, "GET", page, "", nil)
+		if status != http.StatusOK {
+			t.Errorf("GET %s: %d", page, status)
+			continue
+		}
+		if want := `class="help-link" href="` + topic + `" id="help-link"`; !strings.Contains(body, want) {
+			t.Errorf("GET %s: its header has no Help link to %s", page, topic)
 		}
 	}
 }

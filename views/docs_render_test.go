@@ -76,3 +76,14 @@ func TestManualHTMLLinksAndAnchors(t *testing.T) {
 		t.Errorf("a reference page's link is not rewritten:\n%s", ref.HTML)
 	}
 }
+
+// Every console page's Help link leads to a page of the manual.
+func TestManualTopic(t *testing.T) {
+	for active, want := range map[string]string{"tasks": "/docs/tasks", "runs": "/docs/tasks", "nodes": "/docs/concepts",
+		"pools": "/docs/pools", "delayed": "/docs/delayed-tasks", "projects": "/docs/teams", "users": "/docs/teams",
+		"tokens": "/docs/teams", "settings": "/docs/configuration", "events": "/docs/operations", "dashboard": "/docs", "": "/docs"} {
+		if got := string(ManualTopic(active)); got != want {
+			t.Errorf("ManualTopic(%q) = %s, want %s", active, got, want)
+		}
+	}
+}
