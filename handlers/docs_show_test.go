@@ -43,6 +43,11 @@ func TestDocsServeTheManual(t *testing.T) {
 	if status, body := e.do(c, "GET", "/docs/configuration", "", nil); status != http.StatusOK || !strings.Contains(body, "<table>") {
 		t.Errorf("GET /docs/configuration: %d, want its tables (GitHub's Markdown): %.300s", status, body)
 	}
+	// The roles table aligns its columns: with attributes, never a style
+	// attribute, which the console's CSP refuses.
+	if status, body := e.do(c, "GET", "/docs/teams", "", nil); status != http.StatusOK || !strings.Contains(body, ` align="`) || strings.Contains(body, ` style="`) {
+		t.Errorf("GET /docs/teams: %d, want aligned cells without a style attribute", status)
+	}
 	for _, page := range []string{index, tasks} {
 		if m := mdHrefRE.FindString(page); m != "" {
 			t.Errorf("a link to a Markdown file is left as it is: %s", m)

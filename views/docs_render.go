@@ -26,8 +26,7 @@ type Manual struct {
 	HTML string
 }
 
-// ManualHTML renders a page of the manual, Markdown with GitHub's tables,
-// for /docs. name is the page's path in the docs folder ("tasks.md",
+// ManualHTML renders a page of the manual, GitHub's Markdown, for /docs. name is the page's path in the docs folder ("tasks.md",
 // "zh-CN/tasks.md", "reference/flags.md"), against which its relative links
 // resolve. Raw HTML is never written: a <script> in the source shows as
 // nothing. Headings get the ids the manual's links name: the anchor
@@ -37,7 +36,10 @@ type Manual struct {
 // keeps its text and loses its target; links with a scheme are left alone.
 func ManualHTML(name string, src []byte) (Manual, error) {
 	md := goldmark.New(
-		goldmark.WithExtensions(extension.GFM),
+		// GitHub's Markdown (extension.GFM), but a column's alignment is
+		// an align attribute: the console's CSP refuses style attributes.
+		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList,
+			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
 		goldmark.WithParserOptions(
 			parser.WithAutoHeadingID(),
 			parser.WithASTTransformers(util.Prioritized(manualTransformer{name: name}, 100)),
