@@ -1,6 +1,3 @@
-// Package docs holds documentation that is not Go: the manual (docs/*.md in English,
-// docs/zh-CN/*.md the same pages in Chinese), the Chinese glossary, and the tests that keep the
-// front doors (README.md, README.zh-CN.md) short and the two languages in step.
 package docs
 
 import (
@@ -95,11 +92,14 @@ func pagePairs(t *testing.T) []pagePair {
 	return pairs
 }
 
-// documents are every file whose links and wording are checked.
+// documents are every file whose links and wording are checked. The generated reference
+// pages (docs/reference/) are among them, but have no Chinese pages: they are made from the
+// code, in English, and the Chinese pages link them.
 func documents(t *testing.T) []string {
 	t.Helper()
 	docs := []string{"README.md", "README.zh-CN.md"}
 	docs = append(docs, mdFiles(t, "docs")...)
+	docs = append(docs, mdFiles(t, "docs/reference")...)
 	return append(docs, mdFiles(t, "docs/zh-CN")...)
 }
 
@@ -285,6 +285,12 @@ func TestManualIndexesLinkEveryPage(t *testing.T) {
 		for _, page := range manualPages(t) {
 			if page != "README.md" && !strings.Contains(index, "]("+page+")") {
 				t.Errorf("%s/README.md does not link %s", dir, page)
+			}
+		}
+		up := map[string]string{"docs": "", "docs/zh-CN": "../"}[dir]
+		for _, f := range mdFiles(t, "docs/reference") {
+			if page := up + "reference/" + filepath.Base(f); !strings.Contains(index, "]("+page+")") {
+				t.Errorf("%s/README.md does not link the generated %s", dir, page)
 			}
 		}
 	}

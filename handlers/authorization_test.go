@@ -53,7 +53,7 @@ var authzRoutes = map[string]string{
 	"GET /runs": clsSignedIn, "GET /runs/live": clsSignedIn, "GET /runs/tasks": clsSignedIn, "GET /tokens": clsSignedIn, "POST /tokens": clsRead,
 	"GET /account": clsSignedIn, "POST /account/password": clsPerson, "POST /account/email": clsPerson,
 	"GET /events": clsSignedIn, "GET /delayed": clsSignedIn, "GET /delayed/rows": clsSignedIn, "GET /projects": clsSignedIn,
-	"GET /tasks": clsSignedIn, "GET /tasks/rows": clsSignedIn,
+	"GET /tasks": clsSignedIn, "GET /tasks/rows": clsSignedIn, "GET /docs": clsSignedIn, "GET /docs/*page": clsSignedIn,
 	"GET /api/v1/nodes": clsSignedIn, "GET /api/v1/nodes/:name": clsSignedIn, "GET /api/v1/schedules/preview": clsSignedIn,
 	"GET /api/v1/selectors/preview": clsSignedIn, "GET /api/v1/pools": clsSignedIn, "GET /api/v1/pools/*pool": clsSignedIn,
 	"GET /api/v1/runs": clsSignedIn, "GET /api/v1/tokens": clsSignedIn, "POST /api/v1/tokens": clsRead,
@@ -364,6 +364,7 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		path = strings.Replace(path, "*pool", pool, 1)
 	}
 	path = strings.Replace(path, "*filepath", "app.css", 1)
+	path = strings.Replace(path, "*page", "tasks", 1)
 
 	// Bodies that pass the handlers' own checks, so the engine decides.
 	switch method + " " + pattern {

@@ -31,7 +31,7 @@ type apiOp struct {
 	method, path string // path as OpenAPI writes it: /api/v1/nodes/{name}
 	tag          string
 	summary      string
-	auth         string // "user" (any signed-in user), "admin" (cluster admins), "project" (a role in the object's project), "open", "cluster"
+	auth         string // "user" (any signed-in user), "admin" (cluster admins), "reader" (cluster admins and viewers of every project), "project" (a role in the object's project), "open", "cluster"
 	query        []apiParam
 	body         any // a value of the request body's type; nil: no body
 	bodyYAML     bool
@@ -210,12 +210,12 @@ var openAPIOps = []apiOp{
 		status: 202, resp: killAnswer{}, errors: []int{404, 409, 502}},
 
 	// Users and tokens.
-	{method: "GET", path: "/api/v1/users", tag: "users", summary: "Every user, by name", auth: "user",
+	{method: "GET", path: "/api/v1/users", tag: "users", summary: "Every user, by name", auth: "reader",
 		status: 200, resp: []apiUser{}},
 	{method: "POST", path: "/api/v1/users", tag: "users", summary: "Add a user", auth: "admin",
 		body: apiCreateUserBody{}, example: `{"username":"carol","password":"a long passphrase","role":"viewer","email":"carol@example.com"}`,
 		status: 201, resp: apiUser{}, errors: []int{400, 409}},
-	{method: "GET", path: "/api/v1/users/{username}", tag: "users", summary: "One user", auth: "user",
+	{method: "GET", path: "/api/v1/users/{username}", tag: "users", summary: "One user", auth: "reader",
 		status: 200, resp: apiUser{}, errors: []int{404}},
 	{method: "PATCH", path: "/api/v1/users/{username}", tag: "users", summary: "Change a user: all changes or none", auth: "admin",
 		body: apiPatchUserBody{}, example: `{"role":"admin","disabled":false}`,
@@ -534,6 +534,8 @@ func buildOpenAPI() ([]byte, error) {
 			o["security"] = []any{}
 		case "admin":
 			o["description"] = strings.TrimSpace("Cluster admins only. " + op.notes)
+		case "reader":
+			o["description"] = strings.TrimSpace("Cluster admins and viewers of every project only. " + op.notes)
 		case "project":
 			o["description"] = strings.TrimSpace("Authorized by the caller's role in the object's project now (owner, editor, operator, viewer; see the manual's role table, docs/teams.md); an object of a project the caller may not read answers 404. " + op.notes)
 		}
@@ -582,7 +584,7 @@ func buildOpenAPI() ([]byte, error) {
 		switch op.auth {
 		case "user":
 			errs = append(errs, 401)
-		case "admin", "project":
+		case "admin", "reader", "project":
 			errs = append(errs, 401, 403)
 		}
 		if op.auth != "open" {

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/sessions"
 
+	"github.com/schedulemaster-go/schedulemaster/docs"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/static"
@@ -48,6 +49,8 @@ type server struct {
 	zones []string
 	// largeBodies holds a place for each large body being decoded.
 	largeBodies chan struct{}
+	// manual holds the manual's pages (/docs), rendered once each.
+	manual *manualPages
 }
 
 // NewMasterRouter lists every route of the master: console, open API, worker API.
@@ -61,7 +64,8 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 		d.PollInterval = 2 * time.Second
 	}
 	s := &server{m: d.Master, log: d.Log, sessions: sess, poll: "every " + d.PollInterval.String(),
-		secure: d.SecureCookies, zones: protocol.TimezoneNames(), largeBodies: make(chan struct{}, maxLargeBodies)}
+		secure: d.SecureCookies, zones: protocol.TimezoneNames(), largeBodies: make(chan struct{}, maxLargeBodies),
+		manual: newManualPages(docs.FS)}
 	if d.OIDC != nil {
 		s.oidc = &oidcClient{cfg: *d.OIDC}
 	}
@@ -191,6 +195,10 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/projects/:name/delete", s.requireAdmin, s.deleteProject)
 	ui.POST("/projects/:name/members", s.setProjectMember)
 	ui.POST("/projects/:name/members/:username/remove", s.removeProjectMember)
+	// The manual, for every signed-in user: /docs is its index; a page's
+	// name may hold reference/ (the generated pages).
+	ui.GET("/docs", s.showDocs)
+	ui.GET("/docs/*page", s.showDocs)
 
 	// Console task forms carry whole task definitions: a larger body.
 	uiTasks := console.Group("/tasks", s.guardBody(maxTaskBody), s.requireUser(false))
