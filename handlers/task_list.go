@@ -161,7 +161,6 @@ func roleActions(a views.TaskActions, canOperate, canEdit bool) views.TaskAction
 	if !canOperate {
 		a.Start, a.Stop, a.Pause, a.Resume, a.RunOnce = false, false, false, false, false
 	}
-	a.EditBlocked = canEdit && !a.Edit
 	if !canEdit {
 		a.Edit, a.Delete = false, false
 	}

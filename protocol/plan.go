@@ -216,13 +216,17 @@ func (p *Plan) Preview(from time.Time, n int) []time.Time {
 // FireOf names the fire that a timer going off at now belongs to: the
 // schedule's own time, not the local clock, so that every executor names
 // (and claims) the same fire. A timer may go off a little early (up to
-// 200 ms) or late.
+// 200 ms, a tenth of an interval) or late: an interval's fire is the last
+// point at or before now plus that, so a timer half an interval late on a
+// loaded machine still names its own fire, not the next one (which would
+// leave its own fire unclaimed and claim the next one twice).
 func (p *Plan) FireOf(now time.Time) time.Time {
 	switch p.kind {
 	case ScheduleOnce:
 		return p.at
 	case ScheduleInterval:
-		return now.Add(-p.phase).Round(p.every).Add(p.phase).UTC()
+		early := min(200*time.Millisecond, p.every/10)
+		return now.Add(early - p.phase).Truncate(p.every).Add(p.phase).UTC()
 	case ScheduleCron:
 		// The last schedule point at or before now (plus a little for a timer
 		// firing early). Look back 2 s first: it is where the point is unless

@@ -82,7 +82,7 @@ func TestSpreadPlanFiresAtItsPhase(t *testing.T) {
 			t.Fatalf("IsFire disagrees with Preview at %s", f)
 		}
 		// A timer going off a little early or late names the same fire.
-		for _, skew := range []time.Duration{-150 * time.Millisecond, 0, 3 * time.Second} {
+		for _, skew := range []time.Duration{-150 * time.Millisecond, 0, 3 * time.Second, 31 * time.Minute, 59 * time.Minute} {
 			if got := plan.FireOf(f.Add(skew)); !got.Equal(f) {
 				t.Fatalf("FireOf(%s%+v) = %s, want %s", f, skew, got, f)
 			}
@@ -212,5 +212,27 @@ func TestHashedCronPlanUsesTheExpansion(t *testing.T) {
 		if l := f.In(loc); l.Minute() != m || l.Hour() != h {
 			t.Fatalf("fire %s is not at %02d:%02d Berlin time", l, h, m)
 		}
+	}
+}
+
+// TestFireOfALateTimerNamesItsOwnFire: on a loaded machine a timer of a
+// one-second interval may go off more than half a second late; it still
+// names its own fire, never the next one (whose own timer names it too).
+func TestFireOfALateTimerNamesItsOwnFire(t *testing.T) {
+	t.Parallel()
+	plan, err := protocol.NewPlan(&protocol.TaskDef{Type: protocol.TaskHTTP,
+		Schedule: protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Second), Align: protocol.AlignEpoch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire := time.Date(2030, 1, 1, 10, 40, 41, 0, time.UTC)
+	for _, skew := range []time.Duration{-100 * time.Millisecond, -time.Millisecond, 0, 499 * time.Millisecond,
+		600 * time.Millisecond, 850 * time.Millisecond} {
+		if got := plan.FireOf(fire.Add(skew)); !got.Equal(fire) {
+			t.Errorf("FireOf(%s%+v) = %s, want %s", fire.Format(time.TimeOnly), skew, got.Format(time.StampMilli), fire.Format(time.TimeOnly))
+		}
+	}
+	if got := plan.FireOf(fire.Add(time.Second)); !got.Equal(fire.Add(time.Second)) {
+		t.Errorf("the next timer names %s", got)
 	}
 }

@@ -13,10 +13,7 @@ type TaskActions struct {
 	Resume  bool
 	RunOnce bool
 	Edit    bool
-	// EditBlocked: the user may edit the task, but not in its status
-	// (running or paused): Edit shows disabled, with the reason.
-	EditBlocked bool
-	Delete      bool
+	Delete  bool
 }
 
 // TaskRow is one line of the task list.
