@@ -65,10 +65,13 @@ func TestEditRunningTaskSwitchesEveryExecutor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	url := e.serveMaster()
-	ws := reportingWorkers(e, url, "w1", "w2", "w3")
+	// The master starts first: its re-push on taking the lease, in the
+	// background, must not race the task's start below (a push that read
+	// the tasks before the start drops it).
 	if err := e.m.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
+	ws := reportingWorkers(e, url, "w1", "w2", "w3")
 	target := newHitTarget(t)
 	in := httpInput("w1", "w2", "w3")
 	in.Title = "every second"
@@ -146,10 +149,13 @@ func TestEditRunningTaskRollsBackWhenAnExecutorFails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
 	url := e.serveMaster()
-	ws := reportingWorkers(e, url, "w1", "w2", "w3")
+	// The master starts first: its re-push on taking the lease, in the
+	// background, must not race the task's start below (a push that read
+	// the tasks before the start drops it).
 	if err := e.m.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
+	ws := reportingWorkers(e, url, "w1", "w2", "w3")
 	target := newHitTarget(t)
 	in := httpInput("w1", "w2", "w3")
 	in.Schedule = protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Second), Align: protocol.AlignEpoch}

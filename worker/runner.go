@@ -147,6 +147,21 @@ func (g *fireGroup) join(tj *taskJob) {
 	g.mu.Unlock()
 }
 
+// replace puts tj in old's place.
+func (g *fireGroup) replace(old, tj *taskJob) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	tj.group, tj.jobID = g, g.jobID
+	if old.idx < len(g.tasks) && g.tasks[old.idx] == old {
+		tj.idx = old.idx
+		g.tasks[old.idx] = tj
+	} else {
+		tj.idx = len(g.tasks)
+		g.tasks = append(g.tasks, tj)
+	}
+	g.snap = nil
+}
+
 // leave removes tj and reports whether the group is now empty.
 func (g *fireGroup) leave(tj *taskJob) bool {
 	g.mu.Lock()
@@ -339,13 +354,22 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 			return false, fmt.Errorf("worker: schedule task %s: %w", spec.ID, err)
 		}
 	}
-	if replacing {
+	switch {
+	case replacing && old.group == g:
+		// Same schedule: the new definition takes the old one's place in
+		// one step, so no fire runs both or neither, and the group (its
+		// gocron job, the only member) is never left empty and removed.
+		tj.lastFire.Store(old.lastFire.Load())
+		g.replace(old, tj)
+	case replacing:
 		tj.lastFire.Store(old.lastFire.Load())
 		if err := r.leaveLocked(old); err != nil {
 			return false, fmt.Errorf("worker: replace task %s: %w", spec.ID, err)
 		}
+		g.join(tj)
+	default:
+		g.join(tj)
 	}
-	g.join(tj)
 	r.jobs[spec.ID] = tj
 	if !replacing {
 		took = r.restarted(tj, now)
