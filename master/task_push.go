@@ -9,6 +9,7 @@ package master
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,7 @@ func (tk *Tasks) pushTasks(parent context.Context, n *store.Node) error {
 	}()
 	session := protocol.NewNonce()
 	start, sent := time.Now(), 0
+	pushed := map[string]bool{} // for the check after the push (verifyPushLater)
 	for first := true; ; first = false {
 		p, ok := <-pages
 		if !ok {
@@ -74,8 +76,19 @@ func (tk *Tasks) pushTasks(parent context.Context, n *store.Node) error {
 			return err
 		}
 		sent += p.n
+		if pushed != nil {
+			for i := range p.specs {
+				pushed[p.specs[i].ID] = true
+			}
+			if len(pushed) > maxVerifiedPush {
+				pushed = nil // too many to hold: no check after this push
+			}
+		}
 		if p.last {
 			tk.m.log.Info("tasks pushed", "node", n.Name, "tasks", sent, "took", time.Since(start).Round(time.Millisecond))
+			if pushed != nil {
+				tk.verifyPushLater(n.Name, pushed)
+			}
 			return nil
 		}
 	}
@@ -161,4 +174,83 @@ func (tk *Tasks) repushTasks(ctx context.Context) {
 	}
 	wg.Wait()
 	tk.m.log.Info("tasks re-pushed to the running workers", "workers", workers, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// maxVerifiedPush bounds the task ids a push keeps for its check.
+const maxVerifiedPush = 20_000
+
+// verifyPushLater checks a push once the task operations that may have
+// raced it are done: a push carries the tasks as read before it was sent,
+// so a task started (or stopped) on node by any master between that read
+// and the push's arrival was dropped (or given back) by it. Once every such
+// operation has had its call timeout and more, the node's tasks are read
+// again and each that differs from the push is given to the node, or taken
+// from it, as it stands then.
+func (tk *Tasks) verifyPushLater(node string, pushed map[string]bool) {
+	tk.m.life.goBackground(func(ctx context.Context) {
+		wait := time.NewTimer(tk.m.cfg.CallTimeout + time.Second)
+		defer wait.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-wait.C:
+		}
+		tk.verifyPush(ctx, node, pushed)
+	})
+}
+
+// verifyPush repairs node's schedule where it differs from what was pushed.
+func (tk *Tasks) verifyPush(ctx context.Context, node string, pushed map[string]bool) {
+	now := map[string]bool{}
+	for after := ""; ; {
+		rows, next, last, err := store.TasksOfNodePage(ctx, tk.m.st.DB, node, after, pushPart)
+		if err != nil {
+			tk.m.log.Warn("check of a push: read the node's tasks", "node", node, "err", err)
+			return
+		}
+		for i := range rows {
+			now[rows[i].ID] = true
+		}
+		if last {
+			break
+		}
+		after = next
+	}
+	var differ []string
+	for id := range now {
+		if !pushed[id] {
+			differ = append(differ, id)
+		}
+	}
+	for id := range pushed {
+		if !now[id] {
+			differ = append(differ, id)
+		}
+	}
+	for _, id := range differ {
+		tk.repairPushed(ctx, node, id)
+	}
+	if len(differ) > 0 {
+		tk.m.log.Info("a push raced task operations: those tasks were given to the node again as they stand",
+			"node", node, "tasks", len(differ))
+	}
+}
+
+// repairPushed gives node task id as it stands now, under the task's lock:
+// its definition when the task is running or paused there, a stop otherwise.
+func (tk *Tasks) repairPushed(ctx context.Context, node, id string) {
+	defer tk.m.locks.lock("task:" + id)()
+	n, err := store.GetNode(ctx, tk.m.st.DB, node)
+	if err != nil || n.Status != store.StatusRunning {
+		return // gone or down: it gets its tasks when it comes back
+	}
+	t, err := tk.Get(ctx, id)
+	if err == nil && (t.Status == store.TaskRunning || t.Status == store.TaskPaused) && slices.Contains(t.members(), node) {
+		err = tk.m.client.TaskStart(ctx, n, t.specFor(node, tk.shardSet(ctx, t)))
+	} else if err == nil || KindOf(err) == KindNotFound {
+		err = tk.m.client.TaskOp(ctx, n, protocol.PathTaskStop, id)
+	}
+	if err != nil {
+		tk.m.log.Warn("check of a push: repair failed; the node's next push repairs it", "node", node, "task", id, "err", err)
+	}
 }
