@@ -115,6 +115,7 @@ func placeholder(i int) string { return "new:" + strconv.Itoa(i) }
 // change), and the error which change failed.
 func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*Plan, error) {
 	defer m.locks.lock("apply")()
+	ctx = withVia(ctx, ViaApply)
 	plan, steps, err := m.planApply(ctx, doc, opts)
 	if err != nil {
 		return nil, err

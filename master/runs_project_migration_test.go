@@ -72,7 +72,7 @@ func TestRunsProjectMigrationFillsEveryRunsProject(t *testing.T) {
 				t.Fatal(err)
 			}
 			tk.ProjectID = store.DefaultProjectID
-			if err := store.UpdateTask(ctx, st.DB, tk); err != nil {
+			if err := store.UpdateTask(ctx, st.DB, tk, tk.Version); err != nil {
 				t.Fatal(err)
 			}
 			if _, n, err = m.Reads().SearchRuns(ctx, master.RunFilter{Projects: []int64{2}}); err != nil || n != 2 {

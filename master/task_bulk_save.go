@@ -73,6 +73,7 @@ func (tk *Tasks) Save(ctx context.Context, inputs []TaskInput, start bool, by st
 	if p := PrincipalFrom(ctx); p != nil && !p.CanAnywhere(ActEdit) {
 		return nil, Errorf(KindForbidden, "forbidden: your role may not %s in any project", actionVerb[ActEdit])
 	}
+	ctx = withVia(ctx, ViaBulk)
 	create := make([]bool, len(inputs))
 	for i := range inputs {
 		create[i] = strings.TrimSpace(inputs[i].ID) == ""
@@ -202,6 +203,9 @@ func (tk *Tasks) checkSave(ctx context.Context, it *saveItem, stored map[string]
 		if err := prepareEdit(cur, in, false); err != nil {
 			return refuse(err)
 		}
+		if err := tk.conflictIfMoved(ctx, cur, in.Version); err != nil {
+			return refuse(err)
+		}
 		it.cur = cur
 	}
 	chk, err := tk.saveCheck(ctx, sc, in.projectID)
@@ -290,6 +294,19 @@ func (tk *Tasks) writeSaves(ctx context.Context, chunk []*saveItem, by string) {
 		if err := store.CreateTasks(ctx, tx, creates); err != nil {
 			return err
 		}
+		vs := make([]store.TaskVersion, 0, len(creates))
+		for _, it := range chunk {
+			if it.cur == nil {
+				v, err := newVersion(ctx, it.row, it.in.Note)
+				if err != nil {
+					return err
+				}
+				vs = append(vs, v)
+			}
+		}
+		if err := store.AddTaskVersions(ctx, tx, vs); err != nil {
+			return err
+		}
 		for _, it := range chunk {
 			if err := tk.writeSave(ctx, tx, it, false); err != nil {
 				return err
@@ -351,6 +368,9 @@ func (tk *Tasks) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create 
 			if err := store.CreateTask(ctx, tx, row); err != nil {
 				return err
 			}
+			if err := writeVersion(ctx, tx, nil, row, it.in.Note); err != nil {
+				return err
+			}
 		}
 		if row.Selector == "" {
 			return nil // a new task has no selected members
@@ -358,7 +378,11 @@ func (tk *Tasks) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create 
 		_, err := syncTaskMembers(ctx, tx, row.ID, row.Selector)
 		return err
 	}
-	if err := store.UpdateTask(ctx, tx, row); err != nil {
+	row.Version = it.cur.Version + 1
+	if err := store.UpdateTask(ctx, tx, row, it.cur.Version); err != nil {
+		return err
+	}
+	if err := writeVersion(ctx, tx, it.cur, row, it.in.Note); err != nil {
 		return err
 	}
 	if _, err := syncTaskMembers(ctx, tx, row.ID, row.Selector); err != nil {

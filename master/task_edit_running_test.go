@@ -97,8 +97,8 @@ func TestEditRunningTaskSwitchesEveryExecutor(t *testing.T) {
 		if err != nil {
 			t.Fatalf("edit %d of the running task: %v", i, err)
 		}
-		if got.Status != store.TaskRunning || got.HTTP.URL != in.HTTP.URL {
-			t.Fatalf("edit %d: the task is %s with %s", i, got.Status, got.HTTP.URL)
+		if got.Status != store.TaskRunning || got.HTTP.URL != in.HTTP.URL || got.Version != i+1 {
+			t.Fatalf("edit %d: the task is %s with %s, version %d", i, got.Status, got.HTTP.URL, got.Version)
 		}
 		want := 1
 		if i >= 8 && i < 14 {
@@ -184,8 +184,11 @@ func TestEditRunningTaskRollsBackWhenAnExecutorFails(t *testing.T) {
 		t.Fatalf("edit with a failing executor: %v, want a worker error naming w3", err)
 	}
 	got, err := e.m.Tasks().Get(e.ctx, tk.ID)
-	if err != nil || got.HTTP.URL != target.URL+"/old" || got.Status != store.TaskRunning {
+	if err != nil || got.HTTP.URL != target.URL+"/old" || got.Status != store.TaskRunning || got.Version != 1 {
 		t.Fatalf("after the failed edit the task is %+v (%v), want the previous definition, running", got, err)
+	}
+	if vs, err := e.m.Tasks().Versions(e.ctx, tk.ID); err != nil || len(vs) != 1 || !vs[0].Current {
+		t.Fatalf("a rolled back edit left a version: %v %+v", err, vs)
 	}
 	// The executors fire the previous definition again: wait past the
 	// switch for two more requests to /old, and none may reach /new.

@@ -53,6 +53,13 @@ type TaskInput struct {
 	NotRunnableSince *time.Time `json:"not_runnable_since,omitempty"`
 	// Health is Task's read-only health, accepted back and ignored.
 	Health json.RawMessage `json:"health,omitempty"`
+	// Version is the version an edit started from (Task.Version as read):
+	// a save over a newer one is refused, naming who saved it. 0: no
+	// check. A creation ignores it.
+	Version int `json:"version,omitempty"`
+	// Note says why, for the version the save makes (at most 1,000
+	// characters).
+	Note string `json:"note,omitempty"`
 }
 
 // Create validates and stores a new, stopped task. Without executors it
@@ -86,6 +93,9 @@ func (tk *Tasks) Create(ctx context.Context, in TaskInput, by string) (_ *Task, 
 	// Galera conflict, SQLite busy): the transaction was rolled back whole.
 	err = store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
 		if err := store.CreateTask(ctx, tx, row); err != nil {
+			return err
+		}
+		if err := writeVersion(ctx, tx, nil, row, in.Note); err != nil {
 			return err
 		}
 		_, err := syncTaskMembers(ctx, tx, row.ID, row.Selector)
@@ -126,29 +136,50 @@ func (tk *Tasks) Update(ctx context.Context, id string, in TaskInput) (_ *Task, 
 	if err := prepareEdit(cur, &in, true); err != nil {
 		return nil, err
 	}
+	if err := tk.conflictIfMoved(ctx, cur, in.Version); err != nil {
+		return nil, err
+	}
 	row, err := tk.checkTaskInput(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
 	row.ProjectID = in.projectID
 	if cur.Status != store.TaskStopped {
-		return tk.updateLive(ctx, cur, row)
+		return tk.updateLive(ctx, cur, row, in.Note)
 	}
-	if err := tk.writeEdit(ctx, cur, row); err != nil {
+	if err := tk.writeEdit(ctx, cur, row, in.Note, false); err != nil {
 		return nil, mapTaskErr(err, id)
 	}
-	tk.m.log.Info("task edited", "task", id)
+	tk.m.log.Info("task edited", "task", id, "version", row.Version)
 	return tk.Get(ctx, id)
 }
 
-// writeEdit stores row over cur, a task still in cur's status (the update is
-// conditional on it), with its selected members and the run grants of the
-// executors it leaves.
-func (tk *Tasks) writeEdit(ctx context.Context, cur, row *store.Task) error {
+// writeEdit stores row over cur as the version after cur's, while the
+// task is still in cur's status and version (the update is conditional on
+// both), with its selected members, the run grants of the executors it
+// leaves and the version's record. undo puts cur back over row instead
+// (row is the edit a failed live edit wrote): cur's version number again,
+// row's record deleted.
+func (tk *Tasks) writeEdit(ctx context.Context, cur, row *store.Task, note string, undo bool) error {
 	row.Status = cur.Status
+	if !undo {
+		row.Version = cur.Version + 1
+	}
 	return store.RetryTx(ctx, tk.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
-		if err := store.UpdateTask(ctx, tx, row); err != nil {
-			return err
+		if undo {
+			if err := store.UpdateTask(ctx, tx, row, cur.Version); err != nil {
+				return err
+			}
+			if err := store.DeleteTaskVersion(ctx, tx, row.ID, cur.Version); err != nil {
+				return err
+			}
+		} else {
+			if err := store.UpdateTask(ctx, tx, row, cur.Version); err != nil {
+				return err
+			}
+			if err := writeVersion(ctx, tx, cur, row, note); err != nil {
+				return err
+			}
 		}
 		// The members change here with no push: a stopped task runs nowhere,
 		// and a live edit pushes the whole task itself (updateLive).
@@ -175,13 +206,13 @@ func (tk *Tasks) writeEdit(ctx context.Context, cur, row *store.Task) error {
 // between fires: fires before the switch run the previous definition, fires
 // after it the new one, and a run in progress finishes with the one it
 // started with. The caller holds the task's lock.
-func (tk *Tasks) updateLive(ctx context.Context, cur, row *store.Task) (*Task, error) {
+func (tk *Tasks) updateLive(ctx context.Context, cur, row *store.Task, note string) (*Task, error) {
 	id := cur.ID
 	before, err := tk.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := tk.writeEdit(ctx, cur, row); err != nil {
+	if err := tk.writeEdit(ctx, cur, row, note, false); err != nil {
 		return nil, mapTaskErr(err, id)
 	}
 	after, err := tk.Get(ctx, id)
@@ -193,7 +224,7 @@ func (tk *Tasks) updateLive(ctx context.Context, cur, row *store.Task) (*Task, e
 		back := *cur
 		uctx, cancel := tk.m.life.detached(ctx, tk.m.cfg.CallTimeout+time.Second)
 		defer cancel()
-		if rerr := tk.writeEdit(uctx, row, &back); rerr != nil {
+		if rerr := tk.writeEdit(uctx, row, &back, "", true); rerr != nil {
 			tk.m.log.Error("rollback of a live edit failed: the stored task is the new definition", "task", id, "err", rerr)
 		}
 		return nil, err
@@ -388,6 +419,10 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 	fe := protocol.FieldErrors{}
 	if err := in.Validate(time.Now()); err != nil && !Merge(fe, err) {
 		return nil, err
+	}
+	in.Note = strings.TrimSpace(in.Note)
+	if msg := noteProblem(in.Note); msg != "" {
+		fe["note"] = msg
 	}
 	if in.Key != "" && fe["key"] == "" {
 		owner, err := tk.keyOwner(ctx, chk, in.Key, in.ID)

@@ -35,6 +35,10 @@ type Task struct {
 	CreatedBy  string           `json:"created_by"`
 	CreatedAt  time.Time        `json:"created_at"`
 	UpdatedAt  time.Time        `json:"updated_at"`
+	// Version is the number of the definition in force: every save makes
+	// the next (Tasks.Versions); an edit that names the version it started
+	// from is refused when another save came first.
+	Version int `json:"version"`
 	// Runnable is false when the task is running but none of its executors
 	// is (all offline, disabled or gone): its fires cannot run anywhere. It is
 	// true for every other task, whose status says why it does not fire.
@@ -64,7 +68,7 @@ const runGrantTTL = 7 * 24 * time.Hour
 
 func decodeTask(t *store.Task) (*Task, error) {
 	out := &Task{ProjectID: t.ProjectID, Executors: t.Executors, Selector: t.Selector, Selected: t.Selected, Status: t.Status, RunCount: t.RunCount, LastResult: t.LastResult,
-		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Runnable: true}
+		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Version: t.Version, Runnable: true}
 	if err := json.Unmarshal([]byte(t.Spec), &out.TaskDef); err != nil {
 		return nil, fmt.Errorf("master: task %s: stored definition: %w", t.ID, err)
 	}

@@ -130,6 +130,9 @@ func CreateTasks(ctx context.Context, db bun.IDB, tasks []*Task) error {
 		if t.ProjectID == 0 {
 			t.ProjectID = DefaultProjectID
 		}
+		if t.Version == 0 {
+			t.Version = 1
+		}
 		for _, n := range slices.Sorted(slices.Values(t.Executors)) {
 			execs = append(execs, TaskExecutor{TaskID: t.ID, Node: n})
 		}

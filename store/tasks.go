@@ -68,6 +68,9 @@ type Task struct {
 	CreatedBy  string    `bun:"created_by"`
 	CreatedAt  time.Time `bun:"created_at"`
 	UpdatedAt  time.Time `bun:"updated_at"`
+	// Version is the number of the definition in force (task_versions);
+	// every save makes the next one.
+	Version int `bun:"version"`
 
 	// Executors are the nodes the task names, loaded from task_executors.
 	Executors []string `bun:"-"`
@@ -103,6 +106,9 @@ func CreateTask(ctx context.Context, db bun.IDB, t *Task) error {
 	t.CreatedAt, t.UpdatedAt = now, now
 	if t.ProjectID == 0 {
 		t.ProjectID = DefaultProjectID
+	}
+	if t.Version == 0 {
+		t.Version = 1
 	}
 	if _, err := db.NewInsert().Model(t).Exec(ctx); err != nil {
 		return fmt.Errorf("store: create task: %w", err)
@@ -301,17 +307,18 @@ func titleLike(db bun.IDB) string {
 }
 
 // UpdateTask rewrites a task's definition, keepers, children and executors
-// while its status is still t.Status (the status its editor read): a task
-// whose status changed meanwhile gives ErrConflict. A task moved to another
+// as version t.Version while its status is still t.Status and its version
+// still from (what its editor read): a task that changed meanwhile gives
+// ErrConflict. A task moved to another
 // project takes its runs along; run it in a transaction.
-func UpdateTask(ctx context.Context, db bun.IDB, t *Task) error {
+func UpdateTask(ctx context.Context, db bun.IDB, t *Task, from int) error {
 	t.UpdatedAt = time.Now().UTC()
 	var was int64
 	if err := db.NewSelect().Table("tasks").Column("project_id").Where("id = ?", t.ID).Scan(ctx, &was); err != nil {
 		return fmt.Errorf("store: update task: %w", notFound(err))
 	}
-	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "project_id", "updated_at").
-		WherePK().Where("status = ?", t.Status).Exec(ctx)
+	res, err := db.NewUpdate().Model(t).Column("title", "type", "spec", "keepers", "children", "selector", "project_id", "updated_at", "version").
+		WherePK().Where("status = ?", t.Status).Where("version = ?", from).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		if errors.Is(err, ErrConflict) {
 			if _, gerr := GetTask(ctx, db, t.ID); gerr != nil {
