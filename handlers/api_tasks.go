@@ -166,6 +166,7 @@ func (s *server) apiGetTask(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
+	c.Header("ETag", taskETag(t.Version))
 	c.JSON(http.StatusOK, masked)
 }
 
@@ -184,7 +185,8 @@ func (s *server) apiCreateTask(c *gin.Context) {
 }
 
 // apiUpdateTask answers PUT /api/v1/tasks/{id}; a running or paused task is
-// edited in place (master.Tasks.Update).
+// edited in place (master.Tasks.Update). If-Match (or "version") names the
+// version the edit started from: a newer one answers 409.
 func (s *server) apiUpdateTask(c *gin.Context) {
 	var in master.TaskInput
 	if !bindJSON(c, &in) {
@@ -194,11 +196,16 @@ func (s *server) apiUpdateTask(c *gin.Context) {
 		s.apiError(c, protocol.FieldErrors{"id": "does not match the task in the path"})
 		return
 	}
+	if err := editVersion(c, &in); err != nil {
+		s.apiError(c, err)
+		return
+	}
 	t, err := s.m.Tasks().Update(c.Request.Context(), c.Param("id"), in)
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
+	c.Header("ETag", taskETag(t.Version))
 	c.JSON(http.StatusOK, master.MaskTask(*t))
 }
 

@@ -78,7 +78,8 @@ var authzRoutes = map[string]string{
 
 	"GET /tasks/:id": clsRead, "GET /tasks/:id/runs": clsRead, "GET /runs/:id": clsRead, "GET /runs/:id/live": clsRead,
 	"GET /delayed/:id": clsRead, "GET /delayed/:id/live": clsRead, "GET /projects/:name": clsRead, "POST /projects/switch": clsRead,
-	"GET /api/v1/tasks/:id": clsRead, "GET /api/v1/tasks/:id/runs": clsRead, "GET /api/v1/runs/:id": clsRead,
+	"GET /api/v1/tasks/:id": clsRead, "GET /api/v1/tasks/:id/runs": clsRead,
+	"GET /api/v1/tasks/:id/versions": clsRead, "GET /api/v1/tasks/:id/versions/:n": clsRead, "GET /api/v1/runs/:id": clsRead,
 	"GET /api/v1/runs/:id/output": clsRead, "GET /api/v1/delayed/:id": clsRead, "GET /api/v1/projects/:name": clsRead,
 	"GET /api/v1/projects/:name/members": clsRead, "GET /api/v1/export": clsRead,
 
@@ -92,7 +93,7 @@ var authzRoutes = map[string]string{
 	"GET /tasks/new": clsEdit, "POST /tasks": clsEdit, "GET /tasks/:id/edit": clsEdit, "GET /tasks/:id/clone": clsEdit,
 	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
 	"POST /api/v1/tasks": clsEdit, "PUT /api/v1/tasks/:id": clsEdit, "DELETE /api/v1/tasks/:id": clsEdit,
-	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
+	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/tasks/:id/versions/:n/restore": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
 	"POST /api/v1/delayed/batch": clsEdit,
 
 	"POST /projects/:name": clsManage, "POST /projects/:name/members": clsManage, "POST /projects/:name/members/:username/remove": clsManage,
@@ -338,6 +339,9 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 				param["name"] = name
 			}
 		}
+	}
+	if strings.Contains(pattern, ":n") && strings.Contains(pattern, "/versions/") {
+		param["n"] = "1" // every task has its first version
 	}
 	if strings.Contains(pattern, ":username") {
 		name := fmt.Sprintf("user%d", seq)

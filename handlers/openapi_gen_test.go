@@ -53,6 +53,9 @@ type apiParam struct {
 
 // Answers built from gin.H in the handlers, typed here as they are written.
 type (
+	taskVersionList struct {
+		Items []master.TaskVersion `json:"items"`
+	}
 	listOf[T any] struct {
 		Items       []T  `json:"items"`
 		Total       int  `json:"total"`
@@ -318,7 +321,8 @@ var openAPIOps = []apiOp{
 		status: 200, resp: master.Task{}, errors: []int{404}},
 	{method: "PUT", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Replace a task's definition, in place while it runs", auth: "project",
 		body: master.TaskInput{}, example: taskExample, status: 200, resp: master.Task{}, errors: []int{400, 404, 409, 502},
-		notes: "A running or paused task switches every running executor to the new definition at once, or none: 502 names the node that failed, and the task keeps its previous definition."},
+		notes: "A running or paused task switches every running executor to the new definition at once, or none: 502 names the node that failed, and the task keeps its previous definition. " +
+			"If-Match: \"3\" (the ETag of GET) or \"version\": 3 names the version the edit started from: a newer one answers 409 naming who saved it. \"note\" says why, for the version the save makes."},
 	{method: "DELETE", path: "/api/v1/tasks/{id}", tag: "tasks", summary: "Stop and delete a task; its runs stay", auth: "project",
 		status: 204, errors: []int{404, 502}},
 	{method: "POST", path: "/api/v1/tasks/{id}/start", tag: "tasks", summary: "Start a stopped task on its running executors", auth: "project",
@@ -333,6 +337,14 @@ var openAPIOps = []apiOp{
 		status: 200, resp: master.Task{}, errors: []int{404, 409, 502}},
 	{method: "POST", path: "/api/v1/tasks/{id}/clone", tag: "tasks", summary: "Store a stopped copy", auth: "project",
 		status: 201, resp: master.Task{}, errors: []int{400, 404}},
+	{method: "GET", path: "/api/v1/tasks/{id}/versions", tag: "tasks", summary: "A task's kept versions, newest first", auth: "user",
+		status: 200, resp: taskVersionList{}, errors: []int{404},
+		notes: "Every save is a version: who saved it, when, from where (console, api, apply, bulk, restore) and its note. The last 100 are kept."},
+	{method: "GET", path: "/api/v1/tasks/{id}/versions/{n}", tag: "tasks", summary: "One version of a task with its definition (secrets masked)", auth: "user",
+		status: 200, resp: master.TaskVersion{}, errors: []int{404}},
+	{method: "POST", path: "/api/v1/tasks/{id}/versions/{n}/restore", tag: "tasks", summary: "Make a version the task's definition again, as a new version", auth: "project",
+		body: restoreBody{}, example: `{"note":"back to the working URL"}`, status: 200, resp: master.Task{}, errors: []int{400, 404, 409, 502},
+		notes: "An edit like any other: a running task switches in place on every executor or on none. The body is optional."},
 	{method: "GET", path: "/api/v1/tasks/{id}/runs", tag: "runs", summary: "A task's runs, newest first", auth: "user",
 		query:  withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"}),
 		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},

@@ -248,6 +248,8 @@ type apiCall struct {
 	o  *openAPI
 	c  *http.Client
 	ct string // the request's content type
+	// header holds more request headers (If-Match).
+	header map[string]string
 }
 
 // do sends a request and validates the answer against path's operation;
@@ -268,6 +270,9 @@ func (a *apiCall) do(method, url, path, body string) (int, string) {
 			ct = "application/json"
 		}
 		req.Header.Set("Content-Type", ct)
+	}
+	for k, v := range a.header {
+		req.Header.Set(k, v)
 	}
 	resp, err := a.c.Do(req)
 	if err != nil {
@@ -343,6 +348,18 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(200, "PUT", "/api/v1/tasks/"+id, "/api/v1/tasks/{id}", task)
 	a.must(200, "POST", "/api/v1/tasks/"+id+"/start", "/api/v1/tasks/{id}/start", "")
 	a.must(200, "PUT", "/api/v1/tasks/"+id, "/api/v1/tasks/{id}", task) // in place, while it runs
+	// Versions: the creation and the two edits; an edit from version 1 is
+	// refused now, If-Match or "version" alike.
+	a.must(200, "GET", "/api/v1/tasks/"+id+"/versions", "/api/v1/tasks/{id}/versions", "")
+	a.must(200, "GET", "/api/v1/tasks/"+id+"/versions/1", "/api/v1/tasks/{id}/versions/{n}", "")
+	a.must(404, "GET", "/api/v1/tasks/"+id+"/versions/99", "/api/v1/tasks/{id}/versions/{n}", "")
+	a.must(409, "PUT", "/api/v1/tasks/"+id, "/api/v1/tasks/{id}", strings.Replace(task, "{", `{"version":1,`, 1))
+	a.must(200, "POST", "/api/v1/tasks/"+id+"/versions/1/restore", "/api/v1/tasks/{id}/versions/{n}/restore", `{"note":"back"}`)
+	a.header = map[string]string{"If-Match": `"1"`}
+	a.must(409, "PUT", "/api/v1/tasks/"+id, "/api/v1/tasks/{id}", task)
+	a.header = map[string]string{"If-Match": "soon"}
+	a.must(400, "PUT", "/api/v1/tasks/"+id, "/api/v1/tasks/{id}", task)
+	a.header = nil
 	a.must(200, "POST", "/api/v1/tasks/"+id+"/run", "/api/v1/tasks/{id}/run", "")
 	a.must(200, "POST", "/api/v1/tasks/"+id+"/pause", "/api/v1/tasks/{id}/pause", "")
 	a.must(200, "POST", "/api/v1/tasks/"+id+"/resume", "/api/v1/tasks/{id}/resume", "")

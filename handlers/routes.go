@@ -297,6 +297,9 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	apiTasks.POST("/:id/run", s.apiRunTask)
 	apiTasks.POST("/:id/clone", s.apiCloneTask)
 	apiTasks.GET("/:id/runs", s.apiListRuns)
+	apiTasks.GET("/:id/versions", s.apiListTaskVersions)
+	apiTasks.GET("/:id/versions/:n", s.apiGetTaskVersion)
+	apiTasks.POST("/:id/versions/:n/restore", s.apiRestoreTaskVersion)
 
 	// Anything else: a 404 in the caller's language (page or JSON), after
 	// the same text checks as the console.

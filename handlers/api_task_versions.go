@@ -1,0 +1,111 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+)
+
+// taskETag is a task version as an entity tag: "3".
+func taskETag(version int) string { return `"` + strconv.Itoa(version) + `"` }
+
+// ifMatchVersion reads the version an edit started from out of If-Match
+// ("3", W/"3" or 3); 0 when the header is absent.
+func ifMatchVersion(c *gin.Context) (int, error) {
+	v := strings.TrimSpace(c.GetHeader("If-Match"))
+	if v == "" {
+		return 0, nil
+	}
+	v = strings.Trim(strings.TrimPrefix(v, "W/"), `"`)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, master.Errorf(master.KindInvalid, "If-Match must be the task's version as its ETag gives it (\"3\")")
+	}
+	return n, nil
+}
+
+// versionParam reads :n, a version number.
+func versionParam(c *gin.Context) (int, error) {
+	n, err := strconv.Atoi(c.Param("n"))
+	if err != nil || n < 1 {
+		return 0, master.Errorf(master.KindNotFound, "no such version: a version is a number from 1")
+	}
+	return n, nil
+}
+
+// apiListTaskVersions answers GET /api/v1/tasks/{id}/versions: the kept
+// versions, newest first, without their definitions.
+func (s *server) apiListTaskVersions(c *gin.Context) {
+	vs, err := s.m.Tasks().Versions(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"items": vs})
+}
+
+// apiGetTaskVersion answers GET /api/v1/tasks/{id}/versions/{n}: one
+// version with its definition, secrets masked.
+func (s *server) apiGetTaskVersion(c *gin.Context) {
+	n, err := versionParam(c)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	v, err := s.m.Tasks().Version(c.Request.Context(), c.Param("id"), n)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+// restoreBody is the optional body of a restore: why.
+type restoreBody struct {
+	Note string `json:"note"`
+}
+
+// apiRestoreTaskVersion answers POST /api/v1/tasks/{id}/versions/{n}/restore:
+// the version becomes the definition again, as a new version (a running
+// task switches in place), and the answer is the task.
+func (s *server) apiRestoreTaskVersion(c *gin.Context) {
+	n, err := versionParam(c)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	var b restoreBody
+	if c.Request.ContentLength != 0 && !bindJSON(c, &b) {
+		return
+	}
+	t, err := s.m.Tasks().Restore(c.Request.Context(), c.Param("id"), n, b.Note)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	s.log.Info("task version restored", "task", t.ID, "version", n, "now", t.Version, "user", currentUser(c).Name)
+	c.Header("ETag", taskETag(t.Version))
+	c.JSON(http.StatusOK, master.MaskTask(*t))
+}
+
+// editVersion merges If-Match into an edit's "version": either gives it;
+// both must agree.
+func editVersion(c *gin.Context, in *master.TaskInput) error {
+	h, err := ifMatchVersion(c)
+	if err != nil {
+		return err
+	}
+	switch {
+	case h == 0:
+	case in.Version != 0 && in.Version != h:
+		return protocol.FieldErrors{"version": "differs from If-Match: send one, or the same in both"}
+	default:
+		in.Version = h
+	}
+	return nil
+}
