@@ -76,7 +76,7 @@ var authzRoutes = map[string]string{
 
 	"GET /users": clsReader, "GET /settings": clsReader, "GET /api/v1/users": clsReader, "GET /api/v1/users/:username": clsReader,
 
-	"GET /tasks/:id": clsRead, "GET /tasks/:id/runs": clsRead, "GET /runs/:id": clsRead, "GET /runs/:id/live": clsRead,
+	"GET /tasks/:id": clsRead, "GET /tasks/:id/runs": clsRead, "GET /tasks/:id/versions": clsRead, "GET /tasks/:id/versions/:n": clsRead, "GET /runs/:id": clsRead, "GET /runs/:id/live": clsRead,
 	"GET /delayed/:id": clsRead, "GET /delayed/:id/live": clsRead, "GET /projects/:name": clsRead, "POST /projects/switch": clsRead,
 	"GET /api/v1/tasks/:id": clsRead, "GET /api/v1/tasks/:id/runs": clsRead,
 	"GET /api/v1/tasks/:id/versions": clsRead, "GET /api/v1/tasks/:id/versions/:n": clsRead, "GET /api/v1/runs/:id": clsRead,
@@ -91,7 +91,7 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/runs/:id/kill": clsOperate, "DELETE /api/v1/delayed/:id": clsOperate, "POST /api/v1/delayed/:id/cancel": clsOperate,
 
 	"GET /tasks/new": clsEdit, "POST /tasks": clsEdit, "GET /tasks/:id/edit": clsEdit, "GET /tasks/:id/clone": clsEdit,
-	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
+	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "POST /tasks/:id/versions/:n/restore": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
 	"POST /api/v1/tasks": clsEdit, "PUT /api/v1/tasks/:id": clsEdit, "DELETE /api/v1/tasks/:id": clsEdit,
 	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/tasks/:id/versions/:n/restore": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
 	"POST /api/v1/delayed/batch": clsEdit,

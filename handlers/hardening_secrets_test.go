@@ -118,6 +118,12 @@ func TestSecretsAreMasked(t *testing.T) {
 
 	// A new value replaces the secret.
 	put = strings.Replace(put, `"Authorization":"`+protocol.SecretMask+`"`, `"Authorization":"Bearer new-5"`, 1)
+	// The body read at version 1 is refused after two saves; without its
+	// version it saves over them.
+	if st, body := e.do(admin, "PUT", "/api/v1/tasks/"+id, put, nil); st != http.StatusConflict {
+		t.Fatalf("PUT from an old version: %d %s", st, body)
+	}
+	put = strings.Replace(put, `"version":1,`, ``, 1)
 	if st, body := e.do(admin, "PUT", "/api/v1/tasks/"+id, put, nil); st != http.StatusOK {
 		t.Fatalf("PUT a new secret: %d %s", st, body)
 	}

@@ -218,6 +218,9 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	uiTasks.POST("/:id/resume", s.resumeTask)
 	uiTasks.POST("/:id/run", s.runTask)
 	uiTasks.POST("/:id/delete", s.deleteTask)
+	uiTasks.GET("/:id/versions", s.showTaskVersions)
+	uiTasks.GET("/:id/versions/:n", s.showTaskVersion)
+	uiTasks.POST("/:id/versions/:n/restore", s.restoreTaskVersion)
 
 	// Open JSON API, for scripts: a bearer token (or a session).
 	apiBase := r.Group("/api/v1", s.crossOrigin(cop), s.guardText, readsDeadline)

@@ -50,7 +50,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 		CreatedBy: t.CreatedBy, CreatedAt: utcText(t.CreatedAt), UpdatedAt: utcText(t.UpdatedAt),
 		Actions:     roleActions(taskActions(t.Status), currentUser(c).Can(t.ProjectID, master.ActOperate), currentUser(c).Can(t.ProjectID, master.ActEdit)),
 		ActionQuery: "?from=detail", ShowActions: currentUser(c).Can(t.ProjectID, master.ActOperate) || currentUser(c).Can(t.ProjectID, master.ActEdit), Runs: runs,
-		CanClone: currentUser(c).Can(t.ProjectID, master.ActEdit),
+		CanClone: currentUser(c).Can(t.ProjectID, master.ActEdit), Version: t.Version,
 	}
 	health, err := s.m.Reads().TasksHealth(ctx, []string{t.ID}, master.HealthWindow)
 	if err != nil {

@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -58,6 +60,17 @@ func (s *server) updateTask(c *gin.Context) {
 			s.setFlash(c, true, tr(c, "FlashTaskSaved", "Title", saved.Title))
 			c.Redirect(http.StatusSeeOther, "/tasks/"+url.PathEscape(id))
 			return
+		}
+		if errors.Is(err, master.ErrVersionMoved) {
+			// Another save came first: the form keeps what was typed, links
+			// what changed, and a second save saves over it.
+			if cur, gerr := s.m.Tasks().Get(c.Request.Context(), id); gerr == nil {
+				vm.Conflict = refusal(c, err)
+				vm.ConflictDiff = fmt.Sprintf("/tasks/%s/versions/%d?with=%s", url.PathEscape(id), cur.Version, url.QueryEscape(vm.Version))
+				vm.Version = strconv.Itoa(cur.Version)
+				s.renderTaskForm(c, http.StatusConflict, vm)
+				return
+			}
 		}
 		if errors.Is(err, master.ErrState) {
 			vm.Locked = refusal(c, err)

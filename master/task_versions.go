@@ -155,8 +155,9 @@ func (tk *Tasks) conflictIfMoved(ctx context.Context, cur *store.Task, from int)
 	if v, err := store.GetTaskVersion(ctx, tk.m.st.DB, cur.ID, cur.Version); err == nil {
 		who, when = v.CreatedBy, v.CreatedAt
 	}
-	return Errorf(KindState, "task %s changed since version %d: %s saved version %d at %s; reload it and make your change again",
-		cur.ID, from, who, cur.Version, when.UTC().Format(time.RFC3339))
+	return &Error{Kind: KindState, Err: ErrVersionMoved, Msg: fmt.Sprintf(
+		"task %s changed since version %d: %s saved version %d at %s; reload it and make your change again",
+		cur.ID, from, who, cur.Version, when.UTC().Format(time.RFC3339))}
 }
 
 // Versions lists a task's kept versions, newest first, without their

@@ -53,6 +53,7 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^wrong username or password$`), "RefWrongLogin", nil},
 	{regexp.MustCompile(`^node (\S+) is running; disable it before deleting it$`), "RefNodeRunningDelete", []string{"Name"}},
 	{regexp.MustCompile(`^task (.+) is (stopped|running|paused); stop it before editing$`), "RefTaskStopFirst", []string{"Title", "Status"}},
+	{regexp.MustCompile(`^task (\S+) changed since version (\d+): (.+) saved version (\d+) at (\S+); reload it and make your change again$`), "RefTaskMoved", []string{"ID", "From", "Who", "Version", "At"}},
 	{regexp.MustCompile(`^no running worker for this task \((.+)\)$`), "RefNoWorker", []string{"Why"}},
 	{regexp.MustCompile(`^the database did not answer in time or refused the connection; retrying$`), "RefDBUnavailable", nil},
 	{regexp.MustCompile(`^not found$`), "RefNotFound", nil},

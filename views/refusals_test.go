@@ -40,6 +40,7 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefWrongLogin", "wrong username or password"},
 	{"RefNodeRunningDelete", "node w1 is running; disable it before deleting it"},
 	{"RefTaskStopFirst", "task nightly is running; stop it before editing"},
+	{"RefTaskMoved", "task 5c1e changed since version 3: alice saved version 4 at 2030-01-02T03:04:05Z; reload it and make your change again"},
 	{"RefNoWorker", "no running worker for this task (executors: w1; selector pool=billing selects no worker)"},
 	{"RefDBUnavailable", "the database did not answer in time or refused the connection; retrying"},
 	{"RefNotFound", "not found"},

@@ -92,6 +92,10 @@ type TaskFormVM struct {
 	ID     string
 	// Locked is why the task cannot be edited now (not stopped); the form is not shown.
 	Locked string
+	// Conflict says another save came first (the form keeps what was
+	// typed, and saving again saves over it); ConflictDiff links what it
+	// changed.
+	Conflict, ConflictDiff string
 	// CloneOf is the task a new task copies (its masked secrets stand for
 	// that task's values), CloneOfTitle its title; "" for a plain new task.
 	CloneOf, CloneOfTitle string
@@ -190,6 +194,11 @@ type TaskFields struct {
 	ShellArgs    string // one per line
 	ShellEnv     string // KEY=value lines
 	ShellDir     string
+
+	// Version is the version an edit started from (hidden); Note says why,
+	// for the version the save makes.
+	Version string
+	Note    string
 
 	// Selector is the task's label selector: the workers it selects are
 	// executors too.
@@ -290,7 +299,9 @@ type RunsVM struct {
 // TaskVM is the task detail page.
 type TaskVM struct {
 	// CanClone: the user may create tasks in the task's project.
-	CanClone    bool
+	CanClone bool
+	// Version is the number of the task's definition in force.
+	Version     int
 	Layout      LayoutVM
 	Flash       *Flash
 	ID          string

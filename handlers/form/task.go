@@ -30,6 +30,7 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 		ShellCommand:    get("shell_command"), ShellArgs: get("shell_args"), ShellEnv: get("shell_env"), ShellDir: trim("shell_dir"),
 		Timezone: trim("timezone"), Overlap: trim("overlap"), Routing: trim("routing"), RoutingKey: trim("routing_key"),
 		Misfire: trim("misfire"), Selector: get("selector"), Align: trim("schedule_align"), AtCapacity: trim("at_capacity"),
+		Version: trim("version"), Note: get("note"),
 	}
 	in := master.TaskInput{
 		TaskDef: protocol.TaskDef{
@@ -44,9 +45,16 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 		Selector:  f.Selector,
 		Keepers:   List(f.Keepers),
 		Children:  v["children"],
+		Note:      f.Note,
 	}
 	_, _, fe := scheduleInto(ScheduleFields{Kind: f.ScheduleKind, Cron: f.Cron, Every: f.Every, Align: f.Align, At: f.At,
 		StartAt: f.StartAt, EndAt: f.EndAt, Timezone: f.Timezone}, &in.TaskDef)
+	if f.Version != "" {
+		// Hidden: a version that does not read is no version (no check).
+		if n, err := strconv.Atoi(f.Version); err == nil && n > 0 {
+			in.Version = n
+		}
+	}
 	var err error
 	if f.Timeout != "" {
 		d, err := time.ParseDuration(f.Timeout)
@@ -108,6 +116,9 @@ func TaskFieldsOf(stored *master.Task) views.TaskFields {
 		Timeout: duration(time.Duration(t.Timeout)), Retries: strconv.Itoa(t.Retries),
 		Params: JoinPairs(t.Params, "="), Keepers: strings.Join(t.Keepers, ", "), HTTPMethod: "GET",
 		Selector: t.Selector,
+	}
+	if t.Version > 0 {
+		f.Version = strconv.Itoa(t.Version)
 	}
 	if t.Schedule.Every > 0 {
 		f.Every = duration(time.Duration(t.Schedule.Every))
