@@ -43,7 +43,7 @@ func (s *server) showTaskVersions(c *gin.Context) {
 	}
 	canEdit := currentUser(c).Can(t.ProjectID, master.ActEdit)
 	vm := views.TaskVersionsVM{Layout: s.layout(c, tr(c, "TaskHistoryHeading", "Title", t.Title), "tasks"), Flash: s.takeFlash(c),
-		ID: id, Title: t.Title, CanEdit: canEdit}
+		ID: id, Title: t.Title}
 	for i := range vs {
 		vm.Items = append(vm.Items, versionRow(id, &vs[i], canEdit))
 	}
@@ -72,7 +72,7 @@ func (s *server) showTaskVersion(c *gin.Context) {
 	}
 	canEdit := currentUser(c).Can(t.ProjectID, master.ActEdit)
 	vm := views.TaskVersionVM{Layout: s.layout(c, tr(c, "TaskVersionHeading", "N", strconv.Itoa(n), "Title", t.Title), "tasks"),
-		ID: id, Title: t.Title, Version: versionRow(id, v, canEdit), CanEdit: canEdit}
+		ID: id, Title: t.Title, Version: versionRow(id, v, canEdit)}
 	from := n - 1
 	if w := c.Query("with"); w != "" {
 		if from, err = strconv.Atoi(w); err != nil || from < 1 {

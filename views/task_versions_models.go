@@ -2,12 +2,11 @@ package views
 
 // TaskVersionsVM is a task's history: its kept versions, newest first.
 type TaskVersionsVM struct {
-	Layout  LayoutVM
-	Flash   *Flash
-	ID      string
-	Title   string
-	Items   []TaskVersionRow
-	CanEdit bool
+	Layout LayoutVM
+	Flash  *Flash
+	ID     string
+	Title  string
+	Items  []TaskVersionRow
 }
 
 // TaskVersionRow is one version in the history.
@@ -33,7 +32,6 @@ type TaskVersionVM struct {
 	From       int // the version compared with; 0: none
 	Changes    []FieldChangeRow
 	Definition string // the saved definition as JSON, secrets masked
-	CanEdit    bool
 }
 
 // FieldChangeRow is one field that differs.
