@@ -463,19 +463,24 @@ func (b *browser) doFor(what string, timeout time.Duration, steps ...chromedp.Ac
 	// form on the page is wired.
 	b.waitFor(what+": htmx idle", timeout, `String(document.querySelectorAll('.htmx-request,.htmx-swapping,.htmx-settling,.htmx-added').length === 0 &&
 		[...document.querySelectorAll('[hx-post],[hx-get]')].every(e => e['htmx-internal-data'] && e['htmx-internal-data'].initHash))`, equals("true"))
-	if len(steps) != 1 {
-		b.runFor(what, timeout, chromedp.Steps(steps...))
+	// The first step (a click, say) whose element a live refresh replaced
+	// between chromedp finding it and acting on it fails with "Could not
+	// find node with given id" before anything was done: find it again.
+	// The steps after it (waiting for what the click shows) then run once.
+	// (A click followed by a wait, on the event log's live rows, failed so
+	// when only lone steps were retried.)
+	if len(steps) == 0 {
 		return
 	}
-	// One step (a click, say) whose element a live refresh replaced between
-	// chromedp finding it and acting on it fails with "Could not find node
-	// with given id" before anything was done: find it again.
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(b.ctx, time.Until(deadline))
 		_, err := chromedp.Run(ctx, steps[0])
 		cancel()
 		if err == nil {
+			if len(steps) > 1 {
+				b.runFor(what, time.Until(deadline), chromedp.Steps(steps[1:]...))
+			}
 			return
 		}
 		if !strings.Contains(err.Error(), "Could not find node with given id") || time.Now().After(deadline) {
