@@ -38,15 +38,52 @@ func versionParam(c *gin.Context) (int, error) {
 	return n, nil
 }
 
+// apiTaskVersions is a page of a task's versions; next_before, when set,
+// is the ?before= of the next (older) page.
+type apiTaskVersions struct {
+	Items      []master.TaskVersion `json:"items"`
+	NextBefore int                  `json:"next_before,omitempty"`
+}
+
 // apiListTaskVersions answers GET /api/v1/tasks/{id}/versions: the kept
-// versions, newest first, without their definitions.
+// versions, newest first, without their definitions; ?limit= (1-500,
+// default 100) and ?before= (a version: those older) page them.
 func (s *server) apiListTaskVersions(c *gin.Context) {
-	vs, err := s.m.Tasks().Versions(c.Request.Context(), c.Param("id"))
+	before, limit, err := versionsPageParams(c)
 	if err != nil {
 		s.apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"items": vs})
+	vs, more, err := s.m.Tasks().Versions(c.Request.Context(), c.Param("id"), before, limit)
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, apiTaskVersions{Items: vs, NextBefore: nextBefore(vs, more)})
+}
+
+// versionsPageParams reads ?before= and ?limit= of a list of versions; the
+// engine checks their ranges.
+func versionsPageParams(c *gin.Context) (before, limit int, err error) {
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"before", &before}, {"limit", &limit}} {
+		if v := c.Query(p.name); v != "" {
+			if *p.dst, err = strconv.Atoi(v); err != nil || *p.dst < 1 {
+				return 0, 0, master.Errorf(master.KindInvalid, "%s must be a number from 1", p.name)
+			}
+		}
+	}
+	return before, limit, nil
+}
+
+// nextBefore is the ?before= of the page after vs, 0 when it is the last.
+func nextBefore(vs []master.TaskVersion, more bool) int {
+	if !more || len(vs) == 0 {
+		return 0
+	}
+	return vs[len(vs)-1].Version
 }
 
 // apiGetTaskVersion answers GET /api/v1/tasks/{id}/versions/{n}: one

@@ -39,6 +39,9 @@ type apiRun struct {
 	// Covers is, for a catch-up run (misfire policy run_once), how many
 	// missed fires it stands for; absent for any other run.
 	Covers int `json:"covers,omitempty"`
+	// TaskVersion is the version of the task's definition the run ran
+	// (GET /api/v1/tasks/{id}/versions/{n}); absent when unknown.
+	TaskVersion int `json:"task_version,omitempty"`
 }
 
 // toAPIRun shows a run as the API does: its output (or a list's preview of
@@ -46,7 +49,8 @@ type apiRun struct {
 func toAPIRun(r *master.Run) apiRun {
 	a := apiRun{ID: r.ID, TaskID: r.TaskID, Node: r.Node, ScheduledAt: r.ScheduledAt.UTC(), StartedAt: r.StartedAt.UTC(),
 		Result: r.Result, Attempt: r.Attempt, HTTPStatus: r.HTTPStatus, ExitCode: r.ExitCode, Output: r.Output,
-		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, Covers: r.Covers}
+		OutputTruncated: r.OutputTruncated, Manual: r.Manual, BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, Covers: r.Covers,
+		TaskVersion: r.TaskVersion}
 	if protocol.Result(r.Result).Ended() {
 		// A run in progress is stored with its start as its end until its
 		// final report comes: that is no end.

@@ -58,7 +58,7 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/selectors/preview": clsSignedIn, "GET /api/v1/pools": clsSignedIn, "GET /api/v1/pools/*pool": clsSignedIn,
 	"GET /api/v1/runs": clsSignedIn, "GET /api/v1/tokens": clsSignedIn, "POST /api/v1/tokens": clsRead,
 	"GET /api/v1/events": clsSignedIn, "GET /api/v1/delayed": clsSignedIn, "GET /api/v1/tasks": clsSignedIn,
-	"GET /api/v1/projects": clsSignedIn,
+	"GET /api/v1/projects": clsSignedIn, "GET /api/v1/workflows": clsSignedIn,
 
 	"GET /nodes/command": clsAdmin, "GET /nodes/new": clsAdmin, "POST /nodes": clsAdmin, "GET /nodes/:name/edit": clsAdmin,
 	"POST /nodes/:name": clsAdmin, "POST /nodes/:name/connect": clsAdmin, "POST /nodes/:name/enable": clsAdmin,
@@ -82,6 +82,7 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/tasks/:id/versions": clsRead, "GET /api/v1/tasks/:id/versions/:n": clsRead, "GET /api/v1/runs/:id": clsRead,
 	"GET /api/v1/runs/:id/output": clsRead, "GET /api/v1/delayed/:id": clsRead, "GET /api/v1/projects/:name": clsRead,
 	"GET /api/v1/projects/:name/members": clsRead, "GET /api/v1/export": clsRead,
+	"GET /api/v1/workflows/:id": clsRead, "GET /api/v1/workflows/:id/runs": clsRead, "GET /api/v1/workflow-runs/:id": clsRead,
 
 	"POST /tasks/:id/start": clsOperate, "POST /tasks/:id/stop": clsOperate, "POST /tasks/:id/pause": clsOperate,
 	"POST /tasks/:id/resume": clsOperate, "POST /tasks/:id/run": clsOperate, "POST /tasks/bulk": clsOperate,
@@ -89,12 +90,14 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/tasks/:id/start": clsOperate, "POST /api/v1/tasks/:id/stop": clsOperate, "POST /api/v1/tasks/:id/pause": clsOperate,
 	"POST /api/v1/tasks/:id/resume": clsOperate, "POST /api/v1/tasks/:id/run": clsOperate, "POST /api/v1/tasks/bulk": clsOperate,
 	"POST /api/v1/runs/:id/kill": clsOperate, "DELETE /api/v1/delayed/:id": clsOperate, "POST /api/v1/delayed/:id/cancel": clsOperate,
+	"POST /api/v1/workflows/:id/run": clsOperate, "POST /api/v1/workflow-runs/:id/cancel": clsOperate,
 
 	"GET /tasks/new": clsEdit, "POST /tasks": clsEdit, "GET /tasks/:id/edit": clsEdit, "GET /tasks/:id/clone": clsEdit,
 	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "POST /tasks/:id/versions/:n/restore": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
 	"POST /api/v1/tasks": clsEdit, "PUT /api/v1/tasks/:id": clsEdit, "DELETE /api/v1/tasks/:id": clsEdit,
 	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/tasks/:id/versions/:n/restore": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
-	"POST /api/v1/delayed/batch": clsEdit,
+	"POST /api/v1/delayed/batch": clsEdit, "POST /api/v1/workflows": clsEdit, "PUT /api/v1/workflows/:id": clsEdit,
+	"DELETE /api/v1/workflows/:id": clsEdit,
 
 	"POST /projects/:name": clsManage, "POST /projects/:name/members": clsManage, "POST /projects/:name/members/:username/remove": clsManage,
 	"PATCH /api/v1/projects/:name": clsManage, "PUT /api/v1/projects/:name/members/:username": clsManage,
@@ -313,6 +316,15 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 				t.Fatalf("fixture delayed: %v", err)
 			}
 			param["id"] = d.ID
+		case "workflows":
+			param["id"] = authzWorkflow(t, e, newTask().ID, seq).ID
+		case "workflow-runs":
+			w := authzWorkflow(t, e, newTask().ID, seq)
+			r, err := e.m.Workflows().RunNow(ctx, w.ID, nil)
+			if err != nil {
+				t.Fatalf("fixture workflow run: %v", err)
+			}
+			param["id"] = r.ID
 		case "tokens":
 			_, tok, err := e.m.Accounts().CreateToken(ctx, "eddy-editor", master.NewToken{Name: fmt.Sprint("t", seq), Project: "alpha"})
 			if err != nil {
@@ -390,6 +402,10 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		body = `{"title":"authz","type":"http","schedule":{"kind":"interval","every":"1h"},"http":{"method":"GET","url":"http://127.0.0.1:1/x"},"executors":["w1"]}`
 	case "POST /api/v1/delayed":
 		body = fmt.Sprintf(`{"project":"alpha","source_app":"app","topic":"t","content_key":"k%d","delay":"1h","notify_url":"http://127.0.0.1:1/x","executors":["w1"]}`, seq)
+	case "POST /api/v1/workflows":
+		body = fmt.Sprintf(`{"project":"alpha","title":"authz","steps":[{"name":"a","task":%q}]}`, newTask().ID)
+	case "PUT /api/v1/workflows/:id":
+		body = fmt.Sprintf(`{"title":"authz","steps":[{"name":"a","task":%q}]}`, newTask().ID)
 	case "POST /api/v1/delayed/batch":
 		body = fmt.Sprintf(`{"tasks":[{"project":"alpha","source_app":"app","topic":"t","content_key":"b%d","delay":"1h","notify_url":"http://127.0.0.1:1/x","executors":["w1"]}]}`, seq)
 	case "POST /tasks/bulk":
@@ -425,6 +441,17 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		}
 	}
 	return path, body, ctype
+}
+
+// authzWorkflow is a fixture workflow of project alpha with one step.
+func authzWorkflow(t *testing.T, e *env, task string, seq int) *master.Workflow {
+	t.Helper()
+	w, err := e.m.Workflows().Create(context.Background(), master.WorkflowInput{Project: "alpha", WorkflowDef: master.WorkflowDef{
+		Title: fmt.Sprintf("authz %d", seq), Steps: []master.WorkflowStep{{Name: "a", Task: task}}}})
+	if err != nil {
+		t.Fatalf("fixture workflow: %v", err)
+	}
+	return w
 }
 
 // authzDo sends one request as who and returns the status, the redirect

@@ -21,7 +21,8 @@ import (
 const eventsPerPage = 50
 
 // eventTargetTypes are the kinds of things the event log names.
-var eventTargetTypes = []string{master.TargetNode, master.TargetTask, master.TargetUser, master.TargetToken, master.TargetSettings, master.TargetDelayed}
+var eventTargetTypes = []string{master.TargetNode, master.TargetTask, master.TargetUser, master.TargetToken, master.TargetSettings, master.TargetDelayed,
+	master.TargetWorkflow}
 
 // eventActions are suggestions for the action filter (a prefix matches too).
 var eventActions = []string{
@@ -30,6 +31,7 @@ var eventActions = []string{
 	"task.", "task.create", "task.edit", "task.start", "task.stop", "task.pause", "task.resume", "task.run", "task.delete",
 	"user.", "token.", "settings.",
 	"delayed.", "delayed.create", "delayed.cancel", "delayed.fail", "delayed.reassign",
+	"workflow.", "workflow.create", "workflow.update", "workflow.delete", "workflow.run", "workflow.cancel", "workflow.end",
 }
 
 // eventFilterInput reads the event filters of a query string; bad fields are

@@ -53,8 +53,8 @@ type apiParam struct {
 
 // Answers built from gin.H in the handlers, typed here as they are written.
 type (
-	taskVersionList struct {
-		Items []master.TaskVersion `json:"items"`
+	itemsOf[T any] struct {
+		Items []T `json:"items"`
 	}
 	listOf[T any] struct {
 		Items       []T  `json:"items"`
@@ -338,8 +338,9 @@ var openAPIOps = []apiOp{
 	{method: "POST", path: "/api/v1/tasks/{id}/clone", tag: "tasks", summary: "Store a stopped copy", auth: "project",
 		status: 201, resp: master.Task{}, errors: []int{400, 404}},
 	{method: "GET", path: "/api/v1/tasks/{id}/versions", tag: "tasks", summary: "A task's kept versions, newest first", auth: "user",
-		status: 200, resp: taskVersionList{}, errors: []int{404},
-		notes: "Every save is a version: who saved it, when, from where (console, api, apply, bulk, restore) and its note. The last 100 are kept."},
+		query:  []apiParam{{"limit", "integer", "page size, 1 to 500 (default 100)"}, {"before", "integer", "list the versions older than this one (next_before of the previous page)"}},
+		status: 200, resp: apiTaskVersions{}, errors: []int{400, 404},
+		notes: "Every save is a version: who saved it, when, from where (console, api, apply, bulk, restore) and its note. The last task_versions_kept (a setting, default 100) are kept, and every version one of the task's latest 10,000 runs ran."},
 	{method: "GET", path: "/api/v1/tasks/{id}/versions/{n}", tag: "tasks", summary: "One version of a task with its definition (secrets masked)", auth: "user",
 		status: 200, resp: master.TaskVersion{}, errors: []int{404}},
 	{method: "POST", path: "/api/v1/tasks/{id}/versions/{n}/restore", tag: "tasks", summary: "Make a version the task's definition again, as a new version", auth: "project",
@@ -348,6 +349,32 @@ var openAPIOps = []apiOp{
 	{method: "GET", path: "/api/v1/tasks/{id}/runs", tag: "runs", summary: "A task's runs, newest first", auth: "user",
 		query:  withPage(apiParam{"result", "string", "success, failed, timeout, skipped, killed or running"}),
 		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
+
+	// Workflows.
+	{method: "GET", path: "/api/v1/workflows", tag: "workflows", summary: "Workflows, by title", auth: "user",
+		status: 200, resp: itemsOf[master.Workflow]{}},
+	{method: "POST", path: "/api/v1/workflows", tag: "workflows", summary: "Create a workflow", auth: "project",
+		body: master.WorkflowInput{}, example: `{"project":"default","title":"nightly etl","steps":[{"name":"extract","task":"TASK-ID"},
+{"name":"load","task":"TASK-ID","after":[{"step":"extract"}],"params":{"batch":"{{steps.extract.json.batch_id}}"}},
+{"name":"alert","task":"TASK-ID","after":[{"step":"load","on":"failure"}]}]}`,
+		status: 201, resp: master.Workflow{}, errors: []int{400, 404},
+		notes: "Refused with a field error naming the step: cycles, unknown or foreign tasks, duplicate names, steps that can never run, more than 500 steps."},
+	{method: "GET", path: "/api/v1/workflows/{id}", tag: "workflows", summary: "A workflow", auth: "user",
+		status: 200, resp: master.Workflow{}, errors: []int{404}},
+	{method: "PUT", path: "/api/v1/workflows/{id}", tag: "workflows", summary: "Replace a workflow's definition", auth: "project",
+		body: master.WorkflowInput{}, example: `{"title":"nightly etl","steps":[{"name":"extract","task":"TASK-ID"}]}`,
+		status: 200, resp: master.Workflow{}, errors: []int{400, 404, 409},
+		notes: "Runs in progress keep the definition they started with. If-Match (or \"version\") names the version the edit started from."},
+	{method: "DELETE", path: "/api/v1/workflows/{id}", tag: "workflows", summary: "Delete a workflow (its runs stay readable)", auth: "project",
+		status: 204, errors: []int{404}},
+	{method: "POST", path: "/api/v1/workflows/{id}/run", tag: "workflows", summary: "Run a workflow now, with params", auth: "project",
+		body: runNowBody{}, example: `{"params":{"day":"2026-11-28"}}`, status: 201, resp: master.WorkflowRun{}, errors: []int{400, 404}},
+	{method: "GET", path: "/api/v1/workflows/{id}/runs", tag: "workflows", summary: "A workflow's runs, newest first", auth: "user",
+		status: 200, resp: itemsOf[master.WorkflowRun]{}, errors: []int{404}},
+	{method: "GET", path: "/api/v1/workflow-runs/{id}", tag: "workflows", summary: "A workflow run and the state of each step", auth: "user",
+		status: 200, resp: master.WorkflowRun{}, errors: []int{404}},
+	{method: "POST", path: "/api/v1/workflow-runs/{id}/cancel", tag: "workflows", summary: "Cancel a run: kill its steps in progress, skip the rest", auth: "project",
+		status: 200, resp: master.WorkflowRun{}, errors: []int{404, 409}},
 
 	// The cluster API workers call.
 	{method: "POST", path: protocol.PathMasterRegister, tag: "cluster", summary: "A worker registers (cluster-key MAC)", auth: "cluster",
@@ -628,6 +655,7 @@ func buildOpenAPI() ([]byte, error) {
 			map[string]any{"name": "runs", "description": "Runs of tasks"},
 			map[string]any{"name": "pools", "description": "Workers grouped by a label"},
 			map[string]any{"name": "delayed", "description": "One-time notifications at a due time"},
+			map[string]any{"name": "workflows", "description": "Tasks joined into a DAG of steps, run as one"},
 			map[string]any{"name": "users", "description": "Users and API tokens"},
 			map[string]any{"name": "projects", "description": "Projects, their members and the pools they may run on"},
 			map[string]any{"name": "events", "description": "Who did what"},

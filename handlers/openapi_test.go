@@ -393,6 +393,43 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(200, "POST", "/api/v1/tasks/bulk", "/api/v1/tasks/bulk", `{"tasks":[`+task+`,{"title":""}],"start":true}`)
 	a.must(404, "GET", "/api/v1/tasks/ghost", "/api/v1/tasks/{id}", "")
 
+	// Workflows: one step on a target that holds its request until the
+	// test ends, so the run is in progress when it is cancelled.
+	hold := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(hold) })
+	if err := json.Unmarshal([]byte(a.must(201, "POST", "/api/v1/tasks", "/api/v1/tasks", `{"title":"slow step","type":"http",
+"schedule":{"kind":"interval","every":"1h"},"http":{"url":"`+slow.URL+`/"},"executors":["w1"]}`)), &created); err != nil {
+		t.Fatal(err)
+	}
+	wfBody := `{"title":"etl","steps":[{"name":"extract","task":"` + created.ID + `"},{"name":"notify","task":"` + created.ID +
+		`","after":[{"step":"extract","on":"failure"}]}]}`
+	if err := json.Unmarshal([]byte(a.must(201, "POST", "/api/v1/workflows", "/api/v1/workflows", wfBody)), &created); err != nil {
+		t.Fatal(err)
+	}
+	wfID := created.ID
+	a.must(400, "POST", "/api/v1/workflows", "/api/v1/workflows", `{"title":"loop","steps":[{"name":"a","task":"ghost","after":[{"step":"a"}]}]}`)
+	a.must(200, "GET", "/api/v1/workflows", "/api/v1/workflows", "")
+	a.must(200, "GET", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
+	a.must(200, "PUT", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", wfBody)
+	a.must(409, "PUT", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", strings.Replace(wfBody, "{", `{"version":1,`, 1))
+	if err := json.Unmarshal([]byte(a.must(201, "POST", "/api/v1/workflows/"+wfID+"/run", "/api/v1/workflows/{id}/run", `{"params":{"day":"2026-11-28"}}`)), &created); err != nil {
+		t.Fatal(err)
+	}
+	a.must(200, "GET", "/api/v1/workflows/"+wfID+"/runs", "/api/v1/workflows/{id}/runs", "")
+	a.must(200, "GET", "/api/v1/workflow-runs/"+created.ID, "/api/v1/workflow-runs/{id}", "")
+	a.must(200, "POST", "/api/v1/workflow-runs/"+created.ID+"/cancel", "/api/v1/workflow-runs/{id}/cancel", "")
+	a.must(409, "POST", "/api/v1/workflow-runs/"+created.ID+"/cancel", "/api/v1/workflow-runs/{id}/cancel", "")
+	a.must(404, "GET", "/api/v1/workflow-runs/ghost", "/api/v1/workflow-runs/{id}", "")
+	a.must(204, "DELETE", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
+	a.must(404, "GET", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
+
 	// Configuration as code.
 	doc := a.must(200, "GET", "/api/v1/export", "/api/v1/export", "")
 	if !strings.Contains(doc, "${ENV:PING_PARAM_TOKEN}") {

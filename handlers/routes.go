@@ -303,6 +303,16 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	apiTasks.GET("/:id/versions", s.apiListTaskVersions)
 	apiTasks.GET("/:id/versions/:n", s.apiGetTaskVersion)
 	apiTasks.POST("/:id/versions/:n/restore", s.apiRestoreTaskVersion)
+	apiWorkflows := apiBase.Group("/workflows", s.guardBody(maxTaskBody), s.requireUser(true))
+	apiWorkflows.GET("", s.apiListWorkflows)
+	apiWorkflows.POST("", s.apiCreateWorkflow)
+	apiWorkflows.GET("/:id", s.apiGetWorkflow)
+	apiWorkflows.PUT("/:id", s.apiUpdateWorkflow)
+	apiWorkflows.DELETE("/:id", s.apiDeleteWorkflow)
+	apiWorkflows.POST("/:id/run", s.apiRunWorkflow)
+	apiWorkflows.GET("/:id/runs", s.apiListWorkflowRuns)
+	api.GET("/workflow-runs/:id", s.apiGetWorkflowRun)
+	api.POST("/workflow-runs/:id/cancel", s.apiCancelWorkflowRun)
 
 	// Anything else: a 404 in the caller's language (page or JSON), after
 	// the same text checks as the console.

@@ -47,7 +47,7 @@ func (s *server) runVM(c *gin.Context, id string, flash *views.Flash) (views.Run
 		ID: r.ID, TaskID: r.TaskID, Node: r.Node,
 		ScheduledAt: utcText(r.ScheduledAt), StartedAt: utcText(r.StartedAt), EndedAt: utcText(r.EndedAt),
 		Duration: durationMS(lc(c), r.DurationMS), Result: r.Result, Attempt: r.Attempt, Manual: r.Manual, Output: r.Output,
-		BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, Flash: flash,
+		BinaryOutput: r.BinaryOutput, DelayedID: r.DelayedID, TaskVersion: r.TaskVersion, Flash: flash,
 	}
 	if r.HTTPStatus != 0 {
 		vm.HTTPStatus = strconv.Itoa(r.HTTPStatus)

@@ -19,6 +19,7 @@ type apiSettings struct {
 	MaxFailures           int    `json:"max_failures"`
 	DefaultHTTPTimeout    string `json:"default_http_timeout"`
 	RunRetentionDays      int    `json:"run_retention_days"`
+	TaskVersionsKept      int    `json:"task_versions_kept"`
 	PruneOfflineAfter     string `json:"prune_offline_after"`
 	ApproveNewNodes       bool   `json:"approve_new_nodes"`
 	LocalLoginsAdminsOnly bool   `json:"local_logins_admins_only"`
@@ -78,7 +79,7 @@ func (s *server) apiPatchSettings(c *gin.Context) {
 func (s *server) settingsAnswer(st master.Settings) apiSettings {
 	f := settingsForm(st)
 	a := apiSettings{HealthInterval: f.HealthInterval, HealthTimeout: f.HealthTimeout, MaxFailures: st.MaxFailures,
-		DefaultHTTPTimeout: f.DefaultHTTPTimeout, RunRetentionDays: st.RunRetentionDays, PruneOfflineAfter: st.PruneOfflineAfter.String(),
+		DefaultHTTPTimeout: f.DefaultHTTPTimeout, RunRetentionDays: st.RunRetentionDays, TaskVersionsKept: st.TaskVersionsKept, PruneOfflineAfter: st.PruneOfflineAfter.String(),
 		ApproveNewNodes: st.ApproveNewNodes, LocalLoginsAdminsOnly: st.LocalAdminsOnly, SMTPHost: st.SMTPHost, SMTPPort: st.SMTPPort,
 		SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername, SMTPPasswordSet: st.SMTPPassword != "", SMTPTLS: st.SMTPTLS,
 		WebhookURL: f.WebhookURL, PublicURL: f.PublicURL, WebhookAllowHosts: st.WebhookAllowHosts}

@@ -182,7 +182,8 @@ func settingsForm(st master.Settings) views.SettingsForm {
 	return views.SettingsForm{
 		HealthInterval: st.HealthInterval.String(), HealthTimeout: st.HealthTimeout.String(), MaxFailures: strconv.Itoa(st.MaxFailures),
 		DefaultHTTPTimeout: st.DefaultHTTPTimeout.String(), RunRetentionDays: strconv.Itoa(st.RunRetentionDays),
-		SMTPHost: st.SMTPHost, SMTPPort: strconv.Itoa(st.SMTPPort), SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername,
+		TaskVersionsKept: strconv.Itoa(st.TaskVersionsKept),
+		SMTPHost:         st.SMTPHost, SMTPPort: strconv.Itoa(st.SMTPPort), SMTPFrom: st.SMTPFrom, SMTPUsername: st.SMTPUsername,
 		// Passwords in URLs are masked; saving the mask keeps them.
 		SMTPTLS: st.SMTPTLS, WebhookURL: master.MaskURL(st.WebhookURL), PublicURL: master.MaskURL(st.PublicURL),
 		ApproveNewNodes: st.ApproveNewNodes, PruneOfflineAfter: master.FormatDays(st.PruneOfflineAfter),

@@ -36,7 +36,12 @@ func (s *server) showTaskVersions(c *gin.Context) {
 		s.tasksError(c, err)
 		return
 	}
-	vs, err := s.m.Tasks().Versions(ctx, id)
+	before, _, err := versionsPageParams(c)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
+	vs, more, err := s.m.Tasks().Versions(ctx, id, before, 0)
 	if err != nil {
 		s.tasksError(c, err)
 		return
@@ -44,8 +49,13 @@ func (s *server) showTaskVersions(c *gin.Context) {
 	canEdit := currentUser(c).Can(t.ProjectID, master.ActEdit)
 	vm := views.TaskVersionsVM{Layout: s.layout(c, tr(c, "TaskHistoryHeading", "Title", t.Title), "tasks"), Flash: s.takeFlash(c),
 		ID: id, Title: t.Title}
+	inForce, _ := s.m.Settings()
+	vm.Kept = inForce.TaskVersionsKept
 	for i := range vs {
 		vm.Items = append(vm.Items, versionRow(id, &vs[i], canEdit))
+	}
+	if n := nextBefore(vs, more); n > 0 {
+		vm.OlderURL = "/tasks/" + id + "/versions?before=" + strconv.Itoa(n)
 	}
 	s.render(c, http.StatusOK, views.TaskVersionsPage(vm))
 }
@@ -74,7 +84,8 @@ func (s *server) showTaskVersion(c *gin.Context) {
 	vm := views.TaskVersionVM{Layout: s.layout(c, tr(c, "TaskVersionHeading", "N", strconv.Itoa(n), "Title", t.Title), "tasks"),
 		ID: id, Title: t.Title, Version: versionRow(id, v, canEdit)}
 	from := n - 1
-	if w := c.Query("with"); w != "" {
+	w := c.Query("with")
+	if w != "" {
 		if from, err = strconv.Atoi(w); err != nil || from < 1 {
 			s.tasksError(c, master.Errorf(master.KindInvalid, "with must be a version number"))
 			return
@@ -82,13 +93,18 @@ func (s *server) showTaskVersion(c *gin.Context) {
 	}
 	if from >= 1 && from != n {
 		changes, err := s.m.Tasks().Diff(ctx, id, from, n)
-		if err != nil {
+		switch {
+		case w == "" && master.KindOf(err) == master.KindNotFound:
+			// The version before is no longer kept (this one is, for a
+			// run that ran it): the version alone.
+		case err != nil:
 			s.tasksError(c, err)
 			return
-		}
-		vm.From = from
-		for _, ch := range changes {
-			vm.Changes = append(vm.Changes, views.FieldChangeRow{Field: ch.Field, From: ch.From, To: ch.To, Secret: ch.Secret})
+		default:
+			vm.From = from
+			for _, ch := range changes {
+				vm.Changes = append(vm.Changes, views.FieldChangeRow{Field: ch.Field, From: ch.From, To: ch.To, Secret: ch.Secret})
+			}
 		}
 	}
 	js, err := json.MarshalIndent(v.Definition, "", "  ")

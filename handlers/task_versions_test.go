@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
@@ -49,6 +50,24 @@ func TestTaskVersionHistoryInTheConsole(t *testing.T) {
 	}
 	if status, _ := e.do(c, "GET", "/tasks/"+id+"/versions/9", "", nil); status != http.StatusNotFound {
 		t.Fatalf("a version that does not exist: %d", status)
+	}
+	// The page of the versions before 2.
+	status, page = e.do(c, "GET", "/tasks/"+id+"/versions?before=2", "", nil)
+	if status != 200 || strings.Contains(page, `id="version-2"`) || !strings.Contains(page, `id="version-1"`) {
+		t.Fatalf("versions before 2: %d\n%s", status, page)
+	}
+	if status, _ := e.do(c, "GET", "/tasks/"+id+"/versions?before=x", "", nil); status != http.StatusBadRequest {
+		t.Fatalf("versions before x: %d", status)
+	}
+	// A run says the version it ran and links it.
+	at := time.Now().UTC().Add(-time.Minute)
+	if _, err := store.InsertRuns(storetest.Ctx(t), e.st.DB, []store.Run{{ID: "ran-v2", TaskID: id, Node: "w1", ScheduledAt: at,
+		StartedAt: at, EndedAt: at, Result: store.ResultSuccess, Attempt: 1, TaskVersion: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	status, page = e.do(c, "GET", "/runs/ran-v2", "", nil)
+	if status != 200 || !strings.Contains(page, `id="run-version"`) || !strings.Contains(page, `href="/tasks/`+id+`/versions/2"`) {
+		t.Fatalf("the run page does not link the version it ran: %d\n%s", status, page)
 	}
 
 	// An edit that started from version 1: refused, what was typed kept.

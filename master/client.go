@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
@@ -47,6 +49,16 @@ func (c *Client) call(ctx context.Context, n *store.Node, method, path string, h
 		body = b
 	}
 	err := protocol.Call(ctx, c.http, method, nodeURL(n, path), headers, body, 1<<20, out)
+	if refusesTaskVersions(err) {
+		// A worker of an earlier version, which reads no task version: the
+		// same call without them (its runs then report none).
+		if plain, ok := withoutTaskVersions(in); ok {
+			if body, err = json.Marshal(plain); err != nil {
+				return err
+			}
+			err = protocol.Call(ctx, c.http, method, nodeURL(n, path), headers, body, 1<<20, out)
+		}
+	}
 	var se *protocol.StatusError
 	var ce *protocol.CallError
 	switch {
@@ -221,6 +233,15 @@ func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.T
 		protocol.RunOnceRequest{ID: spec.ID, Task: &spec, CatchUp: catchUp}, nil)
 }
 
+// TaskRunStep asks a worker to run a workflow step: the task as spec
+// defines it, as the step ref says (its first attempt's id, its params).
+func (c *Client) TaskRunStep(ctx context.Context, n *store.Node, spec protocol.TaskSpec, ref *protocol.WorkflowRef) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	return c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnce, map[string]string{protocol.HeaderSecret: n.Secret},
+		protocol.RunOnceRequest{ID: spec.ID, Task: &spec, Workflow: ref}, nil)
+}
+
 // TaskRunOnceBatch asks a worker to run many tasks once, in one call (at
 // most protocol.MaxRunOnceBatch). errs[i] is nil when the i-th run started,
 // else its refusal as a *protocol.StatusError, as TaskRunOnce would have
@@ -273,4 +294,56 @@ func (c *Client) KillRun(ctx context.Context, n *store.Node, runID, by string) e
 	defer cancel()
 	return c.call(ctx, n, http.MethodPost, protocol.PathRunKill, map[string]string{protocol.HeaderSecret: n.Secret},
 		protocol.RunRef{ID: runID, By: by}, nil)
+}
+
+// refusesTaskVersions reports whether a worker refused a body for its task
+// versions (protocol.TaskSpec.Version): a worker of an earlier version
+// reads bodies strictly and knows no such field.
+func refusesTaskVersions(err error) bool {
+	var se *protocol.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusBadRequest && strings.Contains(se.Msg, `unknown field "version"`)
+}
+
+// withoutTaskVersions is a copy of a request body carrying task specs with
+// their versions cleared; ok is false for a body that carries none.
+func withoutTaskVersions(in any) (_ any, ok bool) {
+	plain := func(specs []protocol.TaskSpec) []protocol.TaskSpec {
+		out := slices.Clone(specs)
+		for i := range out {
+			ok = ok || out[i].Version != 0
+			out[i].Version = 0
+		}
+		return out
+	}
+	switch v := in.(type) {
+	case protocol.TaskSpec:
+		ok, v.Version = v.Version != 0, 0
+		return v, ok
+	case protocol.StartupRequest:
+		v.Tasks = plain(v.Tasks)
+		return v, ok
+	case protocol.StartupPartRequest:
+		v.Tasks = plain(v.Tasks)
+		return v, ok
+	case protocol.TaskBatchRequest:
+		v.Tasks = plain(v.Tasks)
+		return v, ok
+	case protocol.RunOnceRequest:
+		if v.Task != nil && v.Task.Version != 0 {
+			t := *v.Task
+			t.Version, v.Task, ok = 0, &t, true
+		}
+		return v, ok
+	case protocol.RunOnceBatchRequest:
+		runs := slices.Clone(v.Runs)
+		for i := range runs {
+			if runs[i].Task != nil && runs[i].Task.Version != 0 {
+				t := *runs[i].Task
+				t.Version, runs[i].Task, ok = 0, &t, true
+			}
+		}
+		v.Runs = runs
+		return v, ok
+	}
+	return in, false
 }

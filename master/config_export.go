@@ -103,7 +103,7 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 	env := &envNames{used: map[string]bool{}}
 	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 	for _, t := range tasks {
-		var notes []string
+		notes := []string{fmt.Sprintf("version %d", t.Version)}
 		d := DocTask{TaskDef: t.TaskDef, Executors: t.Executors, Selector: t.Selector, Keepers: t.Keepers, State: t.Status.String()}
 		d.ID = ""
 		for _, c := range t.Children {
@@ -121,9 +121,7 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 		if err != nil {
 			return nil, fmt.Errorf("master: export task %s: %w", t.ID, err)
 		}
-		if len(notes) > 0 {
-			node.HeadComment = strings.Join(notes, "\n")
-		}
+		node.HeadComment = strings.Join(notes, "\n")
 		seq.Content = append(seq.Content, node)
 	}
 	var sets *yaml.Node
@@ -136,6 +134,7 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 		"ScheduleMaster tasks: the desired state, as GET /api/v1/export writes it.",
 		"Apply: SM_TOKEN=<API token> schedulemaster apply -f FILE --master URL [--dry-run] [--prune]",
 		"Tasks are matched by key, or by title when they have none.",
+		"Each task's comment names its version when exported (see its history); apply does not read it.",
 	}
 	if sets != nil {
 		head = append(head, "The settings are the cluster's: only a cluster admin applies them; a field left out keeps its value.")

@@ -198,6 +198,7 @@ type Master struct {
 	projects   *Projects
 	pools      *Pools
 	runsDomain *Runs
+	workflows  *Workflows
 
 	// life is the background work: Stop cancels and waits for it before
 	// the caller closes the database.
@@ -217,6 +218,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	}
 	m.tasks, m.nodes, m.projects, m.pools, m.runsDomain = &Tasks{m}, &Nodes{m}, &Projects{m}, &Pools{m}, &Runs{m}
 	m.life = newLifecycle()
+	m.workflows = &Workflows{m: m}
+	m.workflows.runner = newWorkflowRunner(m)
 	m.readCache = newReadCache(m.life)
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log, life: m.life}
 	m.logins = newLoginThrottle(st.DB, log, m.life, cfg.PasswordCost)
@@ -237,7 +240,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 		settings: m.settings, life: m.life, notify: m.notify, runLists: &m.runLists}
 	m.metrics = cfg.Metrics
 	m.ingester = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,
-		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.tasks.Get, runTask: m.tasks.Run}
+		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.tasks.Get, runTask: m.tasks.Run,
+		stepReported: m.workflows.runner.stepReported}
 	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
 	m.unrun = &unrunClaims{db: st.DB, log: log, events: m.events, margin: cfg.UnrunClaimMargin}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,
@@ -297,6 +301,12 @@ func (m *Master) Start(ctx context.Context) error {
 		return err
 	}
 	if err := m.retainer.Start(); err != nil {
+		m.sweeper.Stop()
+		m.lease.Stop(ctx)
+		return err
+	}
+	if err := m.workflows.runner.reconciler.Start(); err != nil {
+		m.retainer.Stop()
 		m.sweeper.Stop()
 		m.lease.Stop(ctx)
 		return err
@@ -366,6 +376,7 @@ func (m *Master) Stop(ctx context.Context) {
 	again := m.life.stop(func() {
 		m.sweeper.Stop()
 		m.retainer.Stop()
+		m.workflows.runner.reconciler.Stop()
 	})
 	if again {
 		return

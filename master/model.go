@@ -109,6 +109,7 @@ const (
 	TargetToken    = store.TargetToken
 	TargetSettings = store.TargetSettings
 	TargetDelayed  = store.TargetDelayed
+	TargetWorkflow = store.TargetWorkflow
 	OutcomeOK      = store.OutcomeOK
 	OutcomeError   = store.OutcomeError
 )

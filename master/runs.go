@@ -48,6 +48,9 @@ type runIngest struct {
 	group    *ingestGroup
 	getTask  func(ctx context.Context, id string) (*Task, error)
 	runTask  func(ctx context.Context, id string) (*Task, string, error)
+	// stepReported records a stored run of a workflow step and moves its
+	// workflow run on.
+	stepReported func(ctx context.Context, run store.Run)
 }
 
 // IngestBatch reads a batch of run reports from a worker and stores it (see
@@ -238,12 +241,18 @@ func (g *runIngest) reports(ctx context.Context, node *store.Node, runs []protoc
 				fmt.Sprintf("catch-up run %s on %s for %d missed fires from %s", r.ID, r.Node, r.Covers,
 					r.ScheduledAt.UTC().Format(time.RFC3339)))
 		}
+		if r.WorkflowRun != "" && g.stepReported != nil {
+			// A workflow step's run moves its workflow run on, in the
+			// background: the worker's answer does not wait for it. Its
+			// task's children are not run: the workflow says what follows.
+			g.life.goBackground(func(ctx context.Context) { g.stepReported(WithActor(ctx, ActorScheduler), r) })
+		}
 		if !res.Ended() {
 			continue // a start notice: the run's end is acted upon
 		}
 		if !res.Succeeded() {
 			g.notify.runFailed(r)
-		} else if children := targets[r.TaskID].Children; len(children) > 0 {
+		} else if children := targets[r.TaskID].Children; len(children) > 0 && r.WorkflowRun == "" {
 			g.runChildren(r.TaskID, children)
 		}
 	}
@@ -446,7 +455,7 @@ func checkRun(r *protocol.RunReport, node string, now time.Time) (store.Run, err
 		ID: r.ID, TaskID: r.TaskID, Node: node, ScheduledAt: scheduled.UTC(), StartedAt: r.StartedAt.UTC(),
 		EndedAt: ended.UTC(), DurationMS: r.DurationMS, Result: string(r.Result), Attempt: r.Attempt,
 		HTTPStatus: r.HTTPStatus, ExitCode: exit, Output: out, Manual: r.Manual, BinaryOutput: binary || r.BinaryOutput,
-		Covers: r.Covers,
+		Covers: r.Covers, TaskVersion: r.TaskVersion, WorkflowRun: r.WorkflowRun, WorkflowStep: r.WorkflowStep,
 	}, nil
 }
 

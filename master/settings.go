@@ -50,6 +50,9 @@ type Settings struct {
 	// separated) that project webhooks may reach although they are
 	// loopback, link-local, unspecified or the master itself.
 	WebhookAllowHosts string
+	// TaskVersionsKept is how many versions of each task are kept; older
+	// ones go at the next save, except those the task's recent runs ran.
+	TaskVersionsKept int
 }
 
 // DefaultSettings are the settings of a new installation, and the defaults of
@@ -57,7 +60,7 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{HealthInterval: 10 * time.Second, HealthTimeout: 3 * time.Second, MaxFailures: 3,
 		DefaultHTTPTimeout: protocol.DefaultTimeout, RunRetentionDays: 30, SMTPPort: 587, SMTPTLS: "starttls",
-		PruneOfflineAfter: DefaultPruneOfflineAfter}
+		PruneOfflineAfter: DefaultPruneOfflineAfter, TaskVersionsKept: DefaultTaskVersionsKept}
 }
 
 // Limits of the health settings, for the console and for the flags alike.
@@ -100,6 +103,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.RunRetentionDays < 0 || s.RunRetentionDays > maxRetentionDays {
 		fe["run_retention_days"] = fmt.Sprintf("must be from 0 (keep forever) to %d", maxRetentionDays)
+	}
+	if s.TaskVersionsKept < MinTaskVersionsKept || s.TaskVersionsKept > MaxTaskVersionsKept {
+		fe["task_versions_kept"] = fmt.Sprintf("must be from %d to %d", MinTaskVersionsKept, MaxTaskVersionsKept)
 	}
 	if p := s.PruneOfflineAfter; p != 0 && (p < MinPruneOfflineAfter || p > MaxPruneOfflineAfter) {
 		fe["prune_offline_after"] = fmt.Sprintf("must be 0 (never) or from %s to %s", hours(MinPruneOfflineAfter), hours(MaxPruneOfflineAfter))
@@ -149,6 +155,7 @@ func (s *Settings) pairs() map[string]string {
 		store.SettingPruneOfflineAfter: s.PruneOfflineAfter.String(),
 		store.SettingLocalAdminsOnly:   strconv.FormatBool(s.LocalAdminsOnly),
 		store.SettingWebhookAllowHosts: s.WebhookAllowHosts,
+		store.SettingTaskVersionsKept:  strconv.Itoa(s.TaskVersionsKept),
 	}
 }
 
@@ -270,6 +277,7 @@ func (k *settingsKeeper) read(ctx context.Context) (Settings, error) {
 		str(store.SettingWebhookAllowHosts, &s.WebhookAllowHosts),
 		boolean(store.SettingApproveNodes, &s.ApproveNewNodes), boolean(store.SettingLocalAdminsOnly, &s.LocalAdminsOnly),
 		dur(store.SettingPruneOfflineAfter, &s.PruneOfflineAfter, 0, MaxPruneOfflineAfter),
+		num(store.SettingTaskVersionsKept, &s.TaskVersionsKept, MinTaskVersionsKept, MaxTaskVersionsKept),
 	} {
 		if err != nil {
 			return s, fmt.Errorf("master: read settings: %w", err)

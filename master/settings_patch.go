@@ -59,6 +59,7 @@ type SettingsPatch struct {
 	MaxFailures           *int    `json:"max_failures,omitempty"`
 	DefaultHTTPTimeout    *string `json:"default_http_timeout,omitempty"`
 	RunRetentionDays      *int    `json:"run_retention_days,omitempty"`
+	TaskVersionsKept      *int    `json:"task_versions_kept,omitempty"`
 	PruneOfflineAfter     *string `json:"prune_offline_after,omitempty"`
 	ApproveNewNodes       *bool   `json:"approve_new_nodes,omitempty"`
 	LocalLoginsAdminsOnly *bool   `json:"local_logins_admins_only,omitempty"`
@@ -105,6 +106,9 @@ func (p *SettingsPatch) Change() (func(*Settings), protocol.FieldErrors) {
 	}
 	if p.RunRetentionDays != nil {
 		sets = append(sets, func(s *Settings) { s.RunRetentionDays = *p.RunRetentionDays })
+	}
+	if p.TaskVersionsKept != nil {
+		sets = append(sets, func(s *Settings) { s.TaskVersionsKept = *p.TaskVersionsKept })
 	}
 	if p.SMTPPort != nil {
 		sets = append(sets, func(s *Settings) { s.SMTPPort = *p.SMTPPort })
@@ -158,7 +162,7 @@ func SettingsPatchOf(st Settings) SettingsPatch {
 	return SettingsPatch{
 		HealthInterval: str(shortDuration(st.HealthInterval)), HealthTimeout: str(shortDuration(st.HealthTimeout)),
 		MaxFailures: num(st.MaxFailures), DefaultHTTPTimeout: str(shortDuration(st.DefaultHTTPTimeout)),
-		RunRetentionDays: num(st.RunRetentionDays), PruneOfflineAfter: str(FormatDays(st.PruneOfflineAfter)),
+		RunRetentionDays: num(st.RunRetentionDays), TaskVersionsKept: num(st.TaskVersionsKept), PruneOfflineAfter: str(FormatDays(st.PruneOfflineAfter)),
 		ApproveNewNodes: yes(st.ApproveNewNodes), LocalLoginsAdminsOnly: yes(st.LocalAdminsOnly),
 		SMTPHost: str(st.SMTPHost), SMTPPort: num(st.SMTPPort), SMTPFrom: str(st.SMTPFrom), SMTPUsername: str(st.SMTPUsername),
 		SMTPTLS: str(st.SMTPTLS), WebhookURL: str(st.WebhookURL), PublicURL: str(st.PublicURL),

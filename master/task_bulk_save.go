@@ -368,7 +368,7 @@ func (tk *Tasks) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create 
 			if err := store.CreateTask(ctx, tx, row); err != nil {
 				return err
 			}
-			if err := writeVersion(ctx, tx, nil, row, it.in.Note); err != nil {
+			if err := tk.writeVersion(ctx, tx, nil, row, it.in.Note); err != nil {
 				return err
 			}
 		}
@@ -382,7 +382,7 @@ func (tk *Tasks) writeSave(ctx context.Context, tx bun.Tx, it *saveItem, create 
 	if err := store.UpdateTask(ctx, tx, row, it.cur.Version); err != nil {
 		return err
 	}
-	if err := writeVersion(ctx, tx, it.cur, row, it.in.Note); err != nil {
+	if err := tk.writeVersion(ctx, tx, it.cur, row, it.in.Note); err != nil {
 		return err
 	}
 	if _, err := syncTaskMembers(ctx, tx, row.ID, row.Selector); err != nil {

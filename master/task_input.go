@@ -95,7 +95,7 @@ func (tk *Tasks) Create(ctx context.Context, in TaskInput, by string) (_ *Task, 
 		if err := store.CreateTask(ctx, tx, row); err != nil {
 			return err
 		}
-		if err := writeVersion(ctx, tx, nil, row, in.Note); err != nil {
+		if err := tk.writeVersion(ctx, tx, nil, row, in.Note); err != nil {
 			return err
 		}
 		_, err := syncTaskMembers(ctx, tx, row.ID, row.Selector)
@@ -177,7 +177,7 @@ func (tk *Tasks) writeEdit(ctx context.Context, cur, row *store.Task, note strin
 			if err := store.UpdateTask(ctx, tx, row, cur.Version); err != nil {
 				return err
 			}
-			if err := writeVersion(ctx, tx, cur, row, note); err != nil {
+			if err := tk.writeVersion(ctx, tx, cur, row, note); err != nil {
 				return err
 			}
 		}

@@ -15,9 +15,18 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/store"
 )
 
-// MaxTaskVersions is how many versions of a task are kept: older ones are
-// deleted when a save makes a new one.
-const MaxTaskVersions = 100
+// Bounds of the versions kept per task (setting task_versions_kept): older
+// ones are deleted when a save makes a new one, except those recent runs
+// used.
+const (
+	DefaultTaskVersionsKept = 100
+	MinTaskVersionsKept     = 10
+	MaxTaskVersionsKept     = 10_000
+)
+
+// recentRunsForVersions is how many of a task's latest runs keep the
+// versions they ran from being pruned: a run's page links its version.
+const recentRunsForVersions = 10_000
 
 // Where a version was saved from.
 const (
@@ -113,8 +122,9 @@ func noteProblem(note string) string {
 
 // writeVersion records row's new version in tx, and cur's as it was when
 // cur is a task from before versions (it has none yet), then deletes the
-// versions past MaxTaskVersions.
-func writeVersion(ctx context.Context, tx bun.IDB, cur, row *store.Task, note string) error {
+// versions past the setting task_versions_kept, but none that one of the
+// task's latest recentRunsForVersions runs ran.
+func (tk *Tasks) writeVersion(ctx context.Context, tx bun.IDB, cur, row *store.Task, note string) error {
 	var vs []store.TaskVersion
 	if cur != nil {
 		if _, err := store.GetTaskVersion(ctx, tx, cur.ID, cur.Version); errors.Is(err, store.ErrNotFound) {
@@ -136,8 +146,12 @@ func writeVersion(ctx context.Context, tx bun.IDB, cur, row *store.Task, note st
 	if err := store.AddTaskVersions(ctx, tx, vs); err != nil {
 		return err
 	}
-	if cur != nil && row.Version > MaxTaskVersions {
-		if _, err := store.PruneTaskVersions(ctx, tx, row.ID, MaxTaskVersions, nil); err != nil {
+	if keep := tk.m.settings.inForce().TaskVersionsKept; cur != nil && row.Version > keep {
+		used, err := store.RecentRunVersions(ctx, tx, row.ID, recentRunsForVersions)
+		if err != nil {
+			return err
+		}
+		if _, err := store.PruneTaskVersions(ctx, tx, row.ID, keep, used); err != nil {
 			return err
 		}
 	}
@@ -160,22 +174,41 @@ func (tk *Tasks) conflictIfMoved(ctx context.Context, cur *store.Task, from int)
 		cur.ID, from, who, cur.Version, when.UTC().Format(time.RFC3339))}
 }
 
-// Versions lists a task's kept versions, newest first, without their
-// definitions.
-func (tk *Tasks) Versions(ctx context.Context, id string) ([]TaskVersion, error) {
+// VersionsPage bounds a page of Versions.
+const (
+	DefaultVersionsPage = 100
+	MaxVersionsPage     = 500
+)
+
+// Versions lists a task's kept versions older than before (from the
+// newest when 0), newest first, at most limit (DefaultVersionsPage when 0,
+// at most MaxVersionsPage), without their definitions. more says older
+// ones follow the page.
+func (tk *Tasks) Versions(ctx context.Context, id string, before, limit int) (_ []TaskVersion, more bool, err error) {
+	switch {
+	case before < 0:
+		return nil, false, Errorf(KindInvalid, "before must be a version number")
+	case limit == 0:
+		limit = DefaultVersionsPage
+	case limit < 0 || limit > MaxVersionsPage:
+		return nil, false, Errorf(KindInvalid, "limit must be from 1 to %d", MaxVersionsPage)
+	}
 	t, err := tk.Get(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	rows, err := store.TaskVersions(ctx, tk.m.st.DB, id, MaxTaskVersions+1)
+	rows, err := store.TaskVersions(ctx, tk.m.st.DB, id, before, limit+1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if len(rows) > limit {
+		rows, more = rows[:limit], true
 	}
 	out := make([]TaskVersion, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, versionOf(&r, t.Version))
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // Version returns one version of a task with its definition, secrets
@@ -198,7 +231,7 @@ func (tk *Tasks) version(ctx context.Context, id string, n int) (*TaskVersion, *
 	}
 	row, err := store.GetTaskVersion(ctx, tk.m.st.DB, id, n)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, Errorf(KindNotFound, "task %s has no version %d (the last %d are kept)", id, n, MaxTaskVersions)
+		return nil, nil, Errorf(KindNotFound, "task %s has no version %d (no longer kept, or never made)", id, n)
 	}
 	if err != nil {
 		return nil, nil, err

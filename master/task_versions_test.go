@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -14,7 +15,8 @@ import (
 // next, with who, from where and a note; one version's answer masks its
 // secrets; an edit from an older version is refused naming who saved the
 // newer one; a restore is a new version with the old definition; only the
-// last MaxTaskVersions are kept.
+// last task_versions_kept are kept (a setting), and those a recent run ran;
+// the list pages by ?before=.
 func TestTaskVersionEverySaveIsKept(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, storetest.OpenSQLite(t))
@@ -36,7 +38,7 @@ func TestTaskVersionEverySaveIsKept(t *testing.T) {
 	if err != nil || got.Version != 2 {
 		t.Fatalf("edit: %v, version %d", err, got.Version)
 	}
-	vs, err := e.m.Tasks().Versions(e.ctx, tk.ID)
+	vs, _, err := e.m.Tasks().Versions(e.ctx, tk.ID, 0, 0)
 	if err != nil || len(vs) != 2 || vs[0].Version != 2 || !vs[0].Current || vs[1].Current || vs[0].Note != "point at v2" ||
 		vs[1].Note != "first" || vs[0].Via != master.ViaConsole || vs[0].CreatedBy == "" || vs[0].Definition != nil {
 		t.Fatalf("versions: %v %+v", err, vs)
@@ -73,23 +75,51 @@ func TestTaskVersionEverySaveIsKept(t *testing.T) {
 	if err != nil || got.Version != 3 || got.HTTP.URL != "http://127.0.0.1:1/v1" || got.Params["token"] != secret {
 		t.Fatalf("restore: %v %+v", err, got)
 	}
-	vs, _ = e.m.Tasks().Versions(e.ctx, tk.ID)
+	vs, _, _ = e.m.Tasks().Versions(e.ctx, tk.ID, 0, 0)
 	if vs[0].Version != 3 || vs[0].Via != master.ViaRestore || vs[0].Note != "restored version 1" {
 		t.Fatalf("the restore's version: %+v", vs[0])
 	}
 
-	// Only the last MaxTaskVersions are kept.
+	// Only the last task_versions_kept are kept, and those a recent run ran:
+	// a run of version 2 keeps it.
+	if err := e.m.ChangeSettings(e.ctx, func(s *master.Settings) { s.TaskVersionsKept = master.MinTaskVersionsKept }); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Add(-time.Minute)
+	if _, err := store.InsertRuns(e.ctx, e.s.Store.DB, []store.Run{{ID: "ran-v2", TaskID: tk.ID, Node: "a", ScheduledAt: at,
+		StartedAt: at, EndedAt: at, Result: store.ResultSuccess, Attempt: 1, TaskVersion: 2}}); err != nil {
+		t.Fatal(err)
+	}
 	in.Note = ""
-	for i := range master.MaxTaskVersions + 2 {
+	const edits = master.MinTaskVersionsKept + 5
+	for i := range edits {
 		in.HTTP.URL = "http://127.0.0.1:1/e" + strings.Repeat("x", i%3)
 		in.Title = "ping " + string(rune('a'+i%26))
 		if _, err := e.m.Tasks().Update(e.ctx, tk.ID, in); err != nil {
 			t.Fatal(err)
 		}
 	}
-	vs, _ = e.m.Tasks().Versions(e.ctx, tk.ID)
-	if len(vs) != master.MaxTaskVersions || vs[0].Version != master.MaxTaskVersions+5 {
-		t.Fatalf("%d versions kept, newest %d; want %d, newest %d", len(vs), vs[0].Version, master.MaxTaskVersions, master.MaxTaskVersions+5)
+	vs, more, err := e.m.Tasks().Versions(e.ctx, tk.ID, 0, 0)
+	newest := 3 + edits
+	if err != nil || more || len(vs) != master.MinTaskVersionsKept+1 || vs[0].Version != newest || vs[len(vs)-1].Version != 2 {
+		t.Fatalf("versions kept (%v, more %v): %+v; want %d..%d and 2, which a run ran", err, more, vs, newest-master.MinTaskVersionsKept+1, newest)
+	}
+	if _, err := e.m.Tasks().Version(e.ctx, tk.ID, 3); master.KindOf(err) != master.KindNotFound {
+		t.Fatalf("version 3, past the setting and run by none: %v, want not found", err)
+	}
+	// Pages: the newest 4, then the next 4 from before the last one.
+	page, more, err := e.m.Tasks().Versions(e.ctx, tk.ID, 0, 4)
+	if err != nil || !more || len(page) != 4 || page[0].Version != newest {
+		t.Fatalf("first page: %v %v %+v", err, more, page)
+	}
+	page2, _, err := e.m.Tasks().Versions(e.ctx, tk.ID, page[3].Version, 4)
+	if err != nil || len(page2) != 4 || page2[0].Version != page[3].Version-1 {
+		t.Fatalf("second page: %v %+v", err, page2)
+	}
+	for _, bad := range [][2]int{{-1, 0}, {0, -1}, {0, master.MaxVersionsPage + 1}} {
+		if _, _, err := e.m.Tasks().Versions(e.ctx, tk.ID, bad[0], bad[1]); master.KindOf(err) != master.KindInvalid {
+			t.Fatalf("before %d, limit %d: %v, want invalid", bad[0], bad[1], err)
+		}
 	}
 }
 
@@ -112,7 +142,7 @@ func TestTaskVersionOfATaskFromBeforeVersions(t *testing.T) {
 	if _, err := e.m.Tasks().Update(e.ctx, tk.ID, in); err != nil {
 		t.Fatal(err)
 	}
-	vs, err := e.m.Tasks().Versions(e.ctx, tk.ID)
+	vs, _, err := e.m.Tasks().Versions(e.ctx, tk.ID, 0, 0)
 	if err != nil || len(vs) != 2 || vs[1].Via != master.ViaBefore || vs[1].Title != "ping" || vs[0].Title != "renamed" {
 		t.Fatalf("versions: %v %+v", err, vs)
 	}

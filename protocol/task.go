@@ -34,6 +34,7 @@ const (
 	MaxOutputBytes    = 64 << 10
 	DefaultTimeout    = 30 * time.Second
 	maxParams         = 100
+	maxParamValue     = 4096
 	maxBodyBytes      = 256 << 10
 	maxCommandBytes   = 16 << 10
 	maxHeaders        = 50
@@ -204,6 +205,9 @@ type TaskSpec struct {
 	// fire everywhere without a claim.
 	ShardIndex int `json:"shard_index,omitempty"`
 	ShardTotal int `json:"shard_total,omitempty"`
+	// Version is the number of the task's definition (its saved version);
+	// the runs of this spec report it. 0 for a delayed task.
+	Version int `json:"version,omitempty"`
 }
 
 var (
@@ -212,6 +216,15 @@ var (
 	taskKeyRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 	methods      = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
 )
+
+// ValidTaskKey reports whether key is a valid task key (also a
+// workflow's): 1-100 letters, digits, '.', '_' or '-', starting with a
+// letter or digit.
+func ValidTaskKey(key string) bool { return taskKeyRE.MatchString(key) }
+
+// ValidParamKey reports whether name is a valid param name: letters,
+// digits and '_', not starting with a digit, at most 64.
+func ValidParamKey(name string) bool { return paramKeyRE.MatchString(name) }
 
 // Normalize fills defaults (method GET, timeout) and trims text fields.
 func (d *TaskDef) Normalize() {
@@ -343,8 +356,8 @@ func (d *TaskDef) Validate(now time.Time) error {
 	for k, v := range d.Params {
 		if !paramKeyRE.MatchString(k) {
 			fe["params"] = fmt.Sprintf("key %q must be letters, digits and '_', not starting with a digit", k)
-		} else if len(v) > 4096 {
-			fe["params"] = fmt.Sprintf("value of %q is longer than 4096 bytes", k)
+		} else if len(v) > maxParamValue {
+			fe["params"] = fmt.Sprintf("value of %q is longer than %d bytes", k, maxParamValue)
 		}
 	}
 	switch d.Type {
@@ -541,6 +554,13 @@ type RunReport struct {
 	// missed fires it stands for, the first at ScheduledAt; 0 for any other
 	// run. The run's output says the same in its first line.
 	Covers int `json:"covers,omitempty"`
+	// TaskVersion is the version of the task's definition the run ran;
+	// 0 when unknown (a delayed task, or a worker from before versions).
+	TaskVersion int `json:"task_version,omitempty"`
+	// WorkflowRun and WorkflowStep name the workflow run and step the run
+	// is part of (RunOnceRequest.Workflow); empty for the others.
+	WorkflowRun  string `json:"workflow_run,omitempty"`
+	WorkflowStep string `json:"workflow_step,omitempty"`
 }
 
 // MaxCovers bounds RunReport.Covers: the missed fires one catch-up run may
@@ -558,6 +578,10 @@ func (r *RunReport) Validate() error {
 		return fmt.Errorf("%w: run %s: result %q is not success, failed, timeout, skipped, killed or running", ErrInvalid, r.ID, r.Result)
 	case r.Attempt < 1 || r.Attempt > MaxRetries+1:
 		return fmt.Errorf("%w: run %s: attempt %d out of range", ErrInvalid, r.ID, r.Attempt)
+	case len(r.WorkflowRun) > 36 || len(r.WorkflowStep) > 64 || (r.WorkflowRun == "") != (r.WorkflowStep == ""):
+		return fmt.Errorf("%w: run %s: workflow_run (at most 36 bytes) and workflow_step (at most 64) go together", ErrInvalid, r.ID)
+	case r.TaskVersion < 0:
+		return fmt.Errorf("%w: run %s: task_version %d is negative", ErrInvalid, r.ID, r.TaskVersion)
 	case r.Covers < 0 || r.Covers > MaxCovers:
 		return fmt.Errorf("%w: run %s: covers %d out of range (0 to %d)", ErrInvalid, r.ID, r.Covers, MaxCovers)
 	case len(r.Output) > MaxOutputBytes+1024:
@@ -673,6 +697,42 @@ type RunOnceRequest struct {
 	// CatchUp, when the master sends a catch-up run (misfire policy
 	// run_once), is what it stands for: its reports carry the count.
 	CatchUp *CatchUp `json:"catch_up,omitempty"`
+	// Workflow, for a step of a workflow run, is what the run is part of;
+	// Task then carries the definition to run.
+	Workflow *WorkflowRef `json:"workflow,omitempty"`
+}
+
+// WorkflowRef places a run in a workflow run: the step it is, the id its
+// first attempt must have, the run's logical time and the params the step
+// gives the task.
+type WorkflowRef struct {
+	Run  string `json:"run"`
+	Step string `json:"step"`
+	// RunID is the id of the step's first attempt, chosen by the master
+	// that dispatched it: a worker that already started a run of this id
+	// does not start another (a master sending it again after a crash).
+	RunID string `json:"run_id"`
+	// Params are added to the task's params for this run (a step's own,
+	// its parents' results, WORKFLOW_TIME and WORKFLOW_RUN_ID).
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// Validate checks a workflow reference a worker received.
+func (w *WorkflowRef) Validate() error {
+	switch {
+	case w.Run == "" || len(w.Run) > 36:
+		return fmt.Errorf("%w: workflow run id must be 1-36 characters", ErrInvalid)
+	case w.Step == "" || len(w.Step) > 64:
+		return fmt.Errorf("%w: workflow step name must be 1-64 characters", ErrInvalid)
+	case len(w.Params) > maxParams:
+		return fmt.Errorf("%w: at most %d workflow params", ErrInvalid, maxParams)
+	}
+	for k, v := range w.Params {
+		if !paramKeyRE.MatchString(k) || len(v) > maxParamValue {
+			return fmt.Errorf("%w: workflow param %q: a name of letters, digits and _ and a value of at most %d bytes", ErrInvalid, k, maxParamValue)
+		}
+	}
+	return nil
 }
 
 // RunOnceBatchRequest is the body of POST /api/task/runonce/batch: at most

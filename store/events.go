@@ -25,6 +25,7 @@ const (
 	TargetToken    = "token"
 	TargetSettings = "settings"
 	TargetProject  = "project"
+	TargetWorkflow = "workflow"
 )
 
 // Column bounds of the events table (characters).

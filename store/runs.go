@@ -40,6 +40,13 @@ type Run struct {
 	CreatedAt    time.Time `bun:"created_at"`
 	// Covers is, for a catch-up run, how many missed fires it stands for.
 	Covers int `bun:"covers"`
+	// TaskVersion is the version of the task's definition the run ran; 0
+	// when unknown (a delayed task's run, a run from before versions).
+	TaskVersion int `bun:"task_version"`
+	// WorkflowRun and WorkflowStep name the workflow run and step a run
+	// belongs to; empty for the others.
+	WorkflowRun  string `bun:"workflow_run"`
+	WorkflowStep string `bun:"workflow_step"`
 	// DelayedID names the delayed task of a run of one (TaskID holds the
 	// same id); empty for the runs of tasks.
 	DelayedID string `bun:"delayed_id,nullzero"`
@@ -281,9 +288,14 @@ func insertNewRuns(ctx context.Context, db bun.IDB, rows []Run, mode RunInsertMo
 // delivery that ended it first wins, and this one counts as a duplicate; so
 // does a report of another node's run.
 func endRun(ctx context.Context, db bun.IDB, r *Run) (bool, error) {
-	res, err := db.NewUpdate().Model(r).
-		Column("scheduled_at", "started_at", "ended_at", "duration_ms", "result", "attempt", "http_status",
-			"exit_code", "output", "manual", "binary_output", "covers").
+	cols := []string{"scheduled_at", "started_at", "ended_at", "duration_ms", "result", "attempt", "http_status",
+		"exit_code", "output", "manual", "binary_output", "covers"}
+	if r.TaskVersion != 0 {
+		// A final report that does not know the version (a command killed
+		// after its worker's restart) keeps the one its start said.
+		cols = append(cols, "task_version")
+	}
+	res, err := db.NewUpdate().Model(r).Column(cols...).
 		WherePK().Where("node = ?", r.Node).Where("task_id = ?", r.TaskID).
 		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
 			return q.Where("result IN (?)", bun.In([]string{ResultRunning, ResultLost})).

@@ -24,6 +24,9 @@ const (
 	// local password (break glass), everyone else through LDAP or OIDC.
 	SettingLocalAdminsOnly   = "local_logins_admins_only"
 	SettingWebhookAllowHosts = "webhook_allow_hosts" // hosts project webhooks may reach though loopback, link-local or the master
+	// SettingTaskVersionsKept: integer, how many versions of each task are
+	// kept (besides those its recent runs ran).
+	SettingTaskVersionsKept = "task_versions_kept"
 )
 
 // SettingsVersion changes (to a fresh random value) at every save of the

@@ -44,10 +44,15 @@ func AddTaskVersions(ctx context.Context, db bun.IDB, vs []TaskVersion) error {
 	return nil
 }
 
-// TaskVersions lists a task's versions, newest first, at most limit.
-func TaskVersions(ctx context.Context, db bun.IDB, taskID string, limit int) ([]TaskVersion, error) {
+// TaskVersions lists a task's versions older than before (all when 0),
+// newest first, at most limit.
+func TaskVersions(ctx context.Context, db bun.IDB, taskID string, before, limit int) ([]TaskVersion, error) {
 	var out []TaskVersion
-	if err := db.NewSelect().Model(&out).Where("task_id = ?", taskID).OrderExpr("version DESC").Limit(int64(limit)).Scan(ctx); err != nil {
+	q := db.NewSelect().Model(&out).Where("task_id = ?", taskID)
+	if before > 0 {
+		q = q.Where("version < ?", before)
+	}
+	if err := q.OrderExpr("version DESC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: task versions: %w", err)
 	}
 	return out, nil
@@ -91,4 +96,17 @@ func DeleteTaskVersion(ctx context.Context, db bun.IDB, taskID string, version i
 		return fmt.Errorf("store: delete task version: %w", err)
 	}
 	return nil
+}
+
+// RecentRunVersions returns the task versions (not 0) that the task's
+// latest n runs ran, by start time: the versions pruning keeps.
+func RecentRunVersions(ctx context.Context, db bun.IDB, taskID string, n int) ([]int, error) {
+	latest := db.NewSelect().Model((*Run)(nil)).Column("task_version").Where("task_id = ?", taskID).
+		OrderExpr("started_at DESC").Limit(int64(n))
+	var out []int
+	if err := db.NewSelect().TableExpr("(?) AS r", latest).ColumnExpr("DISTINCT r.task_version").
+		Where("r.task_version > 0").Scan(ctx, &out); err != nil {
+		return nil, fmt.Errorf("store: versions of recent runs: %w", err)
+	}
+	return out, nil
 }

@@ -44,7 +44,7 @@ func TestTaskVersionsStored(t *testing.T) {
 		if err := store.AddTaskVersions(ctx, db, vs); err != nil {
 			t.Fatal(err)
 		}
-		list, err := store.TaskVersions(ctx, db, "t1", 100)
+		list, err := store.TaskVersions(ctx, db, "t1", 0, 100)
 		if err != nil || len(list) != 7 || list[0].Version != 7 || list[6].Version != 1 || list[0].CreatedAt.IsZero() {
 			t.Fatalf("versions: %v %+v", err, list)
 		}
@@ -58,7 +58,7 @@ func TestTaskVersionsStored(t *testing.T) {
 		if err != nil || n != 3 {
 			t.Fatalf("prune: %d %v, want 3 deleted", n, err)
 		}
-		list, _ = store.TaskVersions(ctx, db, "t1", 100)
+		list, _ = store.TaskVersions(ctx, db, "t1", 0, 100)
 		var kept []int
 		for _, v := range list {
 			kept = append(kept, v.Version)
@@ -69,7 +69,7 @@ func TestTaskVersionsStored(t *testing.T) {
 		if err := store.DeleteTaskVersion(ctx, db, "t1", 7); err != nil {
 			t.Fatal(err)
 		}
-		if list, _ = store.TaskVersions(ctx, db, "t1", 100); len(list) != 3 || list[0].Version != 6 {
+		if list, _ = store.TaskVersions(ctx, db, "t1", 0, 100); len(list) != 3 || list[0].Version != 6 {
 			t.Fatalf("after deleting version 7: %+v", list)
 		}
 	})

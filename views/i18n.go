@@ -178,6 +178,8 @@ func targetTypeName(ctx context.Context, t string) string {
 		return T(ctx, "TargetProject")
 	case "delayed":
 		return T(ctx, "TargetDelayed")
+	case "workflow":
+		return T(ctx, "TargetWorkflow")
 	}
 	return t
 }

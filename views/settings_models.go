@@ -9,14 +9,16 @@ type SettingsForm struct {
 	MaxFailures        string
 	DefaultHTTPTimeout string
 	RunRetentionDays   string
-	SMTPHost           string
-	SMTPPort           string
-	SMTPFrom           string
-	SMTPUsername       string
-	SMTPTLS            string // none, starttls or tls
-	WebhookURL         string
-	PublicURL          string
-	ApproveNewNodes    bool
+	// TaskVersionsKept is how many versions of each task are kept.
+	TaskVersionsKept string
+	SMTPHost         string
+	SMTPPort         string
+	SMTPFrom         string
+	SMTPUsername     string
+	SMTPTLS          string // none, starttls or tls
+	WebhookURL       string
+	PublicURL        string
+	ApproveNewNodes  bool
 	// PruneOfflineAfter is how long an auto-registered worker may stay
 	// offline before it is deleted ("24h", "7d", "0" for never).
 	PruneOfflineAfter string

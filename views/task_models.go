@@ -374,6 +374,9 @@ type RunVM struct {
 	Heading string
 	// DelayedID names the delayed task of a run of one.
 	DelayedID string
+	// TaskVersion is the version of the task's definition the run ran; 0
+	// when unknown.
+	TaskVersion int
 	// InProgress: the run is still going; its part of the page polls
 	// LiveURL every second for its output so far.
 	InProgress bool

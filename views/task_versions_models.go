@@ -7,6 +7,10 @@ type TaskVersionsVM struct {
 	ID     string
 	Title  string
 	Items  []TaskVersionRow
+	// Kept is how many versions of a task are kept (the setting).
+	Kept int
+	// OlderURL is the page of the versions older than these; "" on the last.
+	OlderURL string
 }
 
 // TaskVersionRow is one version in the history.

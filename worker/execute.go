@@ -63,7 +63,7 @@ func (q *queuedFire) noSlot(stopped bool) {
 // behind q. A retry waits for its delay without it.
 func (r *runner) runSlot(q *queuedFire, at time.Time) {
 	for q != nil {
-		rep := r.attempt(&q.spec.TaskDef, q.fire, q.attempt, q.manual, q.cur, at, q.tmpl)
+		rep := r.attempt(&q.spec, q.wf, q.fire, q.attempt, q.manual, q.cur, at, q.tmpl)
 		q = r.step(r.attemptEnded(q, rep))
 		at = time.Now()
 	}
@@ -102,7 +102,8 @@ func (r *runner) noSlotWhy(q *queuedFire, stopped, skip bool) string {
 func (r *runner) noSlotReport(q *queuedFire, why string) protocol.RunReport {
 	now := time.Now().UTC()
 	return protocol.RunReport{ID: q.cur.String(), TaskID: q.spec.ID, Node: r.node(), ScheduledAt: q.fire, Attempt: q.attempt,
-		Manual: q.manual, StartedAt: now, EndedAt: now, Result: protocol.ResultSkipped, Output: why}
+		Manual: q.manual, StartedAt: now, EndedAt: now, Result: protocol.ResultSkipped, Output: why, TaskVersion: q.spec.Version,
+		WorkflowRun: q.wf.run(), WorkflowStep: q.wf.step()}
 }
 
 // retryWaits are the fires waiting for the delay before their next attempt,

@@ -53,7 +53,8 @@ func (l *liveRuns) add(id runID, rep *protocol.RunReport, def *protocol.TaskDef,
 	*lr = liveRun{id: id, def: def, out: out, cancel: cancel, scrub: scrub}
 	// The report fields a notice needs, copied without the id's text.
 	lr.rep = protocol.RunReport{TaskID: rep.TaskID, Node: rep.Node, ScheduledAt: rep.ScheduledAt,
-		StartedAt: rep.StartedAt, Attempt: rep.Attempt, Manual: rep.Manual}
+		StartedAt: rep.StartedAt, Attempt: rep.Attempt, Manual: rep.Manual, TaskVersion: rep.TaskVersion,
+		WorkflowRun: rep.WorkflowRun, WorkflowStep: rep.WorkflowStep}
 	l.mu.Lock()
 	if l.runs == nil {
 		l.runs = map[runID]*liveRun{}

@@ -40,6 +40,9 @@ type queuedFire struct {
 	catchUp *catchUp
 	id      runID     // report id of its first attempt
 	tmpl    *taskPrep // the task's prepared HTTP request, if any
+	// wf names the workflow run and step of a step's run (nil otherwise):
+	// its reports say them.
+	wf *stepRef
 
 	// Set once it starts (begin):
 	r       *runner
@@ -282,5 +285,6 @@ func (r *runner) stale(q *queuedFire) string {
 func skippedReport(node string, q *queuedFire, why string) protocol.RunReport {
 	now := time.Now().UTC()
 	return protocol.RunReport{ID: q.id.String(), TaskID: q.spec.ID, Node: node, ScheduledAt: q.fire, StartedAt: now, EndedAt: now,
-		Result: protocol.ResultSkipped, Attempt: 1, Output: why, Manual: q.manual}
+		Result: protocol.ResultSkipped, Attempt: 1, Output: why, Manual: q.manual, TaskVersion: q.spec.Version,
+		WorkflowRun: q.wf.run(), WorkflowStep: q.wf.step()}
 }

@@ -359,3 +359,38 @@ func TestOverlapSkipUnderTheSchedule(t *testing.T) {
 		t.Fatalf("%d requests at once under skip", maxIn)
 	}
 }
+
+// TestRunsReportTheVersionTheyRan: a run reports the version of the spec
+// it started with; a new version whose definition is the same (a save that
+// changed only its executors, say) keeps the task's schedule and is what
+// the next runs report; a run in progress when a new version arrives
+// reports the version it started with.
+func TestRunsReportTheVersionTheyRan(t *testing.T) {
+	t.Parallel()
+	target := newSlowTarget(t)
+	r, sink := newOverlapRunner(t, target, protocol.OverlapAllow, 0, time.Hour)
+	spec := r.job("t1").current()
+	spec.Version = 7
+	if err := r.start(spec); err != nil {
+		t.Fatal(err)
+	}
+	go r.fire(r.job("t1"))
+	waitFor(t, "the first request", func() bool { in, _, _ := target.stats(); return in == 1 })
+	// Version 8, the same definition, arrives while version 7 runs.
+	before := r.job("t1")
+	spec.Version = 8
+	if err := r.start(spec); err != nil {
+		t.Fatal(err)
+	}
+	if r.job("t1") != before {
+		t.Fatal("a new version of the same definition was scheduled again")
+	}
+	target.open()
+	waitFor(t, "the first run", func() bool { return len(sink.all()) == 1 })
+	go r.fire(r.job("t1"))
+	waitFor(t, "the second run", func() bool { return len(sink.all()) == 2 })
+	runs := sink.all()
+	if runs[0].TaskVersion != 7 || runs[1].TaskVersion != 8 {
+		t.Fatalf("runs report versions %d and %d, want 7 (started before version 8 came) and 8", runs[0].TaskVersion, runs[1].TaskVersion)
+	}
+}

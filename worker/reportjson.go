@@ -17,6 +17,7 @@ import (
 func marshalReport(rep *protocol.RunReport) ([]byte, error) {
 	if !utf8.ValidString(rep.ID) || !utf8.ValidString(rep.TaskID) || !utf8.ValidString(rep.Node) ||
 		!utf8.ValidString(string(rep.Result)) || !utf8.ValidString(rep.Output) ||
+		!utf8.ValidString(rep.WorkflowRun) || !utf8.ValidString(rep.WorkflowStep) ||
 		!jsonTime(rep.ScheduledAt) || !jsonTime(rep.StartedAt) || !jsonTime(rep.EndedAt) {
 		c := *rep // only this copy escapes, not the caller's report
 		return json.Marshal(&c)
@@ -54,6 +55,22 @@ func marshalReport(rep *protocol.RunReport) ([]byte, error) {
 	b = strconv.AppendBool(b, rep.Manual)
 	if rep.BinaryOutput {
 		b = append(b, `,"binary_output":true`...)
+	}
+	if rep.Covers != 0 {
+		b = append(b, `,"covers":`...)
+		b = strconv.AppendInt(b, int64(rep.Covers), 10)
+	}
+	if rep.TaskVersion != 0 {
+		b = append(b, `,"task_version":`...)
+		b = strconv.AppendInt(b, int64(rep.TaskVersion), 10)
+	}
+	if rep.WorkflowRun != "" {
+		b = append(b, `,"workflow_run":`...)
+		b = appendJSONString(b, rep.WorkflowRun)
+	}
+	if rep.WorkflowStep != "" {
+		b = append(b, `,"workflow_step":`...)
+		b = appendJSONString(b, rep.WorkflowStep)
 	}
 	return append(b, '}'), nil
 }

@@ -3,6 +3,8 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ func TestMarshalReportMatchesEncodingJSON(t *testing.T) {
 		if i%2 == 1 {
 			rep.ExitCode = &code
 		}
+		rep.Covers, rep.TaskVersion = i%4, i%5
 		check(t, &rep)
 	}
 	// What encoding/json must handle itself still decodes to the same report.
@@ -40,6 +43,35 @@ func TestMarshalReportMatchesEncodingJSON(t *testing.T) {
 	}
 	odd.ScheduledAt = base.ScheduledAt
 	check(t, &odd)
+}
+
+// TestMarshalReportWritesEveryField: a report with every field set encodes
+// as encoding/json encodes it, so a field added to protocol.RunReport and
+// not to marshalReport (as covers once was: catch-up runs lost their count
+// on the way to the master) fails here.
+func TestMarshalReportWritesEveryField(t *testing.T) {
+	t.Parallel()
+	var rep protocol.RunReport
+	v := reflect.ValueOf(&rep).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("s" + strconv.Itoa(i))
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+			f.Elem().SetInt(int64(i + 1))
+		case reflect.Struct:
+			f.Set(reflect.ValueOf(time.Date(2026, 11, 29, 1, 2, 3, i, time.UTC)))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to set it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	check(t, &rep)
 }
 
 func check(t *testing.T, rep *protocol.RunReport) {
@@ -58,10 +90,10 @@ func check(t *testing.T, rep *protocol.RunReport) {
 }
 
 func FuzzMarshalReport(f *testing.F) {
-	f.Add("id", "task", "out\n\"x\"", int64(5), 200)
-	f.Fuzz(func(t *testing.T, id, task, out string, ms int64, status int) {
+	f.Add("id", "task", "out\n\"x\"", int64(5), 200, 0)
+	f.Fuzz(func(t *testing.T, id, task, out string, ms int64, status, version int) {
 		rep := protocol.RunReport{ID: id, TaskID: task, Node: "w", Output: out, DurationMS: ms, HTTPStatus: status,
-			StartedAt: time.Unix(0, ms).UTC(), Result: protocol.ResultFailed, Attempt: 1}
+			StartedAt: time.Unix(0, ms).UTC(), Result: protocol.ResultFailed, Attempt: 1, TaskVersion: version, Covers: status % 7}
 		want, err := json.Marshal(&rep)
 		if err != nil {
 			t.Skip()

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -632,6 +633,17 @@ func readJournalLine(br *bufio.Reader) (line []byte, n int64, tooLong bool, err 
 	}
 }
 
+// withoutVersions clears the task versions of runs and reports whether any
+// was set.
+func withoutVersions(runs []protocol.RunReport) bool {
+	had := false
+	for i := range runs {
+		had = had || runs[i].TaskVersion != 0
+		runs[i].TaskVersion = 0
+	}
+	return had
+}
+
 // deliver posts a batch. Runs the master refuses one by one (listed in its
 // answer) are dropped with a log line each. A batch the master refuses as a
 // whole as unreadable (400, 413) is split until the bad runs are alone, and
@@ -648,6 +660,11 @@ func (r *reporter) deliver(ctx context.Context, runs []protocol.RunReport) error
 			r.log.Error("run report refused by the master; dropped", "run", rj.ID, "reason", rj.Error)
 		}
 		return nil
+	case errors.Is(err, errBatchRefused) && strings.Contains(err.Error(), `unknown field "task_version"`) && withoutVersions(runs):
+		// A master of an earlier version, which keeps no task versions:
+		// the same runs without them, rather than dropped.
+		r.log.Info("the master takes no task versions (an earlier version): reporting the runs without them", "runs", len(runs))
+		return r.deliver(ctx, runs)
 	case errors.Is(err, errBatchRefused) && len(runs) == 1:
 		r.dropped.Add(1)
 		r.log.Error("run report refused by the master as unreadable; dropped", "run", runs[0].ID, "task", runs[0].TaskID, "err", err)

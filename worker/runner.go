@@ -31,10 +31,14 @@ type taskJob struct {
 	paused    atomic.Bool
 	executors atomic.Int64
 	shard     atomic.Pointer[[2]int] // broadcast shard index and total, updated in place like executors
-	plan      protocol.Plan          // its schedule with its own start_at: names and counts its fires
-	group     *fireGroup
-	idx       int       // position in group.tasks, under group.mu
-	since     time.Time // when it joined its group: earlier fires are not its own
+	// version is the definition's version, updated in place like executors:
+	// a save that changed nothing the worker runs (its executors, a note)
+	// is still a new version, and the runs after it report that one.
+	version atomic.Int64
+	plan    protocol.Plan // its schedule with its own start_at: names and counts its fires
+	group   *fireGroup
+	idx     int       // position in group.tasks, under group.mu
+	since   time.Time // when it joined its group: earlier fires are not its own
 	// lastFire is the scheduled time (UnixNano) of the last fire this node
 	// handled (started, or skipped because paused), saved for the misfire
 	// count after a restart (fires.go).
@@ -50,6 +54,7 @@ func (tj *taskJob) current() protocol.TaskSpec {
 		spec.ShardIndex, spec.ShardTotal = sh[0], sh[1]
 	}
 	spec.Paused = tj.paused.Load()
+	spec.Version = int(tj.version.Load())
 	return spec
 }
 
@@ -204,6 +209,7 @@ type runner struct {
 	misfireWindow time.Duration // how long skip gathers misfires into one run; defaultMisfireWindow when 0
 
 	ids    runIDs         // run report ids
+	steps  stepRunsSeen   // first-attempt ids of the workflow steps' runs started here
 	queued sync.Pool      // *queuedFire of ended runs, for reuse
 	fires  lastFires      // the last fire of each task, kept across restarts (fires.go)
 	bg     sync.WaitGroup // catch-up runs after a restart, waited for like scheduled runs
@@ -340,11 +346,13 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 			old.executors.Store(int64(spec.Executors))
 			old.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 			old.paused.Store(spec.Paused)
+			old.version.Store(int64(spec.Version))
 			return false, nil
 		}
 	}
 	tj := &taskJob{spec: spec, plan: plan, since: now, httpReq: prepareTask(&spec.TaskDef)}
 	tj.paused.Store(spec.Paused)
+	tj.version.Store(int64(spec.Version))
 	tj.executors.Store(int64(spec.Executors))
 	tj.shard.Store(&[2]int{spec.ShardIndex, spec.ShardTotal})
 	key := keyOf(&spec.TaskDef, &plan, now)
@@ -690,7 +698,14 @@ func (r *runner) waitBackground(ctx context.Context) error {
 // runOnce runs a task now, outside its schedule, without a claim. It does
 // not wait for the run: a run that finds the node full waits in its queue.
 func (r *runner) runOnce(spec protocol.TaskSpec, c *protocol.CatchUp) {
-	q := r.newQueuedFire(&spec, r.clock().UTC(), true, r.newRunID(), nil)
+	r.runOnceAs(spec, c, r.newRunID(), nil)
+}
+
+// runOnceAs is runOnce with the id of its first attempt and, for a
+// workflow step, the step it is.
+func (r *runner) runOnceAs(spec protocol.TaskSpec, c *protocol.CatchUp, id runID, wf *stepRef) {
+	q := r.newQueuedFire(&spec, r.clock().UTC(), true, id, nil)
+	q.wf = wf
 	if c != nil {
 		// A catch-up run the master sends: a run now that stands for the
 		// missed fires c.
@@ -702,10 +717,12 @@ func (r *runner) runOnce(spec protocol.TaskSpec, c *protocol.CatchUp) {
 // attempt runs one execution in the concurrency slot it holds (taken at at),
 // within its timeout, and frees the slot; tmpl, if any, is the task's
 // prepared HTTP request.
-func (r *runner) attempt(def *protocol.TaskDef, fire time.Time, attempt int, manual bool, id runID, at time.Time, tmpl *taskPrep) protocol.RunReport {
+func (r *runner) attempt(spec *protocol.TaskSpec, wf *stepRef, fire time.Time, attempt int, manual bool, id runID, at time.Time, tmpl *taskPrep) protocol.RunReport {
 	defer r.limit.release()
+	def := &spec.TaskDef
 	timeout := time.Duration(def.Timeout)
-	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual}
+	rep := protocol.RunReport{ID: id.String(), TaskID: def.ID, Node: r.node(), ScheduledAt: fire, Attempt: attempt, Manual: manual,
+		TaskVersion: spec.Version, WorkflowRun: wf.run(), WorkflowStep: wf.step()}
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
 	rep.StartedAt = at.UTC()

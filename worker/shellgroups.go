@@ -45,6 +45,9 @@ type shellGroup struct {
 	StartedAt   time.Time `json:"started_at"`
 	Attempt     int       `json:"attempt"`
 	Manual      bool      `json:"manual,omitempty"`
+	TaskVersion int       `json:"task_version,omitempty"`
+	WorkflowRun string    `json:"workflow_run,omitempty"`
+	Step        string    `json:"workflow_step,omitempty"`
 }
 
 // newShellGroups returns the list kept in dataDir, creating its folder. With
@@ -70,7 +73,8 @@ func (g *shellGroups) record(pid int, rep *protocol.RunReport) (forget func()) {
 		return func() {}
 	}
 	e := shellGroup{PID: pid, Start: procStart(pid), RunID: rep.ID, TaskID: rep.TaskID, Node: rep.Node,
-		ScheduledAt: rep.ScheduledAt, StartedAt: rep.StartedAt, Attempt: rep.Attempt, Manual: rep.Manual}
+		ScheduledAt: rep.ScheduledAt, StartedAt: rep.StartedAt, Attempt: rep.Attempt, Manual: rep.Manual, TaskVersion: rep.TaskVersion,
+		WorkflowRun: rep.WorkflowRun, Step: rep.WorkflowStep}
 	b, err := json.Marshal(e)
 	path := filepath.Join(g.dir, strconv.Itoa(pid))
 	if err == nil {
@@ -169,7 +173,8 @@ func (g *shellGroups) reapOne(path string, now time.Time) (protocol.RunReport, b
 	}
 	g.log.Warn("killed a shell command left running by a previous worker process", "run", e.RunID, "task", e.TaskID, "pid", e.PID)
 	rep := protocol.RunReport{ID: e.RunID, TaskID: e.TaskID, Node: e.Node, ScheduledAt: e.ScheduledAt, StartedAt: e.StartedAt,
-		EndedAt: now.UTC(), Attempt: e.Attempt, Manual: e.Manual, Result: protocol.ResultKilled,
+		EndedAt: now.UTC(), Attempt: e.Attempt, Manual: e.Manual, TaskVersion: e.TaskVersion,
+		WorkflowRun: e.WorkflowRun, WorkflowStep: e.Step, Result: protocol.ResultKilled,
 		Output: "[the worker process running this command died; the command was still running when the worker " +
 			"started again, which killed it]"}
 	if rep.EndedAt.Before(rep.StartedAt) {

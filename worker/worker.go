@@ -534,6 +534,9 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 			return err
 		}
 	}
+	if req.Workflow != nil {
+		return w.runStep(req)
+	}
 	spec, ok := w.runner.get(req.ID)
 	if !ok {
 		if req.Task == nil {
@@ -552,6 +555,37 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 		return ErrShellRefused
 	}
 	w.runner.runOnce(runOnceSpec(spec, req.Task), req.CatchUp)
+	return nil
+}
+
+// runStep runs a workflow step's task once, as the request defines it,
+// with the step's params and the first attempt's id the master chose. A
+// step this worker already started (sent again) is not started twice.
+func (w *Worker) runStep(req protocol.RunOnceRequest) error {
+	wf := req.Workflow
+	if err := wf.Validate(); err != nil {
+		return err
+	}
+	id, ok := parseRunID(wf.RunID)
+	if !ok {
+		return fmt.Errorf("%w: workflow step run id %q is not a UUID", protocol.ErrInvalid, wf.RunID)
+	}
+	if req.Task == nil || req.Task.ID != req.ID {
+		return fmt.Errorf("%w: a workflow step's run carries its task's definition", protocol.ErrInvalid)
+	}
+	spec := *req.Task
+	spec.Normalize()
+	if err := spec.Validate(time.Now().Add(-24 * time.Hour)); err != nil {
+		return fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	if spec.Type == protocol.TaskShell && !w.cfg.AllowShell {
+		return ErrShellRefused
+	}
+	if !w.runner.steps.first(id) {
+		w.log.Info("workflow step sent again: already started here", "workflow_run", wf.Run, "step", wf.Step, "run", wf.RunID)
+		return nil
+	}
+	w.runner.runOnceAs(runOnceSpec(withStepParams(spec, wf), req.Task), nil, id, &stepRef{wfRun: wf.Run, name: wf.Step})
 	return nil
 }
 

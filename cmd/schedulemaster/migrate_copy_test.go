@@ -166,7 +166,8 @@ func fillEveryTable(t *testing.T, ctx context.Context, raw string) {
 		&store.Run{ID: "run-null", TaskID: "copy-task", Node: "w1", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(time.Second),
 			DurationMS: 1000, Result: "success", Attempt: 1, HTTPStatus: 200, Output: "ok ✓", Manual: true, CreatedAt: at},
 		&store.Run{ID: "run-three", TaskID: "copy-task", Node: "w2", ScheduledAt: at, StartedAt: at, EndedAt: at, Result: "failed",
-			Attempt: 2, ExitCode: &three, Output: "\uFFFD", BinaryOutput: true, CreatedAt: at, Covers: 4},
+			Attempt: 2, ExitCode: &three, Output: "\uFFFD", BinaryOutput: true, CreatedAt: at, Covers: 4, TaskVersion: 3,
+			WorkflowRun: "wr-1", WorkflowStep: "extract"},
 		&store.APIToken{Name: "never expires", TokenHash: "h1", CreatedBy: "admin", CreatedAt: at, RevokedAt: at.Add(time.Hour)},
 		&store.Claim{TaskID: "copy-task", FireAt: at, Node: "w1", CreatedAt: at, RunID: "run-null"},
 		&store.DelayedTask{ID: "d-done", SourceApp: "app", Topic: "t", ContentKey: "k", Status: store.DelayedSuccess, DueAt: at, NextAt: at,
@@ -181,6 +182,12 @@ func fillEveryTable(t *testing.T, ctx context.Context, raw string) {
 		&store.LoginFailure{Key: "ip:127.0.0.1", Failures: 2, WindowStart: at},
 		&store.Session{ID: "s-fixture", Username: "admin", CreatedAt: at, ExpiresAt: at.Add(time.Hour)},
 		&store.ProjectMember{ProjectID: store.DefaultProjectID, Username: "admin", Role: "operator", AddedBy: "admin", AddedAt: at},
+		&store.Workflow{ID: "wf-1", ProjectID: store.DefaultProjectID, Title: "etl ✓", Key: "etl", Definition: `{"title":"etl ✓","steps":[]}`,
+			Version: 2, CreatedBy: "admin", CreatedAt: at, UpdatedAt: at},
+		&store.WorkflowRun{ID: "wr-1", WorkflowID: "wf-1", ProjectID: store.DefaultProjectID, Status: store.WorkflowFailed, LogicalTime: at,
+			StartedAt: at, EndedAt: at.Add(time.Second), StartedBy: "admin", Trigger: "manual", Definition: "{}", Params: `{"day":"é"}`, UpdatedAt: at},
+		&store.WorkflowStep{RunID: "wr-1", Name: "extract", TaskID: "copy-task", State: store.StepFailed, DispatchID: "run-three",
+			TaskRun: "run-three", Node: "w2", Attempt: 2, Output: "\uFFFD", EndedAt: at, UpdatedAt: at},
 	}
 	for _, r := range rows {
 		if _, err := st.DB.NewInsert().Model(r).Exec(ctx); err != nil {
@@ -227,8 +234,15 @@ func readCopyFixture(t *testing.T, ctx context.Context, raw string) string {
 			code = strconv.Itoa(*r.ExitCode)
 		}
 		b.WriteString(" | run " + r.ID + " " + ts(r.StartedAt) + " " + ts(r.EndedAt) + " " + code + " " + strconv.FormatBool(r.Manual) +
-			" " + strconv.FormatBool(r.BinaryOutput) + " " + r.Output + " " + strconv.Itoa(r.Covers) + " delayed=" + r.DelayedID)
+			" " + strconv.FormatBool(r.BinaryOutput) + " " + r.Output + " " + strconv.Itoa(r.Covers) + " delayed=" + r.DelayedID +
+			" v" + strconv.Itoa(r.TaskVersion) + " " + r.WorkflowRun + "/" + r.WorkflowStep)
 	}
+	var step store.WorkflowStep
+	get(&step, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("run_id = ?", "wr-1") })
+	b.WriteString(" | step " + step.Name + " " + step.State + " " + ts(step.StartedAt) + " " + ts(step.EndedAt) + " " + step.Output)
+	var wrun store.WorkflowRun
+	get(&wrun, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wr-1") })
+	b.WriteString(" | workflow run " + wrun.Status + " " + ts(wrun.EndedAt) + " " + wrun.Params)
 	var tok store.APIToken
 	get(&tok, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("token_hash = ?", "h1") })
 	b.WriteString(" | token " + ts(tok.LastUsedAt) + " " + ts(tok.RevokedAt))

@@ -21,7 +21,8 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 	f := views.SettingsForm{
 		HealthInterval: get("health_interval"), HealthTimeout: get("health_timeout"), MaxFailures: get("max_failures"),
 		DefaultHTTPTimeout: get("default_http_timeout"), RunRetentionDays: get("run_retention_days"),
-		SMTPHost: get("smtp_host"), SMTPPort: get("smtp_port"), SMTPFrom: get("smtp_from"), SMTPUsername: get("smtp_username"),
+		TaskVersionsKept: get("task_versions_kept"),
+		SMTPHost:         get("smtp_host"), SMTPPort: get("smtp_port"), SMTPFrom: get("smtp_from"), SMTPUsername: get("smtp_username"),
 		SMTPTLS: get("smtp_tls"), WebhookURL: get("webhook_url"), PublicURL: get("public_url"),
 		ApproveNewNodes: checked(v, "approve_new_nodes"), PruneOfflineAfter: get("prune_offline_after"),
 		LocalAdminsOnly: checked(v, "local_logins_admins_only"), WebhookAllowHosts: get("webhook_allow_hosts"),
@@ -51,6 +52,7 @@ func Settings(v url.Values) (views.SettingsForm, master.Settings, protocol.Field
 	num("max_failures", f.MaxFailures, &st.MaxFailures)
 	dur("default_http_timeout", f.DefaultHTTPTimeout, &st.DefaultHTTPTimeout)
 	num("run_retention_days", f.RunRetentionDays, &st.RunRetentionDays)
+	num("task_versions_kept", f.TaskVersionsKept, &st.TaskVersionsKept)
 	if d, ok := master.ParseDays(f.PruneOfflineAfter); ok {
 		st.PruneOfflineAfter = d
 	} else {
@@ -83,7 +85,8 @@ func SettingsKeepOmitted(v url.Values, stored views.SettingsForm) {
 	for name, val := range map[string]string{
 		"health_interval": stored.HealthInterval, "health_timeout": stored.HealthTimeout, "max_failures": stored.MaxFailures,
 		"default_http_timeout": stored.DefaultHTTPTimeout, "run_retention_days": stored.RunRetentionDays,
-		"smtp_host": stored.SMTPHost, "smtp_port": stored.SMTPPort, "smtp_from": stored.SMTPFrom, "smtp_username": stored.SMTPUsername,
+		"task_versions_kept": stored.TaskVersionsKept,
+		"smtp_host":          stored.SMTPHost, "smtp_port": stored.SMTPPort, "smtp_from": stored.SMTPFrom, "smtp_username": stored.SMTPUsername,
 		"smtp_tls": stored.SMTPTLS, "webhook_url": stored.WebhookURL, "public_url": stored.PublicURL,
 		"approve_new_nodes": flag(stored.ApproveNewNodes), "prune_offline_after": stored.PruneOfflineAfter,
 		"local_logins_admins_only": flag(stored.LocalAdminsOnly), "webhook_allow_hosts": stored.WebhookAllowHosts,

@@ -1,0 +1,238 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/store"
+)
+
+// Workflows is the workflow domain: workflows (tasks of one project joined
+// into a DAG of steps), their runs and the dispatch of their steps.
+type Workflows struct {
+	m *Master
+	// runner dispatches steps and moves runs on (workflow_runs.go).
+	runner *workflowRunner
+}
+
+// Workflows is the engine's workflow domain.
+func (m *Master) Workflows() *Workflows { return m.workflows }
+
+// maxWorkflowsListed bounds a list of workflows.
+const maxWorkflowsListed = 1000
+
+// Workflow is a workflow as the engine answers it.
+type Workflow struct {
+	ID        string `json:"id"`
+	ProjectID int64  `json:"project_id"`
+	Project   string `json:"project,omitempty"`
+	// Version counts the saves: an edit names the one it started from.
+	Version int `json:"version"`
+	WorkflowDef
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// WorkflowInput is a workflow to save: its definition, its project (by
+// name, when it is created; the default project when empty) and, for an
+// edit, the version it started from (0: any).
+type WorkflowInput struct {
+	WorkflowDef
+	Project string `json:"project,omitempty"`
+	Version int    `json:"version,omitempty"`
+}
+
+func workflowNotFound(id string) error {
+	return Errorf(KindNotFound, "workflow %s does not exist", id)
+}
+
+// Create validates and stores a new workflow.
+func (wf *Workflows) Create(ctx context.Context, in WorkflowInput) (_ *Workflow, err error) {
+	id := uuid.NewString()
+	defer func() {
+		target := id
+		if err != nil {
+			target = ""
+		}
+		wf.m.events.record(ctx, "workflow.create", store.TargetWorkflow, target, err, "“"+in.Title+"”")
+	}()
+	p, err := wf.m.projects.project(ctx, strings.TrimSpace(in.Project))
+	if err != nil {
+		return nil, err
+	}
+	ctx = withEventProject(ctx, p.ID)
+	if err := authorize(ctx, p.ID, ActEdit, projectNotFound(p.Name)); err != nil {
+		return nil, err
+	}
+	row, err := wf.check(ctx, p.ID, "", &in.WorkflowDef)
+	if err != nil {
+		return nil, err
+	}
+	row.ID, row.ProjectID, row.CreatedBy = id, p.ID, ActorFrom(ctx)
+	if err := store.CreateWorkflow(ctx, wf.m.st.DB, row); err != nil {
+		return nil, err
+	}
+	return workflowOf(row, p.Name)
+}
+
+// Update replaces a workflow's definition; runs in progress keep the one
+// they started with.
+func (wf *Workflows) Update(ctx context.Context, id string, in WorkflowInput) (_ *Workflow, err error) {
+	defer func() {
+		wf.m.events.record(ctx, "workflow.update", store.TargetWorkflow, id, err, "“"+in.Title+"”")
+	}()
+	cur, err := wf.get(ctx, id, ActEdit)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withEventProject(ctx, cur.ProjectID)
+	if in.Version != 0 && in.Version != cur.Version {
+		return nil, &Error{Kind: KindState, Err: ErrVersionMoved, Msg: fmt.Sprintf(
+			"workflow %s changed since version %d (it is at version %d, saved %s); reload it and make your change again",
+			id, in.Version, cur.Version, cur.UpdatedAt.UTC().Format(time.RFC3339))}
+	}
+	row, err := wf.check(ctx, cur.ProjectID, id, &in.WorkflowDef)
+	if err != nil {
+		return nil, err
+	}
+	row.ID, row.ProjectID, row.Version = id, cur.ProjectID, cur.Version+1
+	row.CreatedBy, row.CreatedAt = cur.CreatedBy, cur.CreatedAt
+	if err := store.UpdateWorkflow(ctx, wf.m.st.DB, row, cur.Version); errors.Is(err, store.ErrConflict) {
+		return nil, &Error{Kind: KindState, Err: ErrVersionMoved, Msg: fmt.Sprintf(
+			"workflow %s was saved by someone else meanwhile; reload it and make your change again", id)}
+	} else if err != nil {
+		return nil, err
+	}
+	return workflowOf(row, "")
+}
+
+// Get returns a workflow whoever asks may read.
+func (wf *Workflows) Get(ctx context.Context, id string) (*Workflow, error) {
+	row, err := wf.get(ctx, id, ActRead)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	if p, err := wf.m.projects.projectByID(ctx, row.ProjectID); err == nil {
+		name = p.Name
+	}
+	return workflowOf(row, name)
+}
+
+// get reads a workflow and checks that whoever asks may do a to it.
+func (wf *Workflows) get(ctx context.Context, id string, a Action) (*store.Workflow, error) {
+	row, err := store.GetWorkflow(ctx, wf.m.st.DB, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, workflowNotFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := authorize(ctx, row.ProjectID, a, workflowNotFound(id)); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// List returns the workflows whoever asks may read, by title.
+func (wf *Workflows) List(ctx context.Context) ([]Workflow, error) {
+	rows, err := store.ListWorkflows(ctx, wf.m.st.DB, readableProjects(ctx), maxWorkflowsListed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Workflow, 0, len(rows))
+	for i := range rows {
+		w, err := workflowOf(&rows[i], "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *w)
+	}
+	return out, nil
+}
+
+// Delete deletes a workflow; its runs stay readable, and those in progress
+// go on.
+func (wf *Workflows) Delete(ctx context.Context, id string) (err error) {
+	defer func() { wf.m.events.record(ctx, "workflow.delete", store.TargetWorkflow, id, err, "") }()
+	row, err := wf.get(ctx, id, ActEdit)
+	if err != nil {
+		return err
+	}
+	ctx = withEventProject(ctx, row.ProjectID)
+	return store.DeleteWorkflow(ctx, wf.m.st.DB, id)
+}
+
+// check normalizes and validates d for project (id: the workflow being
+// edited, "" for a new one) and returns the row it makes.
+func (wf *Workflows) check(ctx context.Context, project int64, id string, d *WorkflowDef) (*store.Workflow, error) {
+	d.normalize()
+	tasks := map[string]*store.Task{}
+	for _, s := range d.Steps {
+		if s.Task == "" || tasks[s.Task] != nil {
+			continue
+		}
+		t, err := store.GetTask(ctx, wf.m.st.DB, s.Task)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		tasks[s.Task] = t
+	}
+	fe := d.validate(func(taskID string) string {
+		t := tasks[taskID]
+		switch {
+		case t == nil || t.Status == store.TaskDeleted:
+			return fmt.Sprintf("task %s does not exist", clipText(taskID, 64))
+		case t.ProjectID != project:
+			// Told as missing: the task's project is not the caller's to learn.
+			return fmt.Sprintf("task %s does not exist in this workflow's project", clipText(taskID, 64))
+		}
+		if dt, err := decodeTask(t); err == nil && dt.Routing == protocol.RoutingBroadcast {
+			return "a task with broadcast routing cannot be a step yet: its runs on every executor are not one step's run"
+		}
+		return ""
+	})
+	if d.Key != "" && fe["key"] == "" {
+		others, err := store.ListWorkflows(ctx, wf.m.st.DB, []int64{project}, maxWorkflowsListed)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range others {
+			if o.Key == d.Key && o.ID != id {
+				if fe == nil {
+					fe = protocol.FieldErrors{}
+				}
+				fe["key"] = fmt.Sprintf("workflow “%s” has this key already", o.Title)
+			}
+		}
+	}
+	if len(fe) > 0 {
+		return nil, fe
+	}
+	js, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("master: encode workflow: %w", err)
+	}
+	return &store.Workflow{Title: d.Title, Key: d.Key, Definition: string(js)}, nil
+}
+
+// workflowOf is a stored workflow as the engine answers it.
+func workflowOf(row *store.Workflow, project string) (*Workflow, error) {
+	w := &Workflow{ID: row.ID, ProjectID: row.ProjectID, Project: project, Version: row.Version,
+		CreatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}
+	if err := json.Unmarshal([]byte(row.Definition), &w.WorkflowDef); err != nil {
+		return nil, fmt.Errorf("master: workflow %s: %w", row.ID, err)
+	}
+	return w, nil
+}

@@ -1,0 +1,58 @@
+-- Workflows: tasks of one project joined into a DAG of named steps (the
+-- definition, as JSON: steps, each naming a task and the steps it waits for
+-- with a condition on each edge). A run of a workflow is a workflow_runs
+-- row with a copy of the definition it runs, and one workflow_steps row per
+-- step: the step's state moves only by conditional updates, so a step is
+-- dispatched once whichever master does it.
+CREATE TABLE workflows (
+    id VARCHAR(36) NOT NULL PRIMARY KEY,
+    project_id BIGINT NOT NULL,
+    title VARCHAR(200) NOT NULL,
+    wkey VARCHAR(100) NOT NULL DEFAULT '',
+    definition MEDIUMTEXT NOT NULL,
+    version INTEGER NOT NULL DEFAULT 1,
+    created_by VARCHAR(200) NOT NULL DEFAULT '',
+    created_at DATETIME(6) NOT NULL,
+    updated_at DATETIME(6) NOT NULL,
+    KEY idx_workflows_project (project_id, title)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
+CREATE TABLE workflow_runs (
+    id VARCHAR(36) NOT NULL PRIMARY KEY,
+    workflow_id VARCHAR(36) NOT NULL,
+    project_id BIGINT NOT NULL,
+    status VARCHAR(16) NOT NULL,
+    logical_time DATETIME(6) NOT NULL,
+    started_at DATETIME(6) NOT NULL,
+    ended_at DATETIME(6) NULL,
+    started_by VARCHAR(200) NOT NULL DEFAULT '',
+    trigger_kind VARCHAR(16) NOT NULL DEFAULT '',
+    definition MEDIUMTEXT NOT NULL,
+    params MEDIUMTEXT NOT NULL,
+    updated_at DATETIME(6) NOT NULL,
+    KEY idx_workflow_runs_workflow (workflow_id, started_at),
+    KEY idx_workflow_runs_status (status, updated_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
+CREATE TABLE workflow_steps (
+    run_id VARCHAR(36) NOT NULL,
+    name VARCHAR(64) NOT NULL,
+    task_id VARCHAR(36) NOT NULL,
+    state VARCHAR(16) NOT NULL,
+    dispatch_id VARCHAR(36) NOT NULL DEFAULT '',
+    task_run VARCHAR(64) NOT NULL DEFAULT '',
+    node VARCHAR(64) NOT NULL DEFAULT '',
+    attempt INTEGER NOT NULL DEFAULT 0,
+    output MEDIUMTEXT NOT NULL,
+    started_at DATETIME(6) NULL,
+    ended_at DATETIME(6) NULL,
+    updated_at DATETIME(6) NOT NULL,
+    PRIMARY KEY (run_id, name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
+-- The runs of workflow steps name their workflow run and step.
+ALTER TABLE runs ADD COLUMN workflow_run VARCHAR(36) NOT NULL DEFAULT '';
+--bun:split
+ALTER TABLE runs ADD COLUMN workflow_step VARCHAR(64) NOT NULL DEFAULT '';
+--bun:split
+CREATE INDEX idx_runs_workflow ON runs (workflow_run, workflow_step);
