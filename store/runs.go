@@ -374,7 +374,8 @@ type runStat struct {
 // cannot freeze the task's last-run fields. The list is in task id order and
 // read first (STRAIGHT_JOIN), each task row found by primary key, so
 // concurrent batches touching the same tasks lock them in one order and queue
-// instead of deadlocking.
+// instead of deadlocking; on PostgreSQL the rows are locked in id order by a
+// SELECT … FOR UPDATE first.
 func updateRunStats(ctx context.Context, db bun.IDB, fresh []Run, now time.Time) error {
 	idx := map[string]int{}
 	var stats []runStat
@@ -424,6 +425,21 @@ func updateRunStats(ctx context.Context, db bun.IDB, fresh []Run, now time.Time)
 				list.WriteString(" UNION ALL SELECT ?, ?, CAST(? AS DATETIME(6)), ?")
 			}
 			args = append(args, s.id, s.n, s.last, s.result)
+		}
+		if isPostgres(db) {
+			// PostgreSQL locks the rows an UPDATE … FROM joins in the
+			// order its plan meets them (a hash join: the table's
+			// physical order, which updates change), not the list's:
+			// two batches over the same tasks then deadlocked now and
+			// then. Lock them in id order first; the UPDATE then waits
+			// for nothing it does not hold.
+			ids := make([]string, len(part))
+			for i, s := range part {
+				ids[i] = s.id
+			}
+			if _, err := db.NewRaw("SELECT id FROM tasks WHERE id IN (?) ORDER BY id FOR UPDATE", bun.In(ids)).Exec(ctx); err != nil {
+				return fmt.Errorf("store: lock tasks for their run stats: %w", err)
+			}
 		}
 		// The placeholders of SET follow the list on MySQL, precede it on
 		// SQLite and PostgreSQL.
