@@ -147,29 +147,29 @@ func TestSweepHungWorkerDoesNotDelayOthers(t *testing.T) {
 		release := make(chan struct{})
 		t.Cleanup(func() { close(release) }) // runs before the server's Close
 		var hungCalls atomic.Int32
+		var hungGaveUp atomic.Bool // the master's probe of hung timed out and hung up
 		hung.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			hungCalls.Add(1)
-			<-release // blocks until the test ends
+			select {
+			case <-release: // the test ends
+			case <-r.Context().Done():
+				hungGaveUp.Store(true)
+			}
 		}))
-		// Each healthy worker records when it was probed; "hung" sorts before
-		// them, so a sweep that probed one node after another would reach
-		// them only after the hung probe timed out.
+		// Each healthy worker counts the probes it answered before the
+		// master gave up on hung; "hung" sorts before them, so a sweep that
+		// probed one node after another would reach them only after that.
+		// (Events, not times: a loaded machine slows a sweep, not its order.)
 		const healthy = 20
-		var lastProbe atomic.Int64
+		var beforeGiveUp atomic.Int32
 		for i := range healthy {
 			tw := startWorker(t, fmt.Sprintf("ok%02d", i))
 			e.create(tw)
 			e.connect(tw.cfg.Identity)
 			router := tw.Router()
 			tw.Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == protocol.PathHealth {
-					now := time.Now().UnixNano()
-					for {
-						cur := lastProbe.Load()
-						if now <= cur || lastProbe.CompareAndSwap(cur, now) {
-							break
-						}
-					}
+				if r.URL.Path == protocol.PathHealth && !hungGaveUp.Load() {
+					beforeGiveUp.Add(1)
 				}
 				router.ServeHTTP(rw, r)
 			}))
@@ -179,17 +179,13 @@ func TestSweepHungWorkerDoesNotDelayOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		start := time.Now()
 		res := e.m.Sweep(e.ctx)
 		t.Logf("sweep with 1 hung + %d healthy workers took %s (probe timeout %s)", healthy, res.Took, probeTimeout)
-		if res.Took >= 2*probeTimeout {
-			t.Errorf("sweep took %s with one hung worker, want under %s", res.Took, 2*probeTimeout)
-		}
 		if res.Probed != healthy+1 || res.Healthy != healthy || res.Failed != 1 {
 			t.Errorf("sweep = %+v", res)
 		}
-		if last := time.Unix(0, lastProbe.Load()); last.Sub(start) >= probeTimeout {
-			t.Errorf("the last healthy worker was probed %s after the sweep began: the hung probe held the others up", last.Sub(start))
+		if n := beforeGiveUp.Load(); n != healthy {
+			t.Errorf("%d of %d healthy workers were probed before the hung probe timed out: the hung probe held the others up", n, healthy)
 		}
 		if hungCalls.Load() != 1 {
 			t.Errorf("hung worker probed %d times", hungCalls.Load())
