@@ -135,3 +135,15 @@ func (s *server) apiCancelWorkflowRun(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, r)
 }
+
+// apiRerunWorkflowRun answers POST /api/v1/workflow-runs/{id}/rerun
+// (project operators): a new run of an ended run's steps that did not
+// succeed and those after them, keeping the successful ones.
+func (s *server) apiRerunWorkflowRun(c *gin.Context) {
+	r, err := s.m.Workflows().RerunFailed(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, r)
+}

@@ -58,7 +58,7 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/selectors/preview": clsSignedIn, "GET /api/v1/pools": clsSignedIn, "GET /api/v1/pools/*pool": clsSignedIn,
 	"GET /api/v1/runs": clsSignedIn, "GET /api/v1/tokens": clsSignedIn, "POST /api/v1/tokens": clsRead,
 	"GET /api/v1/events": clsSignedIn, "GET /api/v1/delayed": clsSignedIn, "GET /api/v1/tasks": clsSignedIn,
-	"GET /api/v1/projects": clsSignedIn, "GET /api/v1/workflows": clsSignedIn,
+	"GET /api/v1/projects": clsSignedIn, "GET /api/v1/workflows": clsSignedIn, "GET /workflows": clsSignedIn,
 
 	"GET /nodes/command": clsAdmin, "GET /nodes/new": clsAdmin, "POST /nodes": clsAdmin, "GET /nodes/:name/edit": clsAdmin,
 	"POST /nodes/:name": clsAdmin, "POST /nodes/:name/connect": clsAdmin, "POST /nodes/:name/enable": clsAdmin,
@@ -82,6 +82,7 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/tasks/:id/versions": clsRead, "GET /api/v1/tasks/:id/versions/:n": clsRead, "GET /api/v1/runs/:id": clsRead,
 	"GET /api/v1/runs/:id/output": clsRead, "GET /api/v1/delayed/:id": clsRead, "GET /api/v1/projects/:name": clsRead,
 	"GET /api/v1/projects/:name/members": clsRead, "GET /api/v1/export": clsRead,
+	"GET /workflows/:id": clsRead, "GET /workflow-runs/:id": clsRead, "GET /workflow-runs/:id/live": clsRead,
 	"GET /api/v1/workflows/:id": clsRead, "GET /api/v1/workflows/:id/runs": clsRead, "GET /api/v1/workflow-runs/:id": clsRead,
 
 	"POST /tasks/:id/start": clsOperate, "POST /tasks/:id/stop": clsOperate, "POST /tasks/:id/pause": clsOperate,
@@ -90,7 +91,9 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/tasks/:id/start": clsOperate, "POST /api/v1/tasks/:id/stop": clsOperate, "POST /api/v1/tasks/:id/pause": clsOperate,
 	"POST /api/v1/tasks/:id/resume": clsOperate, "POST /api/v1/tasks/:id/run": clsOperate, "POST /api/v1/tasks/bulk": clsOperate,
 	"POST /api/v1/runs/:id/kill": clsOperate, "DELETE /api/v1/delayed/:id": clsOperate, "POST /api/v1/delayed/:id/cancel": clsOperate,
+	"POST /workflows/:id/run": clsOperate, "POST /workflow-runs/:id/cancel": clsOperate, "POST /workflow-runs/:id/rerun": clsOperate,
 	"POST /api/v1/workflows/:id/run": clsOperate, "POST /api/v1/workflow-runs/:id/cancel": clsOperate,
+	"POST /api/v1/workflow-runs/:id/rerun": clsOperate,
 
 	"GET /tasks/new": clsEdit, "POST /tasks": clsEdit, "GET /tasks/:id/edit": clsEdit, "GET /tasks/:id/clone": clsEdit,
 	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "POST /tasks/:id/versions/:n/restore": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,

@@ -31,7 +31,7 @@ var eventActions = []string{
 	"task.", "task.create", "task.edit", "task.start", "task.stop", "task.pause", "task.resume", "task.run", "task.delete",
 	"user.", "token.", "settings.",
 	"delayed.", "delayed.create", "delayed.cancel", "delayed.fail", "delayed.reassign",
-	"workflow.", "workflow.create", "workflow.update", "workflow.delete", "workflow.run", "workflow.cancel", "workflow.end",
+	"workflow.", "workflow.create", "workflow.update", "workflow.delete", "workflow.run", "workflow.cancel", "workflow.rerun", "workflow.end",
 }
 
 // eventFilterInput reads the event filters of a query string; bad fields are

@@ -375,6 +375,9 @@ var openAPIOps = []apiOp{
 		status: 200, resp: master.WorkflowRun{}, errors: []int{404}},
 	{method: "POST", path: "/api/v1/workflow-runs/{id}/cancel", tag: "workflows", summary: "Cancel a run: kill its steps in progress, skip the rest", auth: "project",
 		status: 200, resp: master.WorkflowRun{}, errors: []int{404, 409}},
+	{method: "POST", path: "/api/v1/workflow-runs/{id}/rerun", tag: "workflows", summary: "Run an ended run's failed steps again, keeping the successful ones", auth: "project",
+		status: 201, resp: master.WorkflowRun{}, errors: []int{404, 409},
+		notes: "A new run (rerun_of names the old one) with the same logical time and params: the steps that did not succeed and every step after them run again."},
 
 	// The cluster API workers call.
 	{method: "POST", path: protocol.PathMasterRegister, tag: "cluster", summary: "A worker registers (cluster-key MAC)", auth: "cluster",

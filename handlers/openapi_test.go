@@ -426,6 +426,12 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(200, "GET", "/api/v1/workflow-runs/"+created.ID, "/api/v1/workflow-runs/{id}", "")
 	a.must(200, "POST", "/api/v1/workflow-runs/"+created.ID+"/cancel", "/api/v1/workflow-runs/{id}/cancel", "")
 	a.must(409, "POST", "/api/v1/workflow-runs/"+created.ID+"/cancel", "/api/v1/workflow-runs/{id}/cancel", "")
+	rerun := a.must(201, "POST", "/api/v1/workflow-runs/"+created.ID+"/rerun", "/api/v1/workflow-runs/{id}/rerun", "")
+	if err := json.Unmarshal([]byte(rerun), &created); err != nil {
+		t.Fatal(err)
+	}
+	a.must(200, "POST", "/api/v1/workflow-runs/"+created.ID+"/cancel", "/api/v1/workflow-runs/{id}/cancel", "")
+	a.must(404, "POST", "/api/v1/workflow-runs/ghost/rerun", "/api/v1/workflow-runs/{id}/rerun", "")
 	a.must(404, "GET", "/api/v1/workflow-runs/ghost", "/api/v1/workflow-runs/{id}", "")
 	a.must(204, "DELETE", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
 	a.must(404, "GET", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")

@@ -180,6 +180,13 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	ui.POST("/settings", s.requireAdmin, s.saveSettings)
 	ui.POST("/settings/test", s.requireAdmin, s.testNotifications)
 	ui.GET("/events", s.listEvents)
+	ui.GET("/workflows", s.listWorkflows)
+	ui.GET("/workflows/:id", s.showWorkflow)
+	ui.POST("/workflows/:id/run", s.runWorkflow)
+	ui.GET("/workflow-runs/:id", s.showWorkflowRun)
+	ui.GET("/workflow-runs/:id/live", s.workflowRunLive)
+	ui.POST("/workflow-runs/:id/cancel", s.cancelWorkflowRun)
+	ui.POST("/workflow-runs/:id/rerun", s.rerunWorkflowRun)
 	ui.GET("/delayed", s.listDelayed)
 	ui.GET("/delayed/rows", s.delayedRows)
 	ui.GET("/delayed/new", s.requireProjectAction(master.ActEdit), s.showNewDelayed)
@@ -313,6 +320,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	apiWorkflows.GET("/:id/runs", s.apiListWorkflowRuns)
 	api.GET("/workflow-runs/:id", s.apiGetWorkflowRun)
 	api.POST("/workflow-runs/:id/cancel", s.apiCancelWorkflowRun)
+	api.POST("/workflow-runs/:id/rerun", s.apiRerunWorkflowRun)
 
 	// Anything else: a 404 in the caller's language (page or JSON), after
 	// the same text checks as the console.

@@ -6,6 +6,7 @@ package master
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -148,6 +149,16 @@ func (tk *Tasks) Update(ctx context.Context, id string, in TaskInput) (_ *Task, 
 		return tk.updateLive(ctx, cur, row, in.Note)
 	}
 	if err := tk.writeEdit(ctx, cur, row, in.Note, false); err != nil {
+		if errors.Is(err, store.ErrConflict) && in.Version != 0 {
+			// Another master saved it between the read and the write:
+			// say who and when, as for an edit that started from an
+			// older version.
+			if now, gerr := store.GetTask(ctx, tk.m.st.DB, id); gerr == nil {
+				if cerr := tk.conflictIfMoved(ctx, now, in.Version); cerr != nil {
+					return nil, cerr
+				}
+			}
+		}
 		return nil, mapTaskErr(err, id)
 	}
 	tk.m.log.Info("task edited", "task", id, "version", row.Version)

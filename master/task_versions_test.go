@@ -2,11 +2,14 @@ package master_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
@@ -145,5 +148,51 @@ func TestTaskVersionOfATaskFromBeforeVersions(t *testing.T) {
 	vs, _, err := e.m.Tasks().Versions(e.ctx, tk.ID, 0, 0)
 	if err != nil || len(vs) != 2 || vs[1].Via != master.ViaBefore || vs[1].Title != "ping" || vs[0].Title != "renamed" {
 		t.Fatalf("versions: %v %+v", err, vs)
+	}
+}
+
+// TestTaskVersionConcurrentEditsOneWins: eight edits that all started from
+// version 1 race: one is saved as version 2, the seven others are refused
+// naming the version that came first, and none is lost half-way.
+func TestTaskVersionConcurrentEditsOneWins(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	runningWorkers(e, "a")
+	in := httpInput("a")
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			edit := in
+			edit.HTTP = &protocol.HTTPSpec{Method: "GET", URL: fmt.Sprintf("http://127.0.0.1:1/edit-%d", i)}
+			edit.Version = 1
+			_, errs[i] = e.m.Tasks().Update(e.ctx, tk.ID, edit)
+		})
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Fatalf("edits %d and %d were both saved over version 1", won, i)
+		case master.KindOf(err) != master.KindState || !strings.Contains(err.Error(), "changed since version 1"):
+			t.Fatalf("edit %d: %v, want a conflict naming version 1", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no edit was saved")
+	}
+	cur, err := e.m.Tasks().Get(e.ctx, tk.ID)
+	if err != nil || cur.Version != 2 || cur.HTTP.URL != fmt.Sprintf("http://127.0.0.1:1/edit-%d", won) {
+		t.Fatalf("the task after the race: %v v%d %s, want edit %d as version 2", err, cur.Version, cur.HTTP.URL, won)
+	}
+	if vs, _, err := e.m.Tasks().Versions(e.ctx, tk.ID, 0, 0); err != nil || len(vs) != 2 {
+		t.Fatalf("versions after the race: %v %+v", err, vs)
 	}
 }

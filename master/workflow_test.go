@@ -397,3 +397,63 @@ func mustTask(t *testing.T, e *env, title string) string {
 	}
 	return tk.ID
 }
+
+// TestWorkflowRerunFailedKeepsTheSuccessfulSteps: a run whose middle step
+// failed is run again as a new run of the same logical time: the step
+// that succeeded is kept (not requested again), the failed one and the
+// step after it run, and the new run names the old one.
+func TestWorkflowRerunFailedKeepsTheSuccessfulSteps(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	url := e.serveMaster()
+	if err := e.m.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	reportingWorkers(e, url, "w1")
+	target := newStepTarget(t)
+	target.on("/b", func(w http.ResponseWriter, r *http.Request) {
+		if target.count("/b") == 1 {
+			http.Error(w, "first time broken", http.StatusInternalServerError)
+		}
+	})
+	ids := map[string]string{}
+	for _, p := range []string{"a", "b", "c"} {
+		ids[p] = stepTask(t, e, target, "/"+p)
+	}
+	w, err := e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "flaky middle", Steps: []master.WorkflowStep{
+		{Name: "a", Task: ids["a"]},
+		{Name: "b", Task: ids["b"], After: []master.StepEdge{{Step: "a"}}},
+		{Name: "c", Task: ids["c"], After: []master.StepEdge{{Step: "b"}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := e.m.Workflows().RunNow(e.ctx, w.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := waitWorkflowRun(t, e, started.ID)
+	if got := stepStates(first); first.Status != store.WorkflowFailed || got["a"] != store.StepSuccess || got["b"] != store.StepFailed || got["c"] != store.StepSkipped {
+		t.Fatalf("first run %s: %v", first.Status, got)
+	}
+	if _, err := e.m.Workflows().RerunFailed(e.ctx, w.ID); master.KindOf(err) != master.KindNotFound {
+		t.Fatalf("rerun of a workflow's id, not a run's: %v", err)
+	}
+	again, err := e.m.Workflows().RerunFailed(e.ctx, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := waitWorkflowRun(t, e, again.ID)
+	if second.Status != store.WorkflowSuccess || second.RerunOf != first.ID || !second.LogicalTime.Equal(first.LogicalTime) || second.ID == first.ID {
+		t.Fatalf("rerun: %+v", second)
+	}
+	if target.count("/a") != 1 || target.count("/b") != 2 || target.count("/c") != 1 {
+		t.Fatalf("requests: a %d, b %d, c %d; want a kept (1), b again (2), c once", target.count("/a"), target.count("/b"), target.count("/c"))
+	}
+	if second.Steps[0].Run != first.Steps[0].Run {
+		t.Fatalf("the kept step a names run %s, was %s", second.Steps[0].Run, first.Steps[0].Run)
+	}
+	if _, err := e.m.Workflows().RerunFailed(e.ctx, second.ID); master.KindOf(err) != master.KindState {
+		t.Fatalf("rerun of a successful run: %v", err)
+	}
+}

@@ -49,8 +49,11 @@ type WorkflowRun struct {
 	StartedAt   time.Time `bun:"started_at"`
 	EndedAt     time.Time `bun:"ended_at,nullzero"`
 	StartedBy   string    `bun:"started_by"`
-	// Trigger is what started it: manual, api, schedule or backfill.
-	Trigger    string    `bun:"trigger_kind"`
+	// Trigger is what started it: manual, api, rerun, schedule or backfill.
+	Trigger string `bun:"trigger_kind"`
+	// RerunOf names the run this one runs again (its failed steps and
+	// what follows them); empty for the others.
+	RerunOf    string    `bun:"rerun_of"`
 	Definition string    `bun:"definition"`
 	Params     string    `bun:"params"`
 	UpdatedAt  time.Time `bun:"updated_at"`
@@ -165,8 +168,8 @@ func DeleteWorkflow(ctx context.Context, db bun.IDB, id string) error {
 	return nil
 }
 
-// CreateWorkflowRun inserts a run and its steps (all pending); run it in a
-// transaction.
+// CreateWorkflowRun inserts a run and its steps (pending unless a state is
+// given: a rerun's steps that succeeded before); run it in a transaction.
 func CreateWorkflowRun(ctx context.Context, db bun.IDB, r *WorkflowRun, steps []WorkflowStep) error {
 	now := time.Now().UTC()
 	r.StartedAt, r.UpdatedAt = now, now
@@ -174,7 +177,10 @@ func CreateWorkflowRun(ctx context.Context, db bun.IDB, r *WorkflowRun, steps []
 		return fmt.Errorf("store: create workflow run: %w", err)
 	}
 	for i := range steps {
-		steps[i].RunID, steps[i].State, steps[i].UpdatedAt = r.ID, StepPending, now
+		steps[i].RunID, steps[i].UpdatedAt = r.ID, now
+		if steps[i].State == "" {
+			steps[i].State = StepPending
+		}
 	}
 	for start := 0; start < len(steps); start += 200 {
 		chunk := steps[start:min(start+200, len(steps))]

@@ -81,6 +81,19 @@ func resultName(ctx context.Context, r string) string {
 	return r
 }
 
+// stepStateName names a workflow step's state or a workflow run's status.
+func stepStateName(ctx context.Context, s string) string {
+	switch s {
+	case "pending":
+		return T(ctx, "DelayedPending")
+	case "dispatched":
+		return T(ctx, "StepDispatched")
+	case "cancelled":
+		return T(ctx, "DelayedCancelled")
+	}
+	return resultName(ctx, s)
+}
+
 // nodeStatusName names a node's status (offline, idle, running).
 func nodeStatusName(ctx context.Context, s string) string {
 	switch s {
