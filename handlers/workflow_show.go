@@ -25,17 +25,18 @@ func (s *server) showWorkflow(c *gin.Context) {
 	}
 	vm := views.WorkflowVM{Layout: s.layout(c, w.Title, "workflows"), Flash: s.takeFlash(c), ID: w.ID, Title: w.Title, Key: w.Key,
 		Project: w.Project, Version: w.Version, CanRun: currentUser(c).Can(w.ProjectID, master.ActOperate)}
-	titles := map[string]string{}
+	ids := make([]string, 0, len(w.Steps))
+	for _, st := range w.Steps {
+		ids = append(ids, st.Task)
+	}
+	titles, err := s.m.Reads().TaskTitles(ctx, ids)
+	if err != nil {
+		s.tasksError(c, err)
+		return
+	}
 	var dag []views.DAGStep
 	for _, st := range w.Steps {
-		title, seen := titles[st.Task]
-		if !seen {
-			if t, err := s.m.Tasks().Get(ctx, st.Task); err == nil {
-				title = t.Title
-			}
-			titles[st.Task] = title
-		}
-		row := views.WorkflowStepRow{Name: st.Name, TaskID: st.Task, TaskTitle: title}
+		row := views.WorkflowStepRow{Name: st.Name, TaskID: st.Task, TaskTitle: titles[st.Task]}
 		ds := views.DAGStep{Name: st.Name}
 		for _, e := range st.After {
 			row.After = append(row.After, edgeText(e))

@@ -11,9 +11,16 @@ func tailOutput(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	start := len(s) - max
+	start := tailStart(s, max)
+	return fmt.Sprintf("[… %d earlier bytes truncated]\n", start) + s[start:]
+}
+
+// tailStart is where the last n bytes of s begin, moved forward to a
+// character boundary.
+func tailStart(s string, n int) int {
+	start := max(len(s)-n, 0)
 	for start < len(s) && !utf8.RuneStart(s[start]) {
 		start++
 	}
-	return fmt.Sprintf("[… %d earlier bytes truncated]\n", start) + s[start:]
+	return start
 }

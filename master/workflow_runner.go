@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -181,16 +180,7 @@ func stepStateOf(res protocol.Result) string {
 
 // stepOutput is the end of a run's output a step keeps for its children:
 // at most maxStepOutput bytes, from a character boundary.
-func stepOutput(out string) string {
-	if len(out) <= maxStepOutput {
-		return out
-	}
-	cut := len(out) - maxStepOutput
-	for cut < len(out) && !utf8.RuneStart(out[cut]) {
-		cut++
-	}
-	return out[cut:]
-}
+func stepOutput(out string) string { return out[tailStart(out, maxStepOutput):] }
 
 // Readiness of a pending step.
 const (

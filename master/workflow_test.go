@@ -385,6 +385,18 @@ func TestWorkflowDefinitionRefusesBadGraphs(t *testing.T) {
 	if ws, err := e.m.Workflows().List(e.ctx); err != nil || len(ws) != 0 {
 		t.Fatalf("refused definitions were saved: %v %+v", err, ws)
 	}
+	// A key names one workflow of a project; its own edit keeps it.
+	first, err := e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "etl", Key: "etl", Steps: []master.WorkflowStep{step("x", a)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "etl 2", Key: "etl", Steps: []master.WorkflowStep{step("x", a)}}})
+	if fe, ok := err.(protocol.FieldErrors); !ok || !strings.Contains(fe["key"], "has this key already") {
+		t.Fatalf("a second workflow with key etl: %v", err)
+	}
+	if _, err := e.m.Workflows().Update(e.ctx, first.ID, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "etl b", Key: "etl", Steps: []master.WorkflowStep{step("x", b)}}}); err != nil {
+		t.Fatalf("an edit keeping its own key: %v", err)
+	}
 }
 
 func mustTask(t *testing.T, e *env, title string) string {

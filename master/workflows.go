@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,27 +176,19 @@ func (wf *Workflows) Delete(ctx context.Context, id string) (err error) {
 // edited, "" for a new one) and returns the row it makes.
 func (wf *Workflows) check(ctx context.Context, project int64, id string, d *WorkflowDef) (*store.Workflow, error) {
 	d.normalize()
-	tasks := map[string]*store.Task{}
+	ids := make([]string, 0, len(d.Steps))
 	for _, s := range d.Steps {
-		if s.Task == "" || tasks[s.Task] != nil {
-			continue
-		}
-		t, err := store.GetTask(ctx, wf.m.st.DB, s.Task)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		tasks[s.Task] = t
+		ids = append(ids, s.Task)
+	}
+	tasks, err := store.GetTasks(ctx, wf.m.st.DB, slices.Compact(slices.Sorted(slices.Values(ids))))
+	if err != nil {
+		return nil, err
 	}
 	fe := d.validate(func(taskID string) string {
 		t := tasks[taskID]
-		switch {
-		case t == nil || t.Status == store.TaskDeleted:
-			return fmt.Sprintf("task %s does not exist", clipText(taskID, 64))
-		case t.ProjectID != project:
-			// Told as missing: the task's project is not the caller's to learn.
+		if t == nil || t.ProjectID != project {
+			// One answer for both: whether a task exists in another
+			// project is not the caller's to learn.
 			return fmt.Sprintf("task %s does not exist in this workflow's project", clipText(taskID, 64))
 		}
 		if dt, err := decodeTask(t); err == nil && dt.Routing == protocol.RoutingBroadcast {
@@ -204,17 +197,15 @@ func (wf *Workflows) check(ctx context.Context, project int64, id string, d *Wor
 		return ""
 	})
 	if d.Key != "" && fe["key"] == "" {
-		others, err := store.ListWorkflows(ctx, wf.m.st.DB, []int64{project}, maxWorkflowsListed)
-		if err != nil {
+		other, err := store.WorkflowWithKey(ctx, wf.m.st.DB, project, d.Key)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		for _, o := range others {
-			if o.Key == d.Key && o.ID != id {
-				if fe == nil {
-					fe = protocol.FieldErrors{}
-				}
-				fe["key"] = fmt.Sprintf("workflow “%s” has this key already", o.Title)
+		if err == nil && other.ID != id {
+			if fe == nil {
+				fe = protocol.FieldErrors{}
 			}
+			fe["key"] = fmt.Sprintf("workflow “%s” has this key already", other.Title)
 		}
 	}
 	if len(fe) > 0 {

@@ -142,6 +142,16 @@ func GetWorkflow(ctx context.Context, db bun.IDB, id string) (*Workflow, error) 
 	return w, nil
 }
 
+// WorkflowWithKey reads the workflow of a project with a key.
+func WorkflowWithKey(ctx context.Context, db bun.IDB, project int64, key string) (*Workflow, error) {
+	w := new(Workflow)
+	if err := db.NewSelect().Model(w).Column("id", "title").Where("project_id = ?", project).Where("wkey = ?", key).
+		Limit(1).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: workflow with key %s: %w", key, notFound(err))
+	}
+	return w, nil
+}
+
 // ListWorkflows lists the workflows of the given projects (all when nil),
 // by title, at most limit.
 func ListWorkflows(ctx context.Context, db bun.IDB, projects []int64, limit int) ([]Workflow, error) {
