@@ -220,6 +220,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.life = newLifecycle()
 	m.workflows = &Workflows{m: m}
 	m.workflows.runner = newWorkflowRunner(m)
+	m.workflows.scheduler = newWorkflowScheduler(m)
 	m.readCache = newReadCache(m.life)
 	m.events = &eventLog{db: st.DB, master: cfg.Identity, log: log, life: m.life}
 	m.logins = newLoginThrottle(st.DB, log, m.life, cfg.PasswordCost)
@@ -311,6 +312,13 @@ func (m *Master) Start(ctx context.Context) error {
 		m.lease.Stop(ctx)
 		return err
 	}
+	if err := m.workflows.scheduler.Start(); err != nil {
+		m.workflows.runner.reconciler.Stop()
+		m.retainer.Stop()
+		m.sweeper.Stop()
+		m.lease.Stop(ctx)
+		return err
+	}
 	m.life.goBackground(m.delayed.delayedLoop) // acts while this master leads
 	if elected {
 		m.life.goBackground(m.tasks.repushTasks)
@@ -377,6 +385,7 @@ func (m *Master) Stop(ctx context.Context) {
 		m.sweeper.Stop()
 		m.retainer.Stop()
 		m.workflows.runner.reconciler.Stop()
+		m.workflows.scheduler.Stop()
 	})
 	if again {
 		return

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -43,7 +44,80 @@ type WorkflowDef struct {
 	// Params are the workflow's params and their defaults: every step gets
 	// them, a run may give others.
 	Params map[string]string `json:"params,omitempty"`
-	Steps  []WorkflowStep    `json:"steps"`
+	// Schedule starts runs by itself when set (nil: runs start by hand or
+	// by the API only); it reads as a task's, in Timezone, between StartAt
+	// and EndAt.
+	Schedule *protocol.Schedule `json:"schedule,omitempty"`
+	Timezone string             `json:"timezone,omitempty"`
+	StartAt  *time.Time         `json:"start_at,omitempty"`
+	EndAt    *time.Time         `json:"end_at,omitempty"`
+	// Overlap says what a fire does while a run of the workflow is still
+	// going: OverlapSkip (the default: a pipeline rarely wants two runs
+	// at once), OverlapQueue (one run waits) or OverlapAllow.
+	Overlap string `json:"overlap,omitempty"`
+	// Misfire says what happens to fires missed while no master ran the
+	// schedule: MisfireSkip (recorded as one skipped run) or MisfireRunOnce.
+	Misfire string         `json:"misfire,omitempty"`
+	Steps   []WorkflowStep `json:"steps"`
+}
+
+// misfireAfter is how late a fire may start and still count as on time;
+// a later one was missed (no leader ran the schedule meanwhile).
+const misfireAfter = time.Minute
+
+// scheduled reports whether d starts runs by itself.
+func (d *WorkflowDef) scheduled() bool { return d.Schedule != nil && d.Schedule.Kind != "" }
+
+// schedulePlan is the plan of d's schedule (id: the workflow's, which
+// spreads H forms and intervals like a task's id does).
+func (d *WorkflowDef) schedulePlan(id string) (protocol.Plan, error) {
+	return protocol.NewPlan(d.asTask(id))
+}
+
+// asTask is d's schedule as a task definition, so that a workflow's fires
+// follow the very rules of a task's (protocol.Plan, TaskDef.Validate).
+func (d *WorkflowDef) asTask(id string) *protocol.TaskDef {
+	t := &protocol.TaskDef{ID: id, Title: "workflow", Type: protocol.TaskShell, Shell: &protocol.ShellSpec{Command: "true"},
+		Timezone: d.Timezone, StartAt: d.StartAt, EndAt: d.EndAt, Timeout: protocol.Duration(protocol.DefaultTimeout)}
+	if d.Schedule != nil {
+		t.Schedule = *d.Schedule
+	}
+	return t
+}
+
+// validateSchedule checks d's schedule, zone, window and policies with the
+// task's rules, naming the same fields.
+func (d *WorkflowDef) validateSchedule(fe protocol.FieldErrors, id string, now time.Time) {
+	switch d.Overlap {
+	case protocol.OverlapSkip, protocol.OverlapQueue, protocol.OverlapAllow:
+	default:
+		fe["overlap"] = fmt.Sprintf("%q is not skip, queue or allow", clipText(d.Overlap, 32))
+	}
+	switch d.Misfire {
+	case protocol.MisfireSkip, protocol.MisfireRunOnce:
+	default:
+		fe["misfire"] = fmt.Sprintf("%q is not skip or run_once", clipText(d.Misfire, 32))
+	}
+	if !d.scheduled() {
+		if d.StartAt != nil || d.EndAt != nil {
+			fe["schedule.kind"] = "start_at and end_at bound a schedule: give one (cron, interval or once), or leave them out"
+		}
+		if d.Timezone != "" && d.Timezone != protocol.DefaultTimezone {
+			if _, err := protocol.LoadTimezone(d.Timezone); err != nil {
+				fe["timezone"] = err.Error()
+			}
+		}
+		return
+	}
+	err := d.asTask(id).Validate(now)
+	var tfe protocol.FieldErrors
+	if errors.As(err, &tfe) {
+		for k, v := range tfe {
+			if strings.HasPrefix(k, "schedule.") || k == "timezone" || k == "start_at" || k == "end_at" {
+				fe[k] = v
+			}
+		}
+	}
 }
 
 // WorkflowStep is one step: a task of the workflow's project, the params
@@ -68,6 +142,30 @@ type StepEdge struct {
 // normalize trims the text fields and fills the default conditions.
 func (d *WorkflowDef) normalize() {
 	d.Title, d.Key = strings.TrimSpace(d.Title), strings.TrimSpace(d.Key)
+	d.Overlap = strings.ToLower(strings.TrimSpace(d.Overlap))
+	if d.Overlap == "" {
+		d.Overlap = protocol.OverlapSkip
+	}
+	d.Misfire = strings.ToLower(strings.TrimSpace(d.Misfire))
+	if d.Misfire == "" {
+		d.Misfire = protocol.MisfireSkip
+	}
+	if d.Timezone = strings.TrimSpace(d.Timezone); d.Timezone == "" {
+		d.Timezone = protocol.DefaultTimezone
+	}
+	if d.Schedule != nil {
+		d.Schedule.Kind = strings.ToLower(strings.TrimSpace(d.Schedule.Kind))
+		d.Schedule.Cron = strings.TrimSpace(d.Schedule.Cron)
+		d.Schedule.Align = strings.ToLower(strings.TrimSpace(d.Schedule.Align))
+		switch d.Schedule.Kind {
+		case "", "manual":
+			d.Schedule = nil // runs start by hand only
+		case protocol.ScheduleInterval:
+			if d.Schedule.Align == "" {
+				d.Schedule.Align = protocol.AlignSpread
+			}
+		}
+	}
 	for i := range d.Steps {
 		s := &d.Steps[i]
 		s.Name, s.Task = strings.TrimSpace(s.Name), strings.TrimSpace(s.Task)
@@ -84,8 +182,9 @@ func (d *WorkflowDef) normalize() {
 // validate checks d on its own, the tasks its steps name aside (taskOK
 // says what is wrong with a task id, "" if nothing): every problem as a
 // field error naming the step.
-func (d *WorkflowDef) validate(taskOK func(id string) string) protocol.FieldErrors {
+func (d *WorkflowDef) validate(id string, now time.Time, taskOK func(id string) string) protocol.FieldErrors {
 	fe := protocol.FieldErrors{}
+	d.validateSchedule(fe, id, now)
 	switch n := utf8.RuneCountInString(d.Title); {
 	case !utf8.ValidString(d.Title) || strings.ContainsFunc(d.Title, unicode.IsControl):
 		fe["title"] = "must be text (UTF-8, no control characters)"

@@ -59,6 +59,7 @@ func (r *workflowRunner) reconcilePass() {
 			r.log.Warn("workflow run not reconciled", "run", id, "err", err)
 		}
 	}
+	r.promotePass(ctx)
 }
 
 // reconcile brings a run in progress up to date with what the database
@@ -82,6 +83,7 @@ func (r *workflowRunner) reconcile(ctx context.Context, id string) error {
 		}
 		r.log.Info("workflow run timed out", "run", id, "timeout", t)
 		r.stopSteps(ctx, id, fmt.Sprintf("the workflow run's timeout of %s passed", t))
+		r.ended(ctx, run)
 		return nil
 	}
 	for i := range steps {
@@ -299,6 +301,19 @@ func (r *workflowRunner) finish(ctx context.Context, run *store.WorkflowRun, ste
 		r.log.Info("workflow run ended", "run", run.ID, "workflow", run.WorkflowID, "status", status)
 		r.m.events.record(withEventProject(ctx, run.ProjectID), "workflow.end", store.TargetWorkflow, run.WorkflowID, nil,
 			fmt.Sprintf("run %s ended %s", run.ID, status))
+		r.ended(ctx, run)
+	}
+}
+
+// ended starts what waited for a run that just ended: the next run of its
+// backfill, or the run queued behind it (overlap policy queue).
+func (r *workflowRunner) ended(ctx context.Context, run *store.WorkflowRun) {
+	switch {
+	case run.BackfillID != "":
+		r.promote(ctx, "", run.BackfillID)
+	case run.WorkflowID != "" && strings.Contains(run.Definition, `"overlap":"queue"`):
+		// The definition is the engine's own JSON: a queue policy reads so.
+		r.promote(ctx, run.WorkflowID, "")
 	}
 }
 
@@ -455,7 +470,11 @@ func (r *workflowRunner) stepParams(run *store.WorkflowRun, def *WorkflowDef, s 
 		}
 		out[k] = expanded
 	}
-	out["WORKFLOW_TIME"] = run.LogicalTime.UTC().Format(time.RFC3339)
+	loc, err := protocol.LoadTimezone(def.Timezone)
+	if err != nil {
+		loc = time.UTC // a zone that went away since the save: say the time in UTC
+	}
+	out["WORKFLOW_TIME"] = run.LogicalTime.In(loc).Format(time.RFC3339)
 	out["WORKFLOW_RUN_ID"] = run.ID
 	return out, nil
 }

@@ -48,9 +48,14 @@ type WorkflowRun struct {
 	StartedBy   string     `json:"started_by"`
 	Trigger     string     `json:"trigger"`
 	// RerunOf names the run this one runs again (Rerun failed).
-	RerunOf string            `json:"rerun_of,omitempty"`
-	Params  map[string]string `json:"params,omitempty"`
-	Steps   []StepRun         `json:"steps,omitempty"`
+	RerunOf string `json:"rerun_of,omitempty"`
+	// Note says why a run was skipped or queued, or which fires it
+	// stands for.
+	Note string `json:"note,omitempty"`
+	// BackfillID names the backfill that made the run.
+	BackfillID string            `json:"backfill_id,omitempty"`
+	Params     map[string]string `json:"params,omitempty"`
+	Steps      []StepRun         `json:"steps,omitempty"`
 }
 
 // StepRun is one step of a workflow run: its state, and the run of its
@@ -173,21 +178,24 @@ func (wf *Workflows) Cancel(ctx context.Context, runID string) (err error) {
 		return err
 	}
 	ctx = withEventProject(ctx, r.ProjectID)
-	ended, err := store.EndWorkflowRun(ctx, wf.m.st.DB, runID, store.WorkflowCancelled)
+	ended, err := store.EndWorkflowRun(ctx, wf.m.st.DB, runID, store.WorkflowCancelled, store.WorkflowRunning, store.WorkflowQueued)
 	if err != nil {
 		return err
 	}
 	if !ended {
 		return Errorf(KindState, "workflow run %s is not in progress: it ended as %s", runID, r.Status)
 	}
+	// A queued run has no steps to stop; one started meanwhile has.
 	wf.runner.stopSteps(ctx, runID, "the workflow run was cancelled by "+ActorFrom(ctx))
+	wf.runner.ended(WithActor(wf.m.life.ctx, ActorScheduler), r)
 	return nil
 }
 
 // workflowRunOf is a stored run as the engine answers it.
 func workflowRunOf(r *store.WorkflowRun, steps []store.WorkflowStep) (*WorkflowRun, error) {
 	out := &WorkflowRun{ID: r.ID, WorkflowID: r.WorkflowID, ProjectID: r.ProjectID, Status: r.Status,
-		LogicalTime: r.LogicalTime, StartedAt: r.StartedAt, StartedBy: r.StartedBy, Trigger: r.Trigger, RerunOf: r.RerunOf}
+		LogicalTime: r.LogicalTime, StartedAt: r.StartedAt, StartedBy: r.StartedBy, Trigger: r.Trigger, RerunOf: r.RerunOf,
+		Note: r.Note, BackfillID: r.BackfillID}
 	if !r.EndedAt.IsZero() {
 		out.EndedAt = &r.EndedAt
 	}
@@ -243,7 +251,7 @@ func (wf *Workflows) RerunFailed(ctx context.Context, runID string) (_ *Workflow
 		return nil, err
 	}
 	ctx = withEventProject(ctx, r.ProjectID)
-	if r.Status == store.WorkflowRunning || r.Status == store.WorkflowSuccess {
+	if r.Status == store.WorkflowRunning || r.Status == store.WorkflowQueued || r.Status == store.WorkflowSuccess {
 		return nil, Errorf(KindState, "workflow run %s is %s: only a failed, timed out or cancelled run is run again", runID, r.Status)
 	}
 	var def WorkflowDef

@@ -21,6 +21,9 @@ type Workflows struct {
 	m *Master
 	// runner dispatches steps and moves runs on (workflow_runs.go).
 	runner *workflowRunner
+	// scheduler starts the runs of scheduled workflows
+	// (workflow_schedule.go).
+	scheduler *workflowScheduler
 }
 
 // Workflows is the engine's workflow domain.
@@ -36,6 +39,10 @@ type Workflow struct {
 	Project   string `json:"project,omitempty"`
 	// Version counts the saves: an edit names the one it started from.
 	Version int `json:"version"`
+	// NextFire is the schedule's next fire (nil: none, or manual only).
+	NextFire *time.Time `json:"next_fire"`
+	// Paused stops the schedule; runs may still start by hand.
+	Paused bool `json:"paused"`
 	WorkflowDef
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
@@ -73,7 +80,7 @@ func (wf *Workflows) Create(ctx context.Context, in WorkflowInput) (_ *Workflow,
 	if err := authorize(ctx, p.ID, ActEdit, projectNotFound(p.Name)); err != nil {
 		return nil, err
 	}
-	row, err := wf.check(ctx, p.ID, "", &in.WorkflowDef)
+	row, err := wf.check(ctx, p.ID, id, &in.WorkflowDef)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +191,8 @@ func (wf *Workflows) check(ctx context.Context, project int64, id string, d *Wor
 	if err != nil {
 		return nil, err
 	}
-	fe := d.validate(func(taskID string) string {
+	now := time.Now().UTC()
+	fe := d.validate(id, now, func(taskID string) string {
 		t := tasks[taskID]
 		if t == nil || t.ProjectID != project {
 			// One answer for both: whether a task exists in another
@@ -215,12 +223,22 @@ func (wf *Workflows) check(ctx context.Context, project int64, id string, d *Wor
 	if err != nil {
 		return nil, fmt.Errorf("master: encode workflow: %w", err)
 	}
-	return &store.Workflow{Title: d.Title, Key: d.Key, Definition: string(js)}, nil
+	row := &store.Workflow{Title: d.Title, Key: d.Key, Definition: string(js)}
+	if d.scheduled() {
+		plan, err := d.schedulePlan(id)
+		if err != nil {
+			return nil, fmt.Errorf("master: workflow schedule: %w", err)
+		}
+		if next, ok := plan.Next(now); ok {
+			row.NextFire = &next
+		}
+	}
+	return row, nil
 }
 
 // workflowOf is a stored workflow as the engine answers it.
 func workflowOf(row *store.Workflow, project string) (*Workflow, error) {
-	w := &Workflow{ID: row.ID, ProjectID: row.ProjectID, Project: project, Version: row.Version,
+	w := &Workflow{ID: row.ID, ProjectID: row.ProjectID, Project: project, Version: row.Version, NextFire: row.NextFire, Paused: row.Paused,
 		CreatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}
 	if err := json.Unmarshal([]byte(row.Definition), &w.WorkflowDef); err != nil {
 		return nil, fmt.Errorf("master: workflow %s: %w", row.ID, err)

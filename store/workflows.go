@@ -16,15 +16,19 @@ import (
 type Workflow struct {
 	bun.BaseModel `bun:"table:workflows"`
 
-	ID         string    `bun:"id,pk"`
-	ProjectID  int64     `bun:"project_id"`
-	Title      string    `bun:"title"`
-	Key        string    `bun:"wkey"`
-	Definition string    `bun:"definition"`
-	Version    int       `bun:"version"`
-	CreatedBy  string    `bun:"created_by"`
-	CreatedAt  time.Time `bun:"created_at"`
-	UpdatedAt  time.Time `bun:"updated_at"`
+	ID         string `bun:"id,pk"`
+	ProjectID  int64  `bun:"project_id"`
+	Title      string `bun:"title"`
+	Key        string `bun:"wkey"`
+	Definition string `bun:"definition"`
+	Version    int    `bun:"version"`
+	// NextFire is the schedule's next fire (nil: manual only, or none
+	// left); Paused stops the schedule.
+	NextFire  *time.Time `bun:"next_fire"`
+	Paused    bool       `bun:"paused"`
+	CreatedBy string     `bun:"created_by"`
+	CreatedAt time.Time  `bun:"created_at"`
+	UpdatedAt time.Time  `bun:"updated_at"`
 }
 
 // Workflow run statuses.
@@ -34,6 +38,13 @@ const (
 	WorkflowFailed    = "failed"
 	WorkflowCancelled = "cancelled"
 	WorkflowTimeout   = "timeout"
+	// WorkflowQueued is a run that waits to start: a fire queued behind a
+	// run in progress (overlap queue), or a backfill's run beyond its
+	// concurrency.
+	WorkflowQueued = "queued"
+	// WorkflowSkipped is a fire recorded without a run (overlap skip, a
+	// misfire); its note says why.
+	WorkflowSkipped = "skipped"
 )
 
 // WorkflowRun is one run of a workflow, with a copy of the definition it
@@ -53,7 +64,11 @@ type WorkflowRun struct {
 	Trigger string `bun:"trigger_kind"`
 	// RerunOf names the run this one runs again (its failed steps and
 	// what follows them); empty for the others.
-	RerunOf    string    `bun:"rerun_of"`
+	RerunOf string `bun:"rerun_of"`
+	// Note says why a run was skipped or queued.
+	Note string `bun:"note"`
+	// BackfillID names the backfill that made the run.
+	BackfillID string    `bun:"backfill_id"`
 	Definition string    `bun:"definition"`
 	Params     string    `bun:"params"`
 	UpdatedAt  time.Time `bun:"updated_at"`
@@ -112,6 +127,7 @@ type WorkflowStep struct {
 func CreateWorkflow(ctx context.Context, db bun.IDB, w *Workflow) error {
 	now := time.Now().UTC()
 	w.CreatedAt, w.UpdatedAt = now, now
+	w.NextFire = fireTimePtr(w.NextFire)
 	if w.Version == 0 {
 		w.Version = 1
 	}
@@ -125,7 +141,8 @@ func CreateWorkflow(ctx context.Context, db bun.IDB, w *Workflow) error {
 // if its stored version is still from (ErrConflict otherwise).
 func UpdateWorkflow(ctx context.Context, db bun.IDB, w *Workflow, from int) error {
 	w.UpdatedAt = time.Now().UTC()
-	res, err := db.NewUpdate().Model(w).Column("title", "wkey", "definition", "version", "updated_at").
+	w.NextFire = fireTimePtr(w.NextFire)
+	res, err := db.NewUpdate().Model(w).Column("title", "wkey", "definition", "version", "next_fire", "updated_at").
 		WherePK().Where("version = ?", from).Exec(ctx)
 	if err := affected(res, err); err != nil {
 		return fmt.Errorf("store: update workflow %s: %w", w.ID, err)
@@ -266,12 +283,15 @@ func SetStep(ctx context.Context, db bun.IDB, s *WorkflowStep, from ...string) (
 	return changed(res, err, "set step")
 }
 
-// EndWorkflowRun sets a running run's final status; false when it was no
-// longer running.
-func EndWorkflowRun(ctx context.Context, db bun.IDB, id, status string) (bool, error) {
+// EndWorkflowRun sets a running run's final status (or, from the statuses
+// in from when given, a queued one's); false when it was in none of them.
+func EndWorkflowRun(ctx context.Context, db bun.IDB, id, status string, from ...string) (bool, error) {
 	now := time.Now().UTC()
+	if len(from) == 0 {
+		from = []string{WorkflowRunning}
+	}
 	res, err := db.NewUpdate().Model((*WorkflowRun)(nil)).Set("status = ?", status).Set("ended_at = ?", now).
-		Set("updated_at = ?", now).Where("id = ?", id).Where("status = ?", WorkflowRunning).Exec(ctx)
+		Set("updated_at = ?", now).Where("id = ?", id).Where("status IN (?)", bun.In(from)).Exec(ctx)
 	return changed(res, err, "end workflow run")
 }
 

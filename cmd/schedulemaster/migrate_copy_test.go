@@ -183,9 +183,12 @@ func fillEveryTable(t *testing.T, ctx context.Context, raw string) {
 		&store.Session{ID: "s-fixture", Username: "admin", CreatedAt: at, ExpiresAt: at.Add(time.Hour)},
 		&store.ProjectMember{ProjectID: store.DefaultProjectID, Username: "admin", Role: "operator", AddedBy: "admin", AddedAt: at},
 		&store.Workflow{ID: "wf-1", ProjectID: store.DefaultProjectID, Title: "etl ✓", Key: "etl", Definition: `{"title":"etl ✓","steps":[]}`,
-			Version: 2, CreatedBy: "admin", CreatedAt: at, UpdatedAt: at},
+			Version: 2, NextFire: &at, Paused: true, CreatedBy: "admin", CreatedAt: at, UpdatedAt: at},
+		&store.Backfill{ID: "bf-1", ProjectID: store.DefaultProjectID, WorkflowID: "wf-1", Title: "etl ✓", From: at.Add(-time.Hour), To: at,
+			MaxConcurrent: 3, NewestFirst: true, State: store.BackfillPaused, Total: 1, CreatedBy: "admin", CreatedAt: at, UpdatedAt: at},
 		&store.WorkflowRun{ID: "wr-1", WorkflowID: "wf-1", ProjectID: store.DefaultProjectID, Status: store.WorkflowFailed, LogicalTime: at,
-			StartedAt: at, EndedAt: at.Add(time.Second), StartedBy: "admin", Trigger: "manual", Definition: "{}", Params: `{"day":"é"}`, UpdatedAt: at},
+			StartedAt: at, EndedAt: at.Add(time.Second), StartedBy: "admin", Trigger: "manual", Definition: "{}", Params: `{"day":"é"}`, UpdatedAt: at,
+			Note: "missed ✓", BackfillID: "bf-1"},
 		&store.WorkflowStep{RunID: "wr-1", Name: "extract", TaskID: "copy-task", State: store.StepFailed, DispatchID: "run-three",
 			TaskRun: "run-three", Node: "w2", Attempt: 2, Output: "\uFFFD", EndedAt: at, UpdatedAt: at},
 	}
@@ -242,7 +245,13 @@ func readCopyFixture(t *testing.T, ctx context.Context, raw string) string {
 	b.WriteString(" | step " + step.Name + " " + step.State + " " + ts(step.StartedAt) + " " + ts(step.EndedAt) + " " + step.Output)
 	var wrun store.WorkflowRun
 	get(&wrun, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wr-1") })
-	b.WriteString(" | workflow run " + wrun.Status + " " + ts(wrun.EndedAt) + " " + wrun.Params)
+	b.WriteString(" | workflow run " + wrun.Status + " " + ts(wrun.EndedAt) + " " + wrun.Params + " " + wrun.Note + " " + wrun.BackfillID)
+	var wf store.Workflow
+	get(&wf, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wf-1") })
+	b.WriteString(" | workflow " + ts(*wf.NextFire) + " " + strconv.FormatBool(wf.Paused))
+	var bf store.Backfill
+	get(&bf, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "bf-1") })
+	b.WriteString(" | backfill " + ts(bf.From) + " " + ts(bf.To) + " " + bf.State + " " + strconv.FormatBool(bf.NewestFirst) + " " + ts(bf.EndedAt))
 	var tok store.APIToken
 	get(&tok, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("token_hash = ?", "h1") })
 	b.WriteString(" | token " + ts(tok.LastUsedAt) + " " + ts(tok.RevokedAt))

@@ -1,0 +1,42 @@
+-- Workflow schedules: next_fire is the schedule's next fire the leader
+-- starts a run for (NULL: manual only, or no fire left); the leader moves
+-- it on by a conditional update in the transaction that creates the run,
+-- so a fire starts one run whichever master does it. paused stops the
+-- schedule (runs may still be started by hand).
+ALTER TABLE workflows ADD COLUMN next_fire TIMESTAMP NULL;
+--bun:split
+ALTER TABLE workflows ADD COLUMN paused BOOLEAN NOT NULL DEFAULT FALSE;
+--bun:split
+CREATE INDEX idx_workflows_next_fire ON workflows (next_fire);
+--bun:split
+-- A run may wait (queued: the overlap policy queue, or a backfill's runs
+-- beyond its concurrency) or be recorded skipped (overlap skip, a
+-- misfire); note says why. backfill_id names the backfill that made it.
+ALTER TABLE workflow_runs ADD COLUMN note VARCHAR(500) NOT NULL DEFAULT '';
+--bun:split
+ALTER TABLE workflow_runs ADD COLUMN backfill_id VARCHAR(36) NOT NULL DEFAULT '';
+--bun:split
+CREATE INDEX idx_workflow_runs_backfill ON workflow_runs (backfill_id, status);
+--bun:split
+-- A backfill: a workflow (or one task, as a one-step run) run for every
+-- fire of its schedule in a past window, at most max_concurrent at once.
+-- Its runs are made queued when it is created; the leader starts them.
+CREATE TABLE backfills (
+    id VARCHAR(36) NOT NULL PRIMARY KEY,
+    project_id INTEGER NOT NULL,
+    workflow_id VARCHAR(36) NOT NULL DEFAULT '',
+    task_id VARCHAR(36) NOT NULL DEFAULT '',
+    title VARCHAR(200) NOT NULL DEFAULT '',
+    window_from TIMESTAMP NOT NULL,
+    window_to TIMESTAMP NOT NULL,
+    max_concurrent INTEGER NOT NULL,
+    newest_first BOOLEAN NOT NULL DEFAULT FALSE,
+    state VARCHAR(16) NOT NULL,
+    total INTEGER NOT NULL,
+    created_by VARCHAR(200) NOT NULL DEFAULT '',
+    created_at TIMESTAMP NOT NULL,
+    ended_at TIMESTAMP NULL,
+    updated_at TIMESTAMP NOT NULL
+);
+--bun:split
+CREATE INDEX idx_backfills_state ON backfills (state);
