@@ -84,6 +84,7 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/projects/:name/members": clsRead, "GET /api/v1/export": clsRead,
 	"GET /workflows/:id": clsRead, "GET /workflow-runs/:id": clsRead, "GET /workflow-runs/:id/live": clsRead,
 	"GET /api/v1/workflows/:id": clsRead, "GET /api/v1/workflows/:id/runs": clsRead, "GET /api/v1/workflow-runs/:id": clsRead,
+	"GET /api/v1/workflows/:id/backfills": clsRead, "GET /api/v1/tasks/:id/backfills": clsRead, "GET /api/v1/backfills/:id": clsRead,
 
 	"POST /tasks/:id/start": clsOperate, "POST /tasks/:id/stop": clsOperate, "POST /tasks/:id/pause": clsOperate,
 	"POST /tasks/:id/resume": clsOperate, "POST /tasks/:id/run": clsOperate, "POST /tasks/bulk": clsOperate,
@@ -94,6 +95,10 @@ var authzRoutes = map[string]string{
 	"POST /workflows/:id/run": clsOperate, "POST /workflow-runs/:id/cancel": clsOperate, "POST /workflow-runs/:id/rerun": clsOperate,
 	"POST /api/v1/workflows/:id/run": clsOperate, "POST /api/v1/workflow-runs/:id/cancel": clsOperate,
 	"POST /api/v1/workflow-runs/:id/rerun": clsOperate,
+	"POST /api/v1/workflows/:id/pause": clsOperate, "POST /api/v1/workflows/:id/resume": clsOperate,
+	"POST /api/v1/workflows/:id/backfills": clsOperate, "POST /api/v1/tasks/:id/backfills": clsOperate,
+	"POST /api/v1/backfills/:id/pause": clsOperate, "POST /api/v1/backfills/:id/resume": clsOperate,
+	"POST /api/v1/backfills/:id/cancel": clsOperate,
 
 	"GET /tasks/new": clsEdit, "POST /tasks": clsEdit, "GET /tasks/:id/edit": clsEdit, "GET /tasks/:id/clone": clsEdit,
 	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "POST /tasks/:id/versions/:n/restore": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
@@ -328,6 +333,13 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 				t.Fatalf("fixture workflow run: %v", err)
 			}
 			param["id"] = r.ID
+		case "backfills":
+			now := time.Now().UTC()
+			b, err := e.m.Workflows().BackfillTask(ctx, newTask().ID, master.BackfillInput{From: now.Add(-3 * time.Hour), To: now})
+			if err != nil {
+				t.Fatalf("fixture backfill: %v", err)
+			}
+			param["id"] = b.ID
 		case "tokens":
 			_, tok, err := e.m.Accounts().CreateToken(ctx, "eddy-editor", master.NewToken{Name: fmt.Sprint("t", seq), Project: "alpha"})
 			if err != nil {
@@ -407,6 +419,9 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		body = fmt.Sprintf(`{"project":"alpha","source_app":"app","topic":"t","content_key":"k%d","delay":"1h","notify_url":"http://127.0.0.1:1/x","executors":["w1"]}`, seq)
 	case "POST /api/v1/workflows":
 		body = fmt.Sprintf(`{"project":"alpha","title":"authz","steps":[{"name":"a","task":%q}]}`, newTask().ID)
+	case "POST /api/v1/workflows/:id/backfills", "POST /api/v1/tasks/:id/backfills":
+		now := time.Now().UTC()
+		body = fmt.Sprintf(`{"from":%q,"to":%q}`, now.Add(-3*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))
 	case "PUT /api/v1/workflows/:id":
 		body = fmt.Sprintf(`{"title":"authz","steps":[{"name":"a","task":%q}]}`, newTask().ID)
 	case "POST /api/v1/delayed/batch":

@@ -408,6 +408,7 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 "schedule":{"kind":"interval","every":"1h"},"http":{"url":"`+slow.URL+`/"},"executors":["w1"]}`)), &created); err != nil {
 		t.Fatal(err)
 	}
+	taskID := created.ID
 	wfBody := `{"title":"etl","steps":[{"name":"extract","task":"` + created.ID + `"},{"name":"notify","task":"` + created.ID +
 		`","after":[{"step":"extract","on":"failure"}]}]}`
 	if err := json.Unmarshal([]byte(a.must(201, "POST", "/api/v1/workflows", "/api/v1/workflows", wfBody)), &created); err != nil {
@@ -433,6 +434,28 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(200, "POST", "/api/v1/workflow-runs/"+created.ID+"/cancel", "/api/v1/workflow-runs/{id}/cancel", "")
 	a.must(404, "POST", "/api/v1/workflow-runs/ghost/rerun", "/api/v1/workflow-runs/{id}/rerun", "")
 	a.must(404, "GET", "/api/v1/workflow-runs/ghost", "/api/v1/workflow-runs/{id}", "")
+	a.must(200, "POST", "/api/v1/workflows/"+wfID+"/pause", "/api/v1/workflows/{id}/pause", "")
+	a.must(409, "POST", "/api/v1/workflows/"+wfID+"/pause", "/api/v1/workflows/{id}/pause", "")
+	a.must(200, "POST", "/api/v1/workflows/"+wfID+"/resume", "/api/v1/workflows/{id}/resume", "")
+	hours := time.Now().UTC().Truncate(time.Hour)
+	window := fmt.Sprintf(`{"from":%q,"to":%q}`, hours.Add(-2*time.Hour).Format(time.RFC3339), hours.Format(time.RFC3339))
+	a.must(400, "POST", "/api/v1/workflows/"+wfID+"/backfills", "/api/v1/workflows/{id}/backfills", window) // no schedule
+	a.must(200, "GET", "/api/v1/workflows/"+wfID+"/backfills", "/api/v1/workflows/{id}/backfills", "")
+	var bf struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(a.must(201, "POST", "/api/v1/tasks/"+taskID+"/backfills", "/api/v1/tasks/{id}/backfills", window)), &bf); err != nil {
+		t.Fatal(err)
+	}
+	a.must(400, "POST", "/api/v1/tasks/"+taskID+"/backfills", "/api/v1/tasks/{id}/backfills", `{"from":"2026-01-01T00:00:00Z"}`)
+	a.must(200, "GET", "/api/v1/tasks/"+taskID+"/backfills", "/api/v1/tasks/{id}/backfills", "")
+	a.must(200, "GET", "/api/v1/backfills/"+bf.ID, "/api/v1/backfills/{id}", "")
+	a.must(404, "GET", "/api/v1/backfills/ghost", "/api/v1/backfills/{id}", "")
+	a.must(200, "POST", "/api/v1/backfills/"+bf.ID+"/pause", "/api/v1/backfills/{id}/pause", "")
+	a.must(200, "POST", "/api/v1/backfills/"+bf.ID+"/resume", "/api/v1/backfills/{id}/resume", "")
+	a.must(409, "POST", "/api/v1/backfills/"+bf.ID+"/resume", "/api/v1/backfills/{id}/resume", "")
+	a.must(200, "POST", "/api/v1/backfills/"+bf.ID+"/cancel", "/api/v1/backfills/{id}/cancel", "")
+	a.must(409, "POST", "/api/v1/backfills/"+bf.ID+"/cancel", "/api/v1/backfills/{id}/cancel", "")
 	a.must(204, "DELETE", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
 	a.must(404, "GET", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
 
