@@ -95,7 +95,7 @@ var authzRoutes = map[string]string{
 	"POST /workflows/:id/run": clsOperate, "POST /workflow-runs/:id/cancel": clsOperate, "POST /workflow-runs/:id/rerun": clsOperate,
 	"POST /api/v1/workflows/:id/run": clsOperate, "POST /api/v1/workflow-runs/:id/cancel": clsOperate,
 	"POST /api/v1/workflow-runs/:id/rerun": clsOperate,
-	"POST /api/v1/workflows/:id/pause": clsOperate, "POST /api/v1/workflows/:id/resume": clsOperate,
+	"POST /api/v1/workflows/:id/pause":     clsOperate, "POST /api/v1/workflows/:id/resume": clsOperate,
 	"POST /api/v1/workflows/:id/backfills": clsOperate, "POST /api/v1/tasks/:id/backfills": clsOperate,
 	"POST /api/v1/backfills/:id/pause": clsOperate, "POST /api/v1/backfills/:id/resume": clsOperate,
 	"POST /api/v1/backfills/:id/cancel": clsOperate,

@@ -376,7 +376,7 @@ func TestWorkflowBackfillRefusesBadWindows(t *testing.T) {
 	now := time.Now().UTC()
 	for _, c := range []struct {
 		name, id, field string
-		in           master.BackfillInput
+		in              master.BackfillInput
 	}{
 		{"no schedule", manual.ID, "from", master.BackfillInput{From: now.Add(-time.Hour), To: now}},
 		{"to before from", secondly.ID, "to", master.BackfillInput{From: now.Add(-time.Hour), To: now.Add(-2 * time.Hour)}},
