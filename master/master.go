@@ -242,7 +242,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	m.metrics = cfg.Metrics
 	m.ingester = &runIngest{db: st.DB, dialect: st.Dialect, log: log, life: m.life, events: m.events, metrics: m.metrics,
 		notify: m.notify, delayed: m.delayed, runLists: &m.runLists, group: &m.ingest, getTask: m.tasks.Get, runTask: m.tasks.Run,
-		stepReported: m.workflows.runner.stepReported}
+		stepsReported: m.workflows.runner.stepsReported}
 	m.claims = &claimer{db: st.DB, log: log, life: m.life, metrics: m.metrics, grace: cfg.ClaimGrace}
 	m.unrun = &unrunClaims{db: st.DB, log: log, events: m.events, margin: cfg.UnrunClaimMargin}
 	m.prober = &healthProber{db: st.DB, log: log, client: m.client, lease: m.lease, events: m.events, metrics: m.metrics,

@@ -48,9 +48,9 @@ type runIngest struct {
 	group    *ingestGroup
 	getTask  func(ctx context.Context, id string) (*Task, error)
 	runTask  func(ctx context.Context, id string) (*Task, string, error)
-	// stepReported records a stored run of a workflow step and moves its
+	// stepsReported records stored runs of workflow steps and moves their
 	// workflow run on.
-	stepReported func(ctx context.Context, run store.Run)
+	stepsReported func(ctx context.Context, runs []store.Run)
 }
 
 // IngestBatch reads a batch of run reports from a worker and stores it (see
@@ -230,6 +230,7 @@ func (g *runIngest) reports(ctx context.Context, node *store.Node, runs []protoc
 	}
 	resp.Accepted, resp.Duplicates = len(fresh)+dAccepted, len(rows)-len(fresh)+dDups
 	g.metrics.runsIngested(fresh)
+	var steps []store.Run
 	for _, r := range fresh {
 		res := protocol.Result(r.Result)
 		if r.Covers > 0 && r.Attempt == 1 && !r.Manual {
@@ -241,11 +242,10 @@ func (g *runIngest) reports(ctx context.Context, node *store.Node, runs []protoc
 				fmt.Sprintf("catch-up run %s on %s for %d missed fires from %s", r.ID, r.Node, r.Covers,
 					r.ScheduledAt.UTC().Format(time.RFC3339)))
 		}
-		if r.WorkflowRun != "" && g.stepReported != nil {
-			// A workflow step's run moves its workflow run on, in the
-			// background: the worker's answer does not wait for it. Its
-			// task's children are not run: the workflow says what follows.
-			g.life.goBackground(func(ctx context.Context) { g.stepReported(WithActor(ctx, ActorScheduler), r) })
+		if r.WorkflowRun != "" {
+			// Its task's children are not run: the workflow says what
+			// follows.
+			steps = append(steps, r)
 		}
 		if !res.Ended() {
 			continue // a start notice: the run's end is acted upon
@@ -255,6 +255,11 @@ func (g *runIngest) reports(ctx context.Context, node *store.Node, runs []protoc
 		} else if children := targets[r.TaskID].Children; len(children) > 0 && r.WorkflowRun == "" {
 			g.runChildren(r.TaskID, children)
 		}
+	}
+	if len(steps) > 0 && g.stepsReported != nil {
+		// Workflow steps' runs move their workflow runs on in the
+		// background: the worker's answer does not wait for it.
+		g.life.goBackground(func(ctx context.Context) { g.stepsReported(WithActor(ctx, ActorScheduler), steps) })
 	}
 	return resp, nil
 }

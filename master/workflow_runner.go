@@ -1,12 +1,15 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,10 +30,15 @@ type workflowRunner struct {
 	log *slog.Logger
 	// reconciler runs reconcile every second.
 	reconciler *periodic
+	// stepSlots bounds the step reports being acted upon at once.
+	stepSlots chan struct{}
 }
 
+// stepWorkers is how many step reports a master acts upon at once.
+const stepWorkers = 4
+
 func newWorkflowRunner(m *Master) *workflowRunner {
-	r := &workflowRunner{m: m, log: m.log}
+	r := &workflowRunner{m: m, log: m.log, stepSlots: make(chan struct{}, stepWorkers)}
 	r.reconciler = newPeriodic("workflow-reconcile", time.Second, time.Second, r.reconcilePass, m.log)
 	return r
 }
@@ -91,7 +99,7 @@ func (r *workflowRunner) reconcile(ctx context.Context, id string) error {
 		if st.State != store.StepDispatched && st.State != store.StepRunning {
 			continue
 		}
-		latest, err := store.LatestStepRun(ctx, db, id, st.Name)
+		latest, err := store.LatestStepRun(ctx, db, id, st.Name, store.AvoidList(st.AvoidNodes))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			if st.State == store.StepDispatched && time.Since(st.UpdatedAt) > resendAfter {
@@ -112,8 +120,43 @@ func (r *workflowRunner) reconcile(ctx context.Context, id string) error {
 	return nil
 }
 
+// stepsReported records the stored runs of workflow steps of one batch
+// and moves their workflow runs on, a few at a time across all batches:
+// a burst of reports then waits its turn instead of opening a database
+// connection per step (each new SQLite connection parses the schema) or
+// queueing hundreds of goroutines on the pool. Ends first: they start
+// the next steps; start notices only mark steps running. The run ingest
+// calls it after the commit.
+func (r *workflowRunner) stepsReported(ctx context.Context, runs []store.Run) {
+	slices.SortStableFunc(runs, func(a, b store.Run) int {
+		return cmp.Compare(boolRank(!protocol.Result(a.Result).Ended()), boolRank(!protocol.Result(b.Result).Ended()))
+	})
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		select {
+		case r.stepSlots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return // the reconcile pass catches up
+		}
+		wg.Go(func() {
+			defer func() { <-r.stepSlots }()
+			r.stepReported(ctx, run)
+		})
+	}
+	wg.Wait()
+}
+
+// boolRank is 1 for true, 0 for false.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // stepReported records a stored run of a workflow step and moves its
-// workflow run on. The run ingest calls it after the commit.
+// workflow run on.
 func (r *workflowRunner) stepReported(ctx context.Context, run store.Run) {
 	if err := r.record(ctx, &run); err != nil {
 		r.log.Warn("workflow step's run not recorded; the reconcile pass will", "run", run.ID, "workflow_run", run.WorkflowRun, "err", err)
@@ -130,6 +173,9 @@ func (r *workflowRunner) record(ctx context.Context, run *store.Run) error {
 	st := &store.WorkflowStep{RunID: run.WorkflowRun, Name: run.WorkflowStep, TaskRun: run.ID, Node: run.Node, Attempt: run.Attempt,
 		State: store.StepRunning}
 	res := protocol.Result(run.Result)
+	if res == protocol.Result(store.ResultLost) {
+		return r.lost(ctx, run.WorkflowRun, run.WorkflowStep, run.TaskID, run.Node, stepOutput(run.Output))
+	}
 	if res.Ended() {
 		final := res.Succeeded() || res == protocol.ResultKilled || !res.Retryable()
 		if !final {
@@ -144,6 +190,36 @@ func (r *workflowRunner) record(ctx context.Context, run *store.Run) error {
 		}
 	}
 	_, err := store.SetStep(ctx, r.m.st.DB, st, store.StepDispatched, store.StepRunning)
+	return err
+}
+
+// lost records that node lost a step's run (its worker went offline or
+// restarted during it, or before it was reported): the step is sent again
+// to another node while its task has retries left, else it ends lost. A
+// node that lost the step before says nothing new.
+func (r *workflowRunner) lost(ctx context.Context, runID, name, taskID, node, output string) error {
+	db := r.m.st.DB
+	st, err := store.GetStep(ctx, db, runID, name)
+	if err != nil {
+		return err
+	}
+	if store.StepEnded(st.State) || st.State == store.StepPending || slices.Contains(store.AvoidList(st.AvoidNodes), node) {
+		return nil
+	}
+	retries, err := r.retriesOf(ctx, &store.Run{TaskID: taskID})
+	if err != nil {
+		return err
+	}
+	if st.Redispatches < retries {
+		why := fmt.Sprintf("node %s lost the step's run; sent again to another node (%d of %d retries)", node, st.Redispatches+1, retries)
+		ok, err := store.RequeueStep(ctx, db, st, node, why)
+		if ok {
+			r.log.Info("workflow step lost with its node; sent again", "run", runID, "step", name, "node", node)
+		}
+		return err
+	}
+	final := &store.WorkflowStep{RunID: runID, Name: name, State: store.StepLost, Node: node, Output: output}
+	_, err = store.SetStep(ctx, db, final, store.StepDispatched, store.StepRunning)
 	return err
 }
 
@@ -333,7 +409,13 @@ func (r *workflowRunner) dispatch(ctx context.Context, run *store.WorkflowRun, d
 		}
 		return ok
 	}
-	t, node, err := r.pick(ctx, s.Task)
+	var avoid []string
+	for i := range steps {
+		if steps[i].Name == s.Name {
+			avoid = store.AvoidList(steps[i].AvoidNodes)
+		}
+	}
+	t, node, err := r.pick(ctx, s.Task, avoid)
 	if err != nil {
 		return fail(Message(err), store.StepPending)
 	}
@@ -360,7 +442,7 @@ func (r *workflowRunner) dispatch(ctx context.Context, run *store.WorkflowRun, d
 }
 
 // pick reads a step's task and picks the running node its run goes to.
-func (r *workflowRunner) pick(ctx context.Context, taskID string) (*Task, *store.Node, error) {
+func (r *workflowRunner) pick(ctx context.Context, taskID string, avoid []string) (*Task, *store.Node, error) {
 	row, err := store.GetTask(ctx, r.m.st.DB, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, Errorf(KindNotFound, "task %s no longer exists", taskID)
@@ -379,6 +461,8 @@ func (r *workflowRunner) pick(ctx context.Context, taskID string) (*Task, *store
 	if err != nil {
 		return nil, nil, err
 	}
+	// Nodes that lost this step's run before are not sent it again.
+	nodes = slices.DeleteFunc(nodes, func(n store.Node) bool { return slices.Contains(avoid, n.Name) })
 	picks, err := r.m.tasks.pickRunOnce(ctx, t, nodes)
 	if err != nil {
 		return nil, nil, err
@@ -420,9 +504,8 @@ func (r *workflowRunner) resend(ctx context.Context, run *store.WorkflowRun, def
 	s := def.step(st.Name)
 	node, err := store.GetNode(ctx, r.m.st.DB, st.Node)
 	if err != nil || node.Status != store.StatusRunning || s == nil {
-		lost := &store.WorkflowStep{RunID: run.ID, Name: st.Name, State: store.StepLost,
-			Output: fmt.Sprintf("lost: node %s stopped before the step's run was reported", st.Node)}
-		if _, err := store.SetStep(ctx, r.m.st.DB, lost, store.StepDispatched); err != nil {
+		why := fmt.Sprintf("lost: node %s stopped before the step's run was reported", st.Node)
+		if err := r.lost(ctx, run.ID, st.Name, st.TaskID, st.Node, why); err != nil {
 			r.log.Warn("workflow step not marked lost", "run", run.ID, "step", st.Name, "err", err)
 		}
 		return

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -403,5 +405,91 @@ func TestWorkflowBackfillRefusesBadWindows(t *testing.T) {
 		if bs, err := e.m.Workflows().Backfills(e.ctx, id, ""); err != nil || len(bs) != 0 {
 			t.Errorf("workflow %s has backfills %v (%v) after refusals", id, bs, err)
 		}
+	}
+}
+
+// TestWorkflowLostStepRunsAgainOnAnotherNode: a step whose worker stops
+// answering mid-run is lost with it and sent again to the other executor
+// (its task has a retry left); the late report of the node that lost it
+// moves the step no more, and the run succeeds once.
+func TestWorkflowLostStepRunsAgainOnAnotherNode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	url := e.serveMaster()
+	if err := e.m.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ws := reportingWorkers(e, url, "w1", "w2")
+	target := newStepTarget(t)
+	release := make(chan struct{})
+	var first sync.Once
+	target.on("/lost", func(w http.ResponseWriter, r *http.Request) {
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			<-release // the first node's run hangs until its node is gone
+			http.Error(w, "too late", http.StatusInternalServerError)
+		}
+	})
+	in := httpInput("w1", "w2")
+	in.Title, in.HTTP.URL, in.Retries = "lost step", target.URL+"/lost", 1
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "lost",
+		Steps: []master.WorkflowStep{{Name: "s", Task: tk.ID}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := e.m.Workflows().RunNow(e.ctx, w.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); target.count("/lost") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the step never reached the target")
+		}
+	}
+	r, err := e.m.Workflows().Run(e.ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying := r.Steps[0].Node
+	other := map[string]string{"w1": "w2", "w2": "w1"}[dying]
+	// The node stops answering the master: the health sweep takes it
+	// offline and its run in progress is lost.
+	ws[dying].Serve(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		http.Error(rw, `{"error":"gone"}`, http.StatusServiceUnavailable)
+	}))
+	r = waitWorkflowRun(t, e, run.ID)
+	if r.Status != store.WorkflowSuccess || r.Steps[0].Node != other || r.Steps[0].State != store.StepSuccess {
+		t.Fatalf("run %s, step %+v: want success on %s", r.Status, r.Steps[0], other)
+	}
+	if n := target.count("/lost"); n != 2 {
+		t.Errorf("target hit %d times, want 2 (the lost run and its resend)", n)
+	}
+	// The lost node's late report (its run fails once released) is stored
+	// and changes nothing.
+	close(release)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n, err := e.s.Store.DB.NewSelect().Model((*store.Run)(nil)).Where("workflow_run = ?", run.ID).Where("node = ?", dying).
+			Where("result NOT IN (?)", bun.In([]string{store.ResultRunning, store.ResultLost})).Count(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's late report never came", dying)
+		}
+	}
+	got, err := e.m.Workflows().Run(e.ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.WorkflowSuccess || got.Steps[0].State != store.StepSuccess || got.Steps[0].Node != other {
+		t.Fatalf("a late report of %s moved the step: %s %+v", dying, got.Status, got.Steps[0])
 	}
 }

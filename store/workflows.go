@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -117,8 +118,13 @@ type WorkflowStep struct {
 	Attempt int    `bun:"attempt"`
 	// Output is the end of the step's output (at most 4 KiB): what its
 	// children may use.
-	Output    string    `bun:"output"`
-	StartedAt time.Time `bun:"started_at,nullzero"`
+	Output string `bun:"output"`
+	// Redispatches counts the sends again after a run lost with its node;
+	// AvoidNodes lists those nodes (",a,b,"): their late reports no longer
+	// move the step, and it is not sent to them again.
+	Redispatches int       `bun:"redispatches"`
+	AvoidNodes   string    `bun:"avoid_nodes"`
+	StartedAt    time.Time `bun:"started_at,nullzero"`
 	EndedAt   time.Time `bun:"ended_at,nullzero"`
 	UpdatedAt time.Time `bun:"updated_at"`
 }
@@ -279,8 +285,59 @@ func SetStep(ctx context.Context, db bun.IDB, s *WorkflowStep, from ...string) (
 			s.EndedAt = s.UpdatedAt
 		}
 	}
-	res, err := db.NewUpdate().Model(s).Column(cols...).WherePK().Where("state IN (?)", bun.In(from)).Exec(ctx)
+	q := db.NewUpdate().Model(s).Column(cols...).WherePK().Where("state IN (?)", bun.In(from))
+	if s.Node != "" {
+		// A late report from a node that lost the step moves it no more.
+		q = q.Where("avoid_nodes NOT LIKE ? ESCAPE '!'", "%,"+likeEscape(s.Node)+",%")
+	}
+	res, err := q.Exec(ctx)
 	return changed(res, err, "set step")
+}
+
+// likeEscape escapes LIKE's wildcards (and its escape, '!') in s.
+func likeEscape(s string) string {
+	return strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(s)
+}
+
+// AvoidList is the list of nodes of a step's AvoidNodes.
+func AvoidList(avoid string) []string {
+	var out []string
+	for _, n := range strings.Split(avoid, ",") {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// GetStep reads one step of a workflow run.
+func GetStep(ctx context.Context, db bun.IDB, runID, name string) (*WorkflowStep, error) {
+	st := new(WorkflowStep)
+	if err := db.NewSelect().Model(st).Where("run_id = ?", runID).Where("name = ?", name).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: step %s of %s: %w", name, runID, notFound(err))
+	}
+	return st, nil
+}
+
+// RequeueStep makes a step whose run node lost pending again, to be sent to
+// another node: it counts the send again and adds node to the nodes it
+// avoids. False when the step moved meanwhile (ended, or requeued by
+// another master: st is the step as read).
+func RequeueStep(ctx context.Context, db bun.IDB, st *WorkflowStep, node, why string) (bool, error) {
+	avoid := st.AvoidNodes
+	if avoid == "" {
+		avoid = ","
+	}
+	if !strings.Contains(avoid, ","+node+",") {
+		avoid += node + ","
+	}
+	now := time.Now().UTC()
+	res, err := db.NewUpdate().Model((*WorkflowStep)(nil)).Set("state = ?", StepPending).
+		Set("redispatches = ?", st.Redispatches+1).Set("avoid_nodes = ?", avoid).Set("dispatch_id = ''").
+		Set("node = ''").Set("output = ?", why).Set("updated_at = ?", now).
+		Where("run_id = ?", st.RunID).Where("name = ?", st.Name).Where("redispatches = ?", st.Redispatches).
+		Where("state IN (?)", bun.In([]string{StepDispatched, StepRunning})).Exec(ctx)
+	return changed(res, err, "requeue step")
 }
 
 // EndWorkflowRun sets a running run's final status (or, from the statuses
@@ -305,12 +362,15 @@ func TouchWorkflowRun(ctx context.Context, db bun.IDB, id string) error {
 	return nil
 }
 
-// LatestStepRun is the latest run (last attempt) of a workflow run's step,
-// ErrNotFound when it has none yet.
-func LatestStepRun(ctx context.Context, db bun.IDB, runID, step string) (*Run, error) {
+// LatestStepRun is the latest run (last attempt) of a workflow run's step
+// on a node it does not avoid, ErrNotFound when it has none yet.
+func LatestStepRun(ctx context.Context, db bun.IDB, runID, step string, avoid []string) (*Run, error) {
 	r := new(Run)
-	if err := db.NewSelect().Model(r).Where("workflow_run = ?", runID).Where("workflow_step = ?", step).
-		OrderExpr("attempt DESC, started_at DESC").Limit(1).Scan(ctx); err != nil {
+	q := db.NewSelect().Model(r).Where("workflow_run = ?", runID).Where("workflow_step = ?", step)
+	if len(avoid) > 0 {
+		q = q.Where("node NOT IN (?)", bun.In(avoid)) // runs of nodes that lost the step are past
+	}
+	if err := q.OrderExpr("attempt DESC, started_at DESC").Limit(1).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: run of step %s of %s: %w", step, runID, notFound(err))
 	}
 	return r, nil

@@ -120,7 +120,10 @@ type reporter struct {
 	metrics *metrics
 
 	kick chan struct{}
-	done chan struct{}
+	// hurry cuts the wait for a batch short: a workflow step ended, and
+	// its workflow's next steps wait for this report.
+	hurry chan struct{}
+	done  chan struct{}
 
 	// retryAfter is the wait a busy master asked for (Retry-After) in the
 	// last failed delivery; only the delivery goroutine uses it.
@@ -131,7 +134,7 @@ func newReporter(dataDir string, maxBytes int64, log *slog.Logger, post func(con
 	if maxBytes <= 0 {
 		maxBytes = DefaultJournalMaxBytes
 	}
-	r := &reporter{log: log, post: post, maxBytes: maxBytes, kick: make(chan struct{}, 1), done: make(chan struct{}),
+	r := &reporter{log: log, post: post, maxBytes: maxBytes, kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{}),
 		health: newDataDirHealth(log)}
 	r.metrics = newMetrics(r.stats)
 	if dataDir == "" {
@@ -281,6 +284,12 @@ func (r *reporter) add(rep protocol.RunReport) {
 		r.log.Error("run report lost: the queue is full and there is no journal", "run", rep.ID, "task", rep.TaskID)
 	}
 	r.mu.Unlock()
+	if rep.WorkflowRun != "" {
+		select {
+		case r.hurry <- struct{}{}:
+		default:
+		}
+	}
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -352,10 +361,16 @@ func (r *reporter) run(ctx context.Context) {
 			if time.Now().Before(notBefore) {
 				continue // a busy master asked for time: the retry timer comes back
 			}
-			// Let a burst gather into one batch.
+			// Let a burst gather into one batch, unless a workflow step
+			// ended: its next steps wait for it.
 			select {
-			case <-time.After(reportLinger):
-			case <-ctx.Done():
+			case <-r.hurry:
+			default:
+				select {
+				case <-time.After(reportLinger):
+				case <-r.hurry:
+				case <-ctx.Done():
+				}
 			}
 		case <-retry.C:
 		}

@@ -40,3 +40,11 @@ CREATE TABLE backfills (
 );
 --bun:split
 CREATE INDEX idx_backfills_state ON backfills (state);
+--bun:split
+-- A step whose run was lost with its worker is sent again, as many times
+-- as its task's retries, to another node: redispatches counts the sends
+-- again, avoid_nodes lists the nodes that lost it (",a,b,"), whose late
+-- reports no longer move the step.
+ALTER TABLE workflow_steps ADD COLUMN redispatches INTEGER NOT NULL DEFAULT 0;
+--bun:split
+ALTER TABLE workflow_steps ADD COLUMN avoid_nodes VARCHAR(1000) NOT NULL DEFAULT '';
