@@ -478,10 +478,12 @@ func newQueryCounter() *queryCounter {
 	return q
 }
 
+// BeforeQuery does nothing: a statement is counted once it ran.
 func (q *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
 	return ctx
 }
 
+// AfterQuery counts the statement under its operation.
 func (q *queryCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	if c := q.ops[e.Operation()]; c != nil {
 		c.Add(1)
@@ -508,6 +510,7 @@ func (q *queryCounter) since(before map[string]int64) map[string]int64 {
 	return out
 }
 
+// total sums counts.
 func total(counts map[string]int64) int64 {
 	var n int64
 	for _, c := range counts {
