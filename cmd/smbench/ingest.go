@@ -58,8 +58,9 @@ func (d *dbClock) perRun(start int64, runs int) float64 {
 }
 
 // newIngestEnv opens a store on SQLite (key "sqlite") or on the server of
-// key, through its first node.
-func (b *bench) newIngestEnv(ctx context.Context, key string) (*ingestEnv, error) {
+// key, through its first node, with hooks added to its queries (before
+// anything queries it: bun's hooks are not safe to add while it is used).
+func (b *bench) newIngestEnv(ctx context.Context, key string, hooks ...bun.QueryHook) (*ingestEnv, error) {
 	log, logs := b.newLogger()
 	var st *store.Store
 	var cleanup func()
@@ -83,6 +84,9 @@ func (b *bench) newIngestEnv(ctx context.Context, key string) (*ingestEnv, error
 	}
 	clock := &dbClock{}
 	st.DB.AddQueryHook(clock)
+	for _, h := range hooks {
+		st.DB.AddQueryHook(h)
+	}
 	m := master.New(master.Config{Identity: "master", ClusterKey: benchClusterKey, AdvertiseHost: "127.0.0.1:1",
 		Health: master.HealthConfig{Interval: time.Hour}}, st, log)
 	h, err := handlers.NewMasterRouter(ctx, handlers.MasterDeps{Master: m, Log: log})

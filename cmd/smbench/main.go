@@ -104,6 +104,7 @@ func scenarios() []scenario {
 		{"herd", "100,000 HTTP fires at one instant on three workers: none skipped, throughput flat", (*bench).herdScenario},
 		{"burstdelayed", "10,000 delayed tasks due at one instant on two workers, beside a bare fan-out", (*bench).burstDelayedScenario},
 		{"bulk", "100,000 tasks created and started in bulk, 50,000 delayed tasks in batches, a master restart re-pushing them all", (*bench).bulkScenario},
+		{"workflows", "1,000 workflows of 10 steps started in the same second: a step's start after its parents' end, the master's CPU per step", (*bench).workflowsScenario},
 		{"scale", "list pages and the dashboard with 100,000 tasks, 1,000,000 runs and 1,000,000 pending delayed tasks", (*bench).scaleScenario},
 	}
 }
@@ -118,7 +119,7 @@ func main() {
 	flag.StringVar(&o.MySQL, "mysql", os.Getenv("SM_TEST_MYSQL_DSN"), "MariaDB/MySQL DSN, e.g. root@tcp(127.0.0.1:3306)/test (a database smbench_<unix time>_<random> is created and dropped; those an earlier run left are dropped at the start); default $SM_TEST_MYSQL_DSN")
 	galera := flag.String("galera", os.Getenv(envGaleraDSNs), "the three nodes of a running Galera cluster, comma-separated go-sql-driver DSNs, e.g. root@tcp(127.0.0.1:3311)/,root@tcp(127.0.0.1:3312)/,root@tcp(127.0.0.1:3313)/ (a database smbench_<unix time>_<random> is created through the first and dropped; masters of the claim and failover rows use different nodes); default $"+envGaleraDSNs)
 	flag.IntVar(&o.Runs, "runs", 0, "runs per figure, the median is reported (default 3, 1 with -short)")
-	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,bulk,scale")
+	flag.StringVar(&o.Only, "only", "", "comma-separated scenarios to run: sweep,detect,lag,ingest,render,rss,failover,delayed,burst,burstdelayed,herd,bulk,scale,workflows")
 	flag.StringVar(&o.Bin, "bin", "", "schedulemaster binary for the RSS scenario (default: go build into a temp dir)")
 	flag.StringVar(&o.RestartBin, "restart-bin", "", "bulk scenario: binary of the restarted master, e.g. an earlier version's (default: the same binary)")
 	flag.IntVar(&o.BulkN, "bulk-n", 0, "bulk scenario: number of tasks (default 100,000, 3,000 with -short)")
