@@ -125,8 +125,8 @@ type WorkflowStep struct {
 	Redispatches int       `bun:"redispatches"`
 	AvoidNodes   string    `bun:"avoid_nodes"`
 	StartedAt    time.Time `bun:"started_at,nullzero"`
-	EndedAt   time.Time `bun:"ended_at,nullzero"`
-	UpdatedAt time.Time `bun:"updated_at"`
+	EndedAt      time.Time `bun:"ended_at,nullzero"`
+	UpdatedAt    time.Time `bun:"updated_at"`
 }
 
 // CreateWorkflow inserts a workflow.
