@@ -1,7 +1,6 @@
 package master
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,18 +120,24 @@ func (r *workflowRunner) reconcile(ctx context.Context, id string) error {
 }
 
 // stepsReported records the stored runs of workflow steps of one batch
-// and moves their workflow runs on, a few at a time across all batches:
-// a burst of reports then waits its turn instead of opening a database
-// connection per step (each new SQLite connection parses the schema) or
-// queueing hundreds of goroutines on the pool. Ends first: they start
-// the next steps; start notices only mark steps running. The run ingest
+// and moves their workflow runs on: each workflow run once, after all its
+// steps' reports of the batch (siblings that ended together start their
+// common child in one pass), and a few workflow runs at a time across all
+// batches, so that a burst of reports waits its turn instead of opening a
+// database connection per step (each new SQLite connection parses the
+// schema) or queueing hundreds of goroutines on the pool. The run ingest
 // calls it after the commit.
 func (r *workflowRunner) stepsReported(ctx context.Context, runs []store.Run) {
-	slices.SortStableFunc(runs, func(a, b store.Run) int {
-		return cmp.Compare(boolRank(!protocol.Result(a.Result).Ended()), boolRank(!protocol.Result(b.Result).Ended()))
-	})
-	var wg sync.WaitGroup
+	groups := map[string][]store.Run{}
+	var order []string
 	for _, run := range runs {
+		if _, seen := groups[run.WorkflowRun]; !seen {
+			order = append(order, run.WorkflowRun)
+		}
+		groups[run.WorkflowRun] = append(groups[run.WorkflowRun], run)
+	}
+	var wg sync.WaitGroup
+	for _, id := range order {
 		select {
 		case r.stepSlots <- struct{}{}:
 		case <-ctx.Done():
@@ -141,29 +146,25 @@ func (r *workflowRunner) stepsReported(ctx context.Context, runs []store.Run) {
 		}
 		wg.Go(func() {
 			defer func() { <-r.stepSlots }()
-			r.stepReported(ctx, run)
+			r.stepsOfRunReported(ctx, id, groups[id])
 		})
 	}
 	wg.Wait()
 }
 
-// boolRank is 1 for true, 0 for false.
-func boolRank(b bool) int {
-	if b {
-		return 1
+// stepsOfRunReported records the stored runs of steps of one workflow run
+// and, when one ended, moves the workflow run on.
+func (r *workflowRunner) stepsOfRunReported(ctx context.Context, id string, runs []store.Run) {
+	ended := false
+	for i := range runs {
+		if err := r.record(ctx, &runs[i]); err != nil {
+			r.log.Warn("workflow step's run not recorded; the reconcile pass will", "run", runs[i].ID, "workflow_run", id, "err", err)
+			return
+		}
+		ended = ended || protocol.Result(runs[i].Result).Ended()
 	}
-	return 0
-}
-
-// stepReported records a stored run of a workflow step and moves its
-// workflow run on.
-func (r *workflowRunner) stepReported(ctx context.Context, run store.Run) {
-	if err := r.record(ctx, &run); err != nil {
-		r.log.Warn("workflow step's run not recorded; the reconcile pass will", "run", run.ID, "workflow_run", run.WorkflowRun, "err", err)
-		return
-	}
-	if protocol.Result(run.Result).Ended() {
-		r.advance(ctx, run.WorkflowRun)
+	if ended {
+		r.advance(ctx, id)
 	}
 }
 
