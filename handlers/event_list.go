@@ -32,6 +32,8 @@ var eventActions = []string{
 	"user.", "token.", "settings.",
 	"delayed.", "delayed.create", "delayed.cancel", "delayed.fail", "delayed.reassign",
 	"workflow.", "workflow.create", "workflow.update", "workflow.delete", "workflow.run", "workflow.cancel", "workflow.rerun", "workflow.end",
+	"workflow.pause", "workflow.resume", "workflow.misfire", "workflow.backfill", "task.backfill",
+	"backfill.", "backfill.pause", "backfill.resume", "backfill.cancel",
 }
 
 // eventFilterInput reads the event filters of a query string; bad fields are

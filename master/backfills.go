@@ -268,11 +268,17 @@ func (wf *Workflows) CancelBackfill(ctx context.Context, id string) error {
 
 // moveBackfill moves a backfill from one of from to state.
 func (wf *Workflows) moveBackfill(ctx context.Context, id, verb, state string, from ...string) (err error) {
-	defer func() { wf.m.events.record(ctx, "backfill."+verb, store.TargetWorkflow, id, err, "") }()
 	b, err := wf.backfillRow(ctx, id, ActOperate)
 	if err != nil {
 		return err
 	}
+	// The event names the workflow or task backfilled, whose page lists
+	// the backfill.
+	kind, target := store.TargetWorkflow, b.WorkflowID
+	if b.TaskID != "" {
+		kind, target = store.TargetTask, b.TaskID
+	}
+	defer func() { wf.m.events.record(ctx, "backfill."+verb, kind, target, err, "backfill "+id) }()
 	ctx = withEventProject(ctx, b.ProjectID)
 	var ok bool
 	err = store.RetryTx(ctx, wf.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
