@@ -98,6 +98,12 @@ func (r *workflowRunner) reconcile(ctx context.Context, id string) error {
 		if st.State != store.StepDispatched && st.State != store.StepRunning {
 			continue
 		}
+		if st.Node == store.BroadcastNode {
+			if err := r.reconcileShards(ctx, run, &def, st); err != nil {
+				return err
+			}
+			continue
+		}
 		latest, err := store.LatestStepRun(ctx, db, id, st.Name, store.AvoidList(st.AvoidNodes))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -190,8 +196,13 @@ func (r *workflowRunner) record(ctx context.Context, run *store.Run) error {
 			st.State, st.Output, st.EndedAt = stepStateOf(res), stepOutput(run.Output), run.EndedAt
 		}
 	}
-	_, err := store.SetStep(ctx, r.m.st.DB, st, store.StepDispatched, store.StepRunning)
-	return err
+	ok, err := store.SetStep(ctx, r.m.st.DB, st, store.StepDispatched, store.StepRunning)
+	if err != nil || ok {
+		return err
+	}
+	// Not moved: the step ended already, or it is a broadcast step whose
+	// shard this run is.
+	return r.recordShard(ctx, run, st)
 }
 
 // lost records that node lost a step's run (its worker went offline or
@@ -206,6 +217,11 @@ func (r *workflowRunner) lost(ctx context.Context, runID, name, taskID, node, ou
 	}
 	if store.StepEnded(st.State) || st.State == store.StepPending || slices.Contains(store.AvoidList(st.AvoidNodes), node) {
 		return nil
+	}
+	if st.Node == store.BroadcastNode {
+		// A shard is not sent elsewhere: every executor runs its own.
+		return r.recordShard(ctx, &store.Run{WorkflowRun: runID, WorkflowStep: name, Node: node},
+			&store.WorkflowStep{RunID: runID, Name: name, State: store.StepLost, Output: output})
 	}
 	retries, err := r.retriesOf(ctx, &store.Run{TaskID: taskID})
 	if err != nil {
@@ -416,10 +432,14 @@ func (r *workflowRunner) dispatch(ctx context.Context, run *store.WorkflowRun, d
 			avoid = store.AvoidList(steps[i].AvoidNodes)
 		}
 	}
-	t, node, err := r.pick(ctx, s.Task, avoid)
+	t, nodes, err := r.pick(ctx, s.Task, avoid)
 	if err != nil {
 		return fail(Message(err), store.StepPending)
 	}
+	if t.Routing == protocol.RoutingBroadcast {
+		return r.dispatchBroadcast(ctx, run, def, s, steps, t, nodes)
+	}
+	node := nodes[0]
 	dispatchID := uuid.NewString()
 	ok, err := store.DispatchStep(ctx, db, run.ID, s.Name, dispatchID, node.Name)
 	if err != nil || !ok {
@@ -442,8 +462,9 @@ func (r *workflowRunner) dispatch(ctx context.Context, run *store.WorkflowRun, d
 	}
 }
 
-// pick reads a step's task and picks the running node its run goes to.
-func (r *workflowRunner) pick(ctx context.Context, taskID string, avoid []string) (*Task, *store.Node, error) {
+// pick reads a step's task and picks the running node its run goes to
+// (every running executor for a task with broadcast routing).
+func (r *workflowRunner) pick(ctx context.Context, taskID string, avoid []string) (*Task, []*store.Node, error) {
 	row, err := store.GetTask(ctx, r.m.st.DB, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, Errorf(KindNotFound, "task %s no longer exists", taskID)
@@ -471,7 +492,7 @@ func (r *workflowRunner) pick(ctx context.Context, taskID string, avoid []string
 	if len(picks) == 0 {
 		return nil, nil, Errorf(KindState, "no running worker for task %s (%s)", taskID, t.executorsText())
 	}
-	return t, picks[0], nil
+	return t, picks, nil
 }
 
 // send sends a dispatched step's run to its node.
@@ -642,6 +663,9 @@ func (r *workflowRunner) stopSteps(ctx context.Context, id, why string) {
 				r.log.Warn("workflow step not skipped", "run", id, "step", st.Name, "err", err)
 			}
 		case store.StepDispatched, store.StepRunning:
+			if st.Node == store.BroadcastNode {
+				r.stopShards(ctx, id, st.Name, why)
+			}
 			if n, err := store.GetNode(ctx, db, st.Node); err == nil && st.TaskRun != "" {
 				kctx, cancel := context.WithTimeout(ctx, liveCallTimeout)
 				if err := r.m.client.KillRun(kctx, n, st.TaskRun, ActorFrom(ctx)); err != nil && !isRunNotInProgress(err) {

@@ -70,6 +70,8 @@ type StepRun struct {
 	StartedAt *time.Time `json:"started_at"`
 	EndedAt   *time.Time `json:"ended_at"`
 	After     []StepEdge `json:"after,omitempty"`
+	// Shards are the runs of a broadcast step, one per executor.
+	Shards []ShardRun `json:"shards,omitempty"`
 }
 
 func workflowRunNotFound(id string) error {
@@ -140,7 +142,40 @@ func (wf *Workflows) Run(ctx context.Context, runID string) (*WorkflowRun, error
 	if err := authorize(ctx, r.ProjectID, ActRead, workflowRunNotFound(runID)); err != nil {
 		return nil, err
 	}
-	return workflowRunOf(r, steps)
+	out, err := workflowRunOf(r, steps)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range steps {
+		if st.Node != store.BroadcastNode {
+			continue
+		}
+		shards, err := store.ShardsOf(ctx, wf.m.st.DB, runID, "")
+		if err != nil {
+			return nil, err
+		}
+		for i := range out.Steps {
+			for _, sh := range shards {
+				if sh.Step == out.Steps[i].Name {
+					out.Steps[i].Shards = append(out.Steps[i].Shards, shardRunOf(sh))
+				}
+			}
+		}
+		break
+	}
+	return out, nil
+}
+
+// shardRunOf is a stored shard as the engine answers it.
+func shardRunOf(sh store.WorkflowShard) ShardRun {
+	out := ShardRun{Node: sh.Node, State: sh.State, Run: sh.TaskRun, Attempt: sh.Attempt}
+	if !sh.StartedAt.IsZero() {
+		out.StartedAt = &sh.StartedAt
+	}
+	if !sh.EndedAt.IsZero() {
+		out.EndedAt = &sh.EndedAt
+	}
+	return out
 }
 
 // Runs lists a workflow's runs, newest first, without their steps.

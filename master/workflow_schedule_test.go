@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -491,5 +492,86 @@ func TestWorkflowLostStepRunsAgainOnAnotherNode(t *testing.T) {
 	}
 	if got.Status != store.WorkflowSuccess || got.Steps[0].State != store.StepSuccess || got.Steps[0].Node != other {
 		t.Fatalf("a late report of %s moved the step: %s %+v", dying, got.Status, got.Steps[0])
+	}
+}
+
+// TestWorkflowBroadcastStepRecordsEachShard: a step of a broadcast task
+// runs on every running executor, each run recorded as a shard of the
+// step; its child starts once, after all shards ended; a failing shard
+// fails the step and the run.
+func TestWorkflowBroadcastStepRecordsEachShard(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	url := e.serveMaster()
+	if err := e.m.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	reportingWorkers(e, url, "w1", "w2", "w3")
+	target := newStepTarget(t)
+	var failOne atomic.Bool
+	target.on("/shard", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		if failOne.CompareAndSwap(true, false) {
+			http.Error(w, "shard failed", http.StatusInternalServerError)
+		}
+	})
+	in := httpInput("w1", "w2", "w3")
+	in.Title, in.HTTP.URL, in.Routing = "shards", target.URL+"/shard", protocol.RoutingBroadcast
+	tk, err := e.m.Tasks().Create(e.ctx, in, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "broadcast", Steps: []master.WorkflowStep{
+		{Name: "a", Task: stepTask(t, e, target, "/a")},
+		{Name: "shards", Task: tk.ID, After: []master.StepEdge{{Step: "a"}}},
+		{Name: "after", Task: stepTask(t, e, target, "/after"), After: []master.StepEdge{{Step: "shards"}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := e.m.Workflows().RunNow(e.ctx, w.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := waitWorkflowRun(t, e, run.ID)
+	if r.Status != store.WorkflowSuccess {
+		t.Fatalf("run %s: %+v", r.Status, r.Steps)
+	}
+	st := r.Steps[1]
+	if st.State != store.StepSuccess || len(st.Shards) != 3 || st.Node != store.BroadcastNode {
+		t.Fatalf("broadcast step %+v: want success with 3 shards", st)
+	}
+	seen := map[string]bool{}
+	for _, sh := range st.Shards {
+		if sh.State != store.StepSuccess || sh.Run == "" || sh.EndedAt == nil || seen[sh.Node] {
+			t.Errorf("shard %+v: want one success per node with its run", sh)
+		}
+		seen[sh.Node] = true
+		if !r.Steps[2].StartedAt.After(*sh.EndedAt) {
+			t.Errorf("the child started %s, before shard %s ended %s", r.Steps[2].StartedAt, sh.Node, sh.EndedAt)
+		}
+	}
+	if target.count("/after") != 1 || target.count("/shard") != 3 {
+		t.Errorf("after ran %d times, shards %d: want 1 and 3", target.count("/after"), target.count("/shard"))
+	}
+	// A shard that fails fails the step; its child is skipped.
+	failOne.Store(true)
+	run, err = e.m.Workflows().RunNow(e.ctx, w.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = waitWorkflowRun(t, e, run.ID)
+	states := stepStates(r)
+	if r.Status != store.WorkflowFailed || states["shards"] != store.StepFailed || states["after"] != store.StepSkipped {
+		t.Fatalf("run with a failed shard: %s %v, want failed with the child skipped", r.Status, states)
+	}
+	failed := 0
+	for _, sh := range r.Steps[1].Shards {
+		if sh.State == store.StepFailed {
+			failed++
+		}
+	}
+	if failed != 1 || len(r.Steps[1].Shards) != 3 {
+		t.Errorf("shards %+v: want 3 with 1 failed", r.Steps[1].Shards)
 	}
 }

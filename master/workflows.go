@@ -199,9 +199,6 @@ func (wf *Workflows) check(ctx context.Context, project int64, id string, d *Wor
 			// project is not the caller's to learn.
 			return fmt.Sprintf("task %s does not exist in this workflow's project", clipText(taskID, 64))
 		}
-		if dt, err := decodeTask(t); err == nil && dt.Routing == protocol.RoutingBroadcast {
-			return "a task with broadcast routing cannot be a step yet: its runs on every executor are not one step's run"
-		}
 		return ""
 	})
 	if d.Key != "" && fe["key"] == "" {

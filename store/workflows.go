@@ -287,8 +287,9 @@ func SetStep(ctx context.Context, db bun.IDB, s *WorkflowStep, from ...string) (
 	}
 	q := db.NewUpdate().Model(s).Column(cols...).WherePK().Where("state IN (?)", bun.In(from))
 	if s.Node != "" {
-		// A late report from a node that lost the step moves it no more.
-		q = q.Where("avoid_nodes NOT LIKE ? ESCAPE '!'", "%,"+likeEscape(s.Node)+",%")
+		// A late report from a node that lost the step moves it no more,
+		// and a shard's report moves its shard, not its broadcast step.
+		q = q.Where("avoid_nodes NOT LIKE ? ESCAPE '!'", "%,"+likeEscape(s.Node)+",%").Where("node <> ?", BroadcastNode)
 	}
 	res, err := q.Exec(ctx)
 	return changed(res, err, "set step")

@@ -90,11 +90,15 @@ func TestWorkflowStepsMoveOnce(t *testing.T) {
 		if _, err := store.InsertRuns(ctx, db, runs); err != nil {
 			t.Fatal(err)
 		}
-		latest, err := store.LatestStepRun(ctx, db, "r1", "a")
+		latest, err := store.LatestStepRun(ctx, db, "r1", "a", nil)
 		if err != nil || latest.ID != "x2" {
 			t.Fatalf("latest run of a: %v %+v", err, latest)
 		}
-		if _, err := store.LatestStepRun(ctx, db, "r1", "b"); !errors.Is(err, store.ErrNotFound) {
+		// The runs of a node the step avoids (it lost the step) are past.
+		if _, err := store.LatestStepRun(ctx, db, "r1", "a", []string{"w1"}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("latest run of a avoiding w1: %v, want none", err)
+		}
+		if _, err := store.LatestStepRun(ctx, db, "r1", "b", nil); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("latest run of b: %v", err)
 		}
 		vs, err := store.RecentRunVersions(ctx, db, "t1", 2)

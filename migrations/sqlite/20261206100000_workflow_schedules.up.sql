@@ -48,3 +48,20 @@ CREATE INDEX idx_backfills_state ON backfills (state);
 ALTER TABLE workflow_steps ADD COLUMN redispatches INTEGER NOT NULL DEFAULT 0;
 --bun:split
 ALTER TABLE workflow_steps ADD COLUMN avoid_nodes VARCHAR(1000) NOT NULL DEFAULT '';
+--bun:split
+-- The shards of a broadcast step: one run per running executor, each
+-- recorded (its node, its run, its state); the step ends once all have.
+CREATE TABLE workflow_shards (
+    run_id VARCHAR(36) NOT NULL,
+    step VARCHAR(64) NOT NULL,
+    node VARCHAR(64) NOT NULL,
+    state VARCHAR(16) NOT NULL,
+    dispatch_id VARCHAR(36) NOT NULL,
+    task_run VARCHAR(64) NOT NULL DEFAULT '',
+    attempt INTEGER NOT NULL DEFAULT 0,
+    output TEXT NOT NULL,
+    started_at TIMESTAMP NULL,
+    ended_at TIMESTAMP NULL,
+    updated_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (run_id, step, node)
+);
