@@ -290,18 +290,19 @@ var openAPIOps = []apiOp{
 		status: 200, resp: apiDelayed{}, errors: []int{404, 409}},
 
 	// Configuration as code.
-	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of one project's tasks, as YAML", auth: "user",
+	{method: "GET", path: "/api/v1/export", tag: "config", summary: "The desired state of one project's tasks and workflows, as YAML", auth: "user",
 		query: []apiParam{{"project", "string", "the project to export (default: default)"},
 			{"settings", "boolean", "add the cluster's settings (cluster admins; 403 otherwise)"}},
 		status: 200, respYAML: true, respInput: true, resp: master.Document{}, errors: []int{400, 403},
-		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values; so are the settings' SMTP password and URL passwords."},
-	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks match a document; answers the plan", auth: "project",
-		query: []apiParam{{"project", "string", "the project to apply to (default: default)"}, {"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold"}},
+		notes: "Secret params, secret headers and URL passwords are ${ENV:NAME} references, never values; so are the settings' SMTP password and URL passwords. " +
+			"A workflow's steps name their tasks by key, or by title; no ids."},
+	{method: "POST", path: "/api/v1/apply", tag: "config", summary: "Make the tasks and workflows match a document; answers the plan", auth: "project",
+		query: []apiParam{{"project", "string", "the project to apply to (default: default)"}, {"dry_run", "boolean", "plan only, change nothing"}, {"prune", "boolean", "delete the tasks the document does not hold, and the workflows when it has a workflows section"}},
 		body:  master.Document{}, bodyYAML: true,
 		example: `{"version":1,"dry_run":true,"tasks":[{"key":"ping","title":"ping billing","type":"http","state":"running",
 "schedule":{"kind":"interval","every":"1m"},"http":{"url":"https://billing.example/ping"},"executors":["w1"]}]}`,
 		status: 200, resp: master.Plan{}, errors: []int{400, 403, 409, 413, 502},
-		notes: "A refused document answers 400 naming every task and field, nothing changed. A change that fails midway answers its status with the plan and its error. " +
+		notes: "A refused document answers 400 naming every task, workflow and field (a step's unknown task: workflows[0] (key etl).steps[1].task), nothing changed. A change that fails midway answers its status with the plan and its error. " +
 			"A settings section (the fields of PATCH /api/v1/settings) is applied first, by cluster admins only (403 otherwise, nothing changed)."},
 	{method: "GET", path: "/api/v1/openapi.json", tag: "config", summary: "This document", auth: "open",
 		status: 200, resp: openAPIAnswer{}},

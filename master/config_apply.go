@@ -20,16 +20,17 @@ import (
 type ApplyOptions struct {
 	// DryRun plans and changes nothing.
 	DryRun bool
-	// Prune deletes the tasks the document does not hold.
+	// Prune deletes the tasks the document does not hold and, when it has
+	// a workflows section, the workflows it does not hold.
 	Prune bool
 	// By is who applies: the creator of new tasks.
 	By string
 	// Project is the project the document is applied to ("": default):
-	// its tasks are matched, created and pruned there only.
+	// its tasks and workflows are matched, created and pruned there only.
 	Project string
 }
 
-// What a plan does to a task.
+// What a plan does to a task or a workflow.
 const (
 	PlanCreate    = "create"
 	PlanUpdate    = "update"
@@ -41,8 +42,9 @@ const (
 type Plan struct {
 	DryRun bool `json:"dry_run"`
 	Prune  bool `json:"prune"`
-	// Changes lists a change per task: the document's tasks, children
-	// before their parents, then the deletions.
+	// Changes lists a change per task and per workflow: the document's
+	// tasks, children before their parents, then its workflows, then the
+	// deletions (workflows first). The counts count both.
 	Changes   []PlanChange `json:"changes"`
 	Create    int          `json:"create"`
 	Update    int          `json:"update"`
@@ -69,18 +71,21 @@ type PlanSettings struct {
 	change func(*Settings)
 }
 
-// PlanChange is the change of one task.
+// PlanChange is the change of one task or workflow.
 type PlanChange struct {
 	Action string `json:"action"`
-	Key    string `json:"key,omitempty"`
-	Title  string `json:"title"`
-	// ID is the task's id; a task a dry run would create has none yet.
+	// Kind is PlanWorkflow for a workflow's change, empty for a task's.
+	Kind  string `json:"kind,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Title string `json:"title"`
+	// ID is the task's (or workflow's) id; one a dry run would create has
+	// none yet.
 	ID string `json:"id,omitempty"`
 	// Fields names what an update changes (never the values: some are
 	// secrets).
 	Fields []string `json:"fields,omitempty"`
 	// State is the task's state after the change, "stopped → running" when
-	// the change moves it.
+	// the change moves it (none for a workflow).
 	State string `json:"state,omitempty"`
 	// Done says the change was made (an unchanged task is done at once).
 	Done  bool   `json:"done"`
@@ -94,6 +99,7 @@ type applyStep struct {
 	from   string    // the state now ("" for a new task)
 	to     string    // the desired state
 	def    bool      // the definition changes
+	wf     *wfApply  // set for a workflow's change, which the fields above are not
 }
 
 // placeholder stands for the id of a task the apply creates.
@@ -113,6 +119,13 @@ func placeholder(i int) string { return "new:" + strconv.Itoa(i) }
 // other changes are made in order. A change that fails (a worker refuses a
 // start) stops the apply there: the plan says what was done (Done per
 // change), and the error which change failed.
+//
+// The document's workflows are matched the same way (key, else title),
+// checked with its tasks before anything changes (each step's task named by
+// key or title, resolved among the tasks as the apply leaves them), and
+// created or updated through the workflow domain after the tasks and before
+// any deletion; prune deletes the project's other workflows only when the
+// document has a workflows section.
 func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*Plan, error) {
 	defer m.locks.lock("apply")()
 	ctx = withVia(ctx, ViaApply)
@@ -130,12 +143,13 @@ func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*
 		}
 		s.change.Error = msg
 		plan.Error = fmt.Sprintf("%s %s: %s", s.change.Action, changeName(s.change), msg)
-		m.log.Warn("apply stopped", "change", s.change.Action, "task", s.change.ID, "err", err)
+		m.log.Warn("apply stopped", "change", s.change.Action, "kind", s.change.Kind, "id", s.change.ID, "err", err)
 		return plan, err
 	}
 	// The settings first (a task's default HTTP timeout may depend on
 	// them), then the new tasks, batched (see applyCreates), then the
-	// others in order.
+	// others in order: the workflows once their tasks exist, and before
+	// the deletions, so no workflow names a task already gone.
 	if ps := plan.Settings; ps != nil {
 		if err := m.ChangeSettings(ctx, ps.change); err != nil {
 			msg := Message(err)
@@ -153,7 +167,7 @@ func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*
 		return fail(s, err)
 	}
 	for _, s := range steps {
-		if s.change.Action == PlanCreate {
+		if s.change.Action == PlanCreate && s.wf == nil {
 			continue
 		}
 		if err := m.applyStep(ctx, s, created, opts.By); err != nil {
@@ -168,14 +182,21 @@ func (m *Master) Apply(ctx context.Context, doc *Document, opts ApplyOptions) (*
 }
 
 func changeName(c *PlanChange) string {
-	if c.Key != "" {
-		return "key " + c.Key
+	kind := ""
+	if c.Kind != "" {
+		kind = c.Kind + " "
 	}
-	return "“" + c.Title + "”"
+	if c.Key != "" {
+		return kind + "key " + c.Key
+	}
+	return kind + "“" + c.Title + "”"
 }
 
 // applyStep makes one change.
 func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string]string, by string) error {
+	if s.wf != nil {
+		return m.applyWorkflow(ctx, s, created)
+	}
 	c := s.change
 	switch c.Action {
 	case PlanUnchanged:
@@ -216,7 +237,7 @@ func (m *Master) applyStep(ctx context.Context, s *applyStep, created map[string
 func (m *Master) applyCreates(ctx context.Context, steps []*applyStep, created map[string]string, by string) (*applyStep, error) {
 	var creates []*applyStep
 	for _, s := range steps {
-		if s.change.Action == PlanCreate {
+		if s.change.Action == PlanCreate && s.wf == nil {
 			creates = append(creates, s)
 			created[s.in.ID] = uuid.NewString()
 		}
@@ -282,7 +303,7 @@ func (m *Master) applyCreates(ctx context.Context, steps []*applyStep, created m
 	}
 	var first *applyStep
 	for _, s := range steps {
-		if s.change.Action != PlanCreate {
+		if s.change.Action != PlanCreate || s.wf != nil {
 			continue
 		}
 		if err := failed[s]; err != nil {
@@ -535,6 +556,29 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 		}
 		steps[i] = s
 	}
+	// The workflows, their steps' tasks named as the project will have
+	// them: the document's tasks, and the others unless prune deletes them.
+	refs := &taskRefs{byKey: map[string][]*refTask{}, byTitle: map[string][]*refTask{}, byID: map[string]*refTask{}}
+	for i := range tasks {
+		routing := strings.ToLower(strings.TrimSpace(tasks[i].Routing))
+		if steps[i] != nil {
+			routing = steps[i].in.Routing
+		}
+		refs.add(&refTask{id: idOf[i], key: tasks[i].Key, title: tasks[i].Title, broadcast: routing == protocol.RoutingBroadcast})
+	}
+	pruned := map[string]*Task{}
+	for _, t := range all {
+		if _, kept := claimed[t.ID]; !kept {
+			refs.add(&refTask{id: t.ID, key: t.Key, title: t.Title, broadcast: t.Routing == protocol.RoutingBroadcast, pruned: opts.Prune})
+			if opts.Prune {
+				pruned[t.ID] = t
+			}
+		}
+	}
+	wfSteps, wfDeletions, err := m.planWorkflows(ctx, doc, proj, opts.Prune, refs, pruned, fe)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(fe) > 0 {
 		// Messages name tasks by id; a document's tasks by their names.
 		var pairs []string
@@ -572,6 +616,8 @@ func (m *Master) planApply(ctx context.Context, doc *Document, opts ApplyOptions
 	for i := range tasks {
 		visit(i)
 	}
+	ordered = append(ordered, wfSteps...)
+	ordered = append(ordered, wfDeletions...)
 	if opts.Prune {
 		for _, t := range all {
 			if _, kept := claimed[t.ID]; !kept {

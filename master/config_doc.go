@@ -1,6 +1,6 @@
 // Configuration as code: the document that holds the desired state of the
-// tasks (Export writes it, Apply makes a master match it), how it is read
-// from YAML or JSON, and its ${ENV:NAME} references.
+// tasks and workflows (Export writes it, Apply makes a master match it), how
+// it is read from YAML or JSON, and its ${ENV:NAME} references.
 
 package master
 
@@ -26,6 +26,8 @@ const (
 	MaxDocumentBytes = 8 << 20
 	// MaxDocumentTasks bounds the tasks of one document (one apply).
 	MaxDocumentTasks = 5000
+	// MaxDocumentWorkflows bounds the workflows of one document.
+	MaxDocumentWorkflows = 1000
 	// maxDocumentNodes bounds the YAML nodes read, aliases counted each time
 	// they are used, so a "billion laughs" of anchors stops early.
 	maxDocumentNodes = 1_000_000
@@ -44,11 +46,15 @@ const (
 	StateStopped = "stopped"
 )
 
-// Document is the desired state of a master's tasks and, optionally, of the
-// cluster's settings.
+// Document is the desired state of a project's tasks and workflows and,
+// optionally, of the cluster's settings.
 type Document struct {
 	Version int       `json:"version"`
 	Tasks   []DocTask `json:"tasks"`
+	// Workflows, when the document has the section (even empty), are the
+	// project's workflows; nil (no section) leaves them alone, prune or
+	// not, so a document written before workflows existed deletes none.
+	Workflows []DocWorkflow `json:"workflows,omitempty"`
 	// Settings, when present, are the cluster's settings the document sets
 	// (the fields it names; the others keep their values): only a cluster
 	// admin applies them.
@@ -72,6 +78,13 @@ type DocTask struct {
 	State     string   `json:"state,omitempty"`
 }
 
+// DocWorkflow is one workflow of a document: its definition without id,
+// each step naming its task by the task's key or, when it has none, its
+// title (a task of the document or of the project).
+type DocWorkflow struct {
+	WorkflowDef
+}
+
 // ident is what a document task is matched by: its key, or its title.
 func (t *DocTask) ident() string {
 	if k := strings.TrimSpace(t.Key); k != "" {
@@ -80,15 +93,26 @@ func (t *DocTask) ident() string {
 	return strings.TrimSpace(t.Title)
 }
 
-// name names a document task in messages: tasks[3] “Nightly export”.
+// docName names a document task in messages: tasks[3] “Nightly export”.
 func docName(i int, t *DocTask) string {
-	s := fmt.Sprintf("tasks[%d]", i)
 	if t == nil {
-		return s
+		return entryName("tasks", i, "", "")
 	}
-	if k := strings.TrimSpace(t.Key); k != "" {
+	return entryName("tasks", i, t.Key, t.Title)
+}
+
+// docWorkflowName names a document workflow in messages:
+// workflows[0] (key nightly-etl).
+func docWorkflowName(i int, w *WorkflowDef) string {
+	return entryName("workflows", i, w.Key, w.Title)
+}
+
+// entryName names the i-th entry of a section by its key, else its title.
+func entryName(section string, i int, key, title string) string {
+	s := fmt.Sprintf("%s[%d]", section, i)
+	if k := strings.TrimSpace(key); k != "" {
 		s += " (key " + clipText(k, 60) + ")"
-	} else if tt := strings.TrimSpace(t.Title); tt != "" {
+	} else if tt := strings.TrimSpace(title); tt != "" {
 		s += " “" + clipText(tt, 60) + "”"
 	}
 	return s
@@ -579,7 +603,7 @@ func itThem(n int) string {
 func decodeDocument(v any) (*Document, error) {
 	top, ok := v.(map[string]any)
 	if !ok {
-		return nil, Errorf(KindInvalid, "the document must be a mapping with version and tasks")
+		return nil, Errorf(KindInvalid, "the document must be a mapping with version, tasks and workflows")
 	}
 	doc := &Document{Version: DocumentVersion}
 	for k, val := range top {
@@ -599,7 +623,7 @@ func decodeDocument(v any) (*Document, error) {
 			} else {
 				doc.Prune = b
 			}
-		case "tasks":
+		case "tasks", "workflows":
 		case "settings":
 			p, err := decodeDocSettings(val)
 			if err != nil {
@@ -607,7 +631,7 @@ func decodeDocument(v any) (*Document, error) {
 			}
 			doc.Settings = p
 		default:
-			return nil, Errorf(KindInvalid, "%s: unknown field (a document has version, tasks and settings)", clipText(k, 60))
+			return nil, Errorf(KindInvalid, "%s: unknown field (a document has version, tasks, workflows and settings)", clipText(k, 60))
 		}
 	}
 	var list []any
@@ -644,10 +668,53 @@ func decodeDocument(v any) (*Document, error) {
 		}
 		doc.Tasks[i] = t
 	}
+	wfs, err := decodeDocWorkflows(top["workflows"], fe)
+	if err != nil {
+		return nil, err
+	}
+	doc.Workflows = wfs
 	if len(fe) > 0 {
 		return nil, documentInvalid(fe)
 	}
 	return doc, nil
+}
+
+// decodeDocWorkflows reads a document's workflows section, workflow by
+// workflow, problems into fe; nil when the document has none.
+func decodeDocWorkflows(v any, fe protocol.FieldErrors) ([]DocWorkflow, error) {
+	var list []any
+	switch t := v.(type) {
+	case nil:
+		return nil, nil // no section (or "workflows:" left empty, which reads the same)
+	case []any:
+		list = t
+	default:
+		return nil, Errorf(KindInvalid, "workflows: must be a list of workflows")
+	}
+	if len(list) > MaxDocumentWorkflows {
+		return nil, Errorf(KindTooLarge, "the document holds %d workflows: at most %d in one apply", len(list), MaxDocumentWorkflows)
+	}
+	out := make([]DocWorkflow, len(list))
+	for i, raw := range list {
+		m, ok := raw.(map[string]any)
+		if !ok {
+			fe[fmt.Sprintf("workflows[%d]", i)] = "must be a mapping of a workflow's fields"
+			continue
+		}
+		if _, has := m["id"]; has {
+			fe[fmt.Sprintf("workflows[%d].id", i)] = "a document carries no ids: workflows are matched by key, or by title"
+			continue
+		}
+		js, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("master: document: %w", err)
+		}
+		if err := protocol.DecodeStrict(js, &out[i]); err != nil {
+			p := probeName(m)
+			fe[entryName("workflows", i, p.Key, p.Title)] = jsonMessage(err)
+		}
+	}
+	return out, nil
 }
 
 // decodeDocSettings reads a document's settings section: the fields of

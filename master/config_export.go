@@ -58,9 +58,10 @@ var sentinelRE = regexp.MustCompile("\x00ENV:([A-Za-z0-9_]+)\x00")
 // counters or results. Secret params, secret headers and URL passwords are
 // ${ENV:NAME} references, never values; the header comment names every
 // variable. Tasks are in the order of their key (or title), so the same
-// tasks export to the same text.
+// tasks export to the same text. The workflows follow, in the same order,
+// without ids, each step naming its task by key (or title).
 //
-// It exports one project's tasks ("": the default project) and, with
+// It exports one project's tasks and workflows ("": the default project) and, with
 // opts.Settings, the cluster's settings (cluster admins only): every stored
 // setting, the SMTP password and URL passwords as references too.
 func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error) {
@@ -124,6 +125,14 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 		node.HeadComment = strings.Join(notes, "\n")
 		seq.Content = append(seq.Content, node)
 	}
+	workflows, err := m.workflows.projectWorkflows(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	wseq, err := workflowsNode(workflows, byID, ident, count)
+	if err != nil {
+		return nil, err
+	}
 	var sets *yaml.Node
 	if opts.Settings {
 		if sets, err = settingsNode(settings, env); err != nil {
@@ -131,10 +140,10 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 		}
 	}
 	head := []string{
-		"ScheduleMaster tasks: the desired state, as GET /api/v1/export writes it.",
+		"ScheduleMaster tasks and workflows: the desired state, as GET /api/v1/export writes it.",
 		"Apply: SM_TOKEN=<API token> schedulemaster apply -f FILE --master URL [--dry-run] [--prune]",
-		"Tasks are matched by key, or by title when they have none.",
-		"Each task's comment names its version when exported (see its history); apply does not read it.",
+		"Tasks and workflows are matched by key, or by title when they have none; a step names its task so too.",
+		"Each task's and workflow's comment names its version when exported (see its history); apply does not read it.",
 	}
 	if sets != nil {
 		head = append(head, "The settings are the cluster's: only a cluster admin applies them; a field left out keeps its value.")
@@ -156,6 +165,9 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 	if len(seq.Content) == 0 {
 		seq.Style = yaml.FlowStyle
 	}
+	// Always written, [] when there are none: a section, even empty, says
+	// the document holds the project's workflows (prune then deletes the others).
+	root.Content = append(root.Content, strNode("workflows"), wseq)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -170,7 +182,8 @@ func (m *Master) Export(ctx context.Context, opts ExportOptions) ([]byte, error)
 
 // ExportOptions says what Export writes.
 type ExportOptions struct {
-	// Project is the project whose tasks are written ("": default).
+	// Project is the project whose tasks and workflows are written ("":
+	// default).
 	Project string
 	// Settings adds the cluster's settings (cluster admins only).
 	Settings bool
@@ -312,7 +325,14 @@ var exportOrder = map[string][]string{
 	"schedule": {"kind", "cron", "every", "align", "at"},
 	"http":     {"method", "url", "headers", "secret_headers", "content_type", "body"},
 	"shell":    {"command", "args", "env", "dir"},
+	"workflow": {"key", "title", "schedule", "timezone", "start_at", "end_at", "overlap", "misfire", "timeout", "params", "steps"},
+	"step":     {"name", "task", "params", "timeout", "after"},
+	"edge":     {"step", "on"},
 }
+
+// exportElems names the object kind of a list's elements, by the list's
+// field: a workflow's steps and a step's edges.
+var exportElems = map[string]string{"steps": "step", "after": "edge"}
 
 // exportTaskNode writes a task as a YAML mapping through its JSON form (one
 // set of field names for JSON and YAML), in exportOrder, empty fields left
@@ -388,7 +408,10 @@ func valueNode(v any, field string) *yaml.Node {
 	case []any:
 		s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 		for _, e := range t {
-			s.Content = append(s.Content, valueNode(e, ""))
+			s.Content = append(s.Content, valueNode(e, exportElems[field]))
+		}
+		if field == "after" {
+			s.Style = yaml.FlowStyle // [{step: extract, on: success}]: a step's edges read on one line
 		}
 		return s
 	case map[string]any:

@@ -57,12 +57,12 @@ func applyOptions(c *applyConfig, export bool) *options {
 		o.add(&option{name: "f", noEnv: true, dst: &c.File, usage: "the document to apply: a YAML or JSON file, - for stdin (required)"})
 	}
 	o.add(&option{name: "master", dst: &c.Master, usage: "the master's URL http(s)://host[:port] (required)"})
-	o.add(&option{name: "project", dst: &c.Project, usage: "the project whose tasks the document holds (default: default)"})
+	o.add(&option{name: "project", dst: &c.Project, usage: "the project whose tasks and workflows the document holds (default: default)"})
 	if !export {
 		o.add(&option{name: "env", noEnv: true, repeat: true, dst: &c.Env,
 			usage: "a variable the document's ${ENV:NAME} may read, in secret fields only (repeat it, or NAME,NAME; never SM_*)"})
 		o.add(&option{name: "dry-run", noEnv: true, def: "false", dst: &c.DryRun, usage: "print the plan and change nothing"})
-		o.add(&option{name: "prune", noEnv: true, def: "false", dst: &c.Prune, usage: "delete the master's tasks the document does not hold"})
+		o.add(&option{name: "prune", noEnv: true, def: "false", dst: &c.Prune, usage: "delete the project's tasks the document does not hold, and its workflows when the document has a workflows section"})
 	}
 	o.add(&option{name: "timeout", noEnv: true, def: "5m", dst: &c.Timeout, min: int64(time.Second), max: int64(time.Hour),
 		usage: "how long to wait for the master (an apply starts and stops tasks on workers)"})
@@ -239,7 +239,7 @@ func answerError(status int, body []byte) string {
 	return msg
 }
 
-// printPlan writes a plan a line a task, then the counts.
+// printPlan writes a plan a line a task or workflow, then the counts.
 func printPlan(w io.Writer, masterURL string, p *master.Plan) {
 	switch {
 	case p.DryRun:
@@ -266,6 +266,9 @@ func printPlan(w io.Writer, masterURL string, p *master.Plan) {
 		name := "“" + c.Title + "”"
 		if c.Key != "" {
 			name = c.Key + " " + name
+		}
+		if c.Kind != "" {
+			name = c.Kind + " " + name
 		}
 		line := fmt.Sprintf("%s %-9s %s", marks[c.Action], c.Action, name)
 		if len(c.Fields) > 0 {

@@ -207,6 +207,25 @@ tasks:
 			t.Errorf("%s: %d\n%s\n%s", name, code, out, errOut)
 		}
 	}
+	// Workflows travel with the tasks: the plan names them, a step names
+	// its task by key, and the export writes them back so.
+	wfDoc := pruned + "workflows:\n  - key: etl\n    title: ETL\n    steps:\n      - {name: ping, task: ping}\n"
+	if err := os.WriteFile(file, []byte(wfDoc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = cli(t, env, append(base, "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "+ create    workflow etl “ETL”\n") || !strings.Contains(out, "1 to create, 0 to update, 1 unchanged") {
+		t.Fatalf("workflow dry run: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, env, base...)
+	if code != 0 || !strings.Contains(out, "1 created, 0 updated, 1 unchanged") {
+		t.Fatalf("workflow apply: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, env[:1], "export", "--master", m.URL)
+	if code != 0 || !strings.Contains(out, "workflows:\n  # version 1\n  - key: etl\n    title: ETL\n") || !strings.Contains(out, "task: ping\n") {
+		t.Fatalf("export of the workflow: %d %s\n%s", code, errOut, out)
+	}
+
 	code, _, errOut = cli(t, []string{"SM_TOKEN=smt_wrong"}, "export", "--master", m.URL)
 	if code != 1 || !strings.Contains(errOut, "HTTP 401") {
 		t.Fatalf("wrong token: %d %s", code, errOut)
