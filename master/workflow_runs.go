@@ -309,11 +309,25 @@ func (wf *Workflows) RerunFailed(ctx context.Context, runID string) (_ *Workflow
 	run := &store.WorkflowRun{ID: newID, WorkflowID: r.WorkflowID, ProjectID: r.ProjectID, Status: store.WorkflowRunning,
 		LogicalTime: r.LogicalTime, StartedBy: ActorFrom(ctx), Trigger: TriggerRerun, Definition: r.Definition, Params: r.Params,
 		RerunOf: runID}
+	var other string
 	err = store.RetryTx(ctx, wf.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+		// Two operators pressing Rerun failed at once make one rerun:
+		// under the old run's row lock, a rerun in progress refuses the
+		// second.
+		if err := store.LockRow(ctx, tx, "workflow_runs", runID); err != nil {
+			return err
+		}
+		var err error
+		if other, err = store.RerunInProgress(ctx, tx, runID); err != nil || other != "" {
+			return err
+		}
 		return store.CreateWorkflowRun(ctx, tx, run, kept)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if other != "" {
+		return nil, Errorf(KindState, "workflow run %s is being run again already, as run %s", runID, other)
 	}
 	wf.m.log.Info("workflow run rerun", "run", runID, "as", newID, "steps", len(again), "by", run.StartedBy)
 	wf.runner.advance(WithActor(wf.m.life.ctx, "workflow "+r.WorkflowID), newID)

@@ -575,3 +575,61 @@ func TestWorkflowBroadcastStepRecordsEachShard(t *testing.T) {
 		t.Errorf("shards %+v: want 3 with 1 failed", r.Steps[1].Shards)
 	}
 }
+
+// TestWorkflowRerunTwiceAtOnceMakesOneRun: operators pressing Rerun failed
+// at once on one failed run make one rerun; the others are told which.
+func TestWorkflowRerunTwiceAtOnceMakesOneRun(t *testing.T) {
+	t.Parallel()
+	e, target := scheduledEnv(t)
+	var calls atomic.Int32
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	target.on("/flaky", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, "first run fails", http.StatusInternalServerError)
+			return
+		}
+		select { // the rerun stays in progress while the others try
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	w, err := e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "rerun once",
+		Steps: []master.WorkflowStep{{Name: "flaky", Task: stepTask(t, e, target, "/flaky")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := e.m.Workflows().RunNow(e.ctx, w.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := waitWorkflowRun(t, e, started.ID); r.Status != store.WorkflowFailed {
+		t.Fatalf("first run %s, want failed", r.Status)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var made []string
+	refused := 0
+	for range 6 {
+		wg.Go(func() {
+			r, err := e.m.Workflows().RerunFailed(e.ctx, started.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				made = append(made, r.ID)
+			case master.KindOf(err) == master.KindState && strings.Contains(err.Error(), "being run again already"):
+				refused++
+			default:
+				t.Errorf("rerun: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(made) != 1 || refused != 5 {
+		t.Fatalf("6 reruns at once made %v and refused %d, want one made", made, refused)
+	}
+	if err := e.m.Workflows().Cancel(e.ctx, made[0]); err != nil {
+		t.Fatal(err)
+	}
+}

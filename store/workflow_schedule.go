@@ -275,3 +275,17 @@ func CancelQueuedRuns(ctx context.Context, db bun.IDB, backfill string) (int, er
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// RerunInProgress is the id of a rerun of a run that is still running or
+// queued, "" when none is.
+func RerunInProgress(ctx context.Context, db bun.IDB, runID string) (string, error) {
+	var ids []string
+	if err := db.NewSelect().Model((*WorkflowRun)(nil)).Column("id").Where("rerun_of = ?", runID).
+		Where("status IN (?)", bun.In([]string{WorkflowRunning, WorkflowQueued})).Limit(1).Scan(ctx, &ids); err != nil {
+		return "", fmt.Errorf("store: reruns of %s: %w", runID, err)
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	return ids[0], nil
+}
