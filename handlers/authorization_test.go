@@ -84,7 +84,8 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/projects/:name/members": clsRead, "GET /api/v1/export": clsRead,
 	"GET /workflows/:id": clsRead, "GET /workflow-runs/:id": clsRead, "GET /workflow-runs/:id/live": clsRead,
 	"GET /api/v1/workflows/:id": clsRead, "GET /api/v1/workflows/:id/runs": clsRead, "GET /api/v1/workflow-runs/:id": clsRead,
-	"GET /api/v1/workflows/:id/backfills": clsRead, "GET /api/v1/tasks/:id/backfills": clsRead, "GET /api/v1/backfills/:id": clsRead,
+	"GET /api/v1/workflows/:id/backfills": clsRead, "GET /api/v1/workflows/:id/versions": clsRead,
+	"GET /api/v1/workflows/:id/versions/:n": clsRead, "GET /api/v1/tasks/:id/backfills": clsRead, "GET /api/v1/backfills/:id": clsRead,
 
 	"POST /tasks/:id/start": clsOperate, "POST /tasks/:id/stop": clsOperate, "POST /tasks/:id/pause": clsOperate,
 	"POST /tasks/:id/resume": clsOperate, "POST /tasks/:id/run": clsOperate, "POST /tasks/bulk": clsOperate,
@@ -105,7 +106,7 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/tasks": clsEdit, "PUT /api/v1/tasks/:id": clsEdit, "DELETE /api/v1/tasks/:id": clsEdit,
 	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/tasks/:id/versions/:n/restore": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
 	"POST /api/v1/delayed/batch": clsEdit, "POST /api/v1/workflows": clsEdit, "PUT /api/v1/workflows/:id": clsEdit,
-	"DELETE /api/v1/workflows/:id": clsEdit,
+	"DELETE /api/v1/workflows/:id": clsEdit, "POST /api/v1/workflows/:id/versions/:n/restore": clsEdit,
 
 	"POST /projects/:name": clsManage, "POST /projects/:name/members": clsManage, "POST /projects/:name/members/:username/remove": clsManage,
 	"PATCH /api/v1/projects/:name": clsManage, "PUT /api/v1/projects/:name/members/:username": clsManage,

@@ -125,7 +125,7 @@ func (e *Error) Unwrap() []error {
 
 // ErrVersionMoved is the cause of the refusal of an edit that started from
 // a version of the task older than its own (errors.Is finds it).
-var ErrVersionMoved = errors.New("the task was saved since the version the edit started from")
+var ErrVersionMoved = errors.New("it was saved since the version the edit started from")
 
 // Sentinels of the engine, one per kind; errors.Is(err, ErrX) tests the kind.
 var (

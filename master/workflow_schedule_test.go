@@ -633,3 +633,59 @@ func TestWorkflowRerunTwiceAtOnceMakesOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWorkflowVersionsKeepHistoryAndRestore: every save is a version (who,
+// from where, what changed); a restore brings an old definition back as a
+// new version; an unknown version is not found.
+func TestWorkflowVersionsKeepHistoryAndRestore(t *testing.T) {
+	t.Parallel()
+	e, target := scheduledEnv(t)
+	a, b := stepTask(t, e, target, "/a"), stepTask(t, e, target, "/b")
+	w, err := e.m.Workflows().Create(e.ctx, master.WorkflowInput{WorkflowDef: master.WorkflowDef{Title: "v1",
+		Steps: []master.WorkflowStep{{Name: "a", Task: a}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := master.WorkflowInput{Version: 1, Note: "add b ✓", WorkflowDef: master.WorkflowDef{Title: "v2", Overlap: protocol.OverlapQueue,
+		Steps: []master.WorkflowStep{{Name: "a", Task: a, Params: map[string]string{"x": "1"}}, {Name: "b", Task: b, After: []master.StepEdge{{Step: "a"}}}}}}
+	if _, err := e.m.Workflows().Update(e.ctx, w.ID, in); err != nil {
+		t.Fatal(err)
+	}
+	in.Note, in.Version = strings.Repeat("n", 1001), 2
+	var fe protocol.FieldErrors
+	if _, err := e.m.Workflows().Update(e.ctx, w.ID, in); !errors.As(err, &fe) || fe["note"] == "" {
+		t.Fatalf("a note too long: %v", err)
+	}
+	vs, err := e.m.Workflows().Versions(e.ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 2 || vs[0].Version != 2 || !vs[0].Current || vs[0].Note != "add b ✓" || vs[1].Current || vs[1].CreatedBy != "system" {
+		t.Fatalf("versions %+v: want 2 (current) with its note, and 1", vs)
+	}
+	v2, err := e.m.Workflows().Version(e.ctx, w.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"title", "overlap", "step a changed", "step b added"}; !slices.Equal(v2.Changes, want) {
+		t.Errorf("changes of version 2 %v, want %v", v2.Changes, want)
+	}
+	restored, err := e.m.Workflows().Restore(e.ctx, w.ID, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restored.Version != 3 || restored.Title != "v1" || len(restored.Steps) != 1 {
+		t.Fatalf("restored %+v: want version 3 with version 1's definition", restored)
+	}
+	v3, err := e.m.Workflows().Version(e.ctx, w.ID, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v3.Via != master.ViaRestore || v3.Note != "restored version 1" ||
+		!slices.Equal(v3.Changes, []string{"title", "overlap", "step a changed", "step b removed"}) {
+		t.Errorf("version 3 %+v", v3)
+	}
+	if _, err := e.m.Workflows().Version(e.ctx, w.ID, 9); master.KindOf(err) != master.KindNotFound {
+		t.Errorf("version 9: %v, want not found", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -56,6 +57,8 @@ type WorkflowInput struct {
 	WorkflowDef
 	Project string `json:"project,omitempty"`
 	Version int    `json:"version,omitempty"`
+	// Note says why, in the version the save makes (optional).
+	Note string `json:"note,omitempty"`
 }
 
 func workflowNotFound(id string) error {
@@ -80,12 +83,20 @@ func (wf *Workflows) Create(ctx context.Context, in WorkflowInput) (_ *Workflow,
 	if err := authorize(ctx, p.ID, ActEdit, projectNotFound(p.Name)); err != nil {
 		return nil, err
 	}
+	if msg := noteProblem(in.Note); msg != "" {
+		return nil, protocol.FieldErrors{"note": msg}
+	}
 	row, err := wf.check(ctx, p.ID, id, &in.WorkflowDef)
 	if err != nil {
 		return nil, err
 	}
 	row.ID, row.ProjectID, row.CreatedBy = id, p.ID, ActorFrom(ctx)
-	if err := store.CreateWorkflow(ctx, wf.m.st.DB, row); err != nil {
+	if err := store.RetryTx(ctx, wf.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.CreateWorkflow(ctx, tx, row); err != nil {
+			return err
+		}
+		return wf.writeWorkflowVersion(ctx, tx, nil, row, in.Note)
+	}); err != nil {
 		return nil, err
 	}
 	return workflowOf(row, p.Name)
@@ -107,13 +118,22 @@ func (wf *Workflows) Update(ctx context.Context, id string, in WorkflowInput) (_
 			"workflow %s changed since version %d (it is at version %d, saved %s); reload it and make your change again",
 			id, in.Version, cur.Version, cur.UpdatedAt.UTC().Format(time.RFC3339))}
 	}
+	if msg := noteProblem(in.Note); msg != "" {
+		return nil, protocol.FieldErrors{"note": msg}
+	}
 	row, err := wf.check(ctx, cur.ProjectID, id, &in.WorkflowDef)
 	if err != nil {
 		return nil, err
 	}
 	row.ID, row.ProjectID, row.Version = id, cur.ProjectID, cur.Version+1
 	row.CreatedBy, row.CreatedAt = cur.CreatedBy, cur.CreatedAt
-	if err := store.UpdateWorkflow(ctx, wf.m.st.DB, row, cur.Version); errors.Is(err, store.ErrConflict) {
+	err = store.RetryTx(ctx, wf.m.st.DB, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.UpdateWorkflow(ctx, tx, row, cur.Version); err != nil {
+			return err
+		}
+		return wf.writeWorkflowVersion(ctx, tx, cur, row, in.Note)
+	})
+	if errors.Is(err, store.ErrConflict) {
 		return nil, &Error{Kind: KindState, Err: ErrVersionMoved, Msg: fmt.Sprintf(
 			"workflow %s was saved by someone else meanwhile; reload it and make your change again", id)}
 	} else if err != nil {

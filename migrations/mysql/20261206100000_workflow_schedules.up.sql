@@ -65,3 +65,17 @@ CREATE TABLE workflow_shards (
     updated_at DATETIME(6) NOT NULL,
     PRIMARY KEY (run_id, step, node)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
+-- Every saved definition of a workflow, as task_versions keeps a task's:
+-- history, what changed, restore.
+CREATE TABLE workflow_versions (
+    workflow_id VARCHAR(36) NOT NULL,
+    version INTEGER NOT NULL,
+    title VARCHAR(200) NOT NULL,
+    definition MEDIUMTEXT NOT NULL,
+    created_at DATETIME(6) NOT NULL,
+    created_by VARCHAR(200) NOT NULL DEFAULT '',
+    via VARCHAR(16) NOT NULL DEFAULT '',
+    note VARCHAR(4000) NOT NULL DEFAULT '',
+    PRIMARY KEY (workflow_id, version)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
