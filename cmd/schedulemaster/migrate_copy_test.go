@@ -189,8 +189,12 @@ func fillEveryTable(t *testing.T, ctx context.Context, raw string) {
 		&store.WorkflowRun{ID: "wr-1", WorkflowID: "wf-1", ProjectID: store.DefaultProjectID, Status: store.WorkflowFailed, LogicalTime: at,
 			StartedAt: at, EndedAt: at.Add(time.Second), StartedBy: "admin", Trigger: "manual", Definition: "{}", Params: `{"day":"é"}`, UpdatedAt: at,
 			Note: "missed ✓", BackfillID: "bf-1"},
+		&store.WorkflowShard{RunID: "wr-1", Step: "fan", Node: "w2", State: store.StepLost, DispatchID: "d-1", TaskRun: "run-three",
+			Attempt: 1, Output: "lost ✓", StartedAt: at, UpdatedAt: at},
+		&store.WorkflowVersion{WorkflowID: "wf-1", Version: 2, Title: "etl ✓", Definition: `{"title":"etl ✓","steps":[]}`,
+			CreatedAt: at, CreatedBy: "admin", Via: "restore", Note: "back ✓"},
 		&store.WorkflowStep{RunID: "wr-1", Name: "extract", TaskID: "copy-task", State: store.StepFailed, DispatchID: "run-three",
-			TaskRun: "run-three", Node: "w2", Attempt: 2, Output: "\uFFFD", EndedAt: at, UpdatedAt: at},
+			TaskRun: "run-three", Node: "w2", Attempt: 2, Output: "\uFFFD", EndedAt: at, UpdatedAt: at, Redispatches: 1, AvoidNodes: ",w1,"},
 	}
 	for _, r := range rows {
 		if _, err := st.DB.NewInsert().Model(r).Exec(ctx); err != nil {
@@ -242,13 +246,20 @@ func readCopyFixture(t *testing.T, ctx context.Context, raw string) string {
 	}
 	var step store.WorkflowStep
 	get(&step, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("run_id = ?", "wr-1") })
-	b.WriteString(" | step " + step.Name + " " + step.State + " " + ts(step.StartedAt) + " " + ts(step.EndedAt) + " " + step.Output)
+	b.WriteString(" | step " + step.Name + " " + step.State + " " + ts(step.StartedAt) + " " + ts(step.EndedAt) + " " + step.Output +
+		" " + strconv.Itoa(step.Redispatches) + step.AvoidNodes)
 	var wrun store.WorkflowRun
 	get(&wrun, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wr-1") })
 	b.WriteString(" | workflow run " + wrun.Status + " " + ts(wrun.EndedAt) + " " + wrun.Params + " " + wrun.Note + " " + wrun.BackfillID)
 	var wf store.Workflow
 	get(&wf, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wf-1") })
 	b.WriteString(" | workflow " + ts(*wf.NextFire) + " " + strconv.FormatBool(wf.Paused))
+	var sh store.WorkflowShard
+	get(&sh, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("run_id = ?", "wr-1") })
+	b.WriteString(" | shard " + sh.Node + " " + sh.State + " " + ts(sh.StartedAt) + " " + ts(sh.EndedAt) + " " + sh.Output)
+	var wv store.WorkflowVersion
+	get(&wv, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("workflow_id = ?", "wf-1") })
+	b.WriteString(" | workflow version " + strconv.Itoa(wv.Version) + " " + ts(wv.CreatedAt) + " " + wv.Via + " " + wv.Note)
 	var bf store.Backfill
 	get(&bf, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "bf-1") })
 	b.WriteString(" | backfill " + ts(bf.From) + " " + ts(bf.To) + " " + bf.State + " " + strconv.FormatBool(bf.NewestFirst) + " " + ts(bf.EndedAt))
