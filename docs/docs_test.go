@@ -26,7 +26,7 @@ var glossaryTerms = []string{
 	"failover", "pool", "label", "selector", "project", "member", "role", "cluster admin",
 	"viewer", "operator", "editor", "owner", "token / API token", "event / event log",
 	"retry / retries", "timeout", "drain", "Connect", "Enable / Disable", "Start / Stop",
-	"Pause / Resume", "Kill", "Cancel", "approval / Approve", "break glass",
+	"Pause / Resume", "Kill", "Cancel", "approval / Approve", "break glass", "workflow", "step", "backfill",
 }
 
 // bannedInChinese are renderings the glossary rejects; no Chinese page may use them.

@@ -86,6 +86,7 @@ var authzRoutes = map[string]string{
 	"GET /api/v1/workflows/:id": clsRead, "GET /api/v1/workflows/:id/runs": clsRead, "GET /api/v1/workflow-runs/:id": clsRead,
 	"GET /api/v1/workflows/:id/backfills": clsRead, "GET /api/v1/workflows/:id/versions": clsRead,
 	"GET /api/v1/workflows/:id/versions/:n": clsRead, "GET /api/v1/tasks/:id/backfills": clsRead, "GET /api/v1/backfills/:id": clsRead,
+	"GET /backfills/:id": clsRead, "GET /backfills/:id/live": clsRead,
 
 	"POST /tasks/:id/start": clsOperate, "POST /tasks/:id/stop": clsOperate, "POST /tasks/:id/pause": clsOperate,
 	"POST /tasks/:id/resume": clsOperate, "POST /tasks/:id/run": clsOperate, "POST /tasks/bulk": clsOperate,
@@ -100,6 +101,9 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/workflows/:id/backfills": clsOperate, "POST /api/v1/tasks/:id/backfills": clsOperate,
 	"POST /api/v1/backfills/:id/pause": clsOperate, "POST /api/v1/backfills/:id/resume": clsOperate,
 	"POST /api/v1/backfills/:id/cancel": clsOperate,
+	"POST /workflows/:id/pause":         clsOperate, "POST /workflows/:id/resume": clsOperate,
+	"POST /workflows/:id/backfill": clsOperate, "POST /backfills/:id/pause": clsOperate, "POST /backfills/:id/resume": clsOperate,
+	"POST /backfills/:id/cancel": clsOperate,
 
 	"GET /tasks/new": clsEdit, "POST /tasks": clsEdit, "GET /tasks/:id/edit": clsEdit, "GET /tasks/:id/clone": clsEdit,
 	"POST /tasks/:id": clsEdit, "POST /tasks/:id/delete": clsEdit, "POST /tasks/:id/versions/:n/restore": clsEdit, "GET /delayed/new": clsEdit, "POST /delayed": clsEdit,
@@ -107,6 +111,8 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/tasks/:id/clone": clsEdit, "POST /api/v1/tasks/:id/versions/:n/restore": clsEdit, "POST /api/v1/delayed": clsEdit, "POST /api/v1/apply": clsEdit,
 	"POST /api/v1/delayed/batch": clsEdit, "POST /api/v1/workflows": clsEdit, "PUT /api/v1/workflows/:id": clsEdit,
 	"DELETE /api/v1/workflows/:id": clsEdit, "POST /api/v1/workflows/:id/versions/:n/restore": clsEdit,
+	"GET /workflows/new": clsEdit, "POST /workflows": clsEdit,
+	"GET /workflows/:id/edit": clsEdit, "POST /workflows/:id": clsEdit, "POST /workflows/:id/delete": clsEdit,
 
 	"POST /projects/:name": clsManage, "POST /projects/:name/members": clsManage, "POST /projects/:name/members/:username/remove": clsManage,
 	"PATCH /api/v1/projects/:name": clsManage, "PUT /api/v1/projects/:name/members/:username": clsManage,
@@ -327,6 +333,16 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 			param["id"] = d.ID
 		case "workflows":
 			param["id"] = authzWorkflow(t, e, newTask().ID, seq).ID
+		case "backfills":
+			w := authzWorkflow(t, e, newTask().ID, seq)
+			now := time.Now().UTC()
+			// One fire of the hourly schedule in the window (or two), run
+			// one at a time.
+			b, err := e.m.Workflows().BackfillWorkflow(ctx, w.ID, master.BackfillInput{From: now.Add(-90 * time.Minute), To: now.Add(-time.Minute)})
+			if err != nil {
+				t.Fatalf("fixture backfill: %v", err)
+			}
+			param["id"] = b.ID
 		case "workflow-runs":
 			w := authzWorkflow(t, e, newTask().ID, seq)
 			r, err := e.m.Workflows().RunNow(ctx, w.ID, nil)
@@ -334,13 +350,6 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 				t.Fatalf("fixture workflow run: %v", err)
 			}
 			param["id"] = r.ID
-		case "backfills":
-			now := time.Now().UTC()
-			b, err := e.m.Workflows().BackfillTask(ctx, newTask().ID, master.BackfillInput{From: now.Add(-3 * time.Hour), To: now})
-			if err != nil {
-				t.Fatalf("fixture backfill: %v", err)
-			}
-			param["id"] = b.ID
 		case "tokens":
 			_, tok, err := e.m.Accounts().CreateToken(ctx, "eddy-editor", master.NewToken{Name: fmt.Sprint("t", seq), Project: "alpha"})
 			if err != nil {
@@ -406,7 +415,7 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		if pattern == "/tasks" {
 			path += "?project=alpha"
 		}
-	case "GET /tasks/new", "GET /delayed/new":
+	case "GET /tasks/new", "GET /delayed/new", "GET /workflows/new":
 		path += "?project=alpha"
 	case "POST /delayed":
 		path += "?project=alpha"
@@ -418,6 +427,8 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		body = `{"title":"authz","type":"http","schedule":{"kind":"interval","every":"1h"},"http":{"method":"GET","url":"http://127.0.0.1:1/x"},"executors":["w1"]}`
 	case "POST /api/v1/delayed":
 		body = fmt.Sprintf(`{"project":"alpha","source_app":"app","topic":"t","content_key":"k%d","delay":"1h","notify_url":"http://127.0.0.1:1/x","executors":["w1"]}`, seq)
+	case "POST /workflows", "POST /workflows/:id":
+		body = url.Values{"project": {"alpha"}, "title": {"authz"}, "steps[0].name": {"a"}, "steps[0].task": {newTask().ID}}.Encode()
 	case "POST /api/v1/workflows":
 		body = fmt.Sprintf(`{"project":"alpha","title":"authz","steps":[{"name":"a","task":%q}]}`, newTask().ID)
 	case "POST /api/v1/workflows/:id/backfills", "POST /api/v1/tasks/:id/backfills":
@@ -462,11 +473,13 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 	return path, body, ctype
 }
 
-// authzWorkflow is a fixture workflow of project alpha with one step.
+// authzWorkflow is a fixture workflow of project alpha with one step, run
+// every hour.
 func authzWorkflow(t *testing.T, e *env, task string, seq int) *master.Workflow {
 	t.Helper()
 	w, err := e.m.Workflows().Create(context.Background(), master.WorkflowInput{Project: "alpha", WorkflowDef: master.WorkflowDef{
-		Title: fmt.Sprintf("authz %d", seq), Steps: []master.WorkflowStep{{Name: "a", Task: task}}}})
+		Title: fmt.Sprintf("authz %d", seq), Steps: []master.WorkflowStep{{Name: "a", Task: task}},
+		Schedule: &protocol.Schedule{Kind: protocol.ScheduleInterval, Every: protocol.Duration(time.Hour)}}})
 	if err != nil {
 		t.Fatalf("fixture workflow: %v", err)
 	}

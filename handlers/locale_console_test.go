@@ -1,14 +1,17 @@
 package handlers_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/locale"
+	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
@@ -93,13 +96,36 @@ func TestConsolePagesSpeakChineseWhenChosen(t *testing.T) {
 		t.Fatalf("token: %d %s", st, body)
 	}
 
-	names := []string{"/no-such-page", "health-checker", "Everything created before projects, and what names no project.", "nightly-backup", "w1", "master", "admin", "shop", "order-timeout", "k42", "ci-token", taskID, delayedID, "default"}
+	st, body = e.do(admin, "POST", "/api/v1/workflows", `{"title":"nightly-etl","schedule":{"kind":"cron","cron":"0 3 * * *"},"timezone":"Europe/Berlin","steps":[{"name":"backup","task":"`+taskID+`"}]}`, nil)
+	if st != http.StatusCreated {
+		t.Fatalf("workflow: %d %s", st, body)
+	}
+	workflowID := decode[struct {
+		ID string `json:"id"`
+	}](t, body).ID
+	st, body = e.do(admin, "POST", "/api/v1/workflows/"+workflowID+"/run", "", nil)
+	if st >= 300 {
+		t.Fatalf("workflow run: %d %s", st, body)
+	}
+	workflowRunID := decode[struct {
+		ID string `json:"id"`
+	}](t, body).ID
+	b, err := e.m.Workflows().BackfillWorkflow(context.Background(), workflowID, master.BackfillInput{From: time.Now().Add(-72 * time.Hour), To: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What the engine does for itself is done by "system", "scheduler" and
+	// "workflow <id>" (the actors of its events).
+	names := []string{"/no-such-page", "nightly-etl", "workflow " + workflowID, workflowID, workflowRunID, b.ID, "system", "scheduler", "health-checker", "Everything created before projects, and what names no project.", "nightly-backup", "w1", "master", "admin", "shop", "order-timeout", "k42", "ci-token", taskID, delayedID, "default", "backup"}
 	pages := []string{"/dashboard", "/dashboard/live", "/nodes", "/nodes/rows", "/nodes/new", "/nodes/w1", "/nodes/w1/live", "/nodes/w1/edit",
 		"/pools", "/pools/pool=billing", "/tasks", "/tasks/rows", "/tasks/new", "/tasks/" + taskID, "/tasks/" + taskID + "/edit",
 		"/tasks/" + taskID + "/clone", "/tasks/" + taskID + "/runs", "/runs", "/runs/live", "/delayed", "/delayed/rows", "/delayed/new",
 		"/delayed/" + delayedID, "/delayed/" + delayedID + "/live", "/events", "/projects", "/projects/default", "/users",
 		"/users/admin/edit", "/account", "/settings", "/tokens", "/schedules/preview?schedule_kind=cron&schedule_cron=0+*+*+*+*",
-		"/selectors/preview?selector=pool%3Dbilling", "/no-such-page"}
+		"/selectors/preview?selector=pool%3Dbilling", "/no-such-page", "/workflows", "/workflows/new", "/workflows/" + workflowID,
+		"/workflows/" + workflowID + "/edit", "/workflow-runs/" + workflowRunID, "/workflow-runs/" + workflowRunID + "/live",
+		"/backfills/" + b.ID, "/backfills/" + b.ID + "/live"}
 	for _, p := range pages {
 		st, page := e.do(admin, "GET", p, "", map[string]string{"HX-Request": hxFor(p)})
 		if st >= 500 {

@@ -17,7 +17,12 @@ func (s *server) listWorkflows(c *gin.Context) {
 	}
 	vm := views.WorkflowsVM{Layout: s.layout(c, tr(c, "NavWorkflows"), "workflows"), Flash: s.takeFlash(c)}
 	for _, w := range ws {
-		vm.Items = append(vm.Items, views.WorkflowRow{ID: w.ID, Title: w.Title, Key: w.Key, Steps: len(w.Steps), Updated: utcText(w.UpdatedAt)})
+		row := views.WorkflowRow{ID: w.ID, Title: w.Title, Key: w.Key, Steps: len(w.Steps), Updated: utcText(w.UpdatedAt),
+			Manual: w.Schedule == nil || w.Schedule.Kind == "", Paused: w.Paused}
+		if w.NextFire != nil {
+			row.NextFire = utcText(*w.NextFire)
+		}
+		vm.Items = append(vm.Items, row)
 	}
 	s.render(c, http.StatusOK, views.WorkflowsPage(vm))
 }

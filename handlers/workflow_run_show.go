@@ -38,12 +38,26 @@ func (s *server) workflowRunVM(c *gin.Context) (views.WorkflowRunVM, error) {
 		return views.WorkflowRunVM{}, err
 	}
 	operate := currentUser(c).Can(r.ProjectID, master.ActOperate)
-	running := r.Status == store.WorkflowRunning
+	// A queued run starts by itself (its turn comes): it is followed too.
+	running := r.Status == store.WorkflowRunning || r.Status == store.WorkflowQueued
 	vm := views.WorkflowRunVM{ID: r.ID, WorkflowID: r.WorkflowID, Title: r.Title, Status: r.Status, LogicalTime: utcText(r.LogicalTime),
 		StartedAt: utcText(r.StartedAt), EndedAt: "-", StartedBy: r.StartedBy, Trigger: r.Trigger, RerunOf: r.RerunOf,
+		Note: r.Note, BackfillID: r.BackfillID,
 		InProgress: running, CanCancel: operate && running, CanRerun: operate && !running && r.Status != store.WorkflowSuccess}
+	if r.Status == store.WorkflowQueued {
+		vm.StartedAt = "-"
+	}
 	if running {
 		vm.LiveURL = "/workflow-runs/" + r.ID + "/live"
+	}
+	if r.WorkflowID == "" && len(r.Steps) == 1 {
+		// A task's backfill: its one step runs the task the page leads back to.
+		vm.TaskID = r.Steps[0].TaskID
+		titles, err := s.m.Reads().TaskTitles(c.Request.Context(), []string{vm.TaskID})
+		if err != nil {
+			return vm, err
+		}
+		vm.TaskTitle = titles[vm.TaskID]
 	}
 	if r.EndedAt != nil {
 		vm.EndedAt = utcText(*r.EndedAt)

@@ -90,8 +90,44 @@ func stepStateName(ctx context.Context, s string) string {
 		return T(ctx, "StepDispatched")
 	case "cancelled":
 		return T(ctx, "DelayedCancelled")
+	case "queued":
+		return T(ctx, "WorkflowQueued")
 	}
 	return resultName(ctx, s)
+}
+
+// triggerName names what started a workflow run (manual, api, rerun,
+// schedule, backfill).
+func triggerName(ctx context.Context, t string) string {
+	switch t {
+	case "manual":
+		return T(ctx, "WorkflowTriggerManual")
+	case "api":
+		return T(ctx, "WorkflowTriggerAPI")
+	case "rerun":
+		return T(ctx, "WorkflowTriggerRerun")
+	case "schedule":
+		return T(ctx, "WorkflowTriggerSchedule")
+	case "backfill":
+		return T(ctx, "WorkflowTriggerBackfill")
+	}
+	return t
+}
+
+// backfillStateName names a backfill's state (running, paused, cancelled,
+// done).
+func backfillStateName(ctx context.Context, s string) string {
+	switch s {
+	case "running":
+		return T(ctx, "StatusRunningLower")
+	case "paused":
+		return T(ctx, "TaskStatusPaused")
+	case "cancelled":
+		return T(ctx, "DelayedCancelled")
+	case "done":
+		return T(ctx, "BackfillDone")
+	}
+	return s
 }
 
 // nodeStatusName names a node's status (offline, idle, running).

@@ -357,6 +357,55 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefWhoExecutors", "executors: w1, w2"},
 	{"RefWhoSelectorNone", "selector pool=billing selects no worker"},
 	{"RefWhoSelector", "selector pool=billing selects w1, w2"},
+	{"RefWorkflowRunNotFound", "workflow run 01J9ZY does not exist"},
+	{"RefWorkflowNotFound", "workflow 01J9ZX does not exist"},
+	{"RefBackfillNotFound", "backfill 01J9ZW does not exist"},
+	{"RefWorkflowMoved", "workflow 5c1e changed since version 1 (it is at version 2, saved 2030-01-02T03:04:05Z); reload it and make your change again"},
+	{"RefWorkflowSavedMeanwhile", "workflow 5c1e was saved by someone else meanwhile; reload it and make your change again"},
+	{"RefWorkflowPausedAlready", "workflow 5c1e is paused already"},
+	{"RefWorkflowNotPaused", "workflow 5c1e is not paused"},
+	{"RefBackfillCannotPause", "backfill 7a2b is done: it cannot pause"},
+	{"RefBackfillCannotResume", "backfill 7a2b is running: it cannot resume"},
+	{"RefBackfillCannotCancel", "backfill 7a2b is cancelled: it cannot cancel"},
+	{"RefWorkflowRunEnded", "workflow run 9f3c is not in progress: it ended as failed"},
+	{"RefWorkflowRerunState", "workflow run 9f3c is success: only a failed, timed out or cancelled run is run again"},
+	{"RefTextNoControl", "must be text (UTF-8, no control characters)"},
+	{"RefMustAtMostChars", "must be at most 200 characters"},
+	{"RefWorkflowKey", "must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"},
+	{"RefFromNone", "must be from 0 (none) to 168h"},
+	{"RefAtMostParamsShort", "at most 100 params"},
+	{"RefParamName", "param \"1x\": a name is letters, digits and '_', not starting with a digit"},
+	{"RefParamValue", "param \"BODY\": a value is text of at most 4096 bytes"},
+	{"RefAtLeastOneStep", "a workflow has at least one step"},
+	{"RefTooManySteps", "501 steps: at most 500"},
+	{"RefTooManyStepsForm", "501 steps or more: at most 500"},
+	{"RefStepName", "must be 1-64 letters, digits, '_' or '-', starting with a letter or '_'"},
+	{"RefStepNameTaken", "step \"load\" is steps[1] already: each step has its own name"},
+	{"RefStepTaskRequired", "is required: the task the step runs"},
+	{"RefStepTaskNotInProject", "task 01J9ZX does not exist in this workflow's project"},
+	{"RefStepBroadcast", "a task with broadcast routing cannot be a step yet: its runs on every executor are not one step's run"},
+	{"RefStepTimeout", "must be 0 (the task's) or from 100ms to 24h0m0s"},
+	{"RefStepWaitsForItself", "step \"load\" waits for itself"},
+	{"RefNoStepNamed", "no step is named \"lode\""},
+	{"RefStepWaitsTwice", "step \"load\" waits for \"extract\" twice: one edge per parent"},
+	{"RefEdgeOn", "must be success, failure or always"},
+	{"RefStepCycle", "the steps wait for each other in a cycle: load → extract → load"},
+	{"RefStepNeverRuns", "step \"report\" can never run: it needs step \"load\" to both succeed and fail"},
+	{"RefWorkflowKeyTaken", "workflow “nightly etl” has this key already"},
+	{"RefBackfillNoSchedule", "the workflow has no schedule: a backfill runs the fires of a schedule in a window"},
+	{"RefWindowStartRequired", "is required: the window's start"},
+	{"RefWindowEndRequired", "is required: the window's end"},
+	{"RefAfterFrom", "must be after from"},
+	{"RefBackfillFuture", "is in the future: a backfill runs past fires (the schedule runs the others)"},
+	{"RefBackfillNoFire", "the schedule has no fire from 2030-01-01T00:00:00Z to 2030-01-01T01:00:00Z"},
+	{"RefBackfillTooMany", "the window holds more than 10000 fires: a backfill runs at most 10000; split it"},
+	{"RefNoteQueued", "waits for the run in progress (overlap policy queue)"},
+	{"RefNoteQueueFull", "a run was in progress and another waited already (overlap policy queue: one waits)"},
+	{"RefNoteOverlapSkip", "a run was still in progress (overlap policy skip)"},
+	{"RefNoteMissedRunOnce", "3 fires were missed from 2030-01-02T03:00:00+01:00 to 2030-01-04T03:00:00+01:00 while no master ran the schedule; this run stands for the first (misfire policy run_once)"},
+	{"RefNoteMissedSkip", "3 fires were missed from 2030-01-02T03:00:00+01:00 to 2030-01-04T03:00:00+01:00 while no master ran the schedule (misfire policy skip)"},
+	{"RefNoteManyMissedRunOnce", "more than 10000 fires were missed from 2030-01-02T03:00:00Z while no master ran the schedule; this run stands for the first (misfire policy run_once)"},
+	{"RefNoteManyMissedSkip", "more than 10000 fires were missed from 2030-01-02T03:00:00Z while no master ran the schedule (misfire policy skip)"},
 }
 
 // keptEnglish are the words a Chinese refusal keeps in English on purpose:
@@ -371,7 +420,7 @@ var keptEnglish = strings.Fields(`
 	admin viewer owner editor operator none starttls tls role disabled password email
 	ops scheduler allow-shell API T Z every host port default timezone x-www-form-urlencoded
 	in notin en zh-CN after ScheduleMaster schedulemaster migrate U ID
-	yearly monthly weekly daily hourly a-b n`)
+	yearly monthly weekly daily hourly a-b n steps success failure always`)
 
 var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*`)
 

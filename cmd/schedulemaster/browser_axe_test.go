@@ -107,6 +107,24 @@ func TestBrowserAxeEveryPage(t *testing.T) {
 			t.Fatalf("create token: %d %s", st, body)
 		}
 	}
+	// A workflow of the longest step names, on a schedule (its backfill
+	// is started in the browser below), run once.
+	stepA, stepB := strings.Repeat("stepname", 8), strings.Repeat("stepname", 7)+"-second"
+	var wf struct {
+		ID string `json:"id"`
+	}
+	st, body = m.api("POST", "/api/v1/workflows", `{"title":"`+longWord+`","key":"`+strings.Repeat("wfkey", 19)+`-k","timezone":"Europe/Berlin",
+		"schedule":{"kind":"cron","cron":"0 3 * * *"},"params":{"P":"`+longWord+`"},"steps":[{"name":"`+stepA+`","task":"`+ok.ID+`"},
+		{"name":"`+stepB+`","task":"`+stopped.ID+`","after":[{"step":"`+stepA+`","on":"failure"}]}]}`)
+	if st != http.StatusCreated || json.Unmarshal([]byte(body), &wf) != nil {
+		t.Fatalf("create workflow: %d %s", st, body)
+	}
+	var wfRun struct {
+		ID string `json:"id"`
+	}
+	if st, body := m.api("POST", "/api/v1/workflows/"+wf.ID+"/run", ""); st >= 300 || json.Unmarshal([]byte(body), &wfRun) != nil {
+		t.Fatalf("run workflow: %d %s", st, body)
+	}
 	m.waitRuns(failing.ID, 40*time.Second, "two failed runs", func(r []runJSON) bool { return len(r) >= 2 })
 	runs := m.waitRuns(ok.ID, 40*time.Second, "a run", func(r []runJSON) bool { return len(r) >= 1 })
 
@@ -118,9 +136,15 @@ func TestBrowserAxeEveryPage(t *testing.T) {
 		"/delayed", "/delayed/" + pending.ID, "/delayed/new",
 		"/events", "/projects", "/projects/" + url.PathEscape(project),
 		"/users", "/users/" + userName + "/edit", "/settings", "/tokens", "/account",
+		"/workflows", "/workflows/new", "/workflows/" + wf.ID, "/workflows/" + wf.ID + "/edit", "/workflow-runs/" + wfRun.ID,
 	}
-	b := newBrowserWithin(t, chromium, 170*time.Second)
+	b := newBrowserWithin(t, chromium, 190*time.Second)
 	b.logIn(m, "", "dash-live")
+	// A backfill of the last day (the form's default window), started on
+	// the workflow's page: its page is walked too.
+	b.do("start a backfill", 20*time.Second, chromedp.Navigate(m.URL+"/workflows/"+wf.ID), chromedp.WaitVisible(chromedp.ID("backfill-form")),
+		chromedp.Click(chromedp.ID("act-backfill")), chromedp.WaitVisible(chromedp.ID("backfill-state")))
+	pages = append(pages, b.wait("the backfill's page", 5*time.Second, "location.pathname", contains("/backfills/")))
 	start := time.Now()
 	for _, size := range []struct {
 		w, h  int64

@@ -9,6 +9,7 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/handlers/form"
 	"github.com/schedulemaster-go/schedulemaster/master"
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/views"
 )
 
 // A stored task written into the form and read back is the same definition:
@@ -145,5 +146,88 @@ func TestDaysAndLabelsAndSelector(t *testing.T) {
 	}
 	if f, in := form.Delayed(url.Values{"selector": {"pool=billing"}}); f.Selector != "pool=billing" || in.Selector != "pool=billing" {
 		t.Errorf("delayed form selector: %q %q", f.Selector, in.Selector)
+	}
+}
+
+// A stored workflow written into the form and read back is the same
+// definition (its times in its zone); the rows are read in the order of
+// their numbers, whatever the gaps, and blank edges and steps are left out.
+func TestWorkflowFormRoundTrip(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2030, 3, 31, 1, 30, 0, 0, time.UTC)
+	stored := &master.Workflow{Version: 4, Project: "etl", WorkflowDef: master.WorkflowDef{Title: "nightly", Key: "nightly",
+		Timeout: protocol.Duration(2 * time.Hour), Params: map[string]string{"A": "1"}, Timezone: "Europe/Berlin",
+		Schedule: &protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 3 * * *"}, StartAt: &start, Overlap: "queue", Misfire: "run_once",
+		Steps: []master.WorkflowStep{{Name: "extract", Task: "t1"},
+			{Name: "load", Task: "t2", Params: map[string]string{"B": "2"}, Timeout: protocol.Duration(90 * time.Second),
+				After: []master.StepEdge{{Step: "extract", On: master.OnFailure}}}}}}
+	f := form.WorkflowFieldsOf(stored)
+	if f.StartAt != "2030-03-31T03:30" || f.Timeout != "2h" || f.Version != "4" || f.Steps[1].Timeout != "1m30s" {
+		t.Fatalf("fields %+v", f)
+	}
+	v := url.Values{"title": {f.Title}, "key": {f.Key}, "version": {f.Version}, "timeout": {f.Timeout}, "params": {f.Params},
+		"schedule_kind": {f.ScheduleKind}, "schedule_cron": {f.Cron}, "timezone": {f.Timezone}, "start_at": {f.StartAt},
+		"overlap": {f.Overlap}, "misfire": {f.Misfire},
+		// Rows numbered with gaps, a blank step and a blank edge between.
+		"steps[0].name": {"extract"}, "steps[0].task": {"t1"},
+		"steps[3].name": {""}, "steps[3].task": {""}, "steps[3].after[0].step": {""}, "steps[3].after[0].on": {"success"},
+		"steps[7].name": {"load"}, "steps[7].task": {"t2"}, "steps[7].params": {"B=2"}, "steps[7].timeout": {"1m30s"},
+		"steps[7].after[2].step": {""}, "steps[7].after[5].step": {"extract"}, "steps[7].after[5].on": {"failure"}}
+	back, in, fe := form.Workflow(v)
+	if len(fe) != 0 {
+		t.Fatalf("field errors %v", fe)
+	}
+	if len(back.Steps) != 2 || back.Steps[1].Name != "load" || len(back.Steps[1].After) != 1 {
+		t.Fatalf("typed rows %+v", back.Steps)
+	}
+	want := stored.WorkflowDef
+	if in.Version != 4 || !in.StartAt.Equal(*want.StartAt) {
+		t.Fatalf("version %d, start %v", in.Version, in.StartAt)
+	}
+	in.StartAt, want.StartAt = nil, nil
+	if !reflect.DeepEqual(in.WorkflowDef, want) {
+		t.Fatalf("input %+v\nwant %+v", in.WorkflowDef, want)
+	}
+
+	// By hand only: no schedule, and the hidden window is not the workflow's.
+	v.Set("schedule_kind", "manual")
+	v.Set("end_at", "tomorrow")
+	if _, in, fe := form.Workflow(v); len(fe) != 0 || in.Schedule != nil || in.StartAt != nil {
+		t.Fatalf("manual: %v %+v", fe, in)
+	}
+	// What does not read is named by the engine's names.
+	v.Set("steps[7].timeout", "soon")
+	v.Set("steps[0].params", "novalue")
+	if _, _, fe := form.Workflow(v); fe["steps[1].timeout"] == "" || fe["steps[0].params"] == "" {
+		t.Fatalf("bad step fields: %v", fe)
+	}
+}
+
+// The row buttons change the typed form: add a step, add and remove an
+// edge, remove a step (the last one leaves a blank one); an op that is none
+// of the form's changes nothing.
+func TestWorkflowFormRowButtons(t *testing.T) {
+	t.Parallel()
+	f := views.WorkflowFields{Steps: []views.StepFields{{Name: "a"}}}
+	if focus, ok := form.ApplyWorkflowOp(&f, views.OpAddStep); !ok || focus != "steps-1-name" || len(f.Steps) != 2 {
+		t.Fatalf("add step: %q %v %+v", focus, ok, f.Steps)
+	}
+	if focus, ok := form.ApplyWorkflowOp(&f, views.StepOp(views.OpAddEdge, 1)); !ok || focus != "steps-1-after-0-step" ||
+		len(f.Steps[1].After) != 1 || f.Steps[1].After[0].On != master.OnSuccess {
+		t.Fatalf("add edge: %q %v %+v", focus, ok, f.Steps)
+	}
+	if focus, ok := form.ApplyWorkflowOp(&f, views.EdgeOp(1, 0)); !ok || focus != "steps-1-add-edge" || len(f.Steps[1].After) != 0 {
+		t.Fatalf("remove edge: %q %v %+v", focus, ok, f.Steps)
+	}
+	for _, op := range []string{"remove-step:9", "add-edge:x", "remove-edge:0", "drop-table", "add-step:1"} {
+		before := len(f.Steps)
+		if _, ok := form.ApplyWorkflowOp(&f, op); len(f.Steps) != before || ok && op != "remove-step:9" {
+			t.Fatalf("op %q changed the form or was taken: %v %+v", op, ok, f.Steps)
+		}
+	}
+	form.ApplyWorkflowOp(&f, views.StepOp(views.OpRemoveStep, 0))
+	form.ApplyWorkflowOp(&f, views.StepOp(views.OpRemoveStep, 0))
+	if len(f.Steps) != 1 || f.Steps[0].Name != "" {
+		t.Fatalf("removing every step leaves %+v, want one blank step", f.Steps)
 	}
 }
