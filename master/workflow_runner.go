@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store"
@@ -33,11 +34,21 @@ type workflowRunner struct {
 	stepSlots chan struct{}
 }
 
-// stepWorkers is how many step reports a master acts upon at once.
-const stepWorkers = 4
+// How many workflow runs a master moves on at once as their steps' reports
+// come: on SQLite a few (writes take turns, and each connection past the
+// idle ones is opened anew, parsing the schema); on a database server more,
+// as its round trips, not this process's CPU, bound the pace.
+const (
+	stepWorkersSQLite = 4
+	stepWorkersServer = 24
+)
 
 func newWorkflowRunner(m *Master) *workflowRunner {
-	r := &workflowRunner{m: m, log: m.log, stepSlots: make(chan struct{}, stepWorkers)}
+	workers := stepWorkersServer
+	if m.st.DB.Dialect().Name() == dialect.SQLite {
+		workers = stepWorkersSQLite
+	}
+	r := &workflowRunner{m: m, log: m.log, stepSlots: make(chan struct{}, workers)}
 	r.reconciler = newPeriodic("workflow-reconcile", time.Second, time.Second, r.reconcilePass, m.log)
 	return r
 }
