@@ -15,9 +15,10 @@ type runNowBody struct {
 }
 
 // apiListWorkflows answers GET /api/v1/workflows: the workflows whoever
-// asks may read, by title.
+// asks may read, by title, each with its latest run; ?q= keeps those whose
+// title or key holds it.
 func (s *server) apiListWorkflows(c *gin.Context) {
-	ws, err := s.m.Workflows().List(c.Request.Context())
+	ws, err := s.m.Workflows().List(c.Request.Context(), c.Query("q"))
 	if err != nil {
 		s.apiError(c, err)
 		return

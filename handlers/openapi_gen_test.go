@@ -352,8 +352,9 @@ var openAPIOps = []apiOp{
 		status: 200, resp: listOf[apiRun]{}, errors: []int{400}},
 
 	// Workflows.
-	{method: "GET", path: "/api/v1/workflows", tag: "workflows", summary: "Workflows, by title", auth: "user",
-		status: 200, resp: itemsOf[master.Workflow]{}},
+	{method: "GET", path: "/api/v1/workflows", tag: "workflows", summary: "Workflows, by title, each with its latest run", auth: "user",
+		query:  []apiParam{{"q", "string", "keeps the workflows whose title or key holds it (any case; at most 200 characters)"}},
+		status: 200, resp: itemsOf[master.Workflow]{}, errors: []int{400}},
 	{method: "POST", path: "/api/v1/workflows", tag: "workflows", summary: "Create a workflow", auth: "project",
 		body: master.WorkflowInput{}, example: `{"project":"default","title":"nightly etl","steps":[{"name":"extract","task":"TASK-ID"},
 {"name":"load","task":"TASK-ID","after":[{"step":"extract"}],"params":{"batch":"{{steps.extract.json.batch_id}}"}},

@@ -417,6 +417,8 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	wfID := created.ID
 	a.must(400, "POST", "/api/v1/workflows", "/api/v1/workflows", `{"title":"loop","steps":[{"name":"a","task":"ghost","after":[{"step":"a"}]}]}`)
 	a.must(200, "GET", "/api/v1/workflows", "/api/v1/workflows", "")
+	a.must(200, "GET", "/api/v1/workflows?q=etl", "/api/v1/workflows", "")
+	a.must(400, "GET", "/api/v1/workflows?q="+strings.Repeat("x", 201), "/api/v1/workflows", "")
 	a.must(200, "GET", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
 	a.must(200, "PUT", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", wfBody)
 	a.must(409, "PUT", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", strings.Replace(wfBody, "{", `{"version":1,`, 1))

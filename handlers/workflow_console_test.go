@@ -81,6 +81,44 @@ func TestWorkflowConsolePages(t *testing.T) {
 		t.Fatalf("cancel of an ended run: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 
+	// The list shows the latest run; a search keeps the workflows whose
+	// title or key holds it; a bad search is shown, not obeyed.
+	latest := r.ID
+	if again, err := e.m.Workflows().Runs(ctx, w.ID); err == nil && len(again) > 0 {
+		latest = again[0].ID
+	}
+	status, page = e.do(c, "GET", "/workflows", "", nil)
+	if status != 200 || !strings.Contains(page, `href="/workflow-runs/`+latest+`"`) {
+		t.Fatalf("workflows page without its last run %s:\n%s", latest, page)
+	}
+	for q, want := range map[string]bool{"ETL": true, "nightly": true, "reports": false} {
+		status, page = e.do(c, "GET", "/workflows?q="+url.QueryEscape(q), "", nil)
+		if status != 200 || strings.Contains(page, `id="workflow-`+w.ID+`"`) != want {
+			t.Errorf("search %q: %d, listed %v, want %v", q, status, !want, want)
+		}
+	}
+	if status, page = e.do(c, "GET", "/workflows?q="+strings.Repeat("x", 201), "", nil); status != 200 || !strings.Contains(page, `id="error-workflow-q"`) {
+		t.Errorf("a search too long: %d, no error shown", status)
+	}
+
+	// Run now with params: over the defaults, in the run; a bad line is
+	// refused and starts nothing.
+	before, _ := e.m.Workflows().Runs(ctx, w.ID)
+	if resp := e.postForm(c, "/workflows/"+w.ID+"/run", url.Values{"params": {"day=2026-11-28\nregion=eu"}}); resp.StatusCode != http.StatusSeeOther ||
+		!strings.HasPrefix(resp.Header.Get("Location"), "/workflow-runs/") {
+		t.Fatalf("run with params: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	} else if got, err := e.m.Workflows().Run(ctx, strings.TrimPrefix(resp.Header.Get("Location"), "/workflow-runs/")); err != nil ||
+		got.Params["day"] != "2026-11-28" || got.Params["region"] != "eu" {
+		t.Fatalf("run with params: %v %+v", err, got)
+	}
+	if resp := e.postForm(c, "/workflows/"+w.ID+"/run", url.Values{"params": {"no equals sign"}}); resp.StatusCode != http.StatusSeeOther ||
+		resp.Header.Get("Location") != "/workflows/"+w.ID {
+		t.Fatalf("run with a bad param: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if after, _ := e.m.Workflows().Runs(ctx, w.ID); len(after) != len(before)+1 {
+		t.Errorf("runs %d then %d: a bad param started a run", len(before), len(after))
+	}
+
 	// A viewer reads, with no buttons, and may not run.
 	e.addUser("vera", "vera-password-1", store.RoleViewer)
 	v := e.login("vera", "vera-password-1")
@@ -134,7 +172,7 @@ func TestWorkflowConsoleForm(t *testing.T) {
 	if !strings.Contains(page, `name="steps[1].after[0].step"`) || !strings.Contains(page, `name="op" value="remove-edge:1:0"`) {
 		t.Fatalf("add edge:\n%s", page)
 	}
-	if ws, _ := e.m.Workflows().List(ctx); len(ws) != 0 {
+	if ws, _ := e.m.Workflows().List(ctx, ""); len(ws) != 0 {
 		t.Fatalf("a row button saved %d workflows", len(ws))
 	}
 
@@ -163,7 +201,7 @@ func TestWorkflowConsoleForm(t *testing.T) {
 	if !strings.Contains(page, `id="error-steps-0-timeout"`) || !strings.Contains(page, `value="soon"`) {
 		t.Fatalf("bad timeout:\n%s", page)
 	}
-	if ws, _ := e.m.Workflows().List(ctx); len(ws) != 0 {
+	if ws, _ := e.m.Workflows().List(ctx, ""); len(ws) != 0 {
 		t.Fatalf("a refused form saved %d workflows", len(ws))
 	}
 

@@ -43,7 +43,7 @@ func workflowsEnv(t *testing.T, s storetest.NamedStore) *env {
 
 func (e *env) workflowsByTitle() map[string]*master.Workflow {
 	e.t.Helper()
-	list, err := e.m.Workflows().List(e.ctx)
+	list, err := e.m.Workflows().List(e.ctx, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}

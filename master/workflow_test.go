@@ -382,7 +382,7 @@ func TestWorkflowDefinitionRefusesBadGraphs(t *testing.T) {
 	if msg := fmt.Sprint(err); !strings.Contains(msg, "x → y → z → x") && !strings.Contains(msg, "y → z → x → y") && !strings.Contains(msg, "z → x → y → z") {
 		t.Fatalf("cycle named as %s", msg)
 	}
-	if ws, err := e.m.Workflows().List(e.ctx); err != nil || len(ws) != 0 {
+	if ws, err := e.m.Workflows().List(e.ctx, ""); err != nil || len(ws) != 0 {
 		t.Fatalf("refused definitions were saved: %v %+v", err, ws)
 	}
 	// A key names one workflow of a project; its own edit keeps it.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
@@ -44,6 +45,8 @@ type Workflow struct {
 	NextFire *time.Time `json:"next_fire"`
 	// Paused stops the schedule; runs may still start by hand.
 	Paused bool `json:"paused"`
+	// LastRun is its latest run, in lists.
+	LastRun *LastWorkflowRun `json:"last_run,omitempty"`
 	WorkflowDef
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
@@ -170,19 +173,46 @@ func (wf *Workflows) get(ctx context.Context, id string, a Action) (*store.Workf
 	return row, nil
 }
 
-// List returns the workflows whoever asks may read, by title.
-func (wf *Workflows) List(ctx context.Context) ([]Workflow, error) {
+// LastWorkflowRun is a workflow's latest run, as a list shows it.
+type LastWorkflowRun struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// List returns the workflows whoever asks may read, by title, each with
+// its latest run; query, when given, keeps those whose title or key holds
+// it (any case).
+func (wf *Workflows) List(ctx context.Context, query string) ([]Workflow, error) {
+	if !utf8.ValidString(query) || utf8.RuneCountInString(query) > protocol.MaxTitleLen {
+		return nil, protocol.FieldErrors{"q": fmt.Sprintf("must be text of at most %d characters", protocol.MaxTitleLen)}
+	}
 	rows, err := store.ListWorkflows(ctx, wf.m.st.DB, readableProjects(ctx), maxWorkflowsListed)
 	if err != nil {
 		return nil, err
 	}
+	q := strings.ToLower(strings.TrimSpace(query))
 	out := make([]Workflow, 0, len(rows))
+	ids := make([]string, 0, len(rows))
 	for i := range rows {
+		if q != "" && !strings.Contains(strings.ToLower(rows[i].Title), q) && !strings.Contains(strings.ToLower(rows[i].Key), q) {
+			continue
+		}
 		w, err := workflowOf(&rows[i], "")
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, *w)
+		ids = append(ids, w.ID)
+	}
+	last, err := store.LastWorkflowRuns(ctx, wf.m.st.DB, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if r, ok := last[out[i].ID]; ok {
+			out[i].LastRun = &LastWorkflowRun{ID: r.ID, Status: r.Status, StartedAt: r.StartedAt}
+		}
 	}
 	return out, nil
 }

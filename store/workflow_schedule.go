@@ -289,3 +289,23 @@ func RerunInProgress(ctx context.Context, db bun.IDB, runID string) (string, err
 	}
 	return ids[0], nil
 }
+
+// LastWorkflowRuns is each workflow's latest run (by start), of the
+// workflows in ids: one query.
+func LastWorkflowRuns(ctx context.Context, db bun.IDB, ids []string) (map[string]WorkflowRun, error) {
+	out := make(map[string]WorkflowRun, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []WorkflowRun
+	if err := db.NewRaw(`SELECT id, workflow_id, status, started_at FROM (
+		SELECT id, workflow_id, status, started_at,
+		ROW_NUMBER() OVER (PARTITION BY workflow_id ORDER BY started_at DESC, id DESC) AS rn
+		FROM workflow_runs WHERE workflow_id IN (?)) AS t WHERE rn = 1`, bun.In(ids)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("store: last workflow runs: %w", err)
+	}
+	for _, r := range rows {
+		out[r.WorkflowID] = r
+	}
+	return out, nil
+}

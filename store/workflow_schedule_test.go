@@ -68,6 +68,17 @@ func TestWorkflowFireAndQueueMoveOnce(t *testing.T) {
 		if _, steps, err := store.GetWorkflowRun(ctx, db, "q1"); err != nil || len(steps) != 1 || steps[0].State != store.StepPending {
 			t.Errorf("started run's steps %+v (%v): want one pending", steps, err)
 		}
+		// The latest run of each workflow, in one query (a window function
+		// on every engine).
+		later := &store.WorkflowRun{ID: "q2", WorkflowID: "w1", ProjectID: store.DefaultProjectID, Status: store.WorkflowSkipped,
+			LogicalTime: fire, Definition: "{}", Params: "{}"}
+		if err := store.CreateWorkflowRun(ctx, db, later, nil); err != nil {
+			t.Fatal(err)
+		}
+		last, err := store.LastWorkflowRuns(ctx, db, []string{"w1", "none"})
+		if err != nil || len(last) != 1 || last["w1"].ID != "q2" || last["w1"].Status != store.WorkflowSkipped {
+			t.Errorf("last runs %+v (%v): want q2 for w1", last, err)
+		}
 	})
 }
 

@@ -5,6 +5,8 @@ type WorkflowsVM struct {
 	Layout LayoutVM
 	Flash  *Flash
 	Items  []WorkflowRow
+	// Query is the search (title or key); QueryError what is wrong with it.
+	Query, QueryError string
 }
 
 // WorkflowRow is one workflow in the list.
@@ -16,6 +18,9 @@ type WorkflowRow struct {
 	// has no schedule; Paused that its schedule is paused.
 	NextFire       string
 	Manual, Paused bool
+	// LastRunID, LastRunStatus and LastRunAt name its latest run ("" for
+	// none).
+	LastRunID, LastRunStatus, LastRunAt string
 }
 
 // WorkflowVM is one workflow's page: its steps, their graph and its runs.
