@@ -101,6 +101,7 @@ var authzRoutes = map[string]string{
 	"POST /api/v1/workflows/:id/backfills": clsOperate, "POST /api/v1/tasks/:id/backfills": clsOperate,
 	"POST /api/v1/backfills/:id/pause": clsOperate, "POST /api/v1/backfills/:id/resume": clsOperate,
 	"POST /api/v1/backfills/:id/cancel": clsOperate,
+	"POST /tasks/:id/backfill":          clsOperate,
 	"POST /workflows/:id/pause":         clsOperate, "POST /workflows/:id/resume": clsOperate,
 	"POST /workflows/:id/backfill": clsOperate, "POST /backfills/:id/pause": clsOperate, "POST /backfills/:id/resume": clsOperate,
 	"POST /backfills/:id/cancel": clsOperate,
@@ -431,6 +432,9 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		body = url.Values{"project": {"alpha"}, "title": {"authz"}, "steps[0].name": {"a"}, "steps[0].task": {newTask().ID}}.Encode()
 	case "POST /api/v1/workflows":
 		body = fmt.Sprintf(`{"project":"alpha","title":"authz","steps":[{"name":"a","task":%q}]}`, newTask().ID)
+	case "POST /tasks/:id/backfill":
+		now := time.Now().UTC()
+		body = url.Values{"from": {now.Add(-3 * time.Hour).Format("2006-01-02T15:04")}, "to": {now.Format("2006-01-02T15:04")}}.Encode()
 	case "POST /api/v1/workflows/:id/backfills", "POST /api/v1/tasks/:id/backfills":
 		now := time.Now().UTC()
 		body = fmt.Sprintf(`{"from":%q,"to":%q}`, now.Add(-3*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))

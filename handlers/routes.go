@@ -226,6 +226,7 @@ func NewMasterRouter(ctx context.Context, d MasterDeps) (http.Handler, error) {
 	uiTasks.POST("/:id/pause", s.pauseTask)
 	uiTasks.POST("/:id/resume", s.resumeTask)
 	uiTasks.POST("/:id/run", s.runTask)
+	uiTasks.POST("/:id/backfill", s.backfillTask)
 	uiTasks.POST("/:id/delete", s.deleteTask)
 	uiTasks.GET("/:id/versions", s.showTaskVersions)
 	uiTasks.GET("/:id/versions/:n", s.showTaskVersion)

@@ -22,6 +22,10 @@ func (s *server) showTask(c *gin.Context) {
 		return
 	}
 	vm.Flash = s.takeFlash(c)
+	if err := s.taskBackfills(c, &vm); err != nil {
+		s.tasksError(c, err)
+		return
+	}
 	s.render(c, http.StatusOK, views.TaskPage(vm))
 }
 
@@ -140,4 +144,27 @@ var policyIDs = map[string]string{
 	"Overlap:allow": "OverlapAllow", "Overlap:skip": "OverlapSkip", "Overlap:queue": "OverlapQueue",
 	"Misfire:skip": "MisfireSkip", "Misfire:run_once": "MisfireRunOnce",
 	"AtCapacity:wait": "AtCapacityWait", "AtCapacity:skip": "AtCapacitySkip",
+}
+
+// taskBackfills adds the task's backfills and, for an operator, the
+// backfill form (in the task's zone) to its page.
+func (s *server) taskBackfills(c *gin.Context, vm *views.TaskVM) error {
+	ctx := c.Request.Context()
+	t, err := s.m.Tasks().Get(ctx, vm.ID)
+	if err != nil {
+		return err
+	}
+	loc, err := protocol.LoadTimezone(t.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	vm.CanBackfill, vm.BackfillZone = currentUser(c).Can(t.ProjectID, master.ActOperate), loc.String()
+	bs, err := s.m.Workflows().Backfills(ctx, "", vm.ID)
+	if err != nil {
+		return err
+	}
+	for i := range bs[:min(len(bs), 10)] {
+		vm.Backfills = append(vm.Backfills, backfillRow(lc(c), &bs[i], loc))
+	}
+	return nil
 }

@@ -471,3 +471,65 @@ func cloneValues(v url.Values) url.Values {
 	}
 	return out
 }
+
+// TestTaskBackfillFromItsPage: an operator backfills a task from its page
+// (times in the task's zone), lands on the backfill's page, and finds the
+// backfill listed on the task's page; a window with no fire is refused on
+// the task page; a viewer gets no form and may not post it.
+func TestTaskBackfillFromItsPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, storetest.OpenSQLite(t))
+	ctx := context.Background()
+	if err := store.CreateNode(ctx, e.st.DB, &store.Node{Name: "w1", Type: store.TypeWorker, Host: "127.0.0.1:1", Protocol: "http", Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := e.m.Tasks().Create(ctx, master.TaskInput{Executors: []string{"w1"}, TaskDef: protocol.TaskDef{Title: "hourly",
+		Type: protocol.TaskHTTP, HTTP: &protocol.HTTPSpec{Method: "GET", URL: "http://127.0.0.1:1/x"}, Timezone: "Asia/Shanghai",
+		Schedule: protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 * * * *"}}}, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.login("admin", "admin-password-1")
+	status, page := e.do(c, "GET", "/tasks/"+tk.ID, "", nil)
+	if status != 200 || !strings.Contains(page, `action="/tasks/`+tk.ID+`/backfill"`) || !strings.Contains(page, "Asia/Shanghai") {
+		t.Fatalf("task page without its backfill form: %d", status)
+	}
+	shanghai, _ := time.LoadLocation("Asia/Shanghai")
+	to := time.Now().In(shanghai).Truncate(time.Hour)
+	from := to.Add(-2 * time.Hour)
+	resp := e.postForm(c, "/tasks/"+tk.ID+"/backfill", url.Values{"from": {from.Format("2006-01-02T15:04")}, "to": {to.Format("2006-01-02T15:04")},
+		"order": {"newest"}})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/backfills/") {
+		t.Fatalf("backfill: %d %s", resp.StatusCode, loc)
+	}
+	b, err := e.m.Workflows().Backfill(ctx, strings.TrimPrefix(loc, "/backfills/"))
+	if err != nil || b.Total != 3 || b.TaskID != tk.ID || b.Order != master.BackfillNewestFirst {
+		t.Fatalf("backfill %+v (%v): want 3 fires of the task, newest first", b, err)
+	}
+	if status, page = e.do(c, "GET", "/tasks/"+tk.ID, "", nil); status != 200 || !strings.Contains(page, `id="task-backfills"`) ||
+		!strings.Contains(page, `href="/backfills/`+b.ID+`"`) {
+		t.Fatalf("task page without its backfill: %d", status)
+	}
+	// Ten to twenty past an hour holds no fire: refused, back on the task.
+	resp = e.postForm(c, "/tasks/"+tk.ID+"/backfill", url.Values{"from": {from.Add(10 * time.Minute).Format("2006-01-02T15:04")},
+		"to": {from.Add(20 * time.Minute).Format("2006-01-02T15:04")}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/tasks/"+tk.ID {
+		t.Fatalf("a window with no fire: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, page = e.do(c, "GET", "/tasks/"+tk.ID, "", nil); !strings.Contains(page, "no fire") {
+		t.Errorf("the refusal is not shown on the task page")
+	}
+	if bs, _ := e.m.Workflows().Backfills(ctx, "", tk.ID); len(bs) != 1 {
+		t.Errorf("%d backfills after a refusal, want 1", len(bs))
+	}
+	e.addUser("vera", "vera-password-1", store.RoleViewer)
+	v := e.login("vera", "vera-password-1")
+	if status, page := e.do(v, "GET", "/tasks/"+tk.ID, "", nil); status != 200 || strings.Contains(page, `id="backfill-form"`) {
+		t.Fatalf("a viewer's task page: %d, form shown %v", status, strings.Contains(page, `id="backfill-form"`))
+	}
+	if resp := e.postForm(v, "/tasks/"+tk.ID+"/backfill", url.Values{"from": {from.Format("2006-01-02T15:04")}}); resp.StatusCode != http.StatusForbidden &&
+		resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a viewer's backfill: %d", resp.StatusCode)
+	}
+}

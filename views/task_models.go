@@ -300,6 +300,11 @@ type RunsVM struct {
 type TaskVM struct {
 	// CanClone: the user may create tasks in the task's project.
 	CanClone bool
+	// CanBackfill: the user may backfill the task (an operator), whose
+	// schedule's zone is BackfillZone; Backfills are its latest.
+	CanBackfill  bool
+	BackfillZone string
+	Backfills    []BackfillRow
 	// Version is the number of the task's definition in force.
 	Version     int
 	Layout      LayoutVM

@@ -211,3 +211,13 @@ type StatusCount struct {
 	Status string
 	N      int
 }
+
+// BackfillFormVM is a backfill form: where it posts, its hint (a message
+// id given Zone), the zone its times are read in, and what was typed with
+// the engine's errors.
+type BackfillFormVM struct {
+	Action, Hint, Zone string
+	Fields             BackfillFields
+	Errors             map[string]string
+	Error              string
+}
