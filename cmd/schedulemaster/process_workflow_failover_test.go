@@ -109,7 +109,11 @@ func testWorkflowLeaderKills(t *testing.T, dsn string) {
 		masters[id] = startMaster(t, "", "--db", dsn, "--identity", id)
 		all = append(all, masters[id])
 	}
-	restart := func(id string) {
+	// restart starts a killed master again under its identity, once the
+	// live master via has marked it offline: until then its heartbeat is
+	// recent and a master under its identity is refused (a live twin).
+	restart := func(id string, via *masterProc) {
+		via.waitNode(id, 30*time.Second, "offline", func(n *nodeJSON) bool { return n.Status == 0 })
 		old := masters[id]
 		masters[id] = startMaster(t, old.DataDir, "--db", dsn, "--identity", id, "--listen", strings.TrimPrefix(old.URL, "http://"))
 		all = append(all, masters[id])
@@ -218,14 +222,14 @@ func testWorkflowLeaderKills(t *testing.T, dsn string) {
 	L3 := waitOneLeader(t, map[string]*masterProc{Z: masters[Z]}, 30*time.Second)
 	t.Logf("kill 2: %s killed with b, c, d in flight; %s leads", L2, L3)
 	prefer(obs, L3, L2)
-	restart(L1)
+	restart(L1, masters[L3])
 	obs = masters[L1]
 	tg.release("b", "c", "d")
 
 	// Kill 3: e ends on L3's worker, which reports it to L3; L3 sends f, g
 	// and h and dies as the first one reaches the target.
 	waitFor(t, 30*time.Second, "step e reaching the target", func() bool { return tg.count("e") == 1 })
-	restart(L2)
+	restart(L2, masters[L3])
 	killL3 := masters[L3]
 	killed3 := make(chan struct{})
 	tg.onFirstHit(func() { killL3.kill(); close(killed3) }, "f", "g", "h")
@@ -237,7 +241,7 @@ func testWorkflowLeaderKills(t *testing.T, dsn string) {
 	}
 	t.Logf("kill 3: %s killed as its first child of e started; steps then %s", L3, stepStatesOf(wfRun(t, obs, runID)))
 	L4 := waitOneLeader(t, others(L3), 30*time.Second)
-	restart(L3)
+	restart(L3, masters[L4])
 	t.Logf("%s leads; %s restarted", L4, L3)
 
 	// The run ends, each step run once: one target hit, one run of its task
