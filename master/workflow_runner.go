@@ -32,6 +32,8 @@ type workflowRunner struct {
 	reconciler *periodic
 	// stepSlots bounds the step reports being acted upon at once.
 	stepSlots chan struct{}
+	// passes counts the reconcile passes (one at a time: periodic).
+	passes int
 }
 
 // How many workflow runs a master moves on at once as their steps' reports
@@ -77,8 +79,16 @@ func (r *workflowRunner) reconcilePass() {
 			r.log.Warn("workflow run not reconciled", "run", id, "err", err)
 		}
 	}
-	r.promotePass(ctx)
+	// What waits is started when a run ends; this pass catches up what
+	// that missed (a master that died between), every few seconds.
+	if r.passes++; r.passes%promoteEvery == 0 {
+		r.promotePass(ctx)
+	}
 }
+
+// promoteEvery is how many reconcile passes (seconds) apart the leader
+// looks for queued runs to start.
+const promoteEvery = 5
 
 // reconcile brings a run in progress up to date with what the database
 // says of its steps' runs, then moves it on.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,6 +43,28 @@ type workflowScheduler struct {
 	m      *Master
 	log    *slog.Logger
 	ticker *periodic
+	// nextLook is when the next pass reads the database: the earliest
+	// next fire it saw, at most scheduleRecheck on (another master's edit
+	// moves a fire without telling this one), unless woken sooner (an edit
+	// on this master).
+	mu       sync.Mutex
+	nextLook time.Time
+	// woken counts the wakes, so a pass does not overwrite one that came
+	// while it read.
+	woken uint64
+}
+
+// scheduleRecheck bounds how long the leader trusts the earliest fire it
+// read: an edit on another master is seen within it.
+const scheduleRecheck = 5 * time.Second
+
+// wake makes the next pass read the schedules: a workflow was saved or
+// resumed here.
+func (s *workflowScheduler) wake() {
+	s.mu.Lock()
+	s.nextLook = time.Time{}
+	s.woken++
+	s.mu.Unlock()
 }
 
 func newWorkflowScheduler(m *Master) *workflowScheduler {
@@ -64,14 +87,23 @@ func (s *workflowScheduler) pass() {
 	}
 	defer done()
 	if !s.m.IsLeader() {
+		s.wake() // a master that comes to lead reads at once
 		return
 	}
+	now := time.Now()
+	s.mu.Lock()
+	look, woken := s.nextLook, s.woken
+	s.mu.Unlock()
+	if now.Before(look) {
+		return // no fire due before then: an idle leader reads nothing
+	}
 	ctx := WithActor(s.m.life.ctx, ActorScheduler)
-	due, err := store.DueWorkflows(ctx, s.m.st.DB, time.Now(), dueWorkflows)
+	due, err := store.DueWorkflows(ctx, s.m.st.DB, now, dueWorkflows)
 	if err != nil {
 		s.log.Warn("workflow schedules not read", "err", err)
 		return
 	}
+	defer s.lookAgain(ctx, now, woken)
 	for i := range due {
 		if ctx.Err() != nil {
 			return
@@ -88,6 +120,22 @@ func (s *workflowScheduler) pass() {
 			}
 		}
 	}
+}
+
+// lookAgain sets when the next pass reads the schedules: at the earliest
+// next fire, at most scheduleRecheck after now.
+func (s *workflowScheduler) lookAgain(ctx context.Context, now time.Time, woken uint64) {
+	next := now.Add(scheduleRecheck)
+	if first, err := store.EarliestWorkflowFire(ctx, s.m.st.DB); err != nil {
+		next = now // read again next pass
+	} else if first != nil && first.Before(next) {
+		next = *first
+	}
+	s.mu.Lock()
+	if s.woken == woken { // a wake meanwhile: read again next pass
+		s.nextLook = next
+	}
+	s.mu.Unlock()
 }
 
 // fire starts (or records) the due fire of w, moving its next fire on; more
@@ -253,6 +301,7 @@ func (wf *Workflows) Resume(ctx context.Context, id string) (err error) {
 	if err == nil && !ok {
 		return Errorf(KindState, "workflow %s is not paused", id)
 	}
+	wf.scheduler.wake()
 	return err
 }
 

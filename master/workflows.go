@@ -102,6 +102,7 @@ func (wf *Workflows) Create(ctx context.Context, in WorkflowInput) (_ *Workflow,
 	}); err != nil {
 		return nil, err
 	}
+	wf.scheduler.wake()
 	return workflowOf(row, p.Name)
 }
 
@@ -142,6 +143,7 @@ func (wf *Workflows) Update(ctx context.Context, id string, in WorkflowInput) (_
 	} else if err != nil {
 		return nil, err
 	}
+	wf.scheduler.wake()
 	return workflowOf(row, "")
 }
 

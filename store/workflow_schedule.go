@@ -66,6 +66,20 @@ func DueWorkflows(ctx context.Context, db bun.IDB, now time.Time, limit int) ([]
 	return out, nil
 }
 
+// EarliestWorkflowFire is the earliest next fire of the workflows not
+// paused, nil when none has one.
+func EarliestWorkflowFire(ctx context.Context, db bun.IDB) (*time.Time, error) {
+	var fires []time.Time
+	if err := db.NewSelect().Model((*Workflow)(nil)).Column("next_fire").Where("next_fire IS NOT NULL").
+		Where("paused = ?", false).OrderExpr("next_fire").Limit(1).Scan(ctx, &fires); err != nil {
+		return nil, fmt.Errorf("store: earliest workflow fire: %w", err)
+	}
+	if len(fires) == 0 {
+		return nil, nil
+	}
+	return &fires[0], nil
+}
+
 // MoveWorkflowFire moves a workflow's next fire from one fire to the next
 // (nil: none left); false when it was no longer from (another master
 // fired it, or an edit moved it).
