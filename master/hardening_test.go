@@ -506,7 +506,9 @@ func masterGoroutines() []string {
 // hung worker, health sweeps) and returns only after all of it has ended, so
 // the caller can close the database at once.
 func TestStopWaitsForBackgroundWork(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts every goroutine of the master package in the
+	// process, so a parallel test's running master (seen once in CI, beside
+	// a workflow test) would count as this one's leak.
 	s := storetest.OpenSQLite(t)
 	e := newEnv(t, s, func(c *master.Config) { c.CallTimeout = time.Minute })
 	release := make(chan struct{})
