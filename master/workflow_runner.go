@@ -553,26 +553,33 @@ func (r *workflowRunner) resend(ctx context.Context, run *store.WorkflowRun, def
 		}
 		return
 	}
-	row, err := store.GetTask(ctx, r.m.st.DB, st.TaskID)
-	if err != nil {
-		r.log.Warn("workflow step not sent again", "run", run.ID, "step", st.Name, "err", err)
-		return
-	}
-	t, err := decodeTask(row)
-	if err != nil {
-		return
-	}
-	_, steps, err := store.GetWorkflowRun(ctx, r.m.st.DB, run.ID)
-	if err != nil {
-		return
-	}
-	if err := r.send(ctx, run, def, s, steps, t, node, st.DispatchID); err != nil {
+	if err := r.sendAgain(ctx, run, def, s, st.TaskID, node, st.DispatchID); err != nil {
 		r.log.Warn("workflow step not sent again; tried again later", "run", run.ID, "step", st.Name, "err", err)
 		return
 	}
 	// Sent again: wait again before the next sending.
 	again := &store.WorkflowStep{RunID: run.ID, Name: st.Name, State: store.StepDispatched}
 	_, _ = store.SetStep(ctx, r.m.st.DB, again, store.StepDispatched)
+}
+
+// sendAgain sends a dispatched step's run (or a shard's) again to node,
+// under the id it was first sent with, reading its task and the run's
+// steps as they are now.
+func (r *workflowRunner) sendAgain(ctx context.Context, run *store.WorkflowRun, def *WorkflowDef, s *WorkflowStep,
+	taskID string, node *store.Node, dispatchID string) error {
+	row, err := store.GetTask(ctx, r.m.st.DB, taskID)
+	if err != nil {
+		return err
+	}
+	t, err := decodeTask(row)
+	if err != nil {
+		return err
+	}
+	_, steps, err := store.GetWorkflowRun(ctx, r.m.st.DB, run.ID)
+	if err != nil {
+		return err
+	}
+	return r.send(ctx, run, def, s, steps, t, node, dispatchID)
 }
 
 // stepParams are the params a step's run gets on top of its task's: the

@@ -153,19 +153,7 @@ func (r *workflowRunner) resendShard(ctx context.Context, run *store.WorkflowRun
 		}
 		return
 	}
-	row, err := store.GetTask(ctx, db, st.TaskID)
-	if err != nil {
-		return
-	}
-	t, err := decodeTask(row)
-	if err != nil {
-		return
-	}
-	_, steps, err := store.GetWorkflowRun(ctx, db, run.ID)
-	if err != nil {
-		return
-	}
-	if err := r.send(ctx, run, def, s, steps, t, node, sh.DispatchID); err != nil {
+	if err := r.sendAgain(ctx, run, def, s, st.TaskID, node, sh.DispatchID); err != nil {
 		r.log.Warn("shard not sent again; tried again later", "run", run.ID, "step", st.Name, "node", sh.Node, "err", err)
 		return
 	}
