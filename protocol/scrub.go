@@ -72,7 +72,9 @@ type Scrubber struct {
 }
 
 // NewScrubber builds the scrubber of d, or nil when d has no secret value.
-func NewScrubber(d *TaskDef) *Scrubber {
+// extra are more secret values to mask, such as the secret of the task's
+// connection.
+func NewScrubber(d *TaskDef, extra ...string) *Scrubber {
 	var vals []string
 	add := func(v string) {
 		if len(v) < MinScrubLen || v == SecretMask {
@@ -82,6 +84,9 @@ func NewScrubber(d *TaskDef) *Scrubber {
 	}
 	for _, k := range d.SecretParams {
 		add(d.Params[k])
+	}
+	for _, v := range extra {
+		add(v)
 	}
 	if h := d.HTTP; h != nil {
 		for k, v := range h.Headers {

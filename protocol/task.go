@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -102,18 +103,27 @@ type TaskDef struct {
 	// Key is an optional stable name that configuration as code (master's
 	// Apply) matches the task by, so its title may change; at most one task
 	// that is not deleted holds a key.
-	Key         string            `json:"key,omitempty"`
-	Title       string            `json:"title"`
-	Description string            `json:"description"`
-	Type        string            `json:"type"`
-	Schedule    Schedule          `json:"schedule"`
-	HTTP        *HTTPSpec         `json:"http"`
-	Shell       *ShellSpec        `json:"shell"`
-	Timeout     Duration          `json:"timeout"`
-	Retries     int               `json:"retries"`
-	Params      map[string]string `json:"params"`
-	StartAt     *time.Time        `json:"start_at"`
-	EndAt       *time.Time        `json:"end_at"`
+	Key         string     `json:"key,omitempty"`
+	Title       string     `json:"title"`
+	Description string     `json:"description"`
+	Type        string     `json:"type"`
+	Schedule    Schedule   `json:"schedule"`
+	HTTP        *HTTPSpec  `json:"http"`
+	Shell       *ShellSpec `json:"shell"`
+	// NATS, AMQP, MQTT, Redis, Kafka, SQL and GRPC define the tasks of the
+	// types beyond HTTP and shell (TypeSpec; Spec returns the one of Type).
+	NATS    *NATSSpec         `json:"nats,omitempty"`
+	AMQP    *AMQPSpec         `json:"amqp,omitempty"`
+	MQTT    *MQTTSpec         `json:"mqtt,omitempty"`
+	Redis   *RedisSpec        `json:"redis,omitempty"`
+	Kafka   *KafkaSpec        `json:"kafka,omitempty"`
+	SQL     *SQLSpec          `json:"sql,omitempty"`
+	GRPC    *GRPCSpec         `json:"grpc,omitempty"`
+	Timeout Duration          `json:"timeout"`
+	Retries int               `json:"retries"`
+	Params  map[string]string `json:"params"`
+	StartAt *time.Time        `json:"start_at"`
+	EndAt   *time.Time        `json:"end_at"`
 	// SecretParams names params whose values are sent to workers but shown
 	// masked everywhere.
 	SecretParams []string `json:"secret_params,omitempty"`
@@ -208,6 +218,11 @@ type TaskSpec struct {
 	// Version is the number of the task's definition (its saved version);
 	// the runs of this spec report it. 0 for a delayed task.
 	Version int `json:"version,omitempty"`
+	// Connection is the named connection the task's type uses, secret
+	// included, attached by the master to what it sends a worker that runs
+	// the task (never stored with the task); nil for HTTP and shell, and
+	// when the connection is not defined (the run fails and says so).
+	Connection *ConnectionSpec `json:"connection,omitempty"`
 }
 
 var (
@@ -264,6 +279,9 @@ func (d *TaskDef) Normalize() {
 	}
 	if d.Shell != nil {
 		d.Shell.Command = strings.TrimSpace(d.Shell.Command)
+	}
+	if s := d.Spec(); s != nil {
+		s.normalize()
 	}
 }
 
@@ -360,21 +378,29 @@ func (d *TaskDef) Validate(now time.Time) error {
 			fe["params"] = fmt.Sprintf("value of %q is longer than %d bytes", k, maxParamValue)
 		}
 	}
-	switch d.Type {
-	case TaskHTTP:
-		if d.Shell != nil {
-			fe["shell"] = "must be empty for an http task"
-		}
-		d.validateHTTP(fe)
-	case TaskShell:
-		if d.HTTP != nil {
-			fe["http"] = "must be empty for a shell task"
-		}
-		d.validateShell(fe)
-	case "":
-		fe["type"] = "is required: http or shell"
+	switch {
+	case d.Type == "":
+		fe["type"] = "is required: one of " + strings.Join(TaskTypes(), ", ")
+	case !slices.Contains(TaskTypes(), d.Type):
+		fe["type"] = fmt.Sprintf("%q is not one of %s", d.Type, strings.Join(TaskTypes(), ", "))
 	default:
-		fe["type"] = fmt.Sprintf("%q is not http or shell", d.Type)
+		for _, other := range d.specsPresent() {
+			if other != d.Type {
+				fe[other] = "must be empty for a " + d.Type + " task"
+			}
+		}
+		switch d.Type {
+		case TaskHTTP:
+			d.validateHTTP(fe)
+		case TaskShell:
+			d.validateShell(fe)
+		default:
+			if s := d.Spec(); s == nil {
+				fe[d.Type] = "is required for a " + d.Type + " task"
+			} else {
+				s.validate(fe)
+			}
+		}
 	}
 	switch d.Overlap {
 	case "", OverlapAllow, OverlapSkip, OverlapQueue: // "" is a definition Normalize has not seen: allow

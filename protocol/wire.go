@@ -148,6 +148,9 @@ type HealthResponse struct {
 	// AllowShell says whether the worker runs shell tasks (--allow-shell);
 	// absent from older workers.
 	AllowShell *bool `json:"allow_shell,omitempty"`
+	// AllowTypes lists the task types beyond HTTP and shell the worker runs
+	// (--allow-types), sorted; nil from older workers, which run none.
+	AllowTypes []string `json:"allow_types,omitempty"`
 	// Degraded says why the worker works with less than it should, for
 	// example "data directory full: runs.spool: ..." when it cannot write
 	// its run journal or fires file; empty when all is well (and from older

@@ -35,6 +35,7 @@ func NewHandler(w *Worker, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST "+protocol.PathTaskBatch, a.guard(a.taskBatch))
 	mux.HandleFunc("POST "+protocol.PathRunOutput, a.guard(a.runOutput))
 	mux.HandleFunc("POST "+protocol.PathRunKill, a.guard(a.killRun))
+	mux.HandleFunc("POST "+protocol.PathConnectionTest, a.guard(a.testConnection))
 	// Prometheus metrics behind the secret; --metrics-listen serves them openly elsewhere.
 	mux.HandleFunc("GET /metrics", a.guard(MetricsHandler(w).ServeHTTP))
 	// Anything else, a known path with another method included, is a 404.
@@ -209,7 +210,7 @@ func (a *api) taskStatus(r *http.Request, err error) int {
 	switch {
 	case errors.As(err, &fe), errors.Is(err, protocol.ErrInvalid):
 		status = http.StatusBadRequest
-	case errors.Is(err, ErrShellRefused):
+	case errors.Is(err, ErrShellRefused), errors.Is(err, ErrTypeRefused):
 		status = http.StatusForbidden
 	case errors.Is(err, ErrUnknownTask):
 		status = http.StatusNotFound

@@ -8,6 +8,9 @@ var (
 	ErrNotScheduling = errors.New("worker: not scheduling (enable the node first)")
 	// ErrShellRefused means a shell task reached a worker started without --allow-shell.
 	ErrShellRefused = errors.New("worker: shell tasks are refused: this worker was started without --allow-shell")
+	// ErrTypeRefused means a task of a type this worker does not run
+	// reached it: a gated type its operator did not allow (--allow-types).
+	ErrTypeRefused = errors.New("worker: task type refused")
 	// ErrNotRunning means work reached a worker that Run has not started or
 	// that Stop has stopped.
 	ErrNotRunning = errors.New("worker: not running")

@@ -54,8 +54,13 @@ type redirectGuard struct {
 
 // prepareTask prepares the runs of def, or returns nil when there is nothing
 // to share (the request is built at each run and nothing is secret).
-func prepareTask(def *protocol.TaskDef) *taskPrep {
-	p := &taskPrep{scrub: protocol.NewScrubber(def)}
+func prepareTask(spec *protocol.TaskSpec) *taskPrep {
+	def := &spec.TaskDef
+	var extra []string
+	if c := spec.Connection; c != nil && c.Secret != "" {
+		extra = append(extra, c.Secret)
+	}
+	p := &taskPrep{scrub: protocol.NewScrubber(def, extra...)}
 	if def.Type == protocol.TaskHTTP && def.HTTP != nil {
 		g := &redirectGuard{headers: protocol.SecretHeaderNames(def), bodySecret: protocol.UsesSecretParam(def.HTTP.Body, def)}
 		if len(g.headers) > 0 || g.bodySecret {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
+	"github.com/schedulemaster-go/schedulemaster/worker/executor"
 )
 
 // taskJob is one scheduled task, a member of the fireGroup of its schedule.
@@ -192,6 +194,7 @@ type runner struct {
 	sched   gocron.Scheduler
 	limit   *limiter
 	http    *http.Client
+	execs   *executor.Registry // the task types it runs
 	reports *reporter
 	// claim asks a master whether this node runs a fire; run is the report
 	// id its first report will carry, kept with the claim (see
@@ -325,8 +328,8 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	if spec.ID == "" {
 		return false, fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
 	}
-	if spec.Type == protocol.TaskShell && !r.shell {
-		return false, ErrShellRefused
+	if err := typeRefused(r.execs, spec.Type); err != nil {
+		return false, err
 	}
 	plan, err := protocol.NewPlan(&spec.TaskDef)
 	if err != nil {
@@ -350,7 +353,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 			return false, nil
 		}
 	}
-	tj := &taskJob{spec: spec, plan: plan, since: now, httpReq: prepareTask(&spec.TaskDef)}
+	tj := &taskJob{spec: spec, plan: plan, since: now, httpReq: prepareTask(&spec)}
 	tj.paused.Store(spec.Paused)
 	tj.version.Store(int64(spec.Version))
 	tj.executors.Store(int64(spec.Executors))
@@ -727,29 +730,34 @@ func (r *runner) attempt(spec *protocol.TaskSpec, wf *stepRef, fire time.Time, a
 	defer cancel()
 	rep.StartedAt = at.UTC()
 	if tmpl == nil {
-		tmpl = prepareTask(def) // a run outside the schedule (run once)
+		tmpl = prepareTask(spec) // a run outside the schedule (run once)
 	}
 	var scrub *protocol.Scrubber
 	if tmpl != nil {
 		scrub = tmpl.scrub
 	}
-	var out *tailBuffer // a shell command's output, readable while it runs
-	if def.Type == protocol.TaskShell && r.shell {
+	ex, ok := r.execs.Get(def.Type)
+	var out *tailBuffer // the output an executor writes, readable while it runs
+	if ok && def.Type != protocol.TaskHTTP {
 		out = &tailBuffer{max: protocol.MaxOutputBytes, scrub: scrub}
 	}
 	lr := r.live.add(id, &rep, def, out, cancel, scrub)
 	var o outcome
-	switch def.Type {
-	case protocol.TaskHTTP:
-		o = runHTTP(ctx, r.http, def, tmpl)
-	case protocol.TaskShell:
-		if !r.shell {
-			o = outcome{result: protocol.ResultFailed, output: ErrShellRefused.Error()}
-		} else {
-			o = runShell(ctx, def, out, func(pgid int) func() { return r.pgroups.record(pgid, &rep) })
+	if !ok {
+		o = outcome{result: protocol.ResultFailed, output: typeRefused(r.execs, def.Type).Error()}
+	} else {
+		t := &executor.Task{Def: def, Conn: spec.Connection, Timeout: timeout, Prepared: tmpl,
+			Started: func(pgid int) func() { return r.pgroups.record(pgid, &rep) }}
+		var w io.Writer = io.Discard
+		if out != nil {
+			w = out
 		}
-	default:
-		o = outcome{result: protocol.ResultFailed, output: "unknown task type " + def.Type}
+		res := ex.Run(ctx, t, w)
+		o = outcome{result: res.Result, httpStatus: res.HTTPStatus, exitCode: res.ExitCode, output: res.Output, binary: res.Binary}
+		if out != nil {
+			text, binary := out.Output()
+			o.output, o.binary = text+res.Output, o.binary || binary
+		}
 	}
 	if killed, by := r.live.done(lr); killed {
 		// Whatever the cancelled request or command ended with, it ended

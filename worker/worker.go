@@ -49,8 +49,12 @@ type Config struct {
 	AutoRegister bool
 	WorkerOf     string // manual mode: the only cluster whose masters may connect
 	AllowShell   bool
-	DataDir      string
-	MachineName  string
+	// AllowTypes lists the task types beyond HTTP and shell this worker
+	// runs (--allow-types): none unless its operator allows them, as each
+	// reaches systems with credentials the master sends.
+	AllowTypes  []string
+	DataDir     string
+	MachineName string
 	// Labels are this worker's own labels (--labels), sent at registration
 	// and in every /health answer; task selectors match them (with an
 	// admin's labels on top, master side). New validates them.
@@ -241,9 +245,14 @@ func New(cfg Config, log *slog.Logger) (*Worker, error) {
 	tr.ReadBufferSize, tr.WriteBufferSize = 1<<10, 1<<10
 	// The runner's scheduler is made by Run (gocron starts a goroutine when
 	// it makes one).
+	client := &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	execs, err := newRegistry(client, cfg.AllowShell, cfg.AllowTypes, log)
+	if err != nil {
+		return nil, err
+	}
 	w.runner = &runner{
 		now: cfg.Now, log: log, node: w.Name, limit: newLimiter(cfg.MaxConcurrency),
-		http: &http.Client{Transport: tr, CheckRedirect: checkRedirect}, reports: w.reports, claim: w.claimFire,
+		http: client, execs: execs, reports: w.reports, claim: w.claimFire,
 		shell: cfg.AllowShell, backoff: cfg.RetryBackoff, jobs: map[string]*taskJob{}, ctx: w.runs, pgroups: groups,
 		stopNote: fmt.Sprintf("the worker stopped and the run was still going at the end of its drain timeout (%s)", cfg.StopTimeout),
 	}
@@ -277,7 +286,7 @@ func (w *Worker) Health() protocol.HealthResponse {
 	shell := w.cfg.AllowShell
 	build := buildinfo.Get()
 	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell,
-		Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build, WorkerTimeMS: w.now().UnixMilli()}
+		AllowTypes: allowedTypes(w.runner.execs), Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build, WorkerTimeMS: w.now().UnixMilli()}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -551,8 +560,8 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 			return fmt.Errorf("%w: body names task %q and %q", protocol.ErrInvalid, req.ID, spec.ID)
 		}
 	}
-	if spec.Type == protocol.TaskShell && !w.cfg.AllowShell {
-		return ErrShellRefused
+	if err := typeRefused(w.runner.execs, spec.Type); err != nil {
+		return err
 	}
 	w.runner.runOnce(runOnceSpec(spec, req.Task), req.CatchUp)
 	return nil
@@ -578,8 +587,8 @@ func (w *Worker) runStep(req protocol.RunOnceRequest) error {
 	if err := spec.Validate(time.Now().Add(-24 * time.Hour)); err != nil {
 		return fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	if spec.Type == protocol.TaskShell && !w.cfg.AllowShell {
-		return ErrShellRefused
+	if err := typeRefused(w.runner.execs, spec.Type); err != nil {
+		return err
 	}
 	if !w.runner.steps.first(id) {
 		w.log.Info("workflow step sent again: already started here", "workflow_run", wf.Run, "step", wf.Step, "run", wf.RunID)
@@ -1105,6 +1114,10 @@ func (w *Worker) stopAll(ctx context.Context, started bool) error {
 	w.drain(ctx)
 	// Then deliver or spool the last reports and save the last fires.
 	w.stop()
+	// No run goes on now: close the executors' pooled connections.
+	if err := w.runner.execs.Close(); err != nil {
+		w.log.Warn("close task type connections", "err", err)
+	}
 	if started {
 		<-w.reports.done
 		<-w.noticesDone

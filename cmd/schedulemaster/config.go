@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,6 +186,9 @@ type workerConfig struct {
 	// LabelsText is --labels as given ("pool=billing,zone=eu-1"); Labels
 	// (in worker.Config) holds it parsed.
 	LabelsText string
+	// AllowTypesText is --allow-types as given ("nats,sql"); AllowTypes
+	// (in worker.Config) holds it parsed.
+	AllowTypesText string
 	// Warnings are settings that work but are likely a mistake, logged at start.
 	Warnings []string
 }
@@ -213,6 +217,8 @@ func workerOptions(c *workerConfig) *options {
 	o.add(&option{name: "workerof", key: "WorkerOf", dst: &c.WorkerOf, env: []string{"SM_WORKEROF", "SMCORE_WORKEROF"},
 		usage: "name of the master allowed to connect (required with --autor=false)"})
 	o.add(&option{name: "allow-shell", key: "AllowShell", def: "false", dst: &c.AllowShell, usage: "allow shell tasks (remote command execution)"})
+	o.add(&option{name: "allow-types", key: "AllowTypes", dst: &c.AllowTypesText,
+		usage: "task types beyond http and shell this worker runs, comma-separated (" + strings.Join(protocol.GatedTypes(), ", ") + "; default none): each reaches other systems with the credentials of its connection"})
 	o.add(&option{name: "data-dir", key: "DataDir", dst: &c.DataDir, usage: "directory for the run-report spool and the node key (default ./data/worker-<identity>)"})
 	o.add(&option{name: "read-timeout", key: "ReadTimeout", def: "30s", dst: &c.ReadTimeout, min: int64(100 * time.Millisecond), max: int64(10 * time.Minute),
 		usage: "time to read one request to the worker API, body included"})
@@ -311,6 +317,11 @@ func parseWorkerConfig(args []string, lookupEnv lookupEnvFunc) (workerConfig, *o
 	}
 	if c.Protocol != "http" && c.Protocol != "https" {
 		bad("protocol", "%q must be http or https", c.Protocol)
+	}
+	if types, msg := parseAllowTypes(c.AllowTypesText); msg != "" {
+		bad("allow-types", "%s", msg)
+	} else {
+		c.AllowTypes = types
 	}
 	// Validate the host exactly as the worker will announce it (port 0 is
 	// replaced by the picked port before that).
@@ -533,5 +544,29 @@ func parseTrustedProxies(raw string) ([]string, string) {
 		}
 		out = append(out, p)
 	}
+	return out, ""
+}
+
+// parseAllowTypes reads --allow-types: gated task types, comma-separated,
+// each once.
+func parseAllowTypes(raw string) ([]string, string) {
+	var out []string
+	for _, t := range strings.Split(raw, ",") {
+		t = strings.ToLower(strings.TrimSpace(t))
+		switch {
+		case t == "":
+			continue
+		case t == protocol.TaskShell:
+			return nil, "shell has its own flag: --allow-shell"
+		case t == protocol.TaskHTTP:
+			return nil, "http tasks always run: leave http out"
+		case !protocol.IsGatedType(t):
+			return nil, fmt.Sprintf("%q is not one of %s", t, strings.Join(protocol.GatedTypes(), ", "))
+		case slices.Contains(out, t):
+			return nil, fmt.Sprintf("%q is listed twice", t)
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
 	return out, ""
 }

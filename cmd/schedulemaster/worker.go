@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/worker"
@@ -79,7 +80,7 @@ func runWorker(ctx context.Context, cfg workerConfig, log *slog.Logger) error {
 		log.Warn(w)
 	}
 	log.Info("worker serving", "listen", ln.Addr().String(), "host", cfg.Host(), "identity", cfg.Identity,
-		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell, "labels", cfg.Labels.String(),
+		"master", cfg.MasterURL, "registration", mode, "allow_shell", cfg.AllowShell, "allow_types", strings.Join(cfg.AllowTypes, ","), "labels", cfg.Labels.String(),
 		"drain_timeout", cfg.StopTimeout)
 
 	// Run starts the worker (and registers it); it ends with Stop below,
