@@ -40,9 +40,9 @@ func (w *Worker) TestConnection(ctx context.Context, c protocol.ConnectionSpec) 
 		if !slices.Contains(protocol.ConnectionKindsOf(typ), c.Kind) {
 			continue
 		}
-		ex, ok := w.runner.execs.Get(typ)
+		ex, ok := w.runner.registry().Get(typ)
 		if !ok {
-			return out(typeRefused(w.runner.execs, typ), "")
+			return out(typeRefused(w.runner.registry(), typ), "")
 		}
 		if tester, ok = ex.(executor.Tester); !ok {
 			return out(fmt.Errorf("the %s executor cannot test a connection", typ), "")

@@ -194,7 +194,8 @@ type runner struct {
 	sched   gocron.Scheduler
 	limit   *limiter
 	http    *http.Client
-	execs   *executor.Registry // the task types it runs
+	execs   *executor.Registry // the task types it runs; see registry
+	execsMu sync.Mutex
 	reports *reporter
 	// claim asks a master whether this node runs a fire; run is the report
 	// id its first report will carry, kept with the claim (see
@@ -328,7 +329,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	if spec.ID == "" {
 		return false, fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
 	}
-	if err := typeRefused(r.execs, spec.Type); err != nil {
+	if err := typeRefused(r.registry(), spec.Type); err != nil {
 		return false, err
 	}
 	plan, err := protocol.NewPlan(&spec.TaskDef)
@@ -736,7 +737,7 @@ func (r *runner) attempt(spec *protocol.TaskSpec, wf *stepRef, fire time.Time, a
 	if tmpl != nil {
 		scrub = tmpl.scrub
 	}
-	ex, ok := r.execs.Get(def.Type)
+	ex, ok := r.registry().Get(def.Type)
 	var out *tailBuffer // the output an executor writes, readable while it runs
 	if ok && def.Type != protocol.TaskHTTP {
 		out = &tailBuffer{max: protocol.MaxOutputBytes, scrub: scrub}
@@ -744,7 +745,7 @@ func (r *runner) attempt(spec *protocol.TaskSpec, wf *stepRef, fire time.Time, a
 	lr := r.live.add(id, &rep, def, out, cancel, scrub)
 	var o outcome
 	if !ok {
-		o = outcome{result: protocol.ResultFailed, output: typeRefused(r.execs, def.Type).Error()}
+		o = outcome{result: protocol.ResultFailed, output: typeRefused(r.registry(), def.Type).Error()}
 	} else {
 		t := &executor.Task{Def: def, Conn: spec.Connection, Timeout: timeout, Prepared: tmpl,
 			Started: func(pgid int) func() { return r.pgroups.record(pgid, &rep) }}
@@ -788,4 +789,15 @@ func (r *runner) clock() time.Time {
 		return r.now()
 	}
 	return time.Now()
+}
+
+// registry is the executors of the runner's task types: those New made, or
+// HTTP and (when r.shell) shell for a runner made without them.
+func (r *runner) registry() *executor.Registry {
+	r.execsMu.Lock()
+	defer r.execsMu.Unlock()
+	if r.execs == nil {
+		r.execs, _ = newRegistry(r.http, r.shell, nil, r.log)
+	}
+	return r.execs
 }

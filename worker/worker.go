@@ -286,7 +286,7 @@ func (w *Worker) Health() protocol.HealthResponse {
 	shell := w.cfg.AllowShell
 	build := buildinfo.Get()
 	return protocol.HealthResponse{Node: w.node.Name, BootID: w.bootID, Status: state, RunningTasks: w.runner.count(), AllowShell: &shell,
-		AllowTypes: allowedTypes(w.runner.execs), Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build, WorkerTimeMS: w.now().UnixMilli()}
+		AllowTypes: allowedTypes(w.runner.registry()), Degraded: w.reports.health.reason(), Labels: w.cfg.Labels, Version: &build, WorkerTimeMS: w.now().UnixMilli()}
 }
 
 // CheckSecret reports, in constant time, whether s is the current access secret.
@@ -560,7 +560,7 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 			return fmt.Errorf("%w: body names task %q and %q", protocol.ErrInvalid, req.ID, spec.ID)
 		}
 	}
-	if err := typeRefused(w.runner.execs, spec.Type); err != nil {
+	if err := typeRefused(w.runner.registry(), spec.Type); err != nil {
 		return err
 	}
 	w.runner.runOnce(runOnceSpec(spec, req.Task), req.CatchUp)
@@ -587,7 +587,7 @@ func (w *Worker) runStep(req protocol.RunOnceRequest) error {
 	if err := spec.Validate(time.Now().Add(-24 * time.Hour)); err != nil {
 		return fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	if err := typeRefused(w.runner.execs, spec.Type); err != nil {
+	if err := typeRefused(w.runner.registry(), spec.Type); err != nil {
 		return err
 	}
 	if !w.runner.steps.first(id) {
@@ -1115,7 +1115,7 @@ func (w *Worker) stopAll(ctx context.Context, started bool) error {
 	// Then deliver or spool the last reports and save the last fires.
 	w.stop()
 	// No run goes on now: close the executors' pooled connections.
-	if err := w.runner.execs.Close(); err != nil {
+	if err := w.runner.registry().Close(); err != nil {
 		w.log.Warn("close task type connections", "err", err)
 	}
 	if started {
