@@ -19,6 +19,32 @@ type Client struct {
 	http *http.Client
 	// Timeout bounds one call other than a probe.
 	Timeout time.Duration
+	// attach gives the specs sent the connections their tasks use (see
+	// Connections.attach); nil: nothing to attach.
+	attach func(ctx context.Context, specs []protocol.TaskSpec)
+}
+
+// withConnections attaches the connections of specs before they are sent.
+func (c *Client) withConnections(ctx context.Context, specs []protocol.TaskSpec) {
+	if c.attach == nil {
+		return
+	}
+	for i := range specs {
+		if specs[i].Connection == nil && specs[i].Spec() != nil {
+			c.attach(ctx, specs)
+			return
+		}
+	}
+}
+
+// withConnection is withConnections for one spec.
+func (c *Client) withConnection(ctx context.Context, spec protocol.TaskSpec) protocol.TaskSpec {
+	if spec.Spec() == nil || spec.Connection != nil || c.attach == nil {
+		return spec
+	}
+	one := []protocol.TaskSpec{spec}
+	c.attach(ctx, one)
+	return one[0]
 }
 
 // NewClient returns a client with pooled connections sized for many workers.
@@ -136,6 +162,7 @@ func (c *Client) Startup(ctx context.Context, n *store.Node, tasks []protocol.Ta
 	}
 	// n is the node as the master saw it before this push: not running means
 	// its tasks' missed fires are in the master's misfire windows.
+	c.withConnections(ctx, tasks)
 	req := protocol.StartupRequest{Tasks: tasks}
 	if n.Status != store.StatusRunning {
 		// See protocol.StartupRequest.DownSince: the node's last change of
@@ -161,6 +188,7 @@ func (c *Client) StartupPart(ctx context.Context, n *store.Node, session string,
 	if tasks == nil {
 		tasks = []protocol.TaskSpec{}
 	}
+	c.withConnections(ctx, tasks)
 	req := protocol.StartupPartRequest{Session: session, First: first, Last: last, Tasks: tasks}
 	if n.Status != store.StatusRunning {
 		since := n.UpdatedAt.UTC()
@@ -179,6 +207,7 @@ func (c *Client) TaskBatch(ctx context.Context, n *store.Node, op string, specs 
 	count := len(specs) + len(ids)
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout+time.Duration(count)*perTaskTime)
 	defer cancel()
+	c.withConnections(ctx, specs)
 	req := protocol.TaskBatchRequest{Op: op, Tasks: specs, IDs: ids}
 	var out protocol.TaskBatchReply
 	if err := c.call(ctx, n, http.MethodPost, protocol.PathTaskBatch, map[string]string{protocol.HeaderSecret: n.Secret}, req, &out); err != nil {
@@ -215,6 +244,7 @@ func (c *Client) Shutdown(ctx context.Context, n *store.Node, wait time.Duration
 func (c *Client) TaskStart(ctx context.Context, n *store.Node, spec protocol.TaskSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	spec = c.withConnection(ctx, spec)
 	return c.call(ctx, n, http.MethodPost, protocol.PathTaskStart, map[string]string{protocol.HeaderSecret: n.Secret}, spec, nil)
 }
 
@@ -229,6 +259,7 @@ func (c *Client) TaskOp(ctx context.Context, n *store.Node, path, taskID string)
 func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.TaskSpec, catchUp *protocol.CatchUp) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	spec = c.withConnection(ctx, spec)
 	return c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnce, map[string]string{protocol.HeaderSecret: n.Secret},
 		protocol.RunOnceRequest{ID: spec.ID, Task: &spec, CatchUp: catchUp}, nil)
 }
@@ -238,6 +269,7 @@ func (c *Client) TaskRunOnce(ctx context.Context, n *store.Node, spec protocol.T
 func (c *Client) TaskRunStep(ctx context.Context, n *store.Node, spec protocol.TaskSpec, ref *protocol.WorkflowRef) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	spec = c.withConnection(ctx, spec)
 	return c.call(ctx, n, http.MethodPost, protocol.PathTaskRunOnce, map[string]string{protocol.HeaderSecret: n.Secret},
 		protocol.RunOnceRequest{ID: spec.ID, Task: &spec, Workflow: ref}, nil)
 }
@@ -250,6 +282,7 @@ func (c *Client) TaskRunStep(ctx context.Context, n *store.Node, spec protocol.T
 func (c *Client) TaskRunOnceBatch(ctx context.Context, n *store.Node, specs []protocol.TaskSpec) (errs []error, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	c.withConnections(ctx, specs)
 	req := protocol.RunOnceBatchRequest{Runs: make([]protocol.RunOnceRequest, len(specs))}
 	for i := range specs {
 		req.Runs[i] = protocol.RunOnceRequest{ID: specs[i].ID, Task: &specs[i]}

@@ -199,6 +199,8 @@ type Master struct {
 	pools      *Pools
 	runsDomain *Runs
 	workflows  *Workflows
+	// connections is the connection domain (connections.go).
+	connections *Connections
 
 	// life is the background work: Stop cancels and waits for it before
 	// the caller closes the database.
@@ -218,6 +220,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Master {
 	}
 	m.tasks, m.nodes, m.projects, m.pools, m.runsDomain = &Tasks{m}, &Nodes{m}, &Projects{m}, &Pools{m}, &Runs{m}
 	m.life = newLifecycle()
+	m.connections = &Connections{m: m}
+	m.client.attach = m.connections.attach
 	m.workflows = &Workflows{m: m}
 	m.workflows.runner = newWorkflowRunner(m)
 	m.workflows.scheduler = newWorkflowScheduler(m)

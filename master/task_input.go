@@ -293,7 +293,7 @@ type taskCheck struct {
 	pools   *poolRule
 	nodes   []store.Node
 	byName  map[string]store.Node
-	shell   map[string]int  // by node name, probed when first needed
+	shell   map[string]*protocol.HealthResponse // by node name, probed when first needed; nil: no answer
 	users   map[string]bool // keepers by project and name, looked up when first needed
 	// graph holds the children of every task that is not deleted, by id;
 	// nil until a task with children is checked.
@@ -308,30 +308,30 @@ func (tk *Tasks) newTaskCheck(ctx context.Context) (*taskCheck, error) {
 	if err != nil {
 		return nil, err
 	}
-	chk := &taskCheck{nodes: nodes, byName: map[string]store.Node{}, shell: map[string]int{}, users: map[string]bool{}}
+	chk := &taskCheck{nodes: nodes, byName: map[string]store.Node{}, shell: map[string]*protocol.HealthResponse{}, users: map[string]bool{}}
 	for _, n := range nodes {
 		chk.byName[n.Name] = n
 	}
 	return chk, nil
 }
 
-// shellOf is shellAllowed for nodes, each asked at most once per check.
-func (tk *Tasks) shellOf(ctx context.Context, chk *taskCheck, nodes []store.Node) map[string]int {
+// typeOf says, for each of nodes, whether it runs tasks of typ: asked at
+// most once per check (typeAllowed).
+func (tk *Tasks) typeOf(ctx context.Context, chk *taskCheck, nodes []store.Node, typ string) map[string]int {
 	var ask []store.Node
 	for _, n := range nodes {
 		if _, ok := chk.shell[n.Name]; !ok {
 			ask = append(ask, n)
 		}
 	}
-	for name, v := range tk.shellAllowed(ctx, ask) {
-		chk.shell[name] = v
+	for name, h := range tk.healthOf(ctx, ask) {
+		chk.shell[name] = h
 	}
-	for _, n := range ask {
-		if _, ok := chk.shell[n.Name]; !ok {
-			chk.shell[n.Name] = shellUnknown
-		}
+	out := make(map[string]int, len(nodes))
+	for _, n := range nodes {
+		out[n.Name] = typeAllowed(chk.shell[n.Name], typ)
 	}
-	return chk.shell
+	return out
 }
 
 // loadGraph reads the children of every task that is not deleted.
@@ -444,6 +444,9 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 			fe["key"] = fmt.Sprintf("%q is the key of task %s already", in.Key, owner)
 		}
 	}
+	if err := tk.m.connections.checkTaskConnection(ctx, fe, chk.project, &in.TaskDef); err != nil {
+		return nil, err
+	}
 	nodes, byName := chk.nodes, chk.byName
 	if _, err := canonicalSelector(in.Selector); err != nil {
 		fe["selector"] = err.Error()
@@ -463,7 +466,8 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 	if chk.pools != nil {
 		chk.pools.check(fe, in.Selector, in.Executors, byName)
 	}
-	shell := in.Type == protocol.TaskShell
+	// Shell and the types beyond HTTP run only on workers that allow them.
+	gated := in.Type == protocol.TaskShell || protocol.IsGatedType(in.Type)
 	if len(in.Executors) == 0 && in.Selector == "" && fe["executors"] == "" && fe["selector"] == "" {
 		var running []store.Node
 		for _, n := range nodes {
@@ -471,9 +475,9 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 				running = append(running, n)
 			}
 		}
-		if shell {
-			// Only workers that run shell tasks may get one.
-			allows := tk.shellOf(ctx, chk, running)
+		if gated {
+			// Only workers that run the type may get one.
+			allows := tk.typeOf(ctx, chk, running, in.Type)
 			kept := running[:0:0]
 			for _, n := range running {
 				if allows[n.Name] != shellRefused {
@@ -481,8 +485,9 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 				}
 			}
 			if len(kept) == 0 && len(running) > 0 {
-				fe["executors"] = "no running worker allows shell tasks (" + strings.Join(nodeNames(running), ", ") +
-					" " + wasWere(len(running)) + " started without --allow-shell): start one with --allow-shell"
+				flag := typeFlag(in.Type)
+				fe["executors"] = "no running worker allows " + in.Type + " tasks (" + strings.Join(nodeNames(running), ", ") +
+					" " + wasWere(len(running)) + " started without " + flag + "): start one with " + flag
 			}
 			running = kept
 		}
@@ -500,14 +505,14 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 				fe["executors"] = fmt.Sprintf("no running worker in what project %s may run on (%s): name the executors, or start a worker in one of those pools", chk.pools.project, chk.pools.names())
 			}
 		}
-	} else if shell && fe["executors"] == "" && len(in.Executors) > 0 {
-		// A shell task none of whose executors runs shell could never run:
-		// refuse it now, naming them, rather than at Start.
+	} else if gated && fe["executors"] == "" && len(in.Executors) > 0 {
+		// A shell (or gated type) task none of whose executors runs it
+		// could never run: refuse it now, naming them, rather than at Start.
 		var execs []store.Node
 		for _, e := range in.Executors {
 			execs = append(execs, byName[e])
 		}
-		allows := tk.shellOf(ctx, chk, execs)
+		allows := tk.typeOf(ctx, chk, execs, in.Type)
 		// Refused only when each one says no: one that is down (or older)
 		// may run shell, and is asked again at Start.
 		var refused []string
@@ -521,8 +526,9 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 			if len(refused) > 1 {
 				which = "one of them"
 			}
-			fe["executors"] = "no executor allows shell tasks: " + strings.Join(refused, ", ") +
-				" " + wasWere(len(refused)) + " started without --allow-shell; restart " + which + " with --allow-shell or choose a worker that was"
+			flag := typeFlag(in.Type)
+			fe["executors"] = "no executor allows " + in.Type + " tasks: " + strings.Join(refused, ", ") +
+				" " + wasWere(len(refused)) + " started without " + flag + "; restart " + which + " with " + flag + " or choose a worker that was"
 		}
 	}
 	for _, k := range in.Keepers {
@@ -621,18 +627,51 @@ func findCycle(graph map[string][]string, start string) []string {
 	return nil
 }
 
-// What a worker said about shell tasks when asked (its /health).
+// What a worker said about a task type when asked (its /health).
 const (
 	shellUnknown = iota // not asked (offline), no answer, or an older worker
 	shellAllowed
 	shellRefused
 )
 
-// shellAllowed asks the nodes that are not offline, at once, whether they
-// run shell tasks (started with --allow-shell). The probes are bounded by the
-// health timeout; a node that does not answer is shellUnknown.
-func (tk *Tasks) shellAllowed(ctx context.Context, nodes []store.Node) map[string]int {
-	out := make(map[string]int, len(nodes))
+// typeFlag is the worker flag that allows tasks of typ.
+func typeFlag(typ string) string {
+	if typ == protocol.TaskShell {
+		return "--allow-shell"
+	}
+	return "--allow-types " + typ
+}
+
+// typeAllowed reads whether a worker that answered h runs tasks of typ.
+// A worker too old to say whether it runs shell is unknown for shell, and
+// refused for the types beyond it, which it cannot run.
+func typeAllowed(h *protocol.HealthResponse, typ string) int {
+	switch {
+	case h == nil:
+		return shellUnknown
+	case typ == protocol.TaskShell:
+		if h.AllowShell == nil {
+			return shellUnknown
+		}
+		if *h.AllowShell {
+			return shellAllowed
+		}
+		return shellRefused
+	case protocol.IsGatedType(typ):
+		if slices.Contains(h.AllowTypes, typ) {
+			return shellAllowed
+		}
+		return shellRefused
+	}
+	return shellAllowed
+}
+
+// healthOf asks the nodes that are not offline, at once, for their /health
+// (which says whether they run shell and which types beyond it). The
+// probes are bounded by the health timeout; a node that does not answer is
+// nil.
+func (tk *Tasks) healthOf(ctx context.Context, nodes []store.Node) map[string]*protocol.HealthResponse {
+	out := make(map[string]*protocol.HealthResponse, len(nodes))
 	var (
 		mu  sync.Mutex
 		wg  sync.WaitGroup
@@ -650,15 +689,12 @@ func (tk *Tasks) shellAllowed(ctx context.Context, nodes []store.Node) map[strin
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			h, err := tk.m.client.Health(ctx, n, timeout)
-			v := shellUnknown
-			if err == nil && h.AllowShell != nil {
-				v = shellRefused
-				if *h.AllowShell {
-					v = shellAllowed
-				}
-			}
 			mu.Lock()
-			out[n.Name] = v
+			if err == nil {
+				out[n.Name] = &h
+			} else {
+				out[n.Name] = nil
+			}
 			mu.Unlock()
 		}()
 	}

@@ -135,6 +135,7 @@ func (tk *Tasks) Page(ctx context.Context, n *store.Node, req protocol.TasksPage
 		tk.m.log.Error("load tasks of node", "node", n.Name, "err", err)
 		return protocol.TasksPageResponse{}, mapStoreErr(err, n.Name)
 	}
+	tk.m.connections.attach(ctx, specs)
 	return protocol.TasksPageResponse{Tasks: specs, More: more, After: after}, nil
 }
 

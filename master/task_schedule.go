@@ -25,7 +25,7 @@ func (t *Task) spec() protocol.TaskSpec {
 	if t.Selector != "" {
 		n = max(n, 2)
 	}
-	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: n, Version: t.Version}
+	return protocol.TaskSpec{TaskDef: t.TaskDef, Paused: t.Status == store.TaskPaused, Executors: n, Version: t.Version, ProjectID: t.ProjectID}
 }
 
 // specFor is what node receives for a task. With broadcast routing it holds

@@ -223,6 +223,9 @@ type TaskSpec struct {
 	// the task (never stored with the task); nil for HTTP and shell, and
 	// when the connection is not defined (the run fails and says so).
 	Connection *ConnectionSpec `json:"connection,omitempty"`
+	// ProjectID is the task's project, for the master to find its
+	// connection by name; never sent.
+	ProjectID int64 `json:"-"`
 }
 
 var (
