@@ -120,6 +120,9 @@ var authzRoutes = map[string]string{
 	"DELETE /api/v1/projects/:name/members/:username": clsManage,
 
 	"POST /tokens/:id/revoke": clsTokenManage, "DELETE /api/v1/tokens/:id": clsTokenManage,
+
+	"GET /api/v1/connections": clsSignedIn, "GET /api/v1/connections/:id": clsRead, "POST /api/v1/connections/:id/test": clsEdit,
+	"POST /api/v1/connections": clsManage, "PUT /api/v1/connections/:id": clsManage, "DELETE /api/v1/connections/:id": clsManage,
 }
 
 // authzCaller is one way of asking: a person's session or an API token.
@@ -351,6 +354,13 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 				t.Fatalf("fixture workflow run: %v", err)
 			}
 			param["id"] = r.ID
+		case "connections":
+			cn, err := e.m.Connections().Create(ctx, master.ConnectionInput{Project: "alpha", ConnectionSpec: protocol.ConnectionSpec{
+				Name: fmt.Sprintf("c%d", seq), Kind: protocol.ConnNATS, Address: "127.0.0.1:1", Secret: "authz-secret"}})
+			if err != nil {
+				t.Fatalf("fixture connection: %v", err)
+			}
+			param["id"] = cn.ID
 		case "tokens":
 			_, tok, err := e.m.Accounts().CreateToken(ctx, "eddy-editor", master.NewToken{Name: fmt.Sprint("t", seq), Project: "alpha"})
 			if err != nil {
@@ -418,6 +428,10 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		}
 	case "GET /tasks/new", "GET /delayed/new", "GET /workflows/new":
 		path += "?project=alpha"
+	case "POST /api/v1/connections":
+		body = fmt.Sprintf(`{"project":"alpha","name":"new%d","kind":"nats","address":"127.0.0.1:1","secret":"s3cret"}`, seq)
+	case "PUT /api/v1/connections/:id":
+		body = fmt.Sprintf(`{"name":"c%d","kind":"nats","address":"127.0.0.1:2","secret":"********"}`, seq)
 	case "POST /delayed":
 		path += "?project=alpha"
 		body = url.Values{"source_app": {"app"}, "topic": {"t"}, "content_key": {fmt.Sprint("c", seq)}, "delay": {"1h"},

@@ -463,6 +463,21 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	a.must(409, "POST", "/api/v1/backfills/"+bf.ID+"/resume", "/api/v1/backfills/{id}/resume", "")
 	a.must(200, "POST", "/api/v1/backfills/"+bf.ID+"/cancel", "/api/v1/backfills/{id}/cancel", "")
 	a.must(409, "POST", "/api/v1/backfills/"+bf.ID+"/cancel", "/api/v1/backfills/{id}/cancel", "")
+	var conn struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(a.must(201, "POST", "/api/v1/connections", "/api/v1/connections",
+		`{"name":"events","kind":"nats","address":"127.0.0.1:4222","secret":"s3cret-value"}`)), &conn); err != nil {
+		t.Fatal(err)
+	}
+	a.must(400, "POST", "/api/v1/connections", "/api/v1/connections", `{"name":"bad name","kind":"nats","address":"x"}`)
+	a.must(200, "GET", "/api/v1/connections", "/api/v1/connections", "")
+	a.must(200, "GET", "/api/v1/connections/"+conn.ID, "/api/v1/connections/{id}", "")
+	a.must(404, "GET", "/api/v1/connections/ghost", "/api/v1/connections/{id}", "")
+	a.must(200, "PUT", "/api/v1/connections/"+conn.ID, "/api/v1/connections/{id}", `{"name":"events","kind":"nats","address":"127.0.0.1:4223","secret":"********"}`)
+	a.must(409, "PUT", "/api/v1/connections/"+conn.ID, "/api/v1/connections/{id}", `{"name":"events","kind":"nats","address":"127.0.0.1:4223","version":1}`)
+	a.must(400, "POST", "/api/v1/connections/"+conn.ID+"/test", "/api/v1/connections/{id}/test", `{"node":"ghost"}`)
+	a.must(204, "DELETE", "/api/v1/connections/"+conn.ID, "/api/v1/connections/{id}", "")
 	a.must(204, "DELETE", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
 	a.must(404, "GET", "/api/v1/workflows/"+wfID, "/api/v1/workflows/{id}", "")
 
