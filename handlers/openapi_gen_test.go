@@ -415,7 +415,7 @@ var openAPIOps = []apiOp{
 		notes: "Runs in progress go on; each can be cancelled on its own."},
 
 	{method: "GET", path: "/api/v1/connections", tag: "connections", summary: "The connections of the projects you read and those for every project", auth: "user",
-		query: []apiParam{{"project", "string", "only this project's (and those for every project)"}},
+		query:  []apiParam{{"project", "string", "only this project's (and those for every project)"}},
 		status: 200, resp: itemsOf[master.Connection]{}, errors: []int{404},
 		notes: "Secrets are never returned: a connection that has one shows \"********\"."},
 	{method: "POST", path: "/api/v1/connections", tag: "connections", summary: "Define a connection (project owners; all_projects: cluster admins)", auth: "project",

@@ -294,7 +294,7 @@ type taskCheck struct {
 	nodes   []store.Node
 	byName  map[string]store.Node
 	shell   map[string]*protocol.HealthResponse // by node name, probed when first needed; nil: no answer
-	users   map[string]bool // keepers by project and name, looked up when first needed
+	users   map[string]bool                     // keepers by project and name, looked up when first needed
 	// graph holds the children of every task that is not deleted, by id;
 	// nil until a task with children is checked.
 	graph map[string][]string
