@@ -541,3 +541,50 @@ func (cn *Connections) checkTaskConnection(ctx context.Context, fe protocol.Fiel
 	}
 	return nil
 }
+
+// TypeRunners says, for a task type, which running workers run it (asked
+// at once, each within the health timeout): the names of those that do,
+// and of those that could not say (down, or older). HTTP runs everywhere.
+type TypeRunners struct {
+	Type    string   `json:"type"`
+	Run     []string `json:"run"`
+	Unknown []string `json:"unknown,omitempty"`
+	Refuse  []string `json:"refuse,omitempty"`
+}
+
+// Runners asks the running workers whether they run tasks of typ, for the
+// task form ("which workers can run this type").
+func (cn *Connections) Runners(ctx context.Context, typ string) (*TypeRunners, error) {
+	if !slices.Contains(protocol.TaskTypes(), typ) {
+		return nil, protocol.FieldErrors{"type": fmt.Sprintf("%q is not one of %s", typ, strings.Join(protocol.TaskTypes(), ", "))}
+	}
+	nodes, err := store.ListNodesByStatus(ctx, cn.m.st.DB, store.StatusRunning)
+	if err != nil {
+		return nil, err
+	}
+	workers := nodes[:0]
+	for _, n := range nodes {
+		if n.Type == store.TypeWorker {
+			workers = append(workers, n)
+		}
+	}
+	if len(workers) > 200 {
+		workers = workers[:200] // a form's hint, not an inventory
+	}
+	health := cn.m.tasks.healthOf(ctx, workers)
+	out := &TypeRunners{Type: typ, Run: []string{}}
+	for _, n := range workers {
+		switch typeAllowed(health[n.Name], typ) {
+		case shellAllowed:
+			out.Run = append(out.Run, n.Name)
+		case shellUnknown:
+			out.Unknown = append(out.Unknown, n.Name)
+		default:
+			out.Refuse = append(out.Refuse, n.Name)
+		}
+	}
+	slices.Sort(out.Run)
+	slices.Sort(out.Unknown)
+	slices.Sort(out.Refuse)
+	return out, nil
+}
