@@ -159,3 +159,60 @@ func TestConnectionSecretSealedMaskedAndSentOnlyWithItsTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestExportApplyNamesTheConnection: export names a task's connection and
+// never its secret; apply on a master without that connection refuses the
+// task, naming the field; once the connection is defined there, the same
+// document creates the task, and its export is the same document.
+func TestExportApplyNamesTheConnection(t *testing.T) {
+	t.Parallel()
+	const secret = "apply-secret-value"
+	setup := func(withConn bool) *env {
+		e := newEnv(t, storetest.OpenSQLite(t))
+		e.addMasterNode()
+		// An executor that does not answer: it may run nats (it cannot
+		// say), as an older or a stopped worker.
+		if err := store.CreateNode(e.ctx, e.s.Store.DB, &store.Node{Name: "w9", Type: store.TypeWorker, Host: "127.0.0.1:1",
+			Protocol: "http", Priority: 1, Status: store.StatusOffline}); err != nil {
+			t.Fatal(err)
+		}
+		if withConn {
+			if _, err := e.m.Connections().Create(e.ctx, master.ConnectionInput{ConnectionSpec: protocol.ConnectionSpec{
+				Name: "bus", Kind: protocol.ConnNATS, Address: "127.0.0.1:4222", Secret: secret}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return e
+	}
+	e := setup(true)
+	in := natsInput("bus", "w9")
+	in.Params = map[string]string{"day": "today"}
+	in.NATS.Headers = map[string]string{"X-Source": "sm"}
+	e.mustCreate(in)
+	doc := e.export()
+	for _, want := range []string{"type: nats", "connection: bus", "subject: day.close", "X-Source: sm"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("export lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(doc, secret) {
+		t.Fatalf("export holds the connection's secret:\n%s", doc)
+	}
+
+	bare := setup(false)
+	_, err := bare.apply(doc, nil, master.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "nats.connection") || !strings.Contains(err.Error(), `"bus"`) {
+		t.Fatalf("apply without the connection: %v", err)
+	}
+	if _, total, _ := bare.m.Tasks().List(bare.ctx, store.TaskFilter{}); total != 0 {
+		t.Fatalf("the refused document made %d tasks", total)
+	}
+	withConn := setup(true)
+	plan, err := withConn.apply(doc, nil, master.ApplyOptions{})
+	if err != nil || plan.Create != 1 || !plan.Applied {
+		t.Fatalf("apply with the connection defined: %v %+v", err, plan)
+	}
+	if doc2 := withConn.export(); doc2 != doc {
+		t.Fatalf("export after apply differs:\n--- first\n%s\n--- second\n%s", doc, doc2)
+	}
+}
