@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/grpctask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/kafkatask"
 )
 
@@ -22,6 +23,7 @@ import (
 func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
 	return map[string]func(*slog.Logger) executor.Executor{
 		protocol.TaskKafka: func(log *slog.Logger) executor.Executor { return kafkatask.New(log) },
+		protocol.TaskGRPC:  func(log *slog.Logger) executor.Executor { return grpctask.New(log) },
 	}
 }
 
