@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -146,6 +147,7 @@ func (e *Executor) open(_ context.Context, c *protocol.ConnectionSpec) (*conn, e
 	if err != nil {
 		return nil, err
 	}
+	e.log.Debug("grpc client connection made", "connection", c.Name, "address", c.Address)
 	return &conn{cc: cc, methods: map[string]*method{}}, nil
 }
 
@@ -220,7 +222,11 @@ func replyJSON(reply *dynamicpb.Message, types *dynamicpb.Types) string {
 		b = buf.Bytes()
 	}
 	if len(b) > maxReply {
-		return fmt.Sprintf("%s… (reply cut at %d of %d bytes)", b[:maxReply], maxReply, len(b))
+		n := maxReply
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n-- // cut between characters
+		}
+		return fmt.Sprintf("%s… (reply cut at %d of %d bytes)", b[:n], n, len(b))
 	}
 	return string(b)
 }

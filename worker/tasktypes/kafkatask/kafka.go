@@ -167,6 +167,7 @@ func (e *Executor) open(_ context.Context, c *protocol.ConnectionSpec) (*client,
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
 	cl.cl = kc
+	e.log.Debug("kafka client made", "connection", c.Name, "brokers", c.Address)
 	return cl, nil
 }
 

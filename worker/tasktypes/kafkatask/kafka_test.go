@@ -145,6 +145,7 @@ func TestExecutorKafkaMissingTopicFails(t *testing.T) {
 	if d := time.Since(start); d > 8*time.Second {
 		t.Fatalf("took %s", d)
 	}
+	t.Log(out)
 }
 
 func TestExecutorKafkaSASLWrongPasswordFailsWithoutSecret(t *testing.T) {
@@ -264,7 +265,9 @@ func TestExecutorKafkaClusterGoneAfterRunsFailsQuickly(t *testing.T) {
 	if res, out := executortest.Run(t, ex, d, cn, 5*time.Second); res.Result != protocol.ResultSuccess {
 		t.Fatalf("%s %q", res.Result, out)
 	}
+	t0 := time.Now()
 	c.Close()
+	t.Logf("kfake Close took %s", time.Since(t0))
 	start := time.Now()
 	res, out := executortest.Run(t, ex, d, cn, 5*time.Second)
 	if res.Result != protocol.ResultFailed || !strings.Contains(out, "no broker answered") {
@@ -273,5 +276,5 @@ func TestExecutorKafkaClusterGoneAfterRunsFailsQuickly(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("a cluster gone took %s to fail", d)
 	}
-	t.Log(out)
+	t.Log(time.Since(start), out)
 }
