@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/amqptask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/natstask"
 )
 
@@ -22,6 +23,7 @@ import (
 func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
 	return map[string]func(*slog.Logger) executor.Executor{
 		protocol.TaskNATS: func(log *slog.Logger) executor.Executor { return natstask.New(log) },
+		protocol.TaskAMQP: func(log *slog.Logger) executor.Executor { return amqptask.New(log) },
 	}
 }
 
