@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,6 +253,9 @@ func ended(ctx context.Context, t *executor.Task, what string, err error, st *co
 	var ae *amqp.Error
 	if errors.As(err, &ae) && !errors.Is(err, ErrAbandoned) {
 		return failed(fmt.Sprintf("%s: %s (%d)", what, ae.Reason, ae.Code))
+	}
+	if strings.HasPrefix(err.Error(), "connect to ") {
+		return failed(err.Error()) // says what it did already
 	}
 	return failed(what + ": " + err.Error())
 }

@@ -21,6 +21,10 @@ import (
 // the run's ctx allows more.
 const maxConnectTimeout = 10 * time.Second
 
+// ctxMargin is how much later than the run's ctx the socket's deadline of
+// a connect falls.
+const ctxMargin = 100 * time.Millisecond
+
 // client is what the pool keeps per connection definition: the current
 // *amqp.Connection, replaced by a fresh one at the next run once it was
 // closed (the broker restarted, a heartbeat was missed): the pool keys
@@ -145,9 +149,12 @@ func dial(ctx context.Context, c *protocol.ConnectionSpec) (*amqp.Connection, er
 	if vhost == "" {
 		vhost = "/"
 	}
+	// When ctx ends first, the AfterFunc below ends the handshake; the
+	// socket's own deadline is a little later, so that the run says it
+	// timed out rather than an i/o timeout.
 	deadline := time.Now().Add(maxConnectTimeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+	if dl, ok := ctx.Deadline(); ok && dl.Add(ctxMargin).Before(deadline) {
+		deadline = dl.Add(ctxMargin)
 	}
 	var (
 		mu      sync.Mutex

@@ -22,6 +22,10 @@ import (
 // when the run's ctx allows more.
 const maxConnectTimeout = 10 * time.Second
 
+// ctxMargin is how much later than the run's ctx the client's own
+// deadlines of a connect fall.
+const ctxMargin = 100 * time.Millisecond
+
 // client is what the pool keeps per connection definition: the current
 // *nats.Conn, replaced by a fresh one when it was closed (the server went
 // away: the connection does not reconnect on its own, see connect).
@@ -116,9 +120,12 @@ func connect(ctx context.Context, c *protocol.ConnectionSpec, log *slog.Logger) 
 	for i, a := range addrs {
 		urls[i] = scheme + a
 	}
+	// When ctx ends first, abort ends the handshake: nats' own timeout is
+	// a little later, so that the run says it timed out rather than an
+	// i/o timeout of its own.
 	timeout := maxConnectTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
+		timeout = min(timeout, max(time.Until(dl), 0)+ctxMargin)
 	}
 	d := &dialer{ctx: ctx, timeout: timeout}
 	opts := []nats.Option{

@@ -177,6 +177,9 @@ func ended(ctx context.Context, t *executor.Task, what string, err error) execut
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 		return executor.Result{Result: protocol.ResultTimeout, Output: fmt.Sprintf("%s: timed out after %s", what, t.Timeout.Round(time.Millisecond))}
 	}
+	if strings.HasPrefix(err.Error(), "connect to ") {
+		return failed(err.Error()) // says what it did already
+	}
 	return failed(what + ": " + err.Error())
 }
 

@@ -250,7 +250,7 @@ func TestExecutorNATSDownServerFailsQuickly(t *testing.T) {
 	ex := newExec(t)
 	start := time.Now()
 	res, out := executortest.Run(t, ex, def(&protocol.NATSSpec{Subject: "a.b"}, nil), conn, 5*time.Second)
-	if res.Result != protocol.ResultFailed || out != "connect: connect to "+addr+": connection refused" {
+	if res.Result != protocol.ResultFailed || out != "connect to "+addr+": connection refused" {
 		t.Fatalf("%s %q, want failed: connection refused", res.Result, out)
 	}
 	if d := time.Since(start); d > 2*time.Second {
