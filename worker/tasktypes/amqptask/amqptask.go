@@ -211,6 +211,9 @@ func message(t *executor.Task, spec *protocol.AMQPSpec) (*publishing, error) {
 // not answering (blocked or hung): the connection is closed so that f
 // returns, and the next run connects anew.
 func guard(ctx context.Context, conn *amqp.Connection, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err // not started: nothing to cut
+	}
 	var mu sync.Mutex
 	done, cut := false, false
 	stop := context.AfterFunc(ctx, func() {

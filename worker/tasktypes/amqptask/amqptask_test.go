@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -342,5 +343,48 @@ func TestExecutorAMQPBadExpandedNamesFail(t *testing.T) {
 	res, out = executortest.Run(t, ex, def(&protocol.AMQPSpec{RoutingKey: "q"}, nil), nil, time.Second)
 	if res.Result != protocol.ResultFailed || !strings.Contains(out, "connection is not defined") {
 		t.Fatalf("no connection: %s %q", res.Result, out)
+	}
+}
+
+// A call to the broker that ctx cannot end (a channel's open on a broker
+// that blocks the connection) is cut by closing the connection when the
+// run's time is up.
+func TestExecutorAMQPGuardCutsAHungCall(t *testing.T) {
+	t.Parallel()
+	conn, err := dial(context.Background(), liveConn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = guard(ctx, conn, func() error {
+		<-closed // hangs until the connection closes
+		return amqp.ErrClosed
+	})
+	if !errors.Is(err, ErrAbandoned) || !conn.IsClosed() {
+		t.Fatalf("guard = %v, closed %v: want the call cut and the connection closed", err, conn.IsClosed())
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %s to cut a call after 100ms", d)
+	}
+	// A call that ends in time leaves the connection alone.
+	conn2, err := dial(context.Background(), liveConn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn2.Close() }()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := guard(ctx2, conn2, func() error {
+		ch, err := conn2.Channel()
+		if err == nil {
+			err = ch.Close()
+		}
+		return err
+	}); err != nil || conn2.IsClosed() {
+		t.Fatalf("guard of a quick call = %v, closed %v", err, conn2.IsClosed())
 	}
 }
