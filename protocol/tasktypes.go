@@ -202,7 +202,9 @@ func (s *AMQPSpec) normalize() {
 
 func (s *AMQPSpec) validate(fe FieldErrors) {
 	checkConn(fe, "amqp", s.Connection)
-	if !amqpNameRE.MatchString(s.Exchange) {
+	// An exchange with {{params}} is checked once they are expanded, by
+	// the worker.
+	if !amqpNameRE.MatchString(s.Exchange) && !strings.Contains(s.Exchange, "{{") {
 		fe["amqp.exchange"] = "must be at most 255 letters, digits, '-', '_', '.' or ':'"
 	}
 	switch {

@@ -14,8 +14,10 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/amqptask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/grpctask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/kafkatask"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/natstask"
 )
 
 // gatedTypes makes the executor of each task type beyond HTTP and shell.
@@ -24,6 +26,8 @@ func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
 	return map[string]func(*slog.Logger) executor.Executor{
 		protocol.TaskKafka: func(log *slog.Logger) executor.Executor { return kafkatask.New(log) },
 		protocol.TaskGRPC:  func(log *slog.Logger) executor.Executor { return grpctask.New(log) },
+		protocol.TaskNATS:  func(log *slog.Logger) executor.Executor { return natstask.New(log) },
+		protocol.TaskAMQP:  func(log *slog.Logger) executor.Executor { return amqptask.New(log) },
 	}
 }
 
