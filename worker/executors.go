@@ -14,12 +14,15 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/sqltask"
 )
 
 // gatedTypes makes the executor of each task type beyond HTTP and shell.
 // Adding a type is one package under worker/tasktypes and one line here.
 func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
-	return map[string]func(*slog.Logger) executor.Executor{}
+	return map[string]func(*slog.Logger) executor.Executor{
+		protocol.TaskSQL: func(log *slog.Logger) executor.Executor { return sqltask.New(log) },
+	}
 }
 
 // newRegistry returns the executors of a worker: HTTP always, shell when
