@@ -52,9 +52,10 @@ func openPostgres(ctx context.Context, c *protocol.ConnectionSpec) (*pgxClient, 
 	cc.KerberosSrvName, cc.KerberosSpn, cc.SSLNegotiation, cc.SSLCertMode = "", "", "", ""
 	cc.MinProtocolVersion, cc.MaxProtocolVersion, cc.ChannelBinding, cc.RequireAuth = "", "", "", ""
 	cc.ValidateConnect = nil
-	// A run's end sends the server a cancel request at once (the
-	// default only closes the socket, and the server would go on with
-	// the statement), then gives up on the connection if no answer comes.
+	// A run's end sends the server a cancel request at once and waits
+	// (a bounded while) for the statement's end, so the statement has
+	// stopped when Run returns and the connection is kept; the default
+	// closes the connection and cancels from a goroutine.
 	cc.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: stopTimeout}
 	}

@@ -292,6 +292,9 @@ func errText(err error, c *protocol.ConnectionSpec) string {
 		if pe.Hint != "" {
 			more += "; hint: " + pe.Hint
 		}
+		if pe.Code == "42601" && strings.Contains(pe.Message, "multiple commands") {
+			more += "; a task runs one statement unless it is a script (script: true, a ';' ending each statement's line)"
+		}
 		if pe.Position > 0 {
 			more += fmt.Sprintf("; at character %d", pe.Position)
 		}

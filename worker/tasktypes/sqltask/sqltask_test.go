@@ -434,3 +434,31 @@ func TestExecutorSQLRefusesWhatItCannotRun(t *testing.T) {
 		t.Fatalf("an empty script: %s %q", res.Result, out)
 	}
 }
+
+func TestExecutorSQLServerSaysWhetherAStatementReturnsRows(t *testing.T) {
+	t.Parallel()
+	forBoth(t, func(t *testing.T, b *backend) {
+		b.seed(t, 3)
+		e := newExec(t)
+		for stmt, want := range map[string]string{
+			// DML returning rows: a table, and the change is made.
+			"DELETE FROM " + b.table + " WHERE id = 3 RETURNING id, v": "id | v\n---+---\n3  | v3\n(1 row)\n",
+			"CREATE INDEX " + b.table + "_v ON " + b.table + " (v)":    "0 rows affected",
+			"WITH x AS (SELECT 2 AS n) SELECT n FROM x":                "n\n-\n2\n(1 row)\n",
+			"SELECT id FROM " + b.table + " WHERE id > 100":            "id\n--\n(0 rows)\n",
+		} {
+			res, out := executortest.Run(t, e, sqlDef(stmt, false, 10*time.Second, nil), b.conn, 10*time.Second)
+			if res.Result != protocol.ResultSuccess || !strings.HasPrefix(out, want) {
+				t.Errorf("%s: %s %q, want %q", stmt, res.Result, out, want)
+			}
+		}
+		if b.count(t, "id = 3") != 0 {
+			t.Fatal("DELETE ... RETURNING did not delete")
+		}
+		res, out := executortest.Run(t, e, sqlDef("SELECT 1; SELECT 2", false, 10*time.Second, nil), b.conn, 10*time.Second)
+		if res.Result != protocol.ResultFailed {
+			t.Fatalf("two statements without script: %s %q", res.Result, out)
+		}
+		t.Logf("two statements without script: %s", out)
+	})
+}
