@@ -84,11 +84,11 @@ func (m *mysqlClient) run(r *run, text string, pieces []piece) executor.Result {
 		return r.error("", err)
 	}
 	r.stopped = func() string { return m.kill(r.ctx, id) }
-	if r.limit > 0 {
+	if limit := r.limit(); limit > 0 {
 		// The server's own bound, a backstop should the worker not reach
 		// it to kill the statement: MariaDB's bounds every statement,
 		// MySQL's only SELECT. An older server without it still runs.
-		limit := r.limit + serverGrace
+		limit += serverGrace
 		set := fmt.Sprintf("SET SESSION max_execution_time = %d", limit.Milliseconds())
 		if strings.Contains(version, "MariaDB") {
 			set = fmt.Sprintf("SET SESSION max_statement_time = %.3f", limit.Seconds())

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -94,8 +95,8 @@ func (p *pgxClient) run(r *run, text string, pieces []piece) executor.Result {
 	// closed by Release, not reused.
 	defer pc.Release()
 	r.stopped = func() string { return "the server was sent a cancel request for the statement" }
-	if r.limit > 0 {
-		ms := (r.limit + 999999) / 1e6
+	if limit := r.limit(); limit > 0 {
+		ms := (limit + time.Millisecond - 1) / time.Millisecond
 		if _, err := pc.Exec(r.ctx, "SET statement_timeout = "+strconv.FormatInt(int64(ms), 10)); err != nil {
 			return r.error("", err)
 		}

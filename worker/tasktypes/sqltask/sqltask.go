@@ -71,6 +71,9 @@ type client struct {
 
 // New returns the sql executor; log receives what the drivers say.
 func New(log *slog.Logger) *Executor {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	e := &Executor{log: log}
 	e.pool = executor.NewPool(func(ctx context.Context, c *protocol.ConnectionSpec) (*client, error) {
 		return e.open(ctx, c)
@@ -127,7 +130,6 @@ func (e *Executor) Run(ctx context.Context, t *executor.Task, out io.Writer) exe
 		// taking it.
 		text = strings.TrimSpace(strings.TrimSuffix(text, ";"))
 	}
-	r.limit = serverLimit(ctx, t.Timeout)
 	cl, release, err := e.pool.Get(ctx, t.Conn)
 	if err != nil {
 		return r.error("", err)
@@ -202,9 +204,10 @@ func connectError(c *protocol.ConnectionSpec, err error) error {
 	return fmt.Errorf("connect to %s %s (database %s, user %s): %w", c.Kind, c.Address, c.Database, c.User, err)
 }
 
-// serverLimit is the timeout a statement carries to the server: the
-// run's, or what is left of it; 0 for none.
-func serverLimit(ctx context.Context, timeout time.Duration) time.Duration {
+// limit is the timeout a statement carries to the server: what is left
+// of the run's; 0 for none.
+func (r *run) limit() time.Duration {
+	ctx, timeout := r.ctx, r.t.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); timeout <= 0 || left < timeout {
 			timeout = max(left, time.Millisecond)
@@ -215,12 +218,11 @@ func serverLimit(ctx context.Context, timeout time.Duration) time.Duration {
 
 // run is one execution.
 type run struct {
-	ctx   context.Context
-	t     *executor.Task
-	out   io.Writer
-	conn  *protocol.ConnectionSpec
-	log   *slog.Logger
-	limit time.Duration
+	ctx  context.Context
+	t    *executor.Task
+	out  io.Writer
+	conn *protocol.ConnectionSpec
+	log  *slog.Logger
 	// stopped says how the server's statement was stopped when the run
 	// ended before it did; set by the kind's code.
 	stopped func() string
@@ -252,7 +254,11 @@ func (r *run) error(what string, err error) executor.Result {
 	}
 	switch {
 	case timedOut(r.ctx, err):
-		r.say(fmt.Sprintf("%stimed out after %s%s", prefix, r.t.Timeout, stopped))
+		after := "its timeout"
+		if r.t.Timeout > 0 {
+			after = r.t.Timeout.String()
+		}
+		r.say(fmt.Sprintf("%stimed out after %s%s", prefix, after, stopped))
 		return executor.Result{Result: protocol.ResultTimeout}
 	case r.ctx.Err() != nil:
 		return r.fail(fmt.Sprintf("%scanceled: the run was stopped%s", prefix, stopped))
