@@ -462,3 +462,44 @@ func TestExecutorSQLServerSaysWhetherAStatementReturnsRows(t *testing.T) {
 		t.Logf("two statements without script: %s", out)
 	})
 }
+
+func TestExecutorSQLTLSIsUsedAndChecked(t *testing.T) {
+	t.Parallel()
+	forBoth(t, func(t *testing.T, b *backend) {
+		e := newExec(t)
+		conn := *b.conn
+		conn.TLS = &protocol.ConnectionTLS{Enabled: true, InsecureSkipVerify: true}
+		res, out := executortest.Run(t, e, sqlDef("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", false, 10*time.Second, nil),
+			&conn, 10*time.Second)
+		if b.kind == protocol.ConnMySQL {
+			// The local MariaDB has no TLS: a precise refusal.
+			if res.Result != protocol.ResultFailed || !strings.Contains(out, "TLS requested but server does not support TLS") {
+				t.Fatalf("TLS to a server without it: %s %q", res.Result, out)
+			}
+			return
+		}
+		if ssl := b.adminSSL(t); ssl != "on" {
+			t.Skipf("the local PostgreSQL has ssl = %s", ssl)
+		}
+		if res.Result != protocol.ResultSuccess || !strings.Contains(out, "\nt\n") {
+			t.Fatalf("TLS (no verification): %s %q", res.Result, out)
+		}
+		// Verified against the system roots, the local self-signed
+		// certificate is refused.
+		conn.TLS = &protocol.ConnectionTLS{Enabled: true}
+		res, out = executortest.Run(t, e, sqlDef("SELECT 1", false, 10*time.Second, nil), &conn, 10*time.Second)
+		if res.Result != protocol.ResultFailed || !strings.Contains(out, "certificate") {
+			t.Fatalf("TLS verified against a self-signed certificate: %s %q", res.Result, out)
+		}
+		executortest.NoSecret(t, out, conn.Secret)
+		t.Logf("%s", out)
+	})
+}
+
+func (b *backend) adminSSL(t *testing.T) string {
+	var v string
+	if err := b.admin.QueryRow("SHOW ssl").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
