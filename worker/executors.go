@@ -18,6 +18,7 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/grpctask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/kafkatask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/natstask"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/sqltask"
 )
 
 // gatedTypes makes the executor of each task type beyond HTTP and shell.
@@ -28,6 +29,7 @@ func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
 		protocol.TaskGRPC:  func(log *slog.Logger) executor.Executor { return grpctask.New(log) },
 		protocol.TaskNATS:  func(log *slog.Logger) executor.Executor { return natstask.New(log) },
 		protocol.TaskAMQP:  func(log *slog.Logger) executor.Executor { return amqptask.New(log) },
+		protocol.TaskSQL:   func(log *slog.Logger) executor.Executor { return sqltask.New(log) },
 	}
 }
 
