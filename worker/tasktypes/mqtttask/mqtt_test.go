@@ -74,7 +74,7 @@ type subscriber struct {
 func subscribe(t *testing.T, topic string) *subscriber {
 	t.Helper()
 	s := &subscriber{topic: topic}
-	opts := mqtt.NewClientOptions().AddBroker("tcp://"+brokerAddr).SetClientID("smtest"+unique(t)).
+	opts := mqtt.NewClientOptions().AddBroker("tcp://" + brokerAddr).SetClientID("smtest" + unique(t)).
 		SetCleanSession(true).SetAutoReconnect(false).SetProtocolVersion(4).SetOrderMatters(true)
 	s.c = mqtt.NewClient(opts)
 	if tok := s.c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
