@@ -14,12 +14,17 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/mqtttask"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/redistask"
 )
 
 // gatedTypes makes the executor of each task type beyond HTTP and shell.
 // Adding a type is one package under worker/tasktypes and one line here.
 func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
-	return map[string]func(*slog.Logger) executor.Executor{}
+	return map[string]func(*slog.Logger) executor.Executor{
+		protocol.TaskMQTT:  func(log *slog.Logger) executor.Executor { return mqtttask.New(log) },
+		protocol.TaskRedis: func(log *slog.Logger) executor.Executor { return redistask.New(log) },
+	}
 }
 
 // newRegistry returns the executors of a worker: HTTP always, shell when

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
@@ -150,12 +151,22 @@ func failed(out io.Writer, msg string) executor.Result {
 // ended is a run that failed at step, or timed out when ctx's deadline
 // passed.
 func ended(ctx context.Context, out io.Writer, step string, err error) executor.Result {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if timedOut(ctx) {
 		fmt.Fprintf(out, "%s: timed out: the task's timeout passed\n", step)
 		return executor.Result{Result: protocol.ResultTimeout}
 	}
 	fmt.Fprintf(out, "%s: %s\n", step, reason(err))
 	return executor.Result{Result: protocol.ResultFailed}
+}
+
+// timedOut says ctx's deadline passed: a socket deadline set from it may
+// end a read a moment before ctx itself says so.
+func timedOut(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // reason is err without what its step already says: a failed dial's
