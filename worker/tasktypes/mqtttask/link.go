@@ -112,7 +112,7 @@ func (l *link) session(ctx context.Context) (session, error) {
 	}
 	if old != nil {
 		l.log.Info("MQTT connection lost: connecting again", "connection", l.conn.Name, "address", l.conn.Address)
-		old.close()
+		go old.close() // it is dead: nothing to wait for
 	}
 	s, _, err := connect(ctx, &l.conn, l.v311, l.log)
 	if err != nil {

@@ -147,14 +147,18 @@ func (e *Executor) Run(ctx context.Context, t *executor.Task, out io.Writer) exe
 	if t.Conn == nil {
 		return done(ctx, out, "", executor.ErrNoConnection)
 	}
+	s := t.Def.Redis
+	cmd := strings.ToLower(strings.TrimSpace(s.Command))
+	key := t.Param(s.Key)
+	if key == "" && cmd != protocol.RedisCommand {
+		return done(ctx, out, "", fmt.Errorf("%w: the key is empty once its params are expanded", ErrDefinition))
+	}
 	cl, release, err := e.pool.Get(ctx, t.Conn)
 	if err != nil {
 		return done(ctx, out, "", err)
 	}
 	defer release()
-	s := t.Def.Redis
-	key := t.Param(s.Key)
-	switch strings.ToLower(strings.TrimSpace(s.Command)) {
+	switch cmd {
 	case protocol.RedisPublish:
 		n, err := cl.Publish(ctx, key, t.Param(s.Payload)).Result()
 		if err != nil {
