@@ -17,7 +17,9 @@ import (
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/amqptask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/grpctask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/kafkatask"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/mqtttask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/natstask"
+	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/redistask"
 	"github.com/schedulemaster-go/schedulemaster/worker/tasktypes/sqltask"
 )
 
@@ -30,6 +32,8 @@ func gatedTypes() map[string]func(log *slog.Logger) executor.Executor {
 		protocol.TaskNATS:  func(log *slog.Logger) executor.Executor { return natstask.New(log) },
 		protocol.TaskAMQP:  func(log *slog.Logger) executor.Executor { return amqptask.New(log) },
 		protocol.TaskSQL:   func(log *slog.Logger) executor.Executor { return sqltask.New(log) },
+		protocol.TaskMQTT:  func(log *slog.Logger) executor.Executor { return mqtttask.New(log) },
+		protocol.TaskRedis: func(log *slog.Logger) executor.Executor { return redistask.New(log) },
 	}
 }
 
