@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/worker/executor"
@@ -84,6 +85,21 @@ func typeRefused(reg *executor.Registry, typ string) error {
 		return fmt.Errorf("%w: this worker does not run %s tasks: its operator did not allow them (start it with --allow-types %s)", ErrTypeRefused, typ, typ)
 	}
 	return fmt.Errorf("%w: unknown task type %q", ErrTypeRefused, typ)
+}
+
+// checkRunnable says why this worker cannot run spec, or nil: its type is
+// refused here, or its executor finds the definition (or its connection)
+// unusable, so a task is refused when it is sent rather than failing at
+// every fire.
+func checkRunnable(reg *executor.Registry, spec *protocol.TaskSpec) error {
+	if err := typeRefused(reg, spec.Type); err != nil {
+		return err
+	}
+	ex, _ := reg.Get(spec.Type)
+	if err := ex.Validate(&executor.Task{Def: &spec.TaskDef, Conn: spec.Connection, Timeout: time.Duration(spec.Timeout)}); err != nil {
+		return fmt.Errorf("%w: task %s: %v", protocol.ErrInvalid, spec.ID, err)
+	}
+	return nil
 }
 
 // httpExec runs HTTP tasks: success is a 2xx answer.

@@ -329,7 +329,7 @@ func (r *runner) startSpec(spec protocol.TaskSpec) (took bool, err error) {
 	if spec.ID == "" {
 		return false, fmt.Errorf("%w: task id is required", protocol.ErrInvalid)
 	}
-	if err := typeRefused(r.registry(), spec.Type); err != nil {
+	if err := checkRunnable(r.registry(), &spec); err != nil {
 		return false, err
 	}
 	plan, err := protocol.NewPlan(&spec.TaskDef)

@@ -560,7 +560,7 @@ func (w *Worker) RunOnce(req protocol.RunOnceRequest) error {
 			return fmt.Errorf("%w: body names task %q and %q", protocol.ErrInvalid, req.ID, spec.ID)
 		}
 	}
-	if err := typeRefused(w.runner.registry(), spec.Type); err != nil {
+	if err := checkRunnable(w.runner.registry(), &spec); err != nil {
 		return err
 	}
 	w.runner.runOnce(runOnceSpec(spec, req.Task), req.CatchUp)
@@ -587,7 +587,7 @@ func (w *Worker) runStep(req protocol.RunOnceRequest) error {
 	if err := spec.Validate(time.Now().Add(-24 * time.Hour)); err != nil {
 		return fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	if err := typeRefused(w.runner.registry(), spec.Type); err != nil {
+	if err := checkRunnable(w.runner.registry(), &spec); err != nil {
 		return err
 	}
 	if !w.runner.steps.first(id) {
