@@ -293,6 +293,15 @@ func statsOf(samples []time.Duration) lagStats {
 // reports' started_at minus scheduled_at) and of the requests' arrival at the
 // target endpoint (both recorded by the lag peer process).
 func (b *bench) lagWorker(ctx context.Context, tasks, maxc int, d time.Duration, dir string) (start, arrival lagStats, err error) {
+	return b.lagWorkerOf(ctx, tasks, maxc, d, dir, nil, func(i int, peerURL string) protocol.TaskSpec {
+		return protocol.TaskSpec{TaskDef: httpTask(fmt.Sprintf("lag%05d", i), "* * * * * *", peerURL), Executors: 1}
+	})
+}
+
+// lagWorkerOf is lagWorker for the tasks spec makes (the i-th, given the
+// lag peer's URL), on a worker that runs the task types allow.
+func (b *bench) lagWorkerOf(ctx context.Context, tasks, maxc int, d time.Duration, dir string, allow []string,
+	spec func(i int, peerURL string) protocol.TaskSpec) (start, arrival lagStats, err error) {
 	from := lagWindow(3 * time.Second)
 	peer, err := startLagPeer(from, d)
 	if err != nil {
@@ -303,7 +312,7 @@ func (b *bench) lagWorker(ctx context.Context, tasks, maxc int, d time.Duration,
 	log, logs := b.newLogger()
 	w, err := worker.New(worker.Config{
 		Identity: "lagw", Protocol: "http", IP: "127.0.0.1", Port: 1, Priority: 1, MaxConcurrency: maxc,
-		MasterURL: peer.URL, ClusterKey: benchClusterKey, DataDir: dir, StopTimeout: 5 * time.Second,
+		MasterURL: peer.URL, ClusterKey: benchClusterKey, DataDir: dir, StopTimeout: 5 * time.Second, AllowTypes: allow,
 	}, log)
 	if err != nil {
 		return start, arrival, err
@@ -311,7 +320,7 @@ func (b *bench) lagWorker(ctx context.Context, tasks, maxc int, d time.Duration,
 	go w.Run(ctx) // until the Stop below; Startup waits for it
 	specs := make([]protocol.TaskSpec, tasks)
 	for i := range specs {
-		specs[i] = protocol.TaskSpec{TaskDef: httpTask(fmt.Sprintf("lag%05d", i), "* * * * * *", peer.URL), Executors: 1}
+		specs[i] = spec(i, peer.URL)
 	}
 	if err := w.Startup(ctx, protocol.StartupRequest{Tasks: specs}); err != nil {
 		return start, arrival, err

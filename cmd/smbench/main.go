@@ -105,6 +105,7 @@ func scenarios() []scenario {
 		{"burstdelayed", "10,000 delayed tasks due at one instant on two workers, beside a bare fan-out", (*bench).burstDelayedScenario},
 		{"bulk", "100,000 tasks created and started in bulk, 50,000 delayed tasks in batches, a master restart re-pushing them all", (*bench).bulkScenario},
 		{"workflows", "1,000 workflows of 10 steps started in the same second: a step's start after its parents' end, the master's CPU per step", (*bench).workflowsScenario},
+		{"tasktypes", "nats and sql tasks firing every second on one worker beside HTTP ones: start lag and CPU per 1,000 runs", (*bench).taskTypesScenario},
 		{"scale", "list pages and the dashboard with 100,000 tasks, 1,000,000 runs and 1,000,000 pending delayed tasks", (*bench).scaleScenario},
 	}
 }
