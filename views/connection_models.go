@@ -42,12 +42,12 @@ type ConnectionFields struct {
 	Name, Kind, Address, Database, User string
 	// Secret is what the password input shows: empty, or on an edit the
 	// mask standing for the stored secret (kept unless changed).
-	Secret                    string
-	TLSEnabled, TLSInsecure   bool
-	TLSCA, TLSServerName      string
-	Options                   string // key=value lines
-	Description               string
-	Version                   string // an edit's version (hidden)
+	Secret                  string
+	TLSEnabled, TLSInsecure bool
+	TLSCA, TLSServerName    string
+	Options                 string // key=value lines
+	Description             string
+	Version                 string // an edit's version (hidden)
 }
 
 // ConnectionFormVM is the new and edit connection form.

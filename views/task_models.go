@@ -357,14 +357,14 @@ type TaskVM struct {
 	Executors   []string
 	// Selector is its label selector ("" for none); Selected the workers it
 	// selects now, with their state.
-	Selector    string
-	Selected    []NodeOption
-	Keepers     []string
-	Children    []TaskLink
-	HTTP        *TaskHTTPView
-	Shell       *TaskShellView
+	Selector string
+	Selected []NodeOption
+	Keepers  []string
+	Children []TaskLink
+	HTTP     *TaskHTTPView
+	Shell    *TaskShellView
 	// Spec is the definition of a type beyond HTTP and shell, nil for those.
-	Spec *TaskSpecView
+	Spec        *TaskSpecView
 	LastRun     string
 	LastRunAt   string
 	LastResult  string

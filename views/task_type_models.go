@@ -50,7 +50,7 @@ type SQLFields struct {
 // GRPCFields are a grpc task's fields as typed.
 type GRPCFields struct {
 	Connection, Method, Request, DescriptorSet string
-	Metadata                                  string // "Name: value" lines
+	Metadata                                   string // "Name: value" lines
 }
 
 // TypeFields are the fields of the task types beyond HTTP and shell, as

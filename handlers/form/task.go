@@ -160,7 +160,7 @@ func typeFields(v url.Values) views.TypeFields {
 			Payload: get("redis_payload"), Fields: get("redis_fields"), Args: get("redis_args")},
 		Kafka: views.KafkaFields{Connection: trim("kafka_connection"), Topic: get("kafka_topic"), Key: get("kafka_key"),
 			Payload: get("kafka_payload"), Headers: get("kafka_headers")},
-		SQL:  views.SQLFields{Connection: trim("sql_connection"), Statement: get("sql_statement"), Script: on("sql_script")},
+		SQL: views.SQLFields{Connection: trim("sql_connection"), Statement: get("sql_statement"), Script: on("sql_script")},
 		GRPC: views.GRPCFields{Connection: trim("grpc_connection"), Method: get("grpc_method"), Request: get("grpc_request"),
 			Metadata: get("grpc_metadata"), DescriptorSet: get("grpc_descriptor_set")},
 	}
