@@ -123,6 +123,10 @@ var authzRoutes = map[string]string{
 
 	"GET /api/v1/connections": clsSignedIn, "GET /api/v1/connections/:id": clsRead, "POST /api/v1/connections/:id/test": clsEdit,
 	"POST /api/v1/connections": clsManage, "PUT /api/v1/connections/:id": clsManage, "DELETE /api/v1/connections/:id": clsManage,
+	"GET /connections": clsSignedIn, "GET /connections/:id": clsRead, "POST /connections/:id/test": clsEdit,
+	"GET /connections/new": clsManage, "POST /connections": clsManage, "GET /connections/:id/edit": clsManage,
+	"POST /connections/:id": clsManage, "POST /connections/:id/delete": clsManage,
+	"GET /tasks/type-fields": clsSignedIn, "GET /tasks/type-runners": clsSignedIn,
 }
 
 // authzCaller is one way of asking: a person's session or an API token.
@@ -428,6 +432,17 @@ func authzRequest(t *testing.T, e *env, method, pattern string, seq int) (path, 
 		}
 	case "GET /tasks/new", "GET /delayed/new", "GET /workflows/new":
 		path += "?project=alpha"
+	case "GET /connections/new":
+		path += "?project=alpha"
+	case "POST /connections":
+		body = url.Values{"project": {"alpha"}, "name": {fmt.Sprintf("new%d", seq)}, "kind": {"nats"}, "address": {"127.0.0.1:1"},
+			"secret": {"s3cret"}}.Encode()
+	case "POST /connections/:id":
+		body = url.Values{"name": {fmt.Sprintf("c%d", seq)}, "kind": {"nats"}, "address": {"127.0.0.1:2"}, "secret": {"********"}}.Encode()
+	case "GET /tasks/type-fields":
+		path += "?type=nats"
+	case "GET /tasks/type-runners":
+		path += "?type=nats"
 	case "POST /api/v1/connections":
 		body = fmt.Sprintf(`{"project":"alpha","name":"new%d","kind":"nats","address":"127.0.0.1:1","secret":"s3cret"}`, seq)
 	case "PUT /api/v1/connections/:id":

@@ -22,7 +22,7 @@ const eventsPerPage = 50
 
 // eventTargetTypes are the kinds of things the event log names.
 var eventTargetTypes = []string{master.TargetNode, master.TargetTask, master.TargetUser, master.TargetToken, master.TargetSettings, master.TargetDelayed,
-	master.TargetWorkflow}
+	master.TargetWorkflow, master.TargetConnection}
 
 // eventActions are suggestions for the action filter (a prefix matches too).
 var eventActions = []string{
@@ -34,6 +34,7 @@ var eventActions = []string{
 	"workflow.", "workflow.create", "workflow.update", "workflow.delete", "workflow.run", "workflow.cancel", "workflow.rerun", "workflow.end",
 	"workflow.pause", "workflow.resume", "workflow.misfire", "workflow.backfill", "task.backfill",
 	"backfill.", "backfill.pause", "backfill.resume", "backfill.cancel",
+	"connection.", "connection.create", "connection.update", "connection.delete", "connection.test",
 }
 
 // eventFilterInput reads the event filters of a query string; bad fields are
@@ -190,6 +191,10 @@ func eventRow(lc *locale.Localizer, e *master.Event, now time.Time, titles map[s
 	case master.TargetDelayed:
 		if e.Target != "" {
 			r.ObjectURL = "/delayed/" + url.PathEscape(e.Target)
+		}
+	case master.TargetConnection:
+		if e.Target != "" && e.Action != "connection.delete" {
+			r.ObjectURL = "/connections/" + url.PathEscape(e.Target)
 		}
 	case master.TargetNode:
 		if nodes[e.Target] {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schedulemaster-go/schedulemaster/locale"
 	"github.com/schedulemaster-go/schedulemaster/master"
+	"github.com/schedulemaster-go/schedulemaster/protocol"
 	"github.com/schedulemaster-go/schedulemaster/store/storetest"
 )
 
@@ -26,7 +27,9 @@ func init() {
 		allow skip queue weighted round robin failover least busy hash broadcast run once run_once round_robin least_busy
 		interval starttls tls none default admin viewer operator editor owner application json www form urlencoded x
 		UUID IP PORT NAME pool billing zone eu gpu true selector labels allow shell Asia Shanghai Europe Berlin
-		env config sm lang commit built with go devel unknown dev English in xx`) {
+		env config sm lang commit built with go devel unknown dev English in xx
+		nats amqp mqtt redis kafka sql grpc postgres mysql NATS RabbitMQ AMQP MQTT Redis Kafka PostgreSQL MySQL MariaDB
+		SQL gRPC JetStream QoS PUBLISH XADD LPUSH CA PEM`) {
 		zhAllowed[strings.ToLower(w)] = true
 	}
 }
@@ -115,9 +118,24 @@ func TestConsolePagesSpeakChineseWhenChosen(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	st, body = e.do(admin, "POST", "/api/v1/connections", `{"name":"bus","kind":"nats","address":"127.0.0.1:4222","user":"svc","secret":"s3cret-value","tls":{"enabled":true}}`, nil)
+	if st != http.StatusCreated {
+		t.Fatalf("connection: %d %s", st, body)
+	}
+	connID := decode[struct {
+		ID string `json:"id"`
+	}](t, body).ID
+	st, body = e.do(admin, "POST", "/api/v1/tasks", `{"title":"publish-orders","type":"nats","schedule":{"kind":"cron","cron":"0 * * * *"},"nats":{"connection":"bus","subject":"orders.created","payload":"{}","headers":{"X-Id":"1"}},"executors":["w1"]}`, nil)
+	if st != http.StatusCreated {
+		t.Fatalf("nats task: %d %s", st, body)
+	}
+	natsID := decode[struct {
+		ID string `json:"id"`
+	}](t, body).ID
+
 	// What the engine does for itself is done by "system", "scheduler" and
 	// "workflow <id>" (the actors of its events).
-	names := []string{"/no-such-page", "nightly-etl", "workflow " + workflowID, workflowID, workflowRunID, b.ID, "system", "scheduler", "health-checker", "Everything created before projects, and what names no project.", "nightly-backup", "w1", "master", "admin", "shop", "order-timeout", "k42", "ci-token", taskID, delayedID, "default", "backup"}
+	names := []string{"/no-such-page", "nightly-etl", "workflow " + workflowID, workflowID, workflowRunID, b.ID, "system", "scheduler", "health-checker", "Everything created before projects, and what names no project.", "nightly-backup", "w1", "master", "admin", "shop", "order-timeout", "k42", "ci-token", taskID, delayedID, "default", "backup", "publish-orders", "bus", natsID, connID}
 	pages := []string{"/dashboard", "/dashboard/live", "/nodes", "/nodes/rows", "/nodes/new", "/nodes/w1", "/nodes/w1/live", "/nodes/w1/edit",
 		"/pools", "/pools/pool=billing", "/tasks", "/tasks/rows", "/tasks/new", "/tasks/" + taskID, "/tasks/" + taskID + "/edit",
 		"/tasks/" + taskID + "/clone", "/tasks/" + taskID + "/runs", "/runs", "/runs/live", "/delayed", "/delayed/rows", "/delayed/new",
@@ -125,7 +143,12 @@ func TestConsolePagesSpeakChineseWhenChosen(t *testing.T) {
 		"/users/admin/edit", "/account", "/settings", "/tokens", "/schedules/preview?schedule_kind=cron&schedule_cron=0+*+*+*+*",
 		"/selectors/preview?selector=pool%3Dbilling", "/no-such-page", "/workflows", "/workflows/new", "/workflows/" + workflowID,
 		"/workflows/" + workflowID + "/edit", "/workflow-runs/" + workflowRunID, "/workflow-runs/" + workflowRunID + "/live",
-		"/backfills/" + b.ID, "/backfills/" + b.ID + "/live"}
+		"/backfills/" + b.ID, "/backfills/" + b.ID + "/live",
+		"/connections", "/connections/new", "/connections/" + connID, "/connections/" + connID + "/edit",
+		"/tasks/" + natsID, "/tasks/" + natsID + "/edit", "/tasks/type-runners?type=nats", "/tasks/type-runners?type=shell"}
+	for _, typ := range protocol.GatedTypes() {
+		pages = append(pages, "/tasks/type-fields?type="+typ)
+	}
 	for _, p := range pages {
 		st, page := e.do(admin, "GET", p, "", map[string]string{"HX-Request": hxFor(p)})
 		if st >= 500 {

@@ -132,7 +132,7 @@ func (s *server) errorPage(c *gin.Context, status int, msg string) {
 var consoleSections = map[string]string{
 	"dashboard": "BackToDashboard", "nodes": "BackToNodes", "tasks": "BackToTasks", "runs": "BackToTasks", "events": "BackToEvents",
 	"users": "BackToUsers", "settings": "BackToSettings", "tokens": "BackToTokens", "account": "BackToAccount",
-	"pools": "BackToPools", "workflows": "BackToWorkflows",
+	"pools": "BackToPools", "workflows": "BackToWorkflows", "connections": "BackToConnections",
 }
 
 // backLink is where an error page leads back to: the page the user came from

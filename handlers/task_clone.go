@@ -26,6 +26,10 @@ func (s *server) showCloneTask(c *gin.Context) {
 		s.serverError(c, err)
 		return
 	}
+	if vm.Connections, err = s.connOptions(c.Request.Context(), t.Type, t.Project); err != nil {
+		s.serverError(c, err)
+		return
+	}
 	s.render(c, http.StatusOK, views.TaskFormPage(vm))
 }
 

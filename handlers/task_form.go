@@ -58,6 +58,19 @@ func (s *server) renderTaskForm(c *gin.Context, status int, vm views.TaskFormVM)
 			return
 		}
 	}
+	project := ""
+	if vm.Edit {
+		if t, err := s.m.Tasks().Get(c.Request.Context(), vm.ID); err == nil {
+			project = t.Project
+		}
+	} else if p := s.currentProject(c); p != nil {
+		project = p.Name
+	}
+	var err error
+	if vm.Connections, err = s.connOptions(c.Request.Context(), vm.Type, project); err != nil {
+		s.serverError(c, err)
+		return
+	}
 	vm.OtherErrors = otherErrors(vm.Errors)
 	vm.Zones = s.zones
 	s.render(c, status, views.TaskFormPage(vm))

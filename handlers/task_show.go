@@ -99,6 +99,7 @@ func (s *server) taskVM(c *gin.Context, id string, flash *views.Flash) (views.Ta
 	if sh := t.Shell; sh != nil {
 		vm.Shell = &views.TaskShellView{Command: sh.Command, Args: sh.Args, Env: sortedKV(sh.Env), Dir: sh.Dir}
 	}
+	vm.Spec = s.taskSpecView(ctx, lc(c), t.Project, &t.TaskDef)
 	return vm, nil
 }
 

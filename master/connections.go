@@ -86,7 +86,7 @@ func connectionOf(r *store.Connection, project string) *Connection {
 	c := &Connection{ID: r.ID, Project: project, ProjectID: r.ProjectID, AllProjects: r.ProjectID == 0, Description: r.Description,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	c.ConnectionSpec = protocol.ConnectionSpec{Name: r.Name, Kind: r.Kind, Address: r.Address, Database: r.Database, User: r.User, Version: r.Version}
-	if r.SecretEnc != "" {
+	if r.SecretEnc != "" || r.HasSecret {
 		c.Secret = protocol.SecretMask
 	}
 	if r.TLS != "" && r.TLS != "{}" && r.TLS != "null" {

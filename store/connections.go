@@ -30,6 +30,9 @@ type Connection struct {
 	CreatedBy   string    `bun:"created_by"`
 	CreatedAt   time.Time `bun:"created_at"`
 	UpdatedAt   time.Time `bun:"updated_at"`
+	// HasSecret says, in a list (which leaves SecretEnc out), whether it
+	// has a secret.
+	HasSecret bool `bun:"has_secret,scanonly"`
 }
 
 // maxConnectionsListed bounds a list of connections.
@@ -93,7 +96,11 @@ func GetConnection(ctx context.Context, db bun.IDB, id string) (*Connection, err
 // maxConnectionsListed.
 func ListConnections(ctx context.Context, db bun.IDB, projects []int64) ([]Connection, error) {
 	var out []Connection
-	q := db.NewSelect().Model(&out).ExcludeColumn("secret_enc").OrderExpr("project_id, name").Limit(maxConnectionsListed)
+	// The sealed secrets stay in the database: a list says only which
+	// connections have one.
+	q := db.NewSelect().Model(&out).Column("id", "project_id", "name", "kind", "address", "database_name", "user_name", "tls", "options",
+		"description", "version", "created_by", "created_at", "updated_at").ColumnExpr("secret_enc <> '' AS has_secret").
+		OrderExpr("project_id, name").Limit(maxConnectionsListed)
 	if projects != nil {
 		if len(projects) == 0 {
 			return nil, nil

@@ -52,7 +52,7 @@ func TestConnectionsByNameAndVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != 2 || list[0].SecretEnc != "" {
+		if len(list) != 2 || list[0].SecretEnc != "" || !list[0].HasSecret || list[1].HasSecret {
 			t.Fatalf("list of every project's connections: %+v", list)
 		}
 		if err := store.DeleteConnection(ctx, db, "c1", 2); err != nil {

@@ -15,7 +15,7 @@ type DocsVM struct {
 // layout's nav entry (LayoutVM.Active): the target of the header's Help link.
 func ManualTopic(active string) templ.SafeURL {
 	switch active {
-	case "tasks", "runs":
+	case "tasks", "runs", "connections":
 		return "/docs/tasks"
 	case "nodes":
 		return "/docs/concepts"

@@ -229,6 +229,8 @@ func targetTypeName(ctx context.Context, t string) string {
 		return T(ctx, "TargetDelayed")
 	case "workflow":
 		return T(ctx, "TargetWorkflow")
+	case "connection":
+		return T(ctx, "TargetConnection")
 	}
 	return t
 }

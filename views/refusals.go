@@ -419,6 +419,25 @@ var refusalTexts = []refusalText{
 	{regexp.MustCompile(`^(\d+) fires were missed from (\S+) to (\S+) while no master ran the schedule \(misfire policy skip\)$`), "RefNoteMissedSkip", []string{"N", "From", "To"}},
 	{regexp.MustCompile(`^more than (\d+) fires were missed from (\S+) while no master ran the schedule; this run stands for the first \(misfire policy run_once\)$`), "RefNoteManyMissedRunOnce", []string{"N", "From"}},
 	{regexp.MustCompile(`^more than (\d+) fires were missed from (\S+) while no master ran the schedule \(misfire policy skip\)$`), "RefNoteManyMissedSkip", []string{"N", "From"}},
+	// The task types beyond HTTP and shell, and their connections; the
+	// list of values last, after every narrower "is not one of".
+	{regexp.MustCompile(`^must be empty for a (\S+) task$`), "RefEmptyForType", []string{"Type"}},
+	{regexp.MustCompile(`^is required for a (\S+) task$`), "RefRequiredForType", []string{"Type"}},
+	{regexp.MustCompile(`^is required: one of (.+)$`), "RefRequiredOneOf", []string{"List"}},
+	{regexp.MustCompile(`^is required: the name of a connection$`), "RefConnRequired", nil},
+	{regexp.MustCompile(`^must be a connection's name: letters, digits, '\.', '_' or '-'$`), "RefConnName", nil},
+	{regexp.MustCompile(`^no connection named "((?:[^"\\]|\\.)*)" in this project \(nor for every project\): define it first$`), "RefConnNotDefined", []string{"Name"}},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is a (\S+) connection: a (\S+) task needs a (.+) one$`), "RefConnWrongKind", []string{"Name", "Kind", "Type", "Kinds"}},
+	{regexp.MustCompile(`^connection "((?:[^"\\]|\\.)*)" is used by (\d+) task\(s\) \((.+)\): point them at another connection or delete them first$`), "RefConnInUse", []string{"Name", "N", "Tasks"}},
+	{regexp.MustCompile(`^no running worker to test the connection on: start one \(with --allow-types for its task type\)$`), "RefConnNoWorker", nil},
+	{regexp.MustCompile(`^no running worker allows (\S+) tasks \((.+) was started without (--allow-types \S+)\): start one with --allow-types \S+$`), "RefNoTypeWorkerOne", []string{"Type", "Names", "Flag"}},
+	{regexp.MustCompile(`^no running worker allows (\S+) tasks \((.+) were started without (--allow-types \S+)\): start one with --allow-types \S+$`), "RefNoTypeWorkerMany", []string{"Type", "Names", "Flag"}},
+	{regexp.MustCompile(`^no executor allows (\S+) tasks: (.+) was started without (--allow-types \S+); restart it with --allow-types \S+ or choose a worker that was$`), "RefNoTypeExecutorOne", []string{"Type", "Names", "Flag"}},
+	{regexp.MustCompile(`^no executor allows (\S+) tasks: (.+) were started without (--allow-types \S+); restart one of them with --allow-types \S+ or choose a worker that was$`), "RefNoTypeExecutorMany", []string{"Type", "Names", "Flag"}},
+	{regexp.MustCompile(`^is required: host:port$`), "RefAddressRequired", nil},
+	{regexp.MustCompile(`^is required for (postgres|mysql)$`), "RefRequiredForKind", []string{"Kind"}},
+	{regexp.MustCompile(`^must be tokens separated by dots, without spaces or the wildcards \* and >$`), "RefNATSSubject", nil},
+	{regexp.MustCompile(`^"((?:[^"\\]|\\.)*)" is not one of (.+)$`), "RefNotOneOf", []string{"Value", "List"}},
 }
 
 // Refusal says an engine sentence (a refusal or a field error) in the

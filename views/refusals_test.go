@@ -108,6 +108,23 @@ var refusalSamples = []struct{ id, msg string }{
 	{"RefEmptyForShell", "must be empty for a shell task"},
 	{"RefTypeRequired", "is required: http or shell"},
 	{"RefTypeInvalid", "\"ftp\" is not http or shell"},
+	{"RefEmptyForType", "must be empty for a nats task"},
+	{"RefRequiredForType", "is required for a sql task"},
+	{"RefRequiredOneOf", "is required: one of http, shell, nats"},
+	{"RefNotOneOf", "\"ftp\" is not one of http, shell, nats, amqp"},
+	{"RefConnRequired", "is required: the name of a connection"},
+	{"RefConnName", "must be a connection's name: letters, digits, '.', '_' or '-'"},
+	{"RefConnNotDefined", "no connection named \"bus\" in this project (nor for every project): define it first"},
+	{"RefConnWrongKind", "\"bus\" is a redis connection: a nats task needs a nats one"},
+	{"RefConnInUse", "connection \"bus\" is used by 2 task(s) (\"a\", \"b\"): point them at another connection or delete them first"},
+	{"RefConnNoWorker", "no running worker to test the connection on: start one (with --allow-types for its task type)"},
+	{"RefNoTypeWorkerOne", "no running worker allows nats tasks (w1 was started without --allow-types nats): start one with --allow-types nats"},
+	{"RefNoTypeWorkerMany", "no running worker allows nats tasks (w1, w2 were started without --allow-types nats): start one with --allow-types nats"},
+	{"RefNoTypeExecutorOne", "no executor allows nats tasks: w1 was started without --allow-types nats; restart it with --allow-types nats or choose a worker that was"},
+	{"RefNoTypeExecutorMany", "no executor allows nats tasks: w1, w2 were started without --allow-types nats; restart one of them with --allow-types nats or choose a worker that was"},
+	{"RefAddressRequired", "is required: host:port"},
+	{"RefRequiredForKind", "is required for postgres"},
+	{"RefNATSSubject", "must be tokens separated by dots, without spaces or the wildcards * and >"},
 	{"RefOverlapInvalid", "\"drop\" is not allow, skip or queue"},
 	{"RefMisfireInvalid", "\"all\" is not skip or run_once"},
 	{"RefAtCapacityInvalid", "\"drop\" is not wait or skip"},
@@ -420,7 +437,8 @@ var keptEnglish = strings.Fields(`
 	admin viewer owner editor operator none starttls tls role disabled password email
 	ops scheduler allow-shell API T Z every host port default timezone x-www-form-urlencoded
 	in notin en zh-CN after ScheduleMaster schedulemaster migrate U ID
-	yearly monthly weekly daily hourly a-b n steps success failure always`)
+	yearly monthly weekly daily hourly a-b n steps success failure always
+	nats amqp mqtt redis kafka sql grpc postgres mysql allow-types`)
 
 var englishWord = regexp.MustCompile(`[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*`)
 

@@ -103,6 +103,9 @@ type TaskFormVM struct {
 	TaskFields
 	Executors []NodeOption
 	Children  []TaskOption
+	// Connections are those the task's project sees whose kind fits the
+	// chosen type (the types beyond HTTP and shell).
+	Connections []ConnOption
 
 	Errors      map[string]string // field ("schedule.cron") -> message
 	OtherErrors []string          // errors of fields the form has no place for
@@ -110,6 +113,15 @@ type TaskFormVM struct {
 
 	// Zones are the time zone names the zone field suggests.
 	Zones []string
+}
+
+// chosenType is the type the form's select shows chosen: http for a new
+// form without one.
+func (vm TaskFormVM) chosenType() string {
+	if vm.Type == "" {
+		return "http"
+	}
+	return vm.Type
 }
 
 // foldState is "error" when one of the fields has an error, "" otherwise.
@@ -170,7 +182,7 @@ func foldMark(state string, changed bool) string {
 type TaskFields struct {
 	Title        string
 	Description  string
-	Type         string // http, shell
+	Type         string // one of protocol.TaskTypes
 	ScheduleKind string // cron, interval, once
 	Cron         string
 	Every        string
@@ -194,6 +206,9 @@ type TaskFields struct {
 	ShellArgs    string // one per line
 	ShellEnv     string // KEY=value lines
 	ShellDir     string
+
+	// TypeFields are the fields of the types beyond HTTP and shell.
+	TypeFields
 
 	// Version is the version an edit started from (hidden); Note says why,
 	// for the version the save makes.
@@ -253,6 +268,21 @@ type TaskShellView struct {
 	Args    []string
 	Env     []KV
 	Dir     string
+}
+
+// TaskSpecView is what a task page shows of a type beyond HTTP and shell:
+// what it reaches, through which connection, with what.
+type TaskSpecView struct {
+	// Target is the subject, exchange and routing key, topic, key, the
+	// statement's first line or the method.
+	Target string
+	// Connection is the connection's name; ConnectionID its page, "" when
+	// the task's project sees no such connection.
+	Connection, ConnectionID string
+	// Details are the other settings (mode, QoS, ...), Body the payload,
+	// statement or request and BodyLabel its name.
+	Details         []KV
+	Body, BodyLabel string
 }
 
 // RunRow is one line of a task's runs table.
@@ -327,12 +357,14 @@ type TaskVM struct {
 	Executors   []string
 	// Selector is its label selector ("" for none); Selected the workers it
 	// selects now, with their state.
-	Selector    string
-	Selected    []NodeOption
-	Keepers     []string
-	Children    []TaskLink
-	HTTP        *TaskHTTPView
-	Shell       *TaskShellView
+	Selector string
+	Selected []NodeOption
+	Keepers  []string
+	Children []TaskLink
+	HTTP     *TaskHTTPView
+	Shell    *TaskShellView
+	// Spec is the definition of a type beyond HTTP and shell, nil for those.
+	Spec        *TaskSpecView
 	LastRun     string
 	LastRunAt   string
 	LastResult  string

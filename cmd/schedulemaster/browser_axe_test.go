@@ -125,6 +125,16 @@ func TestBrowserAxeEveryPage(t *testing.T) {
 	if st, body := m.api("POST", "/api/v1/workflows/"+wf.ID+"/run", ""); st >= 300 || json.Unmarshal([]byte(body), &wfRun) != nil {
 		t.Fatalf("run workflow: %d %s", st, body)
 	}
+	// A connection of the longest name, with every setting shown.
+	var conn struct {
+		ID string `json:"id"`
+	}
+	st, body = m.api("POST", "/api/v1/connections", `{"name":"`+strings.Repeat("connection", 9)+`-c01","kind":"postgres","address":"127.0.0.1:5432",
+		"database":"`+strings.Repeat("database", 8)+`","user":"`+strings.Repeat("username", 8)+`","secret":"s3cret-value",
+		"tls":{"enabled":true,"server_name":"`+strings.Repeat("servername", 6)+`.example"},"description":"`+longWord+`"}`)
+	if st != http.StatusCreated || json.Unmarshal([]byte(body), &conn) != nil {
+		t.Fatalf("create connection: %d %s", st, body)
+	}
 	m.waitRuns(failing.ID, 40*time.Second, "two failed runs", func(r []runJSON) bool { return len(r) >= 2 })
 	runs := m.waitRuns(ok.ID, 40*time.Second, "a run", func(r []runJSON) bool { return len(r) >= 1 })
 
@@ -137,6 +147,7 @@ func TestBrowserAxeEveryPage(t *testing.T) {
 		"/events", "/projects", "/projects/" + url.PathEscape(project),
 		"/users", "/users/" + userName + "/edit", "/settings", "/tokens", "/account",
 		"/workflows", "/workflows/new", "/workflows/" + wf.ID, "/workflows/" + wf.ID + "/edit", "/workflow-runs/" + wfRun.ID,
+		"/connections", "/connections/new", "/connections/" + conn.ID, "/connections/" + conn.ID + "/edit",
 	}
 	b := newBrowserWithin(t, chromium, 190*time.Second)
 	b.logIn(m, "", "dash-live")

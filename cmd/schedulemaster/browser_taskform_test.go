@@ -29,7 +29,9 @@ func clearJS(id string) chromedp.Action[chromedp.Void] {
 }
 
 // TestBrowserTaskFormShowsWhatTheChoiceNeeds drives the New task form: it
-// shows only the fields of the chosen type (HTTP or shell), schedule kind
+// shows only the fields of the chosen type (HTTP or shell; those of the
+// types beyond them come from the master, saying which workers run the
+// type), schedule kind
 // (cron, interval, once) and routing (the key for hash), with no script of
 // its own; the date fields name the time zone they are read in, following
 // what is typed; the live preview lists five fire times for a cron and the
@@ -59,6 +61,17 @@ func TestBrowserTaskFormShowsWhatTheChoiceNeeds(t *testing.T) {
 	}
 	want("http and cron", []string{"http-fields", "http-url", "schedule-cron", "start-at", "end-at"},
 		[]string{"shell-fields", "shell-command", "schedule-every", "schedule-at", "routing_key"})
+
+	// A type beyond HTTP and shell: its fields come from the master as the
+	// type is chosen, and the form says that no worker runs it yet.
+	b.do("choose nats", 10*time.Second, chooseJS("type", "nats"))
+	want("nats", []string{"nats-fields", "nats-connection", "nats-subject"}, []string{"http-fields", "shell-fields"})
+	b.wait("no worker runs nats", 10*time.Second, textJS("#type-runners"), contains("--allow-types nats"))
+	b.wait("a link to define a connection", 5*time.Second, attrJS("#nats-new-connection", "href"), equals("/connections/new?kind=nats"))
+	b.do("choose http again", 10*time.Second, chooseJS("type", "http"))
+	want("http again", []string{"http-fields"}, []string{"shell-fields"})
+	b.wait("the nats fields gone", 10*time.Second, shownJS("nats-fields"), equals(absent))
+	b.wait("nothing said of http's workers", 10*time.Second, textJS("#type-runners"), equals(""))
 
 	b.do("choose shell", 10*time.Second, chooseJS("type", "shell"))
 	want("shell", []string{"shell-fields", "shell-command"}, []string{"http-fields", "http-url"})

@@ -231,3 +231,65 @@ func TestWorkflowFormRowButtons(t *testing.T) {
 		t.Fatalf("removing every step leaves %+v, want one blank step", f.Steps)
 	}
 }
+
+// Each type beyond HTTP and shell, written into the form and read back, is
+// the same definition: its maps as "Name: value" lines, Redis arguments one
+// per line, its flags as checkboxes.
+func TestTaskFormRoundTripOfEveryType(t *testing.T) {
+	t.Parallel()
+	hdr := map[string]string{"X-Id": "1", "X-Src": "sm: console"}
+	specs := []protocol.TaskDef{
+		{Type: protocol.TaskNATS, NATS: &protocol.NATSSpec{Connection: "bus", Mode: "request", Subject: "orders.created", Payload: "{}\n", Headers: hdr}},
+		{Type: protocol.TaskAMQP, AMQP: &protocol.AMQPSpec{Connection: "mq", Exchange: "ex", RoutingKey: "rk", Payload: "p", ContentType: "text/plain", Headers: hdr, Transient: true}},
+		{Type: protocol.TaskMQTT, MQTT: &protocol.MQTTSpec{Connection: "m", Topic: "a/b", Payload: "p", QoS: 2, Retain: true}},
+		{Type: protocol.TaskRedis, Redis: &protocol.RedisSpec{Connection: "r", Command: "command", Args: []string{"SET", "k", "v"}}},
+		{Type: protocol.TaskRedis, Redis: &protocol.RedisSpec{Connection: "r", Command: "xadd", Key: "s", Fields: hdr}},
+		{Type: protocol.TaskKafka, Kafka: &protocol.KafkaSpec{Connection: "k", Topic: "t", Key: "key", Payload: "p", Headers: hdr}},
+		{Type: protocol.TaskSQL, SQL: &protocol.SQLSpec{Connection: "db", Statement: "delete from x;\nvacuum;", Script: true}},
+		{Type: protocol.TaskGRPC, GRPC: &protocol.GRPCSpec{Connection: "g", Method: "pkg.Svc/Do", Request: `{"a":1}`, Metadata: hdr, DescriptorSet: "AAEC"}},
+	}
+	check := func(on bool) string {
+		if on {
+			return "1"
+		}
+		return ""
+	}
+	for _, def := range specs {
+		def.Title, def.Schedule = "t", protocol.Schedule{Kind: protocol.ScheduleCron, Cron: "0 * * * *"}
+		f := form.TaskFieldsOf(&master.Task{TaskDef: def})
+		v := url.Values{"title": {f.Title}, "type": {f.Type}, "schedule_kind": {f.ScheduleKind}, "schedule_cron": {f.Cron},
+			"nats_connection": {f.NATS.Connection}, "nats_mode": {f.NATS.Mode}, "nats_subject": {f.NATS.Subject}, "nats_payload": {f.NATS.Payload},
+			"nats_headers": {f.NATS.Headers}, "amqp_connection": {f.AMQP.Connection}, "amqp_exchange": {f.AMQP.Exchange},
+			"amqp_routing_key": {f.AMQP.RoutingKey}, "amqp_payload": {f.AMQP.Payload}, "amqp_content_type": {f.AMQP.ContentType},
+			"amqp_headers": {f.AMQP.Headers}, "amqp_transient": {check(f.AMQP.Transient)}, "mqtt_connection": {f.MQTT.Connection},
+			"mqtt_topic": {f.MQTT.Topic}, "mqtt_payload": {f.MQTT.Payload}, "mqtt_qos": {f.MQTT.QoS}, "mqtt_retain": {check(f.MQTT.Retain)},
+			"redis_connection": {f.Redis.Connection}, "redis_command": {f.Redis.Command}, "redis_key": {f.Redis.Key},
+			"redis_payload": {f.Redis.Payload}, "redis_fields": {f.Redis.Fields}, "redis_args": {f.Redis.Args},
+			"kafka_connection": {f.Kafka.Connection}, "kafka_topic": {f.Kafka.Topic}, "kafka_key": {f.Kafka.Key},
+			"kafka_payload": {f.Kafka.Payload}, "kafka_headers": {f.Kafka.Headers}, "sql_connection": {f.SQL.Connection},
+			"sql_statement": {f.SQL.Statement}, "sql_script": {check(f.SQL.Script)}, "grpc_connection": {f.GRPC.Connection},
+			"grpc_method": {f.GRPC.Method}, "grpc_request": {f.GRPC.Request}, "grpc_metadata": {f.GRPC.Metadata},
+			"grpc_descriptor_set": {f.GRPC.DescriptorSet}}
+		back, in, fe := form.Task(v)
+		if len(fe) != 0 {
+			t.Fatalf("%s: field errors %v", def.Type, fe)
+		}
+		if back.TypeFields != f.TypeFields {
+			t.Errorf("%s: typed values changed:\n%+v\n%+v", def.Type, back.TypeFields, f.TypeFields)
+		}
+		if got, want := in.Spec(), def.Spec(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read back %+v, want %+v", def.Type, got, want)
+		}
+	}
+	// Lines that do not read are said under their field.
+	_, _, fe := form.Task(url.Values{"title": {"t"}, "type": {"grpc"}, "schedule_kind": {"cron"}, "schedule_cron": {"0 * * * *"},
+		"grpc_connection": {"g"}, "grpc_method": {"pkg.Svc/Do"}, "grpc_metadata": {"x-a: 1\nno colon"}})
+	if msg := fe["grpc.metadata"]; msg != `line 2 has no ':' (one "Name: value" per line)` {
+		t.Errorf("grpc.metadata: %q (%v)", msg, fe)
+	}
+	_, _, fe = form.Task(url.Values{"title": {"t"}, "type": {"mqtt"}, "schedule_kind": {"cron"}, "schedule_cron": {"0 * * * *"},
+		"mqtt_connection": {"m"}, "mqtt_topic": {"a"}, "mqtt_qos": {"high"}})
+	if fe["mqtt.qos"] == "" {
+		t.Errorf("a QoS that is no number: %v", fe)
+	}
+}

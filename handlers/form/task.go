@@ -31,6 +31,7 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 		Timezone: trim("timezone"), Overlap: trim("overlap"), Routing: trim("routing"), RoutingKey: trim("routing_key"),
 		Misfire: trim("misfire"), Selector: get("selector"), Align: trim("schedule_align"), AtCapacity: trim("at_capacity"),
 		Version: trim("version"), Note: get("note"),
+		TypeFields: typeFields(v),
 	}
 	in := master.TaskInput{
 		TaskDef: protocol.TaskDef{
@@ -90,6 +91,8 @@ func Task(v url.Values) (views.TaskFields, master.TaskInput, protocol.FieldError
 			fe["shell.env"] = err.Error()
 		}
 		in.Shell = sh
+	default:
+		typeSpecInto(f.Type, f.TypeFields, &in.TaskDef, fe)
 	}
 	if len(fe) > 0 {
 		def := in.TaskDef
@@ -135,6 +138,109 @@ func TaskFieldsOf(stored *master.Task) views.TaskFields {
 		f.ShellCommand, f.ShellDir = sh.Command, sh.Dir
 		f.ShellArgs = strings.Join(sh.Args, "\n")
 		f.ShellEnv = JoinPairs(sh.Env, "=")
+	}
+	f.TypeFields = typeFieldsOf(&t.TaskDef)
+	return f
+}
+
+// typeFields reads the fields of the types beyond HTTP and shell, as typed
+// (only those of the chosen type are in the form).
+func typeFields(v url.Values) views.TypeFields {
+	get := func(k string) string { return v.Get(k) }
+	trim := func(k string) string { return strings.TrimSpace(v.Get(k)) }
+	on := func(k string) bool { return v.Get(k) != "" && v.Get(k) != "0" }
+	return views.TypeFields{
+		NATS: views.NATSFields{Connection: trim("nats_connection"), Mode: trim("nats_mode"), Subject: get("nats_subject"),
+			Payload: get("nats_payload"), Headers: get("nats_headers")},
+		AMQP: views.AMQPFields{Connection: trim("amqp_connection"), Exchange: get("amqp_exchange"), RoutingKey: get("amqp_routing_key"),
+			Payload: get("amqp_payload"), ContentType: get("amqp_content_type"), Headers: get("amqp_headers"), Transient: on("amqp_transient")},
+		MQTT: views.MQTTFields{Connection: trim("mqtt_connection"), Topic: get("mqtt_topic"), Payload: get("mqtt_payload"),
+			QoS: trim("mqtt_qos"), Retain: on("mqtt_retain")},
+		Redis: views.RedisFields{Connection: trim("redis_connection"), Command: trim("redis_command"), Key: get("redis_key"),
+			Payload: get("redis_payload"), Fields: get("redis_fields"), Args: get("redis_args")},
+		Kafka: views.KafkaFields{Connection: trim("kafka_connection"), Topic: get("kafka_topic"), Key: get("kafka_key"),
+			Payload: get("kafka_payload"), Headers: get("kafka_headers")},
+		SQL: views.SQLFields{Connection: trim("sql_connection"), Statement: get("sql_statement"), Script: on("sql_script")},
+		GRPC: views.GRPCFields{Connection: trim("grpc_connection"), Method: get("grpc_method"), Request: get("grpc_request"),
+			Metadata: get("grpc_metadata"), DescriptorSet: get("grpc_descriptor_set")},
+	}
+}
+
+// typeSpecInto sets def's definition of type typ (one beyond HTTP and
+// shell) from the form's fields; the "Name: value" lines that do not read
+// are errors of their field ("nats.headers").
+func typeSpecInto(typ string, f views.TypeFields, def *protocol.TaskDef, fe protocol.FieldErrors) {
+	pairs := func(field, text string) map[string]string {
+		m, err := Pairs(text, ":")
+		if err != nil {
+			fe[field] = err.Error() + ` (one "Name: value" per line)`
+		}
+		return m
+	}
+	switch typ {
+	case protocol.TaskNATS:
+		n := f.NATS
+		def.NATS = &protocol.NATSSpec{Connection: n.Connection, Mode: n.Mode, Subject: n.Subject, Payload: n.Payload,
+			Headers: pairs("nats.headers", n.Headers)}
+	case protocol.TaskAMQP:
+		a := f.AMQP
+		def.AMQP = &protocol.AMQPSpec{Connection: a.Connection, Exchange: a.Exchange, RoutingKey: a.RoutingKey, Payload: a.Payload,
+			ContentType: a.ContentType, Headers: pairs("amqp.headers", a.Headers), Transient: a.Transient}
+	case protocol.TaskMQTT:
+		m := f.MQTT
+		spec := &protocol.MQTTSpec{Connection: m.Connection, Topic: m.Topic, Payload: m.Payload, Retain: m.Retain}
+		if m.QoS != "" {
+			q, err := strconv.Atoi(m.QoS)
+			if err != nil {
+				fe["mqtt.qos"] = "must be 0, 1 or 2"
+			}
+			spec.QoS = q
+		}
+		def.MQTT = spec
+	case protocol.TaskRedis:
+		r := f.Redis
+		def.Redis = &protocol.RedisSpec{Connection: r.Connection, Command: r.Command, Key: r.Key, Payload: r.Payload,
+			Fields: pairs("redis.fields", r.Fields), Args: Lines(r.Args)}
+	case protocol.TaskKafka:
+		k := f.Kafka
+		def.Kafka = &protocol.KafkaSpec{Connection: k.Connection, Topic: k.Topic, Key: k.Key, Payload: k.Payload,
+			Headers: pairs("kafka.headers", k.Headers)}
+	case protocol.TaskSQL:
+		def.SQL = &protocol.SQLSpec{Connection: f.SQL.Connection, Statement: f.SQL.Statement, Script: f.SQL.Script}
+	case protocol.TaskGRPC:
+		g := f.GRPC
+		def.GRPC = &protocol.GRPCSpec{Connection: g.Connection, Method: g.Method, Request: g.Request,
+			Metadata: pairs("grpc.metadata", g.Metadata), DescriptorSet: strings.Join(strings.Fields(g.DescriptorSet), "")}
+	}
+}
+
+// typeFieldsOf fills the fields of the type beyond HTTP and shell a stored
+// definition has.
+func typeFieldsOf(d *protocol.TaskDef) views.TypeFields {
+	var f views.TypeFields
+	if n := d.NATS; n != nil {
+		f.NATS = views.NATSFields{Connection: n.Connection, Mode: n.Mode, Subject: n.Subject, Payload: n.Payload, Headers: JoinPairs(n.Headers, ": ")}
+	}
+	if a := d.AMQP; a != nil {
+		f.AMQP = views.AMQPFields{Connection: a.Connection, Exchange: a.Exchange, RoutingKey: a.RoutingKey, Payload: a.Payload,
+			ContentType: a.ContentType, Headers: JoinPairs(a.Headers, ": "), Transient: a.Transient}
+	}
+	if m := d.MQTT; m != nil {
+		f.MQTT = views.MQTTFields{Connection: m.Connection, Topic: m.Topic, Payload: m.Payload, QoS: strconv.Itoa(m.QoS), Retain: m.Retain}
+	}
+	if r := d.Redis; r != nil {
+		f.Redis = views.RedisFields{Connection: r.Connection, Command: r.Command, Key: r.Key, Payload: r.Payload,
+			Fields: JoinPairs(r.Fields, ": "), Args: strings.Join(r.Args, "\n")}
+	}
+	if k := d.Kafka; k != nil {
+		f.Kafka = views.KafkaFields{Connection: k.Connection, Topic: k.Topic, Key: k.Key, Payload: k.Payload, Headers: JoinPairs(k.Headers, ": ")}
+	}
+	if s := d.SQL; s != nil {
+		f.SQL = views.SQLFields{Connection: s.Connection, Statement: s.Statement, Script: s.Script}
+	}
+	if g := d.GRPC; g != nil {
+		f.GRPC = views.GRPCFields{Connection: g.Connection, Method: g.Method, Request: g.Request, Metadata: JoinPairs(g.Metadata, ": "),
+			DescriptorSet: g.DescriptorSet}
 	}
 	return f
 }
