@@ -15,8 +15,10 @@ type DocsVM struct {
 // layout's nav entry (LayoutVM.Active): the target of the header's Help link.
 func ManualTopic(active string) templ.SafeURL {
 	switch active {
-	case "tasks", "runs", "connections":
+	case "tasks", "runs":
 		return "/docs/tasks"
+	case "connections":
+		return "/docs/task-types"
 	case "nodes":
 		return "/docs/concepts"
 	case "pools":
