@@ -80,7 +80,7 @@ func TestManualHTMLLinksAndAnchors(t *testing.T) {
 
 // Every console page's Help link leads to a page of the manual.
 func TestManualTopic(t *testing.T) {
-	for active, want := range map[string]string{"tasks": "/docs/tasks", "runs": "/docs/tasks", "connections": "/docs/tasks", "nodes": "/docs/concepts",
+	for active, want := range map[string]string{"tasks": "/docs/tasks", "runs": "/docs/tasks", "connections": "/docs/task-types", "nodes": "/docs/concepts",
 		"pools": "/docs/pools", "delayed": "/docs/delayed-tasks", "projects": "/docs/teams", "users": "/docs/teams",
 		"tokens": "/docs/teams", "settings": "/docs/configuration", "events": "/docs/operations", "dashboard": "/docs", "": "/docs"} {
 		if got := string(ManualTopic(active)); got != want {
