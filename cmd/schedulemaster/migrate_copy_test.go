@@ -193,6 +193,9 @@ func fillEveryTable(t *testing.T, ctx context.Context, raw string) {
 			Attempt: 1, Output: "lost ✓", StartedAt: at, UpdatedAt: at},
 		&store.WorkflowVersion{WorkflowID: "wf-1", Version: 2, Title: "etl ✓", Definition: `{"title":"etl ✓","steps":[]}`,
 			CreatedAt: at, CreatedBy: "admin", Via: "restore", Note: "back ✓"},
+		&store.Connection{ID: "conn-1", ProjectID: store.DefaultProjectID, Name: "bus", Kind: "nats", Address: "127.0.0.1:4222",
+			User: "ü", SecretEnc: "v1:c2VhbGVk", TLS: `{"enabled":true,"server_name":"nats.local"}`, Options: "{}", Description: "events ✓",
+			Version: 3, CreatedBy: "admin", CreatedAt: at, UpdatedAt: at},
 		&store.WorkflowStep{RunID: "wr-1", Name: "extract", TaskID: "copy-task", State: store.StepFailed, DispatchID: "run-three",
 			TaskRun: "run-three", Node: "w2", Attempt: 2, Output: "\uFFFD", EndedAt: at, UpdatedAt: at, Redispatches: 1, AvoidNodes: ",w1,"},
 	}
@@ -251,6 +254,10 @@ func readCopyFixture(t *testing.T, ctx context.Context, raw string) string {
 	var wrun store.WorkflowRun
 	get(&wrun, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wr-1") })
 	b.WriteString(" | workflow run " + wrun.Status + " " + ts(wrun.EndedAt) + " " + wrun.Params + " " + wrun.Note + " " + wrun.BackfillID)
+	var conn store.Connection
+	get(&conn, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "conn-1") })
+	b.WriteString(" | connection " + conn.Name + " " + conn.User + " " + conn.SecretEnc + " " + conn.TLS + " " + conn.Description +
+		" v" + strconv.FormatInt(conn.Version, 10) + " " + ts(conn.UpdatedAt))
 	var wf store.Workflow
 	get(&wf, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", "wf-1") })
 	b.WriteString(" | workflow " + ts(*wf.NextFire) + " " + strconv.FormatBool(wf.Paused))
