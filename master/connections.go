@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -328,14 +329,16 @@ func (cn *Connections) usedBy(ctx context.Context, c *store.Connection) ([]*Task
 	if err != nil {
 		return nil, err
 	}
+	rows, err := store.GetTasks(ctx, cn.m.st.DB, ids)
+	if err != nil {
+		return nil, err
+	}
 	var out []*Task
 	own := map[int64]bool{} // projects with a connection of their own by that name
 	for _, id := range ids {
-		row, err := store.GetTask(ctx, cn.m.st.DB, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		} else if err != nil {
-			return nil, err
+		row, ok := rows[id]
+		if !ok {
+			continue // deleted meanwhile
 		}
 		t, err := decodeTask(row)
 		if err != nil {
@@ -480,7 +483,7 @@ func (cn *Connections) attach(ctx context.Context, specs []protocol.TaskSpec) {
 		for _, i := range idx {
 			names = append(names, specs[i].ConnectionName())
 		}
-		found, err := store.ConnectionsNamed(ctx, cn.m.st.DB, cmpOr(project, store.DefaultProjectID), dedupe(names))
+		found, err := store.ConnectionsNamed(ctx, cn.m.st.DB, cmp.Or(project, store.DefaultProjectID), dedupe(names))
 		if err != nil {
 			cn.m.log.Error("load the connections of tasks sent to a worker", "err", err)
 			continue
@@ -509,13 +512,6 @@ func (cn *Connections) attach(ctx context.Context, specs []protocol.TaskSpec) {
 	}
 }
 
-func cmpOr(v, def int64) int64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 // checkTaskConnection records in fe what is wrong with the connection a
 // task of project names: not defined, or of a kind its type cannot use.
 func (cn *Connections) checkTaskConnection(ctx context.Context, fe protocol.FieldErrors, project int64, def *protocol.TaskDef) error {
@@ -527,7 +523,7 @@ func (cn *Connections) checkTaskConnection(ctx context.Context, fe protocol.Fiel
 	if fe[field] != "" {
 		return nil
 	}
-	found, err := store.ConnectionsNamed(ctx, cn.m.st.DB, cmpOr(project, store.DefaultProjectID), []string{s.Conn()})
+	found, err := store.ConnectionsNamed(ctx, cn.m.st.DB, cmp.Or(project, store.DefaultProjectID), []string{s.Conn()})
 	if err != nil {
 		return err
 	}
@@ -575,9 +571,9 @@ func (cn *Connections) Runners(ctx context.Context, typ string) (*TypeRunners, e
 	out := &TypeRunners{Type: typ, Run: []string{}}
 	for _, n := range workers {
 		switch typeAllowed(health[n.Name], typ) {
-		case shellAllowed:
+		case runsType:
 			out.Run = append(out.Run, n.Name)
-		case shellUnknown:
+		case runsUnknown:
 			out.Unknown = append(out.Unknown, n.Name)
 		default:
 			out.Refuse = append(out.Refuse, n.Name)

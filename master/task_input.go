@@ -480,7 +480,7 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 			allows := tk.typeOf(ctx, chk, running, in.Type)
 			kept := running[:0:0]
 			for _, n := range running {
-				if allows[n.Name] != shellRefused {
+				if allows[n.Name] != refusesType {
 					kept = append(kept, n)
 				}
 			}
@@ -517,7 +517,7 @@ func (tk *Tasks) checkTaskInputWith(ctx context.Context, in *TaskInput, chk *tas
 		// may run shell, and is asked again at Start.
 		var refused []string
 		for _, e := range in.Executors {
-			if allows[e] == shellRefused {
+			if allows[e] == refusesType {
 				refused = append(refused, e)
 			}
 		}
@@ -629,9 +629,9 @@ func findCycle(graph map[string][]string, start string) []string {
 
 // What a worker said about a task type when asked (its /health).
 const (
-	shellUnknown = iota // not asked (offline), no answer, or an older worker
-	shellAllowed
-	shellRefused
+	runsUnknown = iota // not asked (offline), no answer, or an older worker
+	runsType
+	refusesType
 )
 
 // typeFlag is the worker flag that allows tasks of typ.
@@ -648,22 +648,22 @@ func typeFlag(typ string) string {
 func typeAllowed(h *protocol.HealthResponse, typ string) int {
 	switch {
 	case h == nil:
-		return shellUnknown
+		return runsUnknown
 	case typ == protocol.TaskShell:
 		if h.AllowShell == nil {
-			return shellUnknown
+			return runsUnknown
 		}
 		if *h.AllowShell {
-			return shellAllowed
+			return runsType
 		}
-		return shellRefused
+		return refusesType
 	case protocol.IsGatedType(typ):
 		if slices.Contains(h.AllowTypes, typ) {
-			return shellAllowed
+			return runsType
 		}
-		return shellRefused
+		return refusesType
 	}
-	return shellAllowed
+	return runsType
 }
 
 // healthOf asks the nodes that are not offline, at once, for their /health

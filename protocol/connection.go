@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -31,6 +32,7 @@ func ConnectionKinds() []string {
 const (
 	MaxConnectionSecret = 4096
 	maxConnAddresses    = 16
+	maxConnAddress      = 1000 // the stored column's width
 	maxConnField        = 200
 	maxConnCA           = 64 << 10
 )
@@ -168,7 +170,7 @@ func (c *ConnectionSpec) Validate() error {
 		}
 	}
 	allowed := connOptions[c.Kind]
-	for _, k := range slices.Sorted(mapKeys(c.Options)) {
+	for _, k := range slices.Sorted(maps.Keys(c.Options)) {
 		vals, ok := allowed[k]
 		switch {
 		case !ok:
@@ -187,7 +189,7 @@ func optionHint(allowed map[string][]string) string {
 	if len(allowed) == 0 {
 		return " (it has none)"
 	}
-	return " (it has " + strings.Join(slices.Sorted(mapKeys(allowed)), ", ") + ")"
+	return " (it has " + strings.Join(slices.Sorted(maps.Keys(allowed)), ", ") + ")"
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -204,6 +206,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 func checkAddresses(kind, addr string) string {
 	if addr == "" {
 		return "is required: host:port"
+	}
+	if len(addr) > maxConnAddress {
+		return fmt.Sprintf("is longer than %d bytes", maxConnAddress)
 	}
 	if badText(addr) || strings.ContainsAny(addr, controlChars+" /@") {
 		return "must be host:port (no scheme, user or path), comma-separated for several"

@@ -256,7 +256,8 @@ func readAnswer(body io.Reader, scrub *protocol.Scrubber) (text string, binary b
 
 // runShell runs a shell task in its own process group, so a timeout or a kill
 // ends the command and everything it started. Its output goes to out, which
-// the run page reads while it runs. started is told the group's id once the
+// the run page reads while it runs; the outcome's output holds only the
+// notes added after it (a timeout, a failure to start). started is told the group's id once the
 // command runs, and the func it returns is called once the command ended.
 func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer, started func(pgid int) (ended func())) outcome {
 	s := def.Shell
@@ -288,8 +289,8 @@ func runShell(ctx context.Context, def *protocol.TaskDef, out *tailBuffer, start
 		err = cmd.Wait()
 		ended()
 	}
-	text, binary := out.Output()
-	o := outcome{output: text, binary: binary}
+	// The command's own output stays in out; o holds only the notes added.
+	var o outcome
 	if cmd.ProcessState != nil {
 		code := cmd.ProcessState.ExitCode()
 		o.exitCode = &code

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -49,13 +50,8 @@ func newRegistry(client *http.Client, allowShell bool, allow []string, log *slog
 	for _, t := range allow {
 		mk, ok := makers[t]
 		if !ok {
-			return nil, fmt.Errorf("%w: --allow-types: %q is not a task type this build runs (it runs %s)", protocol.ErrInvalid, t, strings.Join(slices.Sorted(func(yield func(string) bool) {
-				for k := range makers {
-					if !yield(k) {
-						return
-					}
-				}
-			}), ", "))
+			return nil, fmt.Errorf("%w: --allow-types: %q is not a task type this build runs (it runs %s)", protocol.ErrInvalid, t,
+				strings.Join(slices.Sorted(maps.Keys(makers)), ", "))
 		}
 		execs = append(execs, mk(log.With("executor", t)))
 	}
@@ -130,9 +126,8 @@ func (shellExec) Run(ctx context.Context, t *executor.Task, out io.Writer) execu
 	if !ok {
 		tb = &tailBuffer{max: protocol.MaxOutputBytes}
 	}
+	// The command's output is in out, where the worker reads it; the
+	// result holds only what runShell adds (a timeout, a failure to start).
 	o := runShell(ctx, t.Def, tb, started)
-	// runShell returns the buffer's text: the worker reads it from out.
-	return executor.Result{Result: o.result, Output: strings.TrimPrefix(o.output, tbText(tb)), ExitCode: o.exitCode}
+	return executor.Result{Result: o.result, Output: o.output, ExitCode: o.exitCode}
 }
-
-func tbText(tb *tailBuffer) string { s, _ := tb.Output(); return s }
