@@ -87,10 +87,12 @@ func TestTaskTypeDefinitions(t *testing.T) {
 		return d
 	}
 	specs := map[string]func(d *protocol.TaskDef){
-		protocol.TaskNATS:  func(d *protocol.TaskDef) { d.NATS = &protocol.NATSSpec{Connection: "c", Subject: "a.b"} },
-		protocol.TaskAMQP:  func(d *protocol.TaskDef) { d.AMQP = &protocol.AMQPSpec{Connection: "c", RoutingKey: "q"} },
-		protocol.TaskMQTT:  func(d *protocol.TaskDef) { d.MQTT = &protocol.MQTTSpec{Connection: "c", Topic: "a/b", QoS: 1} },
-		protocol.TaskRedis: func(d *protocol.TaskDef) { d.Redis = &protocol.RedisSpec{Connection: "c", Command: "publish", Key: "k"} },
+		protocol.TaskNATS: func(d *protocol.TaskDef) { d.NATS = &protocol.NATSSpec{Connection: "c", Subject: "a.b"} },
+		protocol.TaskAMQP: func(d *protocol.TaskDef) { d.AMQP = &protocol.AMQPSpec{Connection: "c", RoutingKey: "q"} },
+		protocol.TaskMQTT: func(d *protocol.TaskDef) { d.MQTT = &protocol.MQTTSpec{Connection: "c", Topic: "a/b", QoS: 1} },
+		protocol.TaskRedis: func(d *protocol.TaskDef) {
+			d.Redis = &protocol.RedisSpec{Connection: "c", Command: "publish", Key: "k"}
+		},
 		protocol.TaskKafka: func(d *protocol.TaskDef) { d.Kafka = &protocol.KafkaSpec{Connection: "c", Topic: "orders"} },
 		protocol.TaskSQL:   func(d *protocol.TaskDef) { d.SQL = &protocol.SQLSpec{Connection: "c", Statement: "SELECT 1"} },
 		protocol.TaskGRPC:  func(d *protocol.TaskDef) { d.GRPC = &protocol.GRPCSpec{Connection: "c", Method: "a.B/C"} },
